@@ -1,0 +1,33 @@
+"""Agent adapters: one plug-in per way of talking to an agent.
+
+``ADAPTERS`` maps the ``--adapter`` name to the module and class that implement
+it; modules are imported only when chosen, so an adapter's dependencies cost
+nothing to a run that does not use it.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from waza.protocol.errors import ConfigError
+
+from .base import Adapter, AdapterOptions, AgentRun, AgentTask
+
+ADAPTERS: dict[str, str] = {
+    "exec": "waza.adapters.exec:ExecAdapter",
+}
+
+DEFAULT_ADAPTER = "exec"
+
+
+def adapter_class(name: str) -> type[Adapter]:
+    try:
+        target = ADAPTERS[name]
+    except KeyError:
+        known = ", ".join(sorted(ADAPTERS))
+        raise ConfigError(f"unknown adapter {name!r} (known: {known})", field="--adapter") from None
+    module, _, cls = target.partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+__all__ = ["ADAPTERS", "DEFAULT_ADAPTER", "Adapter", "AdapterOptions", "AgentRun", "AgentTask", "adapter_class"]

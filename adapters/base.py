@@ -1,0 +1,108 @@
+"""The one interface every agent adapter implements.
+
+An adapter is to waza what a transport is to httpx: a plug-in that knows how to
+talk to one kind of agent. The runner opens one adapter instance per worker
+(``async with``), so an adapter that keeps a long-lived agent process (ACP) owns
+it for that worker's lifetime, and calls :meth:`Adapter.run` once per prompt
+(and trial). The adapter reports what the agent does as trajectory events on
+``task.recorder`` and returns how the agent finished; it enforces ``task.timeout``
+itself, because only it knows how to stop its agent politely.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from waza.protocol.records import Exit, PromptCase
+from waza.protocol.trajectory import TrajectoryBuilder
+
+
+@dataclass(slots=True)
+class AgentTask:
+    """One prompt (one trial of it) for an adapter to run."""
+
+    case: PromptCase
+    workspace: Path
+    recorder: TrajectoryBuilder
+    timeout: float | None = None
+    trial: int | None = None
+
+
+@dataclass(slots=True)
+class AgentRun:
+    """How the agent finished; the trajectory itself is in the task's recorder."""
+
+    exit: Exit = field(default_factory=Exit)
+    errors: list[str] = field(default_factory=list)
+    stderr: str | None = None
+    session_creation_ms: int | None = None
+
+
+@dataclass(slots=True)
+class AdapterOptions:
+    """Every adapter option the CLI and suite files can set; each adapter declares which it honours.
+
+    An option set on the command line that the chosen adapter does not honour is
+    a usage error (exit 2), never silently ignored.
+    """
+
+    # exec
+    events: bool = False
+    # acp
+    mcp_servers: list[dict[str, Any]] = field(default_factory=list)
+    mcp_config: Path | None = None
+    permission: str | None = None
+    permission_rules: Path | None = None
+    raw_log: Path | None = None
+    auth_method: str | None = None
+    # headless
+    schema: Path | None = None
+    # replay
+    replay_from: Path | None = None
+    # http
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    system_prompt: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    stream: bool = False
+    local_model: bool = False
+
+    def given(self) -> set[str]:
+        """Names of the options set to something other than their default."""
+        defaults = AdapterOptions()
+        return {name for name in self.__dataclass_fields__ if getattr(self, name) != getattr(defaults, name)}
+
+
+class Adapter(abc.ABC):
+    """Base class of agent adapters.
+
+    Subclasses set ``name``, ``options`` (the AdapterOptions fields they honour)
+    and ``needs_command`` (whether an agent command line is required).
+    """
+
+    name: ClassVar[str]
+    options: ClassVar[frozenset[str]] = frozenset()
+    needs_command: ClassVar[bool] = True
+
+    def __init__(self, command: list[str], opts: AdapterOptions) -> None:
+        self.command = command
+        self.opts = opts
+
+    @classmethod
+    def check(cls, command: list[str], opts: AdapterOptions) -> None:
+        """Raise ConfigError for options this adapter cannot honour; runs once, before any prompt."""
+
+    async def __aenter__(self) -> Adapter:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    @abc.abstractmethod
+    async def run(self, task: AgentTask) -> AgentRun:
+        """Run one prompt to completion (or timeout), emitting events on ``task.recorder``."""

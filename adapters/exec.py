@@ -1,0 +1,217 @@
+"""The plain command adapter: one process per user turn.
+
+How the prompt reaches the agent: if an argument contains ``{prompt}`` it is
+replaced by the turn's text and stdin is empty; otherwise the text is written
+to stdin. Either way the environment carries ``WAZA_PROMPT`` (the turn's text),
+``WAZA_PROMPT_ID``, ``WAZA_TURN`` (from 0), ``WAZA_HISTORY`` (JSON list of the
+earlier turns as ``{"role": "user"|"agent", "content": ...}``) and
+``WAZA_WORKSPACE``. Stdout is the agent's answer, or with ``--events`` one JSON
+trajectory event per line (see README, "exec adapter").
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Any, ClassVar
+
+import anyio
+import orjson
+
+from waza.protocol.errors import ConfigError
+from waza.protocol.process import LineReader, LineTooLong, Tail, drain, exit_parts, kill_group, reap, spawn
+from waza.protocol.records import Exit, Usage
+from waza.protocol.trajectory import (
+    Event,
+    FinalOutput,
+    MessageChunk,
+    PlanUpdate,
+    RawUpdate,
+    ThoughtChunk,
+    ToolCallPatch,
+    TrajectoryBuilder,
+    UsageUpdate,
+)
+
+from .base import Adapter, AgentRun, AgentTask, AdapterOptions
+
+_USAGE_KEYS = {
+    "inputTokens": "input_tokens",
+    "outputTokens": "output_tokens",
+    "totalTokens": "total_tokens",
+    "cost": "cost",
+    "currency": "currency",
+}
+
+
+def event_from_line(value: Any, number: int) -> Event:
+    """Map one ``--events`` line (our trajectory format) to an event; ValueError when it is not one."""
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        raise ValueError("an event must be an object with a string 'type'")
+    kind = value["type"]
+    if kind in ("message", "thought"):
+        content = value.get("content")
+        if not isinstance(content, str):
+            raise ValueError(f"a {kind} event needs string 'content'")
+        mid = value.get("messageId")
+        return MessageChunk(content, mid) if kind == "message" else ThoughtChunk(content, mid)
+    if kind == "tool_call":
+        status = value.get("status")
+        if status not in (None, "pending", "in_progress", "completed", "failed"):
+            raise ValueError(f"tool_call status {status!r} is not pending, in_progress, completed or failed")
+        return ToolCallPatch(
+            tool_call_id=str(value.get("toolCallId") or f"line-{number}"),
+            name=value.get("name"),
+            title=value.get("title"),
+            kind=value.get("kind"),
+            status=status,
+            input=value.get("input"),
+            output=value.get("output"),
+        )
+    if kind == "plan":
+        entries = value.get("entries")
+        if not isinstance(entries, list):
+            raise ValueError("a plan event needs a list 'entries'")
+        return PlanUpdate(entries)
+    if kind == "usage":
+        fields = {py: value[js] for js, py in _USAGE_KEYS.items() if js in value}
+        return UsageUpdate(Usage(**fields))
+    if kind in ("result", "output"):
+        content = value.get("content")
+        if not isinstance(content, str):
+            raise ValueError(f"a {kind} event needs string 'content'")
+        return FinalOutput(content)
+    return RawUpdate(kind, value)
+
+
+class ExecAdapter(Adapter):
+    name: ClassVar[str] = "exec"
+    options: ClassVar[frozenset[str]] = frozenset({"events"})
+
+    @classmethod
+    def check(cls, command: list[str], opts: AdapterOptions) -> None:
+        if not command:
+            raise ConfigError("the exec adapter needs an agent command (after the prompts file or after --)")
+
+    async def run(self, task: AgentTask) -> AgentRun:
+        deadline = math.inf if task.timeout is None else time.monotonic() + task.timeout
+        history: list[dict[str, str]] = []
+        run = AgentRun()
+        stderr = Tail()
+        for turn, text in enumerate(task.case.turns):
+            task.recorder.start_turn(text, turn)
+            remaining = deadline - time.monotonic()
+            answer, ok = await self._turn(task, text, turn, history, remaining, run, stderr)
+            history += [{"role": "user", "content": text}, {"role": "agent", "content": answer}]
+            if not ok:
+                break
+        run.stderr = stderr.text() or None
+        return run
+
+    async def _turn(
+        self,
+        task: AgentTask,
+        text: str,
+        turn: int,
+        history: list[dict[str, str]],
+        remaining: float,
+        run: AgentRun,
+        stderr: Tail,
+    ) -> tuple[str, bool]:
+        substitute = any("{prompt}" in a for a in self.command)
+        argv = [a.replace("{prompt}", text) for a in self.command] if substitute else list(self.command)
+        env = {
+            **os.environ,
+            "WAZA_PROMPT": text,
+            "WAZA_PROMPT_ID": task.case.id,
+            "WAZA_TURN": str(turn),
+            "WAZA_HISTORY": orjson.dumps(history).decode(),
+            "WAZA_WORKSPACE": str(task.workspace),
+        }
+        if remaining <= 0:
+            run.exit = Exit(timed_out=True)
+            run.errors.append(f"timed out before turn {turn}")
+            return "", False
+        try:
+            process = await spawn(argv, cwd=task.workspace, env=env)
+        except OSError as exc:
+            run.errors.append(f"cannot start agent {argv[0]!r}: {exc.strerror or exc}")
+            run.exit = Exit(code=None)
+            return "", False
+        recorder = task.recorder
+        text_out = bytearray()
+        problems: list[str] = []
+        timed_out = False
+
+        async def feed() -> None:
+            assert process.stdin is not None
+            try:
+                if not substitute:
+                    await process.stdin.send(text.encode())
+            except (anyio.BrokenResourceError, OSError):
+                pass
+            finally:
+                try:
+                    await process.stdin.aclose()
+                except (anyio.BrokenResourceError, OSError):
+                    pass
+
+        async def read_stdout() -> None:
+            assert process.stdout is not None
+            reader = LineReader(process.stdout)
+            number = 0
+            while True:
+                try:
+                    line = await reader.readline()
+                except LineTooLong as exc:
+                    problems.append(f"agent stdout: {exc}")
+                    kill_group(process)
+                    return
+                if line is None:
+                    return
+                number += 1
+                if not self.opts.events:
+                    if text_out or number > 1:
+                        text_out.extend(b"\n")
+                    text_out.extend(line)
+                    continue
+                if not line.strip():
+                    continue
+                try:
+                    recorder.emit(event_from_line(orjson.loads(line), number))
+                except (orjson.JSONDecodeError, ValueError) as exc:
+                    problems.append(f"agent stdout line {number} is not a trajectory event: {exc}")
+                    recorder.emit(RawUpdate("unparsed", line.decode("utf-8", "replace")))
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(feed)
+                tg.start_soon(read_stdout)
+                tg.start_soon(drain, process.stderr, stderr)
+                with anyio.move_on_after(remaining) as scope:
+                    await process.wait()
+                timed_out = scope.cancelled_caught
+                kill_group(process)
+        finally:
+            await reap(process)
+        code, sig = exit_parts(process.returncode)
+        answer = ""
+        if not self.opts.events:
+            answer = text_out.decode("utf-8", "replace").rstrip("\n")
+            if answer:
+                recorder.emit(MessageChunk(answer))
+        else:
+            answer = recorder.finish().output
+        run.exit = Exit(code=None if timed_out else code, signal=None if timed_out else sig, timed_out=timed_out)
+        run.errors.extend(problems)
+        if timed_out:
+            run.errors.append(f"agent timed out after {task.timeout:g}s" if task.timeout else "agent timed out")
+            return answer, False
+        if sig is not None:
+            run.errors.append(f"agent killed by signal {sig}")
+            return answer, False
+        if code != 0:
+            run.errors.append(f"agent exited with code {code}")
+            return answer, False
+        return answer, True

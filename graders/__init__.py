@@ -1,0 +1,36 @@
+"""Built-in graders: plain functions in a registry, each also a standalone executable.
+
+Every module named in ``CATALOGUE`` provides ``SUMMARY`` (one line),
+``grade(request: GraderRequest) -> GraderResult`` and ``main()``; it may provide
+``check_config(config)`` for checks a JSON Schema cannot express (a regex that
+does not compile). Its config schema is ``schemas/grader-NAME.json``. The runner
+calls ``grade`` in-process; ``python -m waza.graders.NAME`` and
+``waza-grader NAME`` run the very same function over the stdin/stdout protocol.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from waza.protocol.errors import ConfigError
+
+#: name -> module; names are what --grader builtin:NAME and eval.yaml `type:` use.
+CATALOGUE: dict[str, str] = {
+    "hint": "waza.graders.hint",
+}
+
+#: Other spellings accepted for a name (from the reference systems).
+ALIASES: dict[str, str] = {}
+
+
+def canonical(name: str) -> str:
+    return ALIASES.get(name, name)
+
+
+def load(name: str) -> ModuleType:
+    key = canonical(name)
+    if key not in CATALOGUE:
+        known = ", ".join(sorted(CATALOGUE))
+        raise ConfigError(f"unknown built-in grader {name!r} (known: {known})")
+    return importlib.import_module(CATALOGUE[key])

@@ -1,0 +1,353 @@
+"""Conversion between record dataclasses and JSON-shaped values.
+
+Records are plain stdlib dataclasses so they read like documentation. This
+module compiles, once per class, a decoder that validates a JSON value and names
+the offending field on error, an encoder that only walks fields that hold nested
+records, and the JSON Schema the published ``schemas/`` files are generated from
+(so the files and the classes cannot drift apart).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
+
+Decoder = Callable[[Any, str], Any]
+Encoder = Callable[[Any], Any]
+
+
+class RecordError(ValueError):
+    """A JSON value does not fit a record; ``path`` names the field (``trajectory[3].status``)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        self.message = message
+        super().__init__(f"field {path!r}: {message}" if path else message)
+
+
+def camel(name: str) -> str:
+    """JSON names are camelCase (as in the acp-harness records); Python names stay snake_case."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def json_name(f: dataclasses.Field[Any]) -> str:
+    return f.metadata.get("json") or camel(f.name)
+
+
+def doc(text: str, *, json: str | None = None, **schema: Any) -> dict[str, Any]:
+    """Field metadata: a description for the schema, an optional JSON name, extra schema keywords."""
+    meta: dict[str, Any] = {"doc": text, "schema": schema}
+    if json:
+        meta["json"] = json
+    return meta
+
+
+class Record:
+    """Base of every record: ``to_dict``/``from_dict`` compiled from the dataclass fields.
+
+    ``_passthrough`` names a field that collects unknown top-level keys on decode
+    and splices them back on encode, for records that must not drop what a user
+    or another tool wrote. Without it, an unknown key is an error.
+    """
+
+    __slots__ = ()
+    _passthrough: ClassVar[str | None] = None
+    _omit_none: ClassVar[bool] = False
+    _aliases: ClassVar[dict[str, str]] = {}
+    _codec: ClassVar[_Codec]
+
+    def to_dict(self) -> dict[str, Any]:
+        return _codec_for(type(self)).encode(self)
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str = "") -> typing.Self:
+        return _codec_for(cls).decode(data, path)
+
+
+def _codec_for(cls: type[Record]) -> _Codec:
+    codec = cls.__dict__.get("_codec")
+    if codec is None:
+        codec = _Codec(cls)
+        cls._codec = codec
+    return codec
+
+
+def _type_name(tp: Any) -> str:
+    if tp is type(None):
+        return "null"
+    if isinstance(tp, type):
+        return {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}.get(
+            tp, tp.__name__
+        )
+    origin = get_origin(tp)
+    if origin is Literal:
+        return " or ".join(repr(a) for a in get_args(tp))
+    if origin in (Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in get_args(tp))
+    if origin is list:
+        return "array"
+    if origin is dict:
+        return "object"
+    return "any value"
+
+
+def _pathjoin(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def _decoder(tp: Any) -> Decoder:
+    if tp is Any:
+        return lambda v, p: v
+    if isinstance(tp, type) and issubclass(tp, Record):
+        return lambda v, p: _codec_for(tp).decode(v, p)
+    origin = get_origin(tp)
+    if origin is Literal:
+        allowed = get_args(tp)
+
+        def lit(v: Any, p: str) -> Any:
+            if v not in allowed or isinstance(v, bool):
+                raise RecordError(p, f"must be one of {', '.join(map(repr, allowed))}, got {v!r}")
+            return v
+
+        return lit
+    if origin in (Union, types.UnionType):
+        members = [_decoder(a) for a in get_args(tp)]
+        expected = _type_name(tp)
+
+        def union(v: Any, p: str) -> Any:
+            for member in members:
+                try:
+                    return member(v, p)
+                except RecordError:
+                    continue
+            raise RecordError(p, f"must be {expected}, got {_describe(v)}")
+
+        return union
+    if origin is list:
+        (item_tp,) = get_args(tp) or (Any,)
+        item = _decoder(item_tp)
+        passthrough_items = item_tp is Any
+
+        def lst(v: Any, p: str) -> Any:
+            if not isinstance(v, list):
+                raise RecordError(p, f"must be an array, got {_describe(v)}")
+            if passthrough_items:
+                return v
+            return [item(x, _pathjoin(p, i)) for i, x in enumerate(v)]
+
+        return lst
+    if origin is dict:
+        _, val_tp = get_args(tp) or (str, Any)
+        val = _decoder(val_tp)
+        passthrough_vals = val_tp is Any
+
+        def dct(v: Any, p: str) -> Any:
+            if not isinstance(v, dict):
+                raise RecordError(p, f"must be an object, got {_describe(v)}")
+            if passthrough_vals:
+                return v
+            return {k: val(x, _pathjoin(p, k)) for k, x in v.items()}
+
+        return dct
+    if tp is type(None):
+
+        def none(v: Any, p: str) -> Any:
+            if v is not None:
+                raise RecordError(p, f"must be null, got {_describe(v)}")
+            return None
+
+        return none
+    if tp is float:
+
+        def num(v: Any, p: str) -> Any:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise RecordError(p, f"must be a number, got {_describe(v)}")
+            return v
+
+        return num
+    if tp is int:
+
+        def integer(v: Any, p: str) -> Any:
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise RecordError(p, f"must be an integer, got {_describe(v)}")
+            return v
+
+        return integer
+    if tp in (str, bool):
+
+        def simple(v: Any, p: str) -> Any:
+            if type(v) is not tp:
+                raise RecordError(p, f"must be {_type_name(tp)}, got {_describe(v)}")
+            return v
+
+        return simple
+    raise TypeError(f"codec cannot handle type {tp!r}")
+
+
+def _describe(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return f"boolean {str(v).lower()}"
+    if isinstance(v, (int, float)):
+        return f"number {v!r}"
+    if isinstance(v, str):
+        shown = v if len(v) <= 40 else v[:37] + "..."
+        return f"string {shown!r}"
+    return _type_name(type(v))
+
+
+def _holds_record(tp: Any) -> bool:
+    if isinstance(tp, type) and issubclass(tp, Record):
+        return True
+    return any(_holds_record(a) for a in get_args(tp))
+
+
+def _encoder(tp: Any) -> Encoder | None:
+    """None means the value is already JSON-shaped and needs no walk (the fast, common case)."""
+    if not _holds_record(tp):
+        return None
+
+    def enc(v: Any) -> Any:
+        if isinstance(v, Record):
+            return v.to_dict()
+        if isinstance(v, list):
+            return [enc(x) for x in v]
+        if isinstance(v, dict):
+            return {k: enc(x) for k, x in v.items()}
+        return v
+
+    return enc
+
+
+class _Codec:
+    def __init__(self, cls: type[Record]) -> None:
+        self.cls = cls
+        hints = get_type_hints(cls)
+        self.fields: list[tuple[str, str, Any, bool, Decoder, Encoder | None]] = []
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            if f.name == cls._passthrough:
+                continue
+            required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            tp = hints[f.name]
+            self.fields.append((f.name, json_name(f), tp, required, _decoder(tp), _encoder(tp)))
+        self.known = {j for _, j, *_ in self.fields} | set(cls._aliases)
+
+    def decode(self, data: Any, path: str) -> Record:
+        cls = self.cls
+        if not isinstance(data, dict):
+            raise RecordError(path, f"must be an object, got {_describe(data)}")
+        for old, new in cls._aliases.items():
+            if old in data and new not in data:
+                data = {**data, new: data[old]}
+        kwargs: dict[str, Any] = {}
+        for name, jname, _, required, dec, _ in self.fields:
+            if jname in data:
+                kwargs[name] = dec(data[jname], _pathjoin(path, jname))
+            elif required:
+                raise RecordError(_pathjoin(path, jname), "is required")
+        unknown = [k for k in data if k not in self.known]
+        if unknown:
+            if cls._passthrough is None:
+                raise RecordError(_pathjoin(path, unknown[0]), "is not a known field")
+            kwargs[cls._passthrough] = {k: data[k] for k in unknown}
+        return cls(**kwargs)
+
+    def encode(self, obj: Record) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        omit_none = self.cls._omit_none
+        for name, jname, _, _, _, enc in self.fields:
+            v = getattr(obj, name)
+            if v is None and omit_none:
+                continue
+            out[jname] = enc(v) if enc is not None and v is not None else v
+        if self.cls._passthrough:
+            for k, v in getattr(obj, self.cls._passthrough).items():
+                out.setdefault(k, v)
+        return out
+
+
+# ---------------------------------------------------------------- JSON Schema
+
+
+def schema_for(cls: type[Record], *, title: str | None = None) -> dict[str, Any]:
+    """The draft 2020-12 schema of a record class, nested records under ``$defs``."""
+    defs: dict[str, Any] = {}
+    body = _object_schema(cls, defs)
+    schema: dict[str, Any] = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"https://waza.dev/schemas/{cls.__name__}.json",
+        "title": title or cls.__name__,
+        "description": _class_doc(cls),
+        **body,
+    }
+    defs.pop(cls.__name__, None)
+    if defs:
+        schema["$defs"] = dict(sorted(defs.items()))
+    return schema
+
+
+def _class_doc(cls: type) -> str:
+    return " ".join((cls.__doc__ or "").split())
+
+
+def _object_schema(cls: type[Record], defs: dict[str, Any]) -> dict[str, Any]:
+    hints = get_type_hints(cls)
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name == cls._passthrough:
+            continue
+        s = _type_schema(hints[f.name], defs)
+        meta_doc = f.metadata.get("doc")
+        if meta_doc:
+            s = {"description": meta_doc, **s}
+        s.update(f.metadata.get("schema", {}))
+        props[json_name(f)] = s
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            required.append(json_name(f))
+    for old, new in cls._aliases.items():
+        props[old] = {"description": f"Older name of {new!r}, accepted on input.", **props[new]}
+    out: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        out["required"] = required
+    out["additionalProperties"] = cls._passthrough is not None
+    return out
+
+
+def _type_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    if tp is Any:
+        return {}
+    if isinstance(tp, type) and issubclass(tp, Record):
+        name = tp.__name__
+        if name not in defs:
+            defs[name] = {}
+            defs[name] = {"description": _class_doc(tp), **_object_schema(tp, defs)}
+        return {"$ref": f"#/$defs/{name}"}
+    origin = get_origin(tp)
+    if origin is Literal:
+        return {"enum": list(get_args(tp))}
+    if origin in (Union, types.UnionType):
+        members = [a for a in get_args(tp)]
+        simple = [a for a in members if a in (str, int, float, bool, type(None))]
+        if len(simple) == len(members):
+            names = [_type_name(a) for a in members]
+            return {"type": names}
+        return {"anyOf": [_type_schema(a, defs) for a in members]}
+    if origin is list:
+        (item_tp,) = get_args(tp) or (Any,)
+        inner = _type_schema(item_tp, defs)
+        return {"type": "array", "items": inner} if inner else {"type": "array"}
+    if origin is dict:
+        _, val_tp = get_args(tp) or (str, Any)
+        inner = _type_schema(val_tp, defs)
+        return {"type": "object", "additionalProperties": inner} if inner else {"type": "object"}
+    if tp is type(None):
+        return {"type": "null"}
+    return {"type": _type_name(tp)}

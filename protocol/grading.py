@@ -1,0 +1,189 @@
+"""The grader protocol's rules, independent of how a grader is run.
+
+A grader answers one JSON object. Two dialects are accepted:
+``{pass, score, reasoning, outcome, details}`` (acp-harness, canonical) and
+``{passed, score, message, details}`` (the waza reference). Anything else, or a
+value that cannot be trusted (score outside [0, 1], NaN, pass not a boolean),
+is a *grader error*, never a fail: a lying grader must not decide a verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from .records import CaptureResult, Grade, GraderRequest, GraderResult, Verdict
+
+
+class GraderProtocolError(ValueError):
+    """The grader's answer breaks the protocol; the message says how, for the error grade."""
+
+
+def parse_result_bytes(raw: bytes) -> GraderResult:
+    """Parse a grader's whole stdout: exactly one JSON object, surrounding whitespace allowed."""
+    text = raw.strip()
+    if not text:
+        raise GraderProtocolError("grader printed nothing on stdout")
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        preview = text[:80].decode("utf-8", "replace")
+        raise GraderProtocolError(f"grader stdout is not one JSON document ({exc}); it starts {preview!r}") from None
+    return normalize_result(value)
+
+
+def normalize_result(value: Any) -> GraderResult:
+    """Check a decoded grader answer and bring either dialect to the canonical record."""
+    if isinstance(value, GraderResult):
+        value = value.to_dict()
+    if not isinstance(value, dict):
+        raise GraderProtocolError(f"grader result must be a JSON object, got {type(value).__name__}")
+    status = value.get("status")
+    if status is not None and status != "pending":
+        if status not in ("passed", "failed"):
+            raise GraderProtocolError(f"grader result status must be 'pending' when given, got {status!r}")
+    if "pass" in value and "passed" in value and value["pass"] != value["passed"]:
+        raise GraderProtocolError("grader result has both 'pass' and 'passed' and they disagree")
+    verdict = value.get("pass", value.get("passed"))
+    score = value.get("score")
+    reasoning = value.get("reasoning", value.get("message"))
+    outcome = value.get("outcome")
+    details = value.get("details")
+    if status == "pending":
+        if verdict is not None or score is not None:
+            raise GraderProtocolError("a pending result must not carry pass or score")
+    else:
+        if verdict is None:
+            raise GraderProtocolError("grader result lacks 'pass' (boolean)")
+        if not isinstance(verdict, bool):
+            raise GraderProtocolError(f"grader result 'pass' must be a boolean, got {verdict!r}")
+        if score is None:
+            raise GraderProtocolError("grader result lacks 'score' (number in [0, 1])")
+        if isinstance(score, bool) or not isinstance(score, (int, float)):
+            raise GraderProtocolError(f"grader result 'score' must be a number, got {score!r}")
+        if not math.isfinite(score) or not 0.0 <= score <= 1.0:
+            raise GraderProtocolError(f"grader result 'score' must be finite and in [0, 1], got {score!r}")
+        if status is not None and (status == "passed") != verdict:
+            raise GraderProtocolError(f"grader result status {status!r} contradicts pass={verdict}")
+    if reasoning is not None and not isinstance(reasoning, str):
+        raise GraderProtocolError("grader result 'reasoning' must be a string")
+    if outcome is not None and not isinstance(outcome, dict):
+        raise GraderProtocolError("grader result 'outcome' must be an object")
+    if details is not None and not isinstance(details, dict):
+        raise GraderProtocolError("grader result 'details' must be an object")
+    return GraderResult(
+        passed=verdict,
+        score=float(score) if score is not None else None,
+        reasoning=reasoning,
+        outcome=outcome,
+        details=details,
+        status="pending" if status == "pending" else None,
+    )
+
+
+def grade_from_result(name: str, result: GraderResult, *, weight: float, duration_ms: float) -> Grade:
+    if result.status == "pending":
+        status = "pending"
+    else:
+        status = "passed" if result.passed else "failed"
+    return Grade(
+        name=name,
+        status=status,
+        passed=result.passed,
+        score=result.score,
+        reasoning=result.reasoning or "",
+        outcome=result.outcome or {},
+        details=result.details or {},
+        weight=weight,
+        duration=round(duration_ms, 3),
+    )
+
+
+def error_grade(name: str, reason: str, *, weight: float, duration_ms: float, details: dict[str, Any] | None = None) -> Grade:
+    return Grade(
+        name=name,
+        status="error",
+        reasoning="",
+        weight=weight,
+        duration=round(duration_ms, 3),
+        error=reason,
+        details=details or {},
+    )
+
+
+def aggregate(grades: Iterable[Grade]) -> Verdict | None:
+    """Combine grades: any error -> error; else any fail -> failed; else any pending -> pending.
+
+    The score is the weighted mean of the grades that have one (errors and
+    pending grades have none); with all weights zero it is the plain mean.
+    """
+    grades = list(grades)
+    if not grades:
+        return None
+    errors = [g for g in grades if g.status == "error"]
+    failed = [g for g in grades if g.status == "failed"]
+    pending = [g for g in grades if g.status == "pending"]
+    scored = [g for g in grades if g.score is not None]
+    total_weight = sum(g.weight for g in scored)
+    if not scored:
+        score = None
+    elif total_weight > 0:
+        score = sum(g.score * g.weight for g in scored) / total_weight  # type: ignore[operator]
+    else:
+        score = sum(g.score for g in scored) / len(scored)  # type: ignore[misc]
+    if errors:
+        names = ", ".join(g.name for g in errors)
+        return Verdict(status="error", passed=None, score=None, reasoning=f"grader error: {names}")
+    if failed:
+        names = ", ".join(g.name for g in failed)
+        return Verdict(status="failed", passed=False, score=score, reasoning=f"failed: {names}")
+    if pending:
+        names = ", ".join(g.name for g in pending)
+        return Verdict(status="pending", passed=None, score=score, reasoning=f"pending review: {names}")
+    return Verdict(status="passed", passed=True, score=score, reasoning="all graders passed")
+
+
+def merged_outcome(grades: Iterable[Grade]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for g in grades:
+        out.update(g.outcome)
+    return out
+
+
+def settle(result: CaptureResult, grades: list[Grade]) -> CaptureResult:
+    """Attach grades to a result and derive score, outcome and status (agent errors win)."""
+    result.grades = grades
+    result.score = aggregate(grades)
+    result.outcome = merged_outcome(grades)
+    if result.errors:
+        result.status = "error"
+    elif result.score is None:
+        result.status = "ungraded"
+    else:
+        result.status = result.score.status
+    return result
+
+
+def request_for(result: CaptureResult, config: dict[str, Any]) -> GraderRequest:
+    """The request a grader sees for a captured result; ``expected`` mirrors ``hint`` for older graders."""
+    return GraderRequest(
+        id=result.id,
+        input=result.input,
+        output=result.output,
+        hint=result.hint,
+        expected=result.hint,
+        reference=result.reference,
+        trajectory=[s.to_dict() for s in result.trajectory],
+        metadata=result.metadata,
+        cwd=result.cwd,
+        config=config,
+        timing=result.timing.to_dict() if result.timing else None,
+        usage=result.usage.to_dict() if result.usage else None,
+        exit=result.exit.to_dict() if result.exit else None,
+        errors=result.errors,
+        tool_errors=result.tool_errors,
+        trial=result.trial,
+    )

@@ -1,0 +1,176 @@
+"""JSONL in and out: one record a line, read lazily, written whole and flushed.
+
+Readers never hold more than one line; errors carry the file, line number and
+field so a user can go straight to the problem. Writers emit each record as a
+single ``write`` of complete bytes followed by a flush, so a reader (or a
+resumed run) only ever sees whole lines, except after a hard kill, which
+``repair_torn_tail`` undoes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+import orjson
+
+from .codec import Record, RecordError
+
+R = TypeVar("R", bound=Record)
+
+BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True, slots=True)
+class JsonlError(Exception):
+    """A bad line in an input file: printed as ``file:line: field 'x': message``."""
+
+    source: str
+    line: int
+    message: str
+    field: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.source}:{self.line}" if self.line else self.source
+        what = f"field {self.field!r}: {self.message}" if self.field else self.message
+        return f"{where}: {what}"
+
+
+def display_name(path: str | Path) -> str:
+    return "<stdin>" if str(path) == "-" else str(path)
+
+
+def open_input(path: str | Path) -> IO[bytes]:
+    """Open a file or ``-`` (stdin) for binary reading; a clear error when it cannot be read."""
+    if str(path) == "-":
+        return sys.stdin.buffer
+    p = Path(path)
+    if p.is_dir():
+        raise JsonlError(str(path), 0, "is a directory, not a JSONL file")
+    try:
+        return p.open("rb")
+    except OSError as exc:
+        raise JsonlError(str(path), 0, f"cannot be read: {exc.strerror or exc}") from None
+
+
+def iter_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    """Non-blank lines with their 1-based numbers; a leading BOM and CRLF endings are accepted."""
+    for number, line in enumerate(stream, start=1):
+        if number == 1 and line.startswith(BOM):
+            line = line[len(BOM) :]
+        line = line.strip()
+        if line:
+            yield number, line
+
+
+def parse_line(source: str, number: int, line: bytes) -> Any:
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise JsonlError(source, number, f"invalid JSON ({exc.msg} at column {exc.colno})") from None
+
+
+def decode_line(source: str, number: int, line: bytes, cls: type[R]) -> R:
+    value = parse_line(source, number, line)
+    try:
+        return cls.from_dict(value)
+    except RecordError as exc:
+        raise JsonlError(source, number, exc.message, exc.path) from None
+
+
+def read_records(path: str | Path, cls: type[R]) -> Iterator[tuple[int, R]]:
+    """Lazily decode a JSONL file (or stdin) into records."""
+    source = display_name(path)
+    stream = open_input(path)
+    try:
+        for number, line in iter_lines(stream):
+            yield number, decode_line(source, number, line, cls)
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def dumps(value: Record | dict[str, Any]) -> bytes:
+    if isinstance(value, Record):
+        value = value.to_dict()
+    return orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+
+
+class JsonlWriter:
+    """Writes one complete line per record and flushes it, so every line on disk is whole."""
+
+    def __init__(self, path: str | Path, *, append: bool = False) -> None:
+        self.path = str(path)
+        if self.path == "-":
+            self._stream: IO[bytes] = sys.stdout.buffer
+            self._owned = False
+        else:
+            self._stream = open(self.path, "ab" if append else "wb")  # noqa: SIM115 - closed in close()
+            self._owned = True
+        self.count = 0
+
+    def write(self, value: Record | dict[str, Any]) -> None:
+        self.write_bytes(dumps(value))
+
+    def write_bytes(self, line: bytes) -> None:
+        self._stream.write(line)
+        self._stream.flush()
+        self.count += 1
+
+    def close(self) -> None:
+        if self._owned:
+            self._stream.close()
+        else:
+            self._stream.flush()
+
+    def __enter__(self) -> JsonlWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def repair_torn_tail(path: str | Path) -> int:
+    """Cut a partial last line (left by a killed writer); returns how many bytes were removed."""
+    p = Path(path)
+    if not p.exists():
+        return 0
+    size = p.stat().st_size
+    if size == 0:
+        return 0
+    with p.open("rb+") as f:
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return 0
+        block = 1 << 16
+        pos = size
+        while pos > 0:
+            start = max(0, pos - block)
+            f.seek(start)
+            chunk = f.read(pos - start)
+            nl = chunk.rfind(b"\n")
+            if nl >= 0:
+                keep = start + nl + 1
+                f.truncate(keep)
+                f.flush()
+                os.fsync(f.fileno())
+                return size - keep
+            pos = start
+        f.truncate(0)
+        return size
+
+
+def iter_existing(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Whole, parseable lines of an output file being resumed (a torn tail is repaired first)."""
+    p = Path(path)
+    if not p.exists():
+        return
+    with p.open("rb") as f:
+        for number, line in iter_lines(f):
+            value = parse_line(str(path), number, line)
+            if isinstance(value, dict):
+                yield value

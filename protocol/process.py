@@ -1,0 +1,234 @@
+"""Child processes under the protocol's rules.
+
+Every child (an agent, a grader, a terminal an agent asked for) starts in its
+own process group so that a timeout, a crash or an interrupt can kill it *and*
+whatever it spawned; its stderr is always drained (a chatty child must never
+fill the pipe and deadlock) and only a bounded tail is kept; its stdout is read
+up to a cap, past which the child is killed rather than buffered without end.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+
+STDOUT_LIMIT = 10 * 1024 * 1024
+STDERR_TAIL = 8 * 1024
+LINE_LIMIT = 64 * 1024 * 1024
+
+
+class Tail:
+    """The last ``limit`` bytes of a stream, as text for a record or an error message."""
+
+    def __init__(self, limit: int = STDERR_TAIL) -> None:
+        self.limit = limit
+        self._chunks: deque[bytes] = deque()
+        self._size = 0
+        self.total = 0
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        self._chunks.append(data)
+        self._size += len(data)
+        while self._size - len(self._chunks[0]) >= self.limit:
+            self._size -= len(self._chunks.popleft())
+
+    def text(self) -> str:
+        data = b"".join(self._chunks)[-self.limit :]
+        return data.decode("utf-8", "replace")
+
+
+async def drain(stream: anyio.abc.ByteReceiveStream | None, tail: Tail) -> None:
+    if stream is None:
+        return
+    try:
+        async for chunk in stream:
+            tail.add(chunk)
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        pass
+
+
+async def spawn(
+    argv: Sequence[str],
+    *,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: bool = True,
+) -> anyio.abc.Process:
+    """Start ``argv`` in a new session (its own process group), pipes on all three streams."""
+    return await anyio.open_process(
+        list(argv),
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=str(cwd) if cwd is not None else None,
+        env=dict(env) if env is not None else None,
+        start_new_session=True,
+    )
+
+
+def kill_group(process: anyio.abc.Process, sig: int = signal.SIGKILL) -> None:
+    """Signal the child's whole process group (grandchildren included); quiet if already gone."""
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def reap(process: anyio.abc.Process) -> None:
+    """Kill the group and wait, shielded so that cancellation never leaves a zombie or an orphan."""
+    with anyio.CancelScope(shield=True):
+        kill_group(process)
+        await process.wait()
+
+
+def exit_parts(returncode: int | None) -> tuple[int | None, int | None]:
+    """(code, signal) from a Popen-style return code, where -N means killed by signal N."""
+    if returncode is None:
+        return None, None
+    if returncode < 0:
+        return None, -returncode
+    return returncode, None
+
+
+@dataclass(slots=True)
+class ProcessOutcome:
+    """What a one-shot child did: exit, output, and whether waza had to stop it."""
+
+    returncode: int | None
+    stdout: bytes
+    stderr_tail: str
+    duration_ms: float
+    timed_out: bool = False
+    stdout_overflow: bool = False
+
+    @property
+    def code(self) -> int | None:
+        return exit_parts(self.returncode)[0]
+
+    @property
+    def signal(self) -> int | None:
+        return exit_parts(self.returncode)[1]
+
+
+async def run_once(
+    argv: Sequence[str],
+    *,
+    stdin: bytes | None = None,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    stdout_limit: int = STDOUT_LIMIT,
+    stderr_limit: int = STDERR_TAIL,
+) -> ProcessOutcome:
+    """Run a child to completion with the input on stdin; never raises for what the child does.
+
+    Raises ``OSError`` only when the child cannot be started at all.
+    """
+    started = time.perf_counter()
+    process = await spawn(argv, cwd=cwd, env=env, stdin=stdin is not None)
+    out = bytearray()
+    err = Tail(stderr_limit)
+    state: dict[str, Any] = {"overflow": False, "timed_out": False}
+
+    async def feed() -> None:
+        assert process.stdin is not None
+        try:
+            await process.stdin.send(stdin or b"")
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass  # the child closed stdin without reading: its business
+        finally:
+            try:
+                await process.stdin.aclose()
+            except (anyio.BrokenResourceError, OSError):
+                pass
+
+    async def read_stdout() -> None:
+        assert process.stdout is not None
+        try:
+            async for chunk in process.stdout:
+                if len(out) + len(chunk) > stdout_limit:
+                    state["overflow"] = True
+                    kill_group(process)
+                    return
+                out.extend(chunk)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    try:
+        async with anyio.create_task_group() as tg:
+            if stdin is not None:
+                tg.start_soon(feed)
+            tg.start_soon(read_stdout)
+            tg.start_soon(drain, process.stderr, err)
+            with anyio.move_on_after(timeout) as scope:
+                await process.wait()
+            if scope.cancelled_caught:
+                state["timed_out"] = True
+            # The child is done (or out of time): its group goes too, so a grandchild
+            # holding our pipes open cannot keep the readers waiting.
+            kill_group(process)
+    finally:
+        await reap(process)
+    return ProcessOutcome(
+        returncode=process.returncode,
+        stdout=bytes(out),
+        stderr_tail=err.text(),
+        duration_ms=(time.perf_counter() - started) * 1000,
+        timed_out=state["timed_out"],
+        stdout_overflow=state["overflow"],
+    )
+
+
+class LineTooLong(Exception):
+    """A peer sent a line longer than the reader's limit (a protocol fault, not a crash of ours)."""
+
+
+class LineReader:
+    """Newline-delimited reads over a byte stream, with a cap on one line's length."""
+
+    def __init__(self, stream: anyio.abc.ByteReceiveStream, limit: int = LINE_LIMIT) -> None:
+        self._stream = stream
+        self._buf = bytearray()
+        self._pos = 0
+        self._eof = False
+        self.limit = limit
+
+    async def readline(self) -> bytes | None:
+        """The next line without its newline; None at end of stream."""
+        scan = self._pos
+        while True:
+            idx = self._buf.find(b"\n", scan)
+            if idx >= 0:
+                line = bytes(self._buf[self._pos : idx])
+                self._pos = idx + 1
+                if self._pos > 1 << 20:
+                    del self._buf[: self._pos]
+                    self._pos = 0
+                return line
+            if self._eof:
+                if self._pos < len(self._buf):
+                    line = bytes(self._buf[self._pos :])
+                    self._buf.clear()
+                    self._pos = 0
+                    return line
+                return None
+            if len(self._buf) - self._pos > self.limit:
+                raise LineTooLong(f"line longer than {self.limit} bytes")
+            scan = len(self._buf)
+            try:
+                chunk = await self._stream.receive(1 << 16)
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                self._eof = True
+                continue
+            self._buf.extend(chunk)

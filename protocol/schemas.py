@@ -1,0 +1,86 @@
+"""The published JSON Schemas: where they live, how records map to them, validation.
+
+Record schemas are generated from the record classes (``python -m
+waza.protocol.schemas --write schemas``) and a test regenerates them to prove
+the files never drift from the code. Other schemas (grader configs, suite files,
+adapter schemas) are written by hand in ``schemas/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import orjson
+from jsonschema import Draft202012Validator
+
+from .codec import Record, schema_for
+from .records import CaptureResult, Grade, GraderRequest, GraderResult, PromptCase, TrajectoryStep
+
+#: Record classes whose schemas are generated (all records live in protocol/).
+RECORDS: dict[str, type[Record]] = {
+    "PromptCase": PromptCase,
+    "TrajectoryStep": TrajectoryStep,
+    "CaptureResult": CaptureResult,
+    "GraderRequest": GraderRequest,
+    "GraderResult": GraderResult,
+    "Grade": Grade,
+}
+
+
+def schema_files() -> dict[str, Any]:
+    """Every shipped schema file, by name without ``.json``."""
+    root = resources.files("waza.schemas")
+    return {p.name[: -len(".json")]: p for p in sorted(root.iterdir(), key=lambda p: p.name) if p.name.endswith(".json")}
+
+
+@functools.cache
+def load(name: str) -> dict[str, Any]:
+    files = schema_files()
+    if name not in files:
+        raise KeyError(name)
+    return orjson.loads(files[name].read_bytes())
+
+
+@functools.cache
+def validator(name: str) -> Draft202012Validator:
+    schema = load(name)
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def errors(name: str, value: Any) -> list[str]:
+    """Validation errors as ``path: message`` lines; empty when the value is valid."""
+    out = []
+    for err in sorted(validator(name).iter_errors(value), key=lambda e: list(e.absolute_path)):
+        path = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        out.append(f"{path}: {err.message}")
+    return out
+
+
+def render(cls: type[Record]) -> bytes:
+    return orjson.dumps(schema_for(cls), option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def write_all(directory: Path) -> list[Path]:
+    written = []
+    for name, cls in RECORDS.items():
+        path = directory / f"{name}.json"
+        path.write_bytes(render(cls))
+        written.append(path)
+    return written
+
+
+def _main() -> None:
+    parser = argparse.ArgumentParser(description="Regenerate the record schemas from the record classes.")
+    parser.add_argument("--write", type=Path, required=True, help="directory to write into (the repo's schemas/)")
+    args = parser.parse_args()
+    for path in write_all(args.write):
+        print(path)
+
+
+if __name__ == "__main__":
+    _main()

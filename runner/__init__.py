@@ -1,0 +1,1 @@
+"""The runner: the thin async core, the commands and the CLI (depends on everything else)."""

@@ -1,0 +1,43 @@
+"""The ``waza`` command line: a typer app whose commands live one per module in ``commands/``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from waza import __version__
+
+from .commands import capture, demo, grade, schemas
+from .runtime import configure_logging
+
+app = typer.Typer(
+    name="waza",
+    help="Evaluate AI agents: stream prompts to an agent, record its trajectory, grade the results.\n\n"
+    "Try it: waza demo",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+for module in (capture, grade, schemas, demo):
+    module.register(app)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"waza {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    verbose: Annotated[int, typer.Option("-v", "--verbose", count=True, help="More logging on stderr (-vv: debug).")] = 0,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
+) -> None:
+    configure_logging(verbose)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,156 @@
+"""Option groups shared by several commands, declared once.
+
+``capture``, ``trials`` and ``run`` all take the agent options, the grader
+options and the output options. Each group is a dataclass whose fields carry
+their typer declaration; :func:`with_groups` adds the fields to a command's
+signature (so typer shows them in --help) and hands the command one object per
+group instead of thirty keyword arguments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar, get_type_hints
+
+import typer
+
+from waza.adapters import DEFAULT_ADAPTER, adapter_class
+from waza.adapters.base import Adapter, AdapterOptions
+from waza.protocol.errors import ConfigError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+AGENT = "Agent"
+GRADING = "Grading"
+OUTPUT = "Output"
+
+
+def opt(*names: str, help: str, panel: str, **kw: Any) -> Any:
+    return typer.Option(*names, help=help, rich_help_panel=panel, **kw)
+
+
+@dataclasses.dataclass
+class AgentOptions:
+    adapter: Annotated[str, opt("--adapter", help="exec, acp, headless, http, replay.", panel=AGENT)] = DEFAULT_ADAPTER
+    timeout: Annotated[float | None, opt("--timeout", help="Per-prompt limit in seconds (a prompt's own `timeout` wins).", panel=AGENT)] = None
+    concurrency: Annotated[int, opt("-j", "--concurrency", help="Prompts run at once (one agent each).", panel=AGENT, min=1)] = 1
+    cwd: Annotated[Path | None, opt("--cwd", help="Directory the agent runs in (default: here).", panel=AGENT)] = None
+    workspace_dir: Annotated[Path | None, opt("--workspace-dir", help="Give each prompt a fresh DIR/<id> as its workspace.", panel=AGENT)] = None
+    events: Annotated[bool, opt("--events", help="exec: the agent prints JSONL trajectory events.", panel=AGENT)] = False
+    mcp_server: Annotated[list[str] | None, opt("--mcp-server", help="acp: an MCP server as JSON (repeatable).", panel=AGENT)] = None
+    mcp_config: Annotated[Path | None, opt("--mcp-config", help="acp: a JSON file listing MCP servers.", panel=AGENT)] = None
+    permission: Annotated[str | None, opt("--permission", help="acp: allow or deny permission requests.", panel=AGENT)] = None
+    permission_rules: Annotated[Path | None, opt("--permission-rules", help="acp: permission rules file.", panel=AGENT)] = None
+    raw_log: Annotated[Path | None, opt("--raw-log", help="acp: write every JSON-RPC message to FILE.", panel=AGENT)] = None
+    auth_method: Annotated[str | None, opt("--auth-method", help="acp: authenticate with this method id.", panel=AGENT)] = None
+    schema: Annotated[Path | None, opt("--schema", help="headless: the adapter schema JSON.", panel=AGENT)] = None
+    replay_from: Annotated[Path | None, opt("--from", help="replay: recorded file to replay.", panel=AGENT)] = None
+    base_url: Annotated[str | None, opt("--base-url", help="http: OpenAI-compatible base URL.", panel=AGENT)] = None
+    model: Annotated[str | None, opt("--model", help="http: model name.", panel=AGENT)] = None
+    api_key_env: Annotated[str | None, opt("--api-key-env", help="http: env var holding the API key.", panel=AGENT)] = None
+    system_prompt: Annotated[str | None, opt("--system-prompt", help="http: system message.", panel=AGENT)] = None
+    temperature: Annotated[float | None, opt("--temperature", help="http: sampling temperature.", panel=AGENT)] = None
+    max_tokens: Annotated[int | None, opt("--max-tokens", help="http: max tokens per reply.", panel=AGENT)] = None
+    stream: Annotated[bool, opt("--stream", help="http: use streaming responses.", panel=AGENT)] = False
+    local_model: Annotated[bool, opt("--local-model", help="http: start the bundled local model server.", panel=AGENT)] = False
+
+    def adapter_options(self) -> AdapterOptions:
+        import orjson
+
+        servers = []
+        for raw in self.mcp_server or []:
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise ConfigError(f"--mcp-server is not valid JSON: {exc}") from None
+            if not isinstance(value, dict):
+                raise ConfigError("--mcp-server must be a JSON object")
+            servers.append(value)
+        return AdapterOptions(
+            events=self.events,
+            mcp_servers=servers,
+            mcp_config=self.mcp_config,
+            permission=self.permission,
+            permission_rules=self.permission_rules,
+            raw_log=self.raw_log,
+            auth_method=self.auth_method,
+            schema=self.schema,
+            replay_from=self.replay_from,
+            base_url=self.base_url,
+            model=self.model,
+            api_key_env=self.api_key_env,
+            system_prompt=self.system_prompt,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            stream=self.stream,
+            local_model=self.local_model,
+        )
+
+    def resolve(self, command: list[str]) -> tuple[type[Adapter], AdapterOptions]:
+        """The adapter class and its options, rejecting options that adapter would ignore."""
+        cls = adapter_class(self.adapter)
+        opts = self.adapter_options()
+        ignored = sorted(opts.given() - cls.options)
+        if ignored:
+            flags = ", ".join("--" + ("from" if n == "replay_from" else n.replace("_", "-")) for n in ignored)
+            raise ConfigError(f"{flags} does nothing with --adapter {cls.name}; remove it or choose another adapter")
+        if cls.needs_command and not command:
+            raise ConfigError(f"--adapter {cls.name} needs an agent command: waza capture PROMPTS -- AGENT [ARGS...]")
+        if not cls.needs_command and command:
+            raise ConfigError(f"--adapter {cls.name} runs no agent command, but one was given: {' '.join(command)!r}")
+        cls.check(command, opts)
+        return cls, opts
+
+
+@dataclasses.dataclass
+class GraderOptions:
+    grader: Annotated[list[str] | None, opt("--grader", "-g", help="Grader: PATH, FILE.py:FUNC, module:FUNC, builtin:NAME, worker:PATH; NAME=SPEC names it (repeatable).", panel=GRADING)] = None
+    grader_config: Annotated[list[str] | None, opt("--grader-config", help="NAME=JSON config for a grader (bare JSON with one grader).", panel=GRADING)] = None
+    grader_weight: Annotated[list[str] | None, opt("--grader-weight", help="NAME=W weight in the aggregate score (default 1).", panel=GRADING)] = None
+    grader_timeout: Annotated[float, opt("--grader-timeout", help="Seconds a grader may take per result.", panel=GRADING)] = 60.0
+    isolate: Annotated[bool, opt("--isolate", help="Run built-in graders as subprocesses instead of in-process.", panel=GRADING)] = False
+
+
+@dataclasses.dataclass
+class OutputOptions:
+    output: Annotated[str, opt("-o", "--output", help="Results JSONL file, or - for stdout.", panel=OUTPUT)] = "-"
+    resume: Annotated[bool, opt("--resume", help="Skip results already in -o FILE (a torn last line is repaired).", panel=OUTPUT)] = False
+    progress: Annotated[bool | None, opt("--progress/--no-progress", help="Progress bar on stderr (default: when stderr is a terminal).", panel=OUTPUT, show_default=False)] = None
+    fail_under: Annotated[str | None, opt("--fail-under", help="Exit 1 below these: pass_rate=0.8,score=0.5.", panel=OUTPUT)] = None
+
+
+def with_groups(**groups: type) -> Callable[[F], F]:
+    """Expose each group's fields as options of the decorated command; pass it one object per group."""
+
+    def decorate(fn: F) -> F:
+        sig = inspect.signature(fn)
+        own = [p for p in sig.parameters.values() if p.name not in groups]
+        added: list[inspect.Parameter] = []
+        owners: dict[str, str] = {}
+        for key, cls in groups.items():
+            hints = get_type_hints(cls, include_extras=True)
+            for f in dataclasses.fields(cls):
+                added.append(
+                    inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name])
+                )
+                owners[f.name] = key
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            bundles: dict[str, dict[str, Any]] = {key: {} for key in groups}
+            for name in list(kwargs):
+                if name in owners:
+                    bundles[owners[name]][name] = kwargs.pop(name)
+            for key, cls in groups.items():
+                kwargs[key] = cls(**bundles[key])
+            return fn(*args, **kwargs)
+
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.kind == inspect.Parameter.KEYWORD_ONLY else p for p in own]
+        wrapper.__signature__ = sig.replace(parameters=params + added)  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

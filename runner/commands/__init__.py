@@ -1,0 +1,1 @@
+"""One module per ``waza`` command; each exposes ``register(app)``."""

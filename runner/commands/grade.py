@@ -1,0 +1,130 @@
+"""``waza grade``: apply graders to results already captured (stdin to stdout by default)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+import anyio
+import typer
+
+from waza.protocol.errors import ConfigError
+from waza.protocol.jsonl import JsonlError, decode_line, display_name, iter_lines, open_input
+from waza.protocol.records import CaptureResult
+
+from ..cli_options import GraderOptions, OutputOptions, with_groups
+from ..grader_runners import GraderRunner, build_runners
+from ..inputs import in_batches
+from ..outputs import ResultWriter, parse_gates
+from ..pipeline import grade_result
+from ..progress import Progress, wanted
+from ..runtime import Interrupt, run
+from .capture import entered, finish
+
+HELP = """Grade CaptureResult lines again with other graders; earlier grades are replaced.
+
+Examples:
+
+  cat results.jsonl | waza grade --grader ./other_grader.js > regraded.jsonl
+
+  waza grade results.jsonl -g builtin:regex --grader-config '{"must_match": ["\\\\d+"]}' -o regraded.jsonl
+"""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("grade", help=HELP)
+    @with_groups(graders=GraderOptions, out=OutputOptions)
+    def grade(
+        results: Annotated[str, typer.Argument(help="CaptureResult JSONL, or - for stdin.")] = "-",
+        concurrency: Annotated[int, typer.Option("-j", "--concurrency", help="Results graded at once.", min=1)] = 1,
+        skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Skip (and count) bad lines instead of stopping.")] = False,
+        *,
+        graders: GraderOptions,
+        out: OutputOptions,
+    ) -> None:
+        raise typer.Exit(run(lambda interrupt: _grade(results, concurrency, skip_invalid, graders, out, interrupt)))
+
+
+def read_results(path: str, skipped: list[str]) -> AsyncIterator[CaptureResult]:
+    """CaptureResults from a file or stdin; bad lines stop the run, or are skipped when asked."""
+    source = display_name(path)
+
+    def lines() -> object:
+        stream = open_input(path)
+        try:
+            yield from iter_lines(stream)
+        finally:
+            if path != "-":
+                stream.close()
+
+    async def decoded() -> AsyncIterator[CaptureResult]:
+        async for number, line in in_batches(lines()):  # type: ignore[arg-type]
+            try:
+                yield decode_line(source, number, line, CaptureResult)
+            except JsonlError as exc:
+                if skipped is None:
+                    raise
+                skipped.append(str(exc))
+
+    return decoded()
+
+
+async def _grade(
+    results: str, concurrency: int, skip_invalid: bool, graders: GraderOptions, out: OutputOptions, interrupt: Interrupt
+) -> int:
+    if out.resume:
+        raise ConfigError("--resume applies to capture and trials, not grade")
+    runners = build_runners(
+        graders.grader, graders.grader_config, graders.grader_weight, timeout=graders.grader_timeout, isolate=graders.isolate
+    )
+    if not runners:
+        raise ConfigError("grade needs at least one --grader")
+    gates = parse_gates(out.fail_under)
+    if results != "-":
+        open_input(results).close()  # an unreadable input fails before the output is opened
+    progress = Progress(None, enabled=wanted(out.progress), label="grade")
+    writer = ResultWriter(out.output, progress=progress)
+    skipped: list[str] = [] if skip_invalid else None  # type: ignore[assignment]
+    interrupt.summary = lambda: f"{writer.tally.total} results written to {out.output}"
+    try:
+        async with entered(runners):
+            await grade_stream(read_results(results, skipped), runners, concurrency, writer)
+    finally:
+        writer.close()
+        progress.close()
+    if skipped:
+        print(f"waza: skipped {len(skipped)} invalid lines; first: {skipped[0]}", file=sys.stderr)
+    return finish(writer, gates)
+
+
+async def grade_stream(
+    results: AsyncIterator[CaptureResult], runners: list[GraderRunner], concurrency: int, writer: ResultWriter
+) -> None:
+    """Grade with ``concurrency`` workers between bounded streams; the writer sees completion order."""
+    if concurrency == 1:
+        async for result in results:
+            writer.write(await grade_result(result, runners))
+        return
+    send, receive = anyio.create_memory_object_stream[CaptureResult](concurrency * 2)
+    out_send, out_receive = anyio.create_memory_object_stream[CaptureResult](concurrency * 2)
+
+    async def produce() -> None:
+        async with send:
+            async for result in results:
+                await send.send(result)
+
+    async def work(rx: anyio.abc.ObjectReceiveStream[CaptureResult], tx: anyio.abc.ObjectSendStream[CaptureResult]) -> None:
+        async with rx, tx:
+            async for result in rx:
+                await tx.send(await grade_result(result, runners))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(produce)
+        for _ in range(concurrency):
+            tg.start_soon(work, receive.clone(), out_send.clone())
+        receive.close()
+        out_send.close()
+        async with out_receive:
+            async for result in out_receive:
+                writer.write(result)

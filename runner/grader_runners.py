@@ -1,0 +1,202 @@
+"""Running graders: in-process (built-ins, Python callables) or as processes.
+
+Each runner turns a GraderRequest into a Grade and never raises for what the
+grader does: a crash, a timeout, garbage on stdout or a score that cannot be
+trusted all become an *error* grade with the reason and the stderr tail.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import anyio
+import orjson
+
+from waza.graders import _config as builtin_config
+from waza.graders import load as load_builtin
+from waza.protocol.codec import Record
+from waza.protocol.errors import ConfigError
+from waza.protocol.grading import GraderProtocolError, error_grade, grade_from_result, normalize_result, parse_result_bytes
+from waza.protocol.process import run_once
+from waza.protocol.records import Grade, GraderRequest
+from waza.protocol.secrets import scrubbed_env
+
+from .grader_specs import GraderSpec
+
+DEFAULT_TIMEOUT = 60.0
+
+
+class GraderRunner:
+    """Base: holds the spec; subclasses implement ``_grade``. Use as an async context manager."""
+
+    def __init__(self, spec: GraderSpec) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.timeout = spec.timeout if spec.timeout is not None else DEFAULT_TIMEOUT
+
+    async def __aenter__(self) -> GraderRunner:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    def request(self, request: GraderRequest) -> GraderRequest:
+        """This grader's view of a request (graders of one result share the base request)."""
+        return dataclasses.replace(request, config=self.spec.config)
+
+    async def grade(self, request: GraderRequest) -> Grade:
+        started = time.perf_counter()
+        try:
+            return await self._grade(self.request(request), started)
+        except GraderProtocolError as exc:
+            return self._error(str(exc), started)
+
+    async def _grade(self, request: GraderRequest, started: float) -> Grade:
+        raise NotImplementedError
+
+    def _ok(self, value: Any, started: float) -> Grade:
+        result = normalize_result(value)
+        return grade_from_result(
+            self.name, result, weight=self.spec.weight, duration_ms=(time.perf_counter() - started) * 1000
+        )
+
+    def _error(self, reason: str, started: float, details: dict[str, Any] | None = None) -> Grade:
+        return error_grade(
+            self.name, reason, weight=self.spec.weight, duration_ms=(time.perf_counter() - started) * 1000, details=details
+        )
+
+
+class InProcessRunner(GraderRunner):
+    """A Python function called in the event loop: sync functions inline (the fast path), async awaited.
+
+    A sync function cannot be interrupted, so it has no timeout; an async one
+    gets the grader timeout. Exceptions become error grades.
+    """
+
+    def __init__(self, spec: GraderSpec, fn: Callable[[Any], Any], *, wants_record: bool) -> None:
+        super().__init__(spec)
+        self.fn = fn
+        self.wants_record = wants_record
+        self.is_async = inspect.iscoroutinefunction(fn)
+
+    async def _grade(self, request: GraderRequest, started: float) -> Grade:
+        arg: Any = request if self.wants_record else request.to_dict()
+        try:
+            if self.is_async:
+                with anyio.fail_after(self.timeout):
+                    value = await self.fn(arg)
+            else:
+                value = self.fn(arg)
+                if inspect.isawaitable(value):
+                    with anyio.fail_after(self.timeout):
+                        value = await value
+        except TimeoutError:
+            return self._error(f"grader timed out after {self.timeout:g}s", started)
+        except Exception as exc:  # noqa: BLE001 - any grader failure is an error grade
+            return self._error(f"grader raised {type(exc).__name__}: {exc}", started)
+        if isinstance(value, Record):
+            value = value.to_dict()
+        return self._ok(value, started)
+
+
+class ProcessRunner(GraderRunner):
+    """One process per result: request on stdin, result on stdout, process group killed on timeout."""
+
+    def __init__(self, spec: GraderSpec, argv: list[str]) -> None:
+        super().__init__(spec)
+        self.argv = argv
+        self.env = scrubbed_env()
+
+    async def _grade(self, request: GraderRequest, started: float) -> Grade:
+        payload = orjson.dumps(request.to_dict())
+        cwd = request.cwd if request.cwd and os.path.isdir(request.cwd) else None
+        try:
+            out = await run_once(self.argv, stdin=payload, cwd=cwd, env=self.env, timeout=self.timeout)
+        except OSError as exc:
+            return self._error(f"cannot start grader {self.argv[0]!r}: {exc.strerror or exc}", started)
+        details = {"stderr": out.stderr_tail} if out.stderr_tail else None
+        if out.timed_out:
+            return self._error(f"grader timed out after {self.timeout:g}s", started, details)
+        if out.stdout_overflow:
+            return self._error("grader wrote more than 10 MB to stdout", started, details)
+        if out.signal is not None:
+            return self._error(f"grader killed by signal {out.signal}", started, details)
+        if out.code != 0:
+            tail = out.stderr_tail.strip().splitlines()[-1:] or [""]
+            return self._error(f"grader exited with code {out.code}: {tail[0]}".rstrip(": "), started, details)
+        try:
+            result = parse_result_bytes(out.stdout)
+        except GraderProtocolError as exc:
+            return self._error(str(exc), started, details)
+        return grade_from_result(
+            self.name, result, weight=self.spec.weight, duration_ms=(time.perf_counter() - started) * 1000
+        )
+
+
+def _import_callable(spec: GraderSpec) -> Callable[[Any], Any]:
+    assert spec.func is not None
+    try:
+        if spec.target.endswith(".py"):
+            path = Path(spec.target).resolve()
+            module_name = f"waza_user_grader_{abs(hash(str(path)))}"
+            module_spec = importlib.util.spec_from_file_location(module_name, path)
+            if module_spec is None or module_spec.loader is None:
+                raise ConfigError(f"cannot import grader file {spec.target!r}")
+            module: ModuleType = importlib.util.module_from_spec(module_spec)
+            sys.modules[module_name] = module
+            module_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(spec.target)
+    except ConfigError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - report any import failure as a config error
+        raise ConfigError(f"cannot import grader {spec.target!r}: {type(exc).__name__}: {exc}") from None
+    fn = getattr(module, spec.func, None)
+    if not callable(fn):
+        raise ConfigError(f"{spec.target!r} has no callable {spec.func!r}")
+    return fn
+
+
+def builtin_argv(name: str) -> list[str]:
+    return [sys.executable, "-m", f"waza.graders.{name}"]
+
+
+def make_runner(spec: GraderSpec, *, isolate: bool = False) -> GraderRunner:
+    """Build the runner for a spec, checking everything that can be checked before a run."""
+    if spec.kind == "builtin":
+        module = load_builtin(spec.target)
+        builtin_config.check(module, spec.target, spec.config)
+        if isolate:
+            return ProcessRunner(spec, builtin_argv(spec.target))
+        return InProcessRunner(spec, module.grade, wants_record=True)
+    if spec.kind == "python":
+        return InProcessRunner(spec, _import_callable(spec), wants_record=False)
+    if spec.kind == "worker":
+        from .worker_pool import WorkerRunner
+
+        return WorkerRunner(spec, spec.argv)
+    return ProcessRunner(spec, spec.argv)
+
+
+def build_runners(
+    graders: list[str] | None,
+    configs: list[str] | None = None,
+    weights: list[str] | None = None,
+    *,
+    timeout: float | None = None,
+    isolate: bool = False,
+) -> list[GraderRunner]:
+    """Parse and check every ``--grader`` before anything runs (ConfigError on the first problem)."""
+    from .grader_specs import build_specs
+
+    return [make_runner(s, isolate=isolate) for s in build_specs(graders or [], configs, weights, timeout)]

@@ -1,0 +1,142 @@
+"""Parsing ``--grader`` / ``--grader-config`` / ``--grader-weight`` into grader specs.
+
+``--grader`` takes, optionally prefixed by ``NAME=``:
+  ``builtin:NAME``           a built-in grader (in-process; ``--isolate`` runs it as a process)
+  ``worker:CMD``             an executable in persistent worker mode (JSONL in, JSONL out)
+  ``FILE.py:FUNC`` / ``pkg.module:FUNC``   a Python callable, imported and called in-process
+  ``PATH [ARGS...]``         any executable: one process per result (shell-split when it has spaces)
+``--grader-config`` and ``--grader-weight`` take ``NAME=VALUE``, or a bare value
+when there is exactly one grader.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from waza.protocol.errors import ConfigError
+
+Kind = Literal["builtin", "python", "exec", "worker"]
+
+_NAME = re.compile(r"^[A-Za-z_][\w.-]*$")
+_CALLABLE = re.compile(r"^(?P<target>.+?):(?P<func>[A-Za-z_]\w*)$")
+
+
+@dataclass(slots=True)
+class GraderSpec:
+    """One grader as the user named it, resolved enough to check it exists before running."""
+
+    name: str
+    kind: Kind
+    target: str
+    argv: list[str] = field(default_factory=list)
+    func: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    weight: float = 1.0
+    timeout: float | None = None
+
+
+def parse_grader(text: str) -> GraderSpec:
+    """Parse one ``--grader`` value; raises ConfigError when it names nothing runnable."""
+    name: str | None = None
+    head, sep, rest = text.partition("=")
+    if sep and _NAME.match(head) and not os.path.exists(text):
+        name, text = head, rest
+    if not text:
+        raise ConfigError("--grader needs a value")
+    if text.startswith("builtin:"):
+        builtin = text[len("builtin:") :]
+        from waza.graders import canonical, load
+
+        load(builtin)
+        return GraderSpec(name=name or builtin, kind="builtin", target=canonical(builtin))
+    if text.startswith("worker:"):
+        argv = _executable_argv(text[len("worker:") :])
+        return GraderSpec(name=name or Path(argv[0]).stem, kind="worker", target=argv[0], argv=argv)
+    match = _CALLABLE.match(text)
+    if match and not os.path.exists(text):
+        target, func = match["target"], match["func"]
+        if target.endswith(".py"):
+            if not Path(target).is_file():
+                raise ConfigError(f"grader file {target!r} does not exist", field="--grader")
+        elif not re.match(r"^[A-Za-z_][\w.]*$", target):
+            raise ConfigError(f"{text!r} is neither FILE.py:FUNC nor package.module:FUNC", field="--grader")
+        return GraderSpec(name=name or func, kind="python", target=target, func=func)
+    argv = _executable_argv(text)
+    return GraderSpec(name=name or Path(argv[0]).stem, kind="exec", target=argv[0], argv=argv)
+
+
+def _executable_argv(text: str) -> list[str]:
+    argv = shlex.split(text) if any(c.isspace() for c in text) else [text]
+    if not argv:
+        raise ConfigError("--grader needs a value")
+    exe = argv[0]
+    path = Path(exe)
+    if os.sep in exe or path.exists():
+        if path.is_dir():
+            raise ConfigError(f"grader {exe!r} is a directory, not an executable", field="--grader")
+        if not path.exists():
+            raise ConfigError(f"grader {exe!r} does not exist", field="--grader")
+        if not os.access(path, os.X_OK):
+            raise ConfigError(f"grader {exe!r} is not executable (chmod +x it)", field="--grader")
+        argv[0] = str(path.resolve())
+    else:
+        import shutil
+
+        found = shutil.which(exe)
+        if found is None:
+            raise ConfigError(f"grader {exe!r} not found on PATH", field="--grader")
+        argv[0] = found
+    return argv
+
+
+def _keyed(values: list[str], specs: list[GraderSpec], option: str) -> list[tuple[GraderSpec, str]]:
+    by_name = {s.name: s for s in specs}
+    out = []
+    for value in values:
+        head, sep, rest = value.partition("=")
+        if sep and head in by_name:
+            out.append((by_name[head], rest))
+        elif len(specs) == 1:
+            out.append((specs[0], value))
+        else:
+            names = ", ".join(by_name) or "none"
+            raise ConfigError(f"{option} {value!r} must be NAME=VALUE naming a grader (graders: {names})")
+    return out
+
+
+def build_specs(
+    graders: list[str],
+    configs: list[str] | None = None,
+    weights: list[str] | None = None,
+    timeout: float | None = None,
+) -> list[GraderSpec]:
+    specs = [parse_grader(g) for g in graders]
+    seen: set[str] = set()
+    for s in specs:
+        if s.name in seen:
+            raise ConfigError(f"two graders are named {s.name!r}; name them with NAME=SPEC", field="--grader")
+        seen.add(s.name)
+        s.timeout = timeout
+    for spec, raw in _keyed(configs or [], specs, "--grader-config"):
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise ConfigError(f"--grader-config for {spec.name!r} is not valid JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise ConfigError(f"--grader-config for {spec.name!r} must be a JSON object")
+        spec.config = value
+    for spec, raw in _keyed(weights or [], specs, "--grader-weight"):
+        try:
+            spec.weight = float(raw)
+        except ValueError:
+            raise ConfigError(f"--grader-weight for {spec.name!r} must be a number, got {raw!r}") from None
+        if spec.weight < 0:
+            raise ConfigError(f"--grader-weight for {spec.name!r} must not be negative")
+    return specs

@@ -1,0 +1,73 @@
+"""Reading prompts: validated up front when the file can be read twice, streamed always.
+
+A prompts file is checked whole before anything runs (bad JSON, missing or
+duplicate ids, wrong types: one line naming file, line and field, exit 2), yet
+only the ids are held in memory. Stdin cannot be read twice, so there each line
+is checked as it arrives and a bad one stops the run after what is in flight.
+Lines are pulled in batches from a worker thread so a slow pipe never blocks
+the event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from itertools import islice
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+
+from waza.protocol.jsonl import JsonlError, decode_line, display_name, iter_lines, open_input
+from waza.protocol.records import PromptCase
+
+T = TypeVar("T")
+
+BATCH = 256
+
+
+async def in_batches(source: Iterable[T], size: int = BATCH) -> AsyncIterator[T]:
+    """Iterate a blocking iterator without blocking the loop: one thread hop per batch."""
+    iterator = iter(source)
+    while True:
+        batch = await anyio.to_thread.run_sync(lambda: list(islice(iterator, size)))
+        if not batch:
+            return
+        for value in batch:
+            yield value
+
+
+def iter_prompts(path: str | Path) -> Iterator[tuple[int, PromptCase]]:
+    """Decode prompts lazily, rejecting a repeated id at the line that repeats it."""
+    source = display_name(path)
+    stream = open_input(path)
+    seen: dict[str, int] = {}
+    try:
+        for number, line in iter_lines(stream):
+            case = decode_line(source, number, line, PromptCase)
+            if case.id in seen:
+                raise JsonlError(source, number, f"duplicate id {case.id!r} (first on line {seen[case.id]})", "id")
+            if not case.turns or not all(isinstance(t, str) for t in case.turns):
+                raise JsonlError(source, number, "must be a string or a non-empty list of strings", "input")
+            seen[case.id] = number
+            yield number, case
+    finally:
+        if str(path) != "-":
+            stream.close()
+
+
+def prescan(path: str | Path) -> int:
+    """Validate a whole prompts file (not stdin) before running; returns the number of prompts."""
+    if str(path) == "-":
+        return -1
+    count = 0
+    for _ in iter_prompts(path):
+        count += 1
+    if count == 0:
+        raise JsonlError(display_name(path), 0, "holds no prompts")
+    return count
+
+
+async def prompt_cases(path: str | Path, keep: Callable[[PromptCase], bool] = lambda c: True) -> AsyncIterator[PromptCase]:
+    async for _, case in in_batches(iter_prompts(path)):
+        if keep(case):
+            yield case

@@ -1,0 +1,44 @@
+"""A progress bar on stderr, only when stderr is a terminal (or when asked)."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
+
+
+def wanted(flag: bool | None) -> bool:
+    """--progress/--no-progress win; by default a bar only when stderr is a terminal."""
+    return sys.stderr.isatty() if flag is None else flag
+
+
+class Progress:
+    """Counts finished results by status; draws a bar when enabled, does nothing otherwise."""
+
+    def __init__(self, total: int | None, *, enabled: bool = False, label: str = "results") -> None:
+        self.counts: Counter[str] = Counter()
+        self._bar: RichProgress | None = None
+        if enabled:
+            self._bar = RichProgress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[status]}"),
+                TimeElapsedColumn(),
+                console=Console(file=sys.stderr),
+                transient=False,
+            )
+            self._task = self._bar.add_task(label, total=total if total and total > 0 else None, status="")
+            self._bar.start()
+
+    def advance(self, status: str) -> None:
+        self.counts[status] += 1
+        if self._bar is not None:
+            shown = " ".join(f"{k}:{v}" for k, v in sorted(self.counts.items()))
+            self._bar.update(self._task, advance=1, status=shown)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()

@@ -1,0 +1,103 @@
+"""Running a command: the event loop, signals, and the exit codes users script against.
+
+Exit codes (every command):
+  0    done, and nothing errored
+  1    done, but a gate failed (--fail-under, --min-kappa, ...) or a result errored
+  2    usage or configuration error, found before anything ran (or a bad input line on stdin)
+  130  interrupted by SIGINT; 143 interrupted by SIGTERM. Every line already
+       written is complete; in-flight agents and graders were stopped.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import anyio
+import structlog
+
+from waza.protocol.errors import ConfigError
+from waza.protocol.jsonl import JsonlError
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_SIGNAL_BASE = 128
+
+
+@dataclass
+class Interrupt:
+    """Filled in by a command so an interrupt can say what was done and what is missing."""
+
+    summary: Callable[[], str] | None = None
+    received: int | None = field(default=None)
+
+
+def fail(message: str) -> int:
+    print(f"waza: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _user_error(exc: BaseException) -> BaseException | None:
+    if isinstance(exc, (ConfigError, JsonlError)):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _user_error(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def run(body: Callable[[Interrupt], Awaitable[int]]) -> int:
+    """Run ``body`` to an exit code; SIGINT/SIGTERM cancel it cleanly (processes reaped, lines whole)."""
+    interrupt = Interrupt()
+
+    async def main() -> int:
+        code = EXIT_OK
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for received in signals:
+                        interrupt.received = received
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(watch)
+            code = await body(interrupt)
+            tg.cancel_scope.cancel()
+        return code
+
+    try:
+        code = anyio.run(main)
+    except BaseException as exc:  # noqa: BLE001 - sorted below; anything else re-raised
+        found = _user_error(exc)
+        if found is None:
+            raise
+        return fail(str(found))
+    if interrupt.received is not None:
+        name = signal.Signals(interrupt.received).name
+        done = interrupt.summary() if interrupt.summary else ""
+        print(f"waza: interrupted by {name}" + (f"; {done}" if done else ""), file=sys.stderr)
+        return EXIT_SIGNAL_BASE + interrupt.received
+    return code
+
+
+def configure_logging(verbose: int) -> None:
+    """structlog to stderr; warnings by default, -v info, -vv debug."""
+    import logging
+
+    level = logging.WARNING - 10 * min(verbose, 2)
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso"),
+            structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )
