@@ -21,6 +21,13 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+#: ``waza graders ...``: the built-in catalogue and the conformance kit.
+graders_app = typer.Typer(help="Built-in graders and grader tools.", no_args_is_help=True)
+#: ``waza adapters ...``: adapter tools.
+adapters_app = typer.Typer(help="Agent adapter tools.", no_args_is_help=True)
+app.add_typer(graders_app, name="graders")
+app.add_typer(adapters_app, name="adapters")
+
 for module in (capture, grade, schemas, demo):
     module.register(app)
 
