@@ -4,6 +4,11 @@ One request on stdin, one result on stdout, exit 0. ``--config JSON`` or
 ``--config-file FILE`` give a base config that the request's own ``config``
 overrides key by key. A bad request or config exits 2 with one line on stderr;
 a bug in the grader exits 1.
+
+``--worker`` serves the worker protocol instead: one request per stdin line,
+one answer per stdout line, flushed, until stdin closes. A request it cannot
+grade gets ``{"error": "why"}`` (and a traceback on stderr for a grader bug)
+and the worker keeps serving: one bad request must not cost the others.
 """
 
 from __future__ import annotations
@@ -57,6 +62,23 @@ def answer(module: ModuleType, name: str, raw: bytes, base: dict[str, Any]) -> b
     return orjson.dumps(result.to_dict()) + b"\n"
 
 
+def serve(module: ModuleType, name: str, base: dict[str, Any]) -> None:
+    """Worker mode: answer every stdin line in order, one flushed stdout line each."""
+    out = sys.stdout.buffer
+    for raw in sys.stdin.buffer:
+        if not raw.strip():
+            continue
+        try:
+            line = answer(module, name, raw, base)
+        except (ConfigError, RecordError) as exc:
+            line = orjson.dumps({"error": str(exc)}) + b"\n"
+        except Exception as exc:  # noqa: BLE001 - a grader bug is this request's error, not the worker's end
+            traceback.print_exc()
+            line = orjson.dumps({"error": f"grader raised {type(exc).__name__}: {exc}"}) + b"\n"
+        out.write(line)
+        out.flush()
+
+
 def main(module: ModuleType, name: str, argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog=f"waza-grader {name}",
@@ -64,9 +86,13 @@ def main(module: ModuleType, name: str, argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--config", help="base config as a JSON object")
     parser.add_argument("--config-file", help="base config from a JSON file")
+    parser.add_argument("--worker", action="store_true", help="worker mode: one request per stdin line, one result per stdout line")
     args = parser.parse_args(argv)
     try:
         base = _base_config(args)
+        if args.worker:
+            serve(module, name, base)
+            return
         out = answer(module, name, sys.stdin.buffer.read(), base)
     except (ConfigError, RecordError, OSError) as exc:
         print(f"waza-grader {name}: {exc}", file=sys.stderr)

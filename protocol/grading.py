@@ -5,6 +5,8 @@ A grader answers one JSON object. Two dialects are accepted:
 ``{passed, score, message, details}`` (the waza reference). Anything else, or a
 value that cannot be trusted (score outside [0, 1], NaN, pass not a boolean),
 is a *grader error*, never a fail: a lying grader must not decide a verdict.
+``{"error": "why"}`` is a grader saying itself that it could not grade (the
+only way a worker can, since it must keep running); it too is an error grade.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ def normalize_result(value: Any) -> GraderResult:
         value = value.to_dict()
     if not isinstance(value, dict):
         raise GraderProtocolError(f"grader result must be a JSON object, got {type(value).__name__}")
+    error = value.get("error")
+    if error is not None and "pass" not in value and "passed" not in value and "status" not in value:
+        raise GraderProtocolError(f"grader reported an error: {error}")
     status = value.get("status")
     if status is not None and status != "pending":
         if status not in ("passed", "failed"):

@@ -176,8 +176,10 @@ def make_runner(spec: GraderSpec, *, isolate: bool = False) -> GraderRunner:
     if spec.kind == "builtin":
         module = load_builtin(spec.target)
         builtin_config.check(module, spec.target, spec.config)
-        if isolate:
-            return ProcessRunner(spec, builtin_argv(spec.target))
+        if isolate:  # a process per slot, not per result: the built-ins all speak worker mode
+            from .worker_pool import WorkerRunner
+
+            return WorkerRunner(spec, [*builtin_argv(spec.target), "--worker"])
         return InProcessRunner(spec, module.grade, wants_record=True)
     if spec.kind == "python":
         return InProcessRunner(spec, _import_callable(spec), wants_record=False)
