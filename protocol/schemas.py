@@ -19,6 +19,7 @@ from jsonschema import Draft202012Validator
 
 from .codec import Record, schema_for
 from .records import CaptureResult, Grade, GraderRequest, GraderResult, PromptCase, TrajectoryStep
+from .trial_records import CalibrationItem, CalibrationLabel, CalibrationReport, TrialResult, TrialsSummary
 
 #: Record classes whose schemas are generated (all records live in protocol/).
 RECORDS: dict[str, type[Record]] = {
@@ -28,6 +29,11 @@ RECORDS: dict[str, type[Record]] = {
     "GraderRequest": GraderRequest,
     "GraderResult": GraderResult,
     "Grade": Grade,
+    "TrialResult": TrialResult,
+    "TrialsSummary": TrialsSummary,
+    "CalibrationItem": CalibrationItem,
+    "CalibrationLabel": CalibrationLabel,
+    "CalibrationReport": CalibrationReport,
 }
 
 

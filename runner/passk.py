@@ -1,0 +1,74 @@
+"""Unbiased pass@k and pass^k from n trials with c passes.
+
+pass@k (Chen et al. 2021) is the probability that at least one of k trials
+drawn without replacement from the n observed passes:
+``1 - C(n-c, k) / C(n, k)``. pass^k (Yao et al. 2024) is the probability that
+all k pass: ``C(c, k) / C(n, k)``. The plug-in forms ``1 - (1 - c/n)^k`` and
+``(c/n)^k`` are biased (with n=5, c=2 the plug-in pass@5 is 0.92 although every
+draw of 5 from 5 includes a pass, so the estimate is 1.0).
+
+Both are computed as products of k ratios instead of binomials, so they stay
+exact-ish in floating point for n in the thousands where C(n, k) would not fit
+a float. With k > n there is no draw of k trials to estimate from: the value is
+``None`` (null in JSON), never a number.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from waza.protocol.errors import ConfigError
+
+
+def _check(n: int, c: int, k: int) -> None:
+    if n < 0 or not 0 <= c <= n:
+        raise ValueError(f"need 0 <= c <= n, got n={n}, c={c}")
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+
+
+def pass_at_k(n: int, c: int, k: int) -> float | None:
+    """1 - C(n-c, k)/C(n, k) as 1 - prod_{i=n-c+1..n} (1 - k/i); None when k > n."""
+    _check(n, c, k)
+    if k > n:
+        return None
+    if n - c < k:
+        return 1.0  # every draw of k holds a pass
+    return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float | None:
+    """C(c, k)/C(n, k) as prod_{i=0..k-1} (c-i)/(n-i); None when k > n."""
+    _check(n, c, k)
+    if k > n:
+        return None
+    if c < k:
+        return 0.0
+    return math.prod((c - i) / (n - i) for i in range(k))
+
+
+def by_k(n: int, c: int, ks: Iterable[int]) -> tuple[dict[str, float | None], dict[str, float | None]]:
+    """(pass@k, pass^k) for each k, keyed by str(k) as the records store them."""
+    ks = list(ks)
+    return {str(k): pass_at_k(n, c, k) for k in ks}, {str(k): pass_hat_k(n, c, k) for k in ks}
+
+
+def parse_k_values(text: str | None, trials: int) -> list[int]:
+    """``--k-values 1,3,5`` (default 1..trials); a k above -k could never be estimated, so it is refused."""
+    if not text:
+        return list(range(1, trials + 1))
+    ks: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            k = int(part)
+        except ValueError:
+            raise ConfigError(f"--k-values takes comma-separated whole numbers, got {part!r}") from None
+        if k < 1:
+            raise ConfigError(f"--k-values must be at least 1, got {k}")
+        if k > trials:
+            raise ConfigError(f"--k-values {k} exceeds -k {trials}: pass@{k} needs at least {k} trials per prompt")
+        if k not in ks:
+            ks.append(k)
+    return sorted(ks)
