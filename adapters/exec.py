@@ -5,7 +5,8 @@ replaced by the turn's text and stdin is empty; otherwise the text is written
 to stdin. Either way the environment carries ``WAZA_PROMPT`` (the turn's text),
 ``WAZA_PROMPT_ID``, ``WAZA_TURN`` (from 0), ``WAZA_HISTORY`` (JSON list of the
 earlier turns as ``{"role": "user"|"agent", "content": ...}``) and
-``WAZA_WORKSPACE``. Stdout is the agent's answer, or with ``--events`` one JSON
+``WAZA_WORKSPACE``, and for ``waza trials`` ``WAZA_TRIAL`` (the trial number,
+from 1). Stdout is the agent's answer, or with ``--events`` one JSON
 trajectory event per line (see README, "exec adapter").
 """
 
@@ -129,6 +130,8 @@ class ExecAdapter(Adapter):
             "WAZA_HISTORY": orjson.dumps(history).decode(),
             "WAZA_WORKSPACE": str(task.workspace),
         }
+        if task.trial is not None:
+            env["WAZA_TRIAL"] = str(task.trial)
         if remaining <= 0:
             run.exit = Exit(timed_out=True)
             run.errors.append(f"timed out before turn {turn}")
