@@ -1,0 +1,139 @@
+"""Worker mode end to end: real worker processes behind ``waza grade``, misbehaving on purpose.
+
+The scripted worker (tests/graders/scripted_worker.py) picks its fault from the
+request id and names, in every good answer, the id it answered and its pid, so
+each test can check that a fault cost exactly one request and nothing was
+misattributed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from waza.protocol.schemas import errors
+
+from .conftest import ROOT, read_jsonl, write_jsonl
+
+EXAMPLES = ROOT / "examples" / "graders"
+SCRIPTED = ROOT / "tests" / "graders" / "scripted_worker.py"
+
+
+def results_file(tmp_path: Path, ids: list[str]) -> Path:
+    rows = [{"id": i, "input": "q", "output": f"the answer to {i} is 42", "hint": "42" if n % 3 else "nope"} for n, i in enumerate(ids)]
+    return write_jsonl(tmp_path / "results.jsonl", rows)
+
+
+def graded(waza, source: Path, *args: str) -> dict[str, dict]:
+    proc = waza("grade", source, *args)
+    assert proc.returncode in (0, 1), proc.stderr.decode()
+    rows = read_jsonl(proc.stdout)
+    for row in rows:
+        assert errors("CaptureResult", row) == []
+    return {r["id"]: r for r in rows}
+
+
+def verdicts(rows: dict[str, dict]) -> dict[str, list[tuple]]:
+    """What a grader decided, without the time it took (the only field allowed to differ)."""
+    return {
+        i: [(g["name"], g["status"], g["pass"], g["score"], g["reasoning"], g["outcome"], g["error"]) for g in r["grades"]]
+        + [r["status"], r["score"]]
+        for i, r in rows.items()
+    }
+
+
+@pytest.mark.parametrize("grader", ["contains_hint.py", "contains_hint.js", "contains_hint.jq.sh"])
+def test_worker_mode_gives_the_same_results_as_one_shot(waza, tmp_path, grader):
+    ids = [f"r{n}" for n in range(12)]
+    rows = write_jsonl(
+        tmp_path / "results.jsonl",
+        [{"id": "nohint", "input": "q", "output": "x"}]
+        + [{"id": i, "input": "q", "output": f"Ünïcode 🎉 answer {i}", "hint": "🎉 ANSWER" if n % 2 else "absent"} for n, i in enumerate(ids)],
+    )
+    path = str(EXAMPLES / grader)
+    one_shot = graded(waza, rows, "--grader", f"g={path}", "-j", "2")
+    worker = graded(waza, rows, "--grader", f"g=worker:{path}", "-j", "2")
+    assert verdicts(worker) == verdicts(one_shot)
+    assert sum(r["status"] == "passed" for r in worker.values()) == 6
+    assert worker["nohint"]["grades"][0]["error"] == "grader reported an error: the prompt has no hint to look for"
+
+
+def test_isolated_builtins_run_as_workers_with_in_process_results(waza, tmp_path):
+    source = results_file(tmp_path, [f"r{n}" for n in range(9)])
+    in_process = graded(waza, source, "-g", "builtin:hint", "-j", "2")
+    isolated = graded(waza, source, "-g", "builtin:hint", "--isolate", "-j", "2")
+    assert verdicts(isolated) == verdicts(in_process)
+    assert [r["status"] for r in isolated.values()].count("passed") == 6
+
+
+def test_a_crash_mid_stream_costs_one_request_and_the_worker_is_replaced(waza, tmp_path):
+    ids = ["a1", "a2", "crash", "a3", "a4", "a5"]
+    rows = graded(waza, results_file(tmp_path, ids), "-g", f"worker:{SCRIPTED}")
+    crashed = rows["crash"]["grades"][0]
+    assert crashed["status"] == "error"
+    assert crashed["error"] == "grader exited with code 3 before answering"
+    assert "about to crash" in crashed["details"]["stderr"]
+    for i in ids:
+        if i != "crash":
+            assert rows[i]["grades"][0]["outcome"]["for"] == i
+    before = {rows[i]["grades"][0]["outcome"]["pid"] for i in ("a1", "a2")}
+    after = {rows[i]["grades"][0]["outcome"]["pid"] for i in ("a3", "a4", "a5")}
+    assert len(before) == len(after) == 1 and before != after
+
+
+def test_a_hung_worker_is_killed_at_the_timeout_and_the_rest_are_graded(waza, tmp_path):
+    ids = ["b1", "hang", "b2", "b3"]
+    rows = graded(waza, results_file(tmp_path, ids), "-g", f"worker:{SCRIPTED}", "--grader-timeout", "1", "-j", "2")
+    assert rows["hang"]["grades"][0]["error"] == "grader timed out after 1s"
+    assert rows["hang"]["status"] == "error"
+    for i in ("b1", "b2", "b3"):
+        assert rows[i]["grades"][0]["outcome"]["for"] == i
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        ("garbage", "grader answer is not one JSON object; it starts 'this is not json'"),
+        ("double", "grader wrote more than one line for one request"),
+        ("wrongid", "grader answered for id 'someone-else' while grading 'wrongid'"),
+    ],
+)
+def test_an_answer_out_of_step_is_an_error_and_the_worker_is_replaced(waza, tmp_path, bad, reason):
+    ids = ["c1", bad, "c2", "c3"]
+    rows = graded(waza, results_file(tmp_path, ids), "-g", f"worker:{SCRIPTED}")
+    assert rows[bad]["grades"][0]["error"] == reason
+    for i in ("c1", "c2", "c3"):
+        assert rows[i]["grades"][0]["outcome"]["for"] == i
+    assert rows["c1"]["grades"][0]["outcome"]["pid"] != rows["c2"]["grades"][0]["outcome"]["pid"]
+
+
+def test_a_rejected_request_is_an_error_and_the_worker_keeps_serving(waza, tmp_path):
+    ids = ["d1", "reject", "d2"]
+    rows = graded(waza, results_file(tmp_path, ids), "-g", f"worker:{SCRIPTED}")
+    assert rows["reject"]["grades"][0]["error"] == "grader reported an error: cannot grade this one"
+    assert rows["d1"]["grades"][0]["outcome"]["pid"] == rows["d2"]["grades"][0]["outcome"]["pid"]
+
+
+def test_stderr_is_drained_and_the_pool_never_outgrows_the_concurrency(waza, tmp_path):
+    ids = [f"noisy{n}" for n in range(40)]  # 8 MB of stderr in all: a pipe left unread would block the worker
+    rows = graded(waza, results_file(tmp_path, ids), "-g", f"worker:{SCRIPTED}", "-j", "3")
+    assert all(rows[i]["grades"][0]["outcome"]["for"] == i for i in ids)
+    pids = {r["grades"][0]["outcome"]["pid"] for r in rows.values()}
+    assert 1 <= len(pids) <= 3
+    for pid in pids:  # stdin closed at the end of the run: every worker is gone
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_one_slot_means_one_worker_for_the_whole_run(waza, tmp_path):
+    rows = graded(waza, results_file(tmp_path, [f"e{n}" for n in range(20)]), "-g", f"worker:{SCRIPTED}")
+    assert len({r["grades"][0]["outcome"]["pid"] for r in rows.values()}) == 1
+
+
+def test_a_worker_that_cannot_start_is_a_config_error_before_anything_runs(waza, tmp_path):
+    proc = waza("grade", results_file(tmp_path, ["f1"]), "-g", f"worker:{tmp_path / 'missing.py'}")
+    assert proc.returncode == 2
+    assert b"does not exist" in proc.stderr
+    assert proc.stdout == b""
