@@ -68,14 +68,18 @@ class Tally:
         return f"{self.total} results" + (": " + ", ".join(parts) if parts else "")
 
     def missed_gates(self, gates: dict[str, float]) -> list[str]:
-        missed = []
-        actual = {"pass_rate": self.pass_rate(), "score": self.mean_score()}
-        for name, threshold in gates.items():
-            value = actual[name]
-            if value is None or value < threshold:
-                shown = "n/a" if value is None else f"{value:.3f}"
-                missed.append(f"{name} {shown} < {threshold:g}")
-        return missed
+        return missed_gates(gates, {"pass_rate": self.pass_rate(), "score": self.mean_score()})
+
+
+def missed_gates(gates: dict[str, float], actual: dict[str, float | None]) -> list[str]:
+    """The gates ``actual`` falls below (a value that could not be computed misses its gate)."""
+    missed = []
+    for name, threshold in gates.items():
+        value = actual[name]
+        if value is None or value < threshold:
+            shown = "n/a" if value is None else f"{value:.3f}"
+            missed.append(f"{name} {shown} < {threshold:g}")
+    return missed
 
 
 class ResultWriter:
