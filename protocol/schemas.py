@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 from jsonschema import Draft202012Validator
 
+from .analysis_records import BalanceReport, ComparisonReport, ResultSummary
 from .codec import Record, schema_for
 from .records import CaptureResult, Grade, GraderRequest, GraderResult, PromptCase, TrajectoryStep
 from .trial_records import CalibrationItem, CalibrationLabel, CalibrationReport, TrialResult, TrialsSummary
@@ -29,6 +30,9 @@ RECORDS: dict[str, type[Record]] = {
     "GraderRequest": GraderRequest,
     "GraderResult": GraderResult,
     "Grade": Grade,
+    "ResultSummary": ResultSummary,
+    "BalanceReport": BalanceReport,
+    "ComparisonReport": ComparisonReport,
     "TrialResult": TrialResult,
     "TrialsSummary": TrialsSummary,
     "CalibrationItem": CalibrationItem,

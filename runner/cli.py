@@ -8,7 +8,7 @@ import typer
 
 from waza import __version__
 
-from .commands import capture, demo, grade, schemas
+from .commands import capture, compare, demo, grade, schemas, trials
 from .runtime import configure_logging
 
 app = typer.Typer(
@@ -28,7 +28,7 @@ adapters_app = typer.Typer(help="Agent adapter tools.", no_args_is_help=True)
 app.add_typer(graders_app, name="graders")
 app.add_typer(adapters_app, name="adapters")
 
-for module in (capture, grade, schemas, demo):
+for module in (capture, grade, schemas, demo, compare, trials):
     module.register(app)
 
 

@@ -1,0 +1,51 @@
+"""Small Markdown writers shared by the analysis commands.
+
+Values come from agents and graders, so anything put in a table cell is made
+safe for it: pipes escaped, newlines folded, length bounded. Numbers print the
+same way everywhere ("n/a" for a value that is not defined, never 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+
+def cell(value: object, limit: int = 120) -> str:
+    """One table cell: a single line, pipes escaped, shortened to ``limit`` characters."""
+    text = "n/a" if value is None else str(value)
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
+
+
+def num(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def signed(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:+.{digits}f}"
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A GitHub-flavoured Markdown table; cells are passed through :func:`cell`."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines.extend("| " + " | ".join(cell(v) for v in row) + " |" for row in rows)
+    return "\n".join(lines) + "\n"
+
+
+def fence(text: str) -> str:
+    """A fenced block that the text cannot close early (the fence outgrows any backtick run inside)."""
+    longest = run = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}\n{text}\n{ticks}\n"
+
+
+def ids(values: Sequence[str], limit: int = 50) -> str:
+    """A comma-separated id list in backticks, shortened past ``limit`` ids."""
+    shown = ", ".join("`" + cell(v, 80).replace("`", "'") + "`" for v in values[:limit])
+    more = len(values) - limit
+    return shown + (f" and {more} more" if more > 0 else "") if values else "none"

@@ -1,0 +1,45 @@
+"""Where an analysis command writes: a file, or stdout for ``-``.
+
+A file is written under a temporary name and renamed into place when the
+command finishes, so a report that failed half-way never replaces a good one
+and a reader never sees half a file; stdout is written through and flushed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from waza.protocol.errors import ConfigError
+
+
+@contextlib.contextmanager
+def output_stream(path: str) -> Iterator[IO[bytes]]:
+    if path == "-":
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise ConfigError(f"-o {path} is a directory")
+    directory = target.parent if str(target.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
+    except OSError as exc:
+        raise ConfigError(f"-o {path}: cannot write there ({exc.strerror or exc})") from None
+    mask = os.umask(0)
+    os.umask(mask)
+    os.fchmod(fd, 0o666 & ~mask)
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            yield stream
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
