@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -25,14 +24,15 @@ R = TypeVar("R", bound=Record)
 BOM = b"\xef\xbb\xbf"
 
 
-@dataclass(frozen=True, slots=True)
 class JsonlError(Exception):
     """A bad line in an input file: printed as ``file:line: field 'x': message``."""
 
-    source: str
-    line: int
-    message: str
-    field: str = ""
+    def __init__(self, source: str, line: int, message: str, field: str = "") -> None:
+        self.source = source
+        self.line = line
+        self.message = message
+        self.field = field
+        super().__init__(source, line, message, field)
 
     def __str__(self) -> str:
         where = f"{self.source}:{self.line}" if self.line else self.source

@@ -10,6 +10,7 @@ arrival time it measured itself.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -227,7 +228,8 @@ class TrajectoryBuilder:
     def _merge_usage(self, event: UsageUpdate) -> None:
         current = self._usage or Usage()
         new = event.usage
-        for name in Usage.__dataclass_fields__:
+        for f in dataclasses.fields(Usage):
+            name = f.name
             value = getattr(new, name)
             if value is None:
                 continue

@@ -128,7 +128,10 @@ def with_groups(**groups: type) -> Callable[[F], F]:
 
     def decorate(fn: F) -> F:
         sig = inspect.signature(fn)
-        own = [p for p in sig.parameters.values() if p.name not in groups]
+        # Resolve the command's own (possibly string) annotations here, in its module's namespace,
+        # because typer will read the wrapper's signature, not the function's.
+        resolved = get_type_hints(fn, include_extras=True)
+        own = [p.replace(annotation=resolved.get(p.name, p.annotation)) for p in sig.parameters.values() if p.name not in groups]
         added: list[inspect.Parameter] = []
         owners: dict[str, str] = {}
         for key, cls in groups.items():
@@ -151,6 +154,7 @@ def with_groups(**groups: type) -> Callable[[F], F]:
 
         params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.kind == inspect.Parameter.KEYWORD_ONLY else p for p in own]
         wrapper.__signature__ = sig.replace(parameters=params + added)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params + added}
         return wrapper  # type: ignore[return-value]
 
     return decorate

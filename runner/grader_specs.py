@@ -58,7 +58,7 @@ def parse_grader(text: str) -> GraderSpec:
         return GraderSpec(name=name or builtin, kind="builtin", target=canonical(builtin))
     if text.startswith("worker:"):
         argv = _executable_argv(text[len("worker:") :])
-        return GraderSpec(name=name or Path(argv[0]).stem, kind="worker", target=argv[0], argv=argv)
+        return GraderSpec(name=name or Path(argv[0]).name, kind="worker", target=argv[0], argv=argv)
     match = _CALLABLE.match(text)
     if match and not os.path.exists(text):
         target, func = match["target"], match["func"]
@@ -69,7 +69,7 @@ def parse_grader(text: str) -> GraderSpec:
             raise ConfigError(f"{text!r} is neither FILE.py:FUNC nor package.module:FUNC", field="--grader")
         return GraderSpec(name=name or func, kind="python", target=target, func=func)
     argv = _executable_argv(text)
-    return GraderSpec(name=name or Path(argv[0]).stem, kind="exec", target=argv[0], argv=argv)
+    return GraderSpec(name=name or Path(argv[0]).name, kind="exec", target=argv[0], argv=argv)
 
 
 def _executable_argv(text: str) -> list[str]:

@@ -1,0 +1,58 @@
+"""Shared test helpers: run the real ``waza`` CLI in a subprocess, write real files."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_waza(
+    *args: str | os.PathLike[str],
+    input: bytes | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[bytes]:
+    """``python -m waza ARGS`` as a user would run it; stdout and stderr captured as bytes."""
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("COLUMNS", None)
+    return subprocess.run(
+        [sys.executable, "-m", "waza", *map(str, args)],
+        input=input,
+        capture_output=True,
+        cwd=cwd,
+        env=full_env,
+        timeout=timeout,
+    )
+
+
+def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> Path:
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    return path
+
+
+def read_jsonl(data: bytes | Path) -> list[dict[str, Any]]:
+    raw = data.read_bytes() if isinstance(data, Path) else data
+    return [orjson.loads(line) for line in raw.splitlines() if line.strip()]
+
+
+def executable(path: Path, text: str) -> Path:
+    """Write a script with a shebang and make it executable (a grader or agent in any language)."""
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+@pytest.fixture
+def waza():
+    return run_waza
