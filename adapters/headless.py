@@ -1,0 +1,245 @@
+"""The headless adapter: CLI agents that print one JSON event per line, driven by an adapter schema.
+
+Each user turn starts the CLI once (``command``, output flag, ``autoApprove``,
+``cwdFlag``, the resume flag and session id on later turns in ``stream`` mode,
+then the prompt as a flag, a positional argument or stdin). Lines are mapped
+as they arrive, so each step's timestamp is when its line came in. The
+agent's stderr is drained into the record's tail, never onto waza's stderr.
+A turn ends when the CLI exits; once the result line is seen the CLI gets a
+short grace to exit before its process group is killed. With ``--raw-log``
+every stdout line is appended to the file with its prompt id, turn and time.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, ClassVar
+
+import anyio
+import orjson
+
+from waza.protocol.errors import ConfigError
+from waza.protocol.process import LineReader, LineTooLong, Tail, drain, exit_parts, kill_group, reap, spawn
+from waza.protocol.records import Exit
+from waza.protocol.trajectory import RawUpdate
+
+from .base import Adapter, AdapterOptions, AgentRun, AgentTask
+from .headless_events import LineMapper
+from .headless_schema import HeadlessSchema, load_schema
+
+#: Seconds a CLI may take to exit after printing its result line.
+RESULT_GRACE = 5.0
+
+
+def render_prompt(schema: HeadlessSchema, history: list[tuple[str, str]], text: str) -> str:
+    """iterative mode: the earlier turns through the history template, then the new prompt."""
+    if not history:
+        return text
+    blocks = [schema.history_system] if schema.history_system else []
+    blocks += [schema.history_turn.replace("{{input}}", q).replace("{{output}}", a) for q, a in history]
+    return "\n\n".join([*blocks, text])
+
+
+def build_argv(schema: HeadlessSchema, prompt: str, session_id: str | None, workspace: Path) -> list[str]:
+    argv = list(schema.command)
+    if schema.output_flag:
+        argv.append(schema.output_flag)
+        if schema.output_value:
+            argv.append(schema.output_value)
+    argv += schema.auto_approve
+    if schema.cwd_flag:
+        argv += [schema.cwd_flag, str(workspace)]
+    if session_id is not None and schema.resume_flag:
+        argv += [schema.resume_flag, session_id]
+    if not schema.prompt_stdin:
+        argv += [schema.prompt_flag, prompt] if schema.prompt_flag else [prompt]
+    return argv
+
+
+class HeadlessAdapter(Adapter):
+    name: ClassVar[str] = "headless"
+    options: ClassVar[frozenset[str]] = frozenset({"schema", "raw_log"})
+    needs_command: ClassVar[bool] = False
+
+    def __init__(self, command: list[str], opts: AdapterOptions) -> None:
+        super().__init__(command, opts)
+        assert opts.schema is not None
+        self.schema = load_schema(opts.schema)
+        self._raw: IO[bytes] | None = None
+
+    @classmethod
+    def check(cls, command: list[str], opts: AdapterOptions) -> None:
+        if opts.schema is None:
+            raise ConfigError("--adapter headless needs --schema FILE or a shipped schema name (claude-code, gemini-cli, codex)")
+        load_schema(opts.schema)
+        if opts.raw_log is not None:
+            try:
+                opts.raw_log.write_bytes(b"")  # one run, one log: workers append to it
+            except OSError as exc:
+                raise ConfigError(f"cannot write: {exc.strerror or exc}", source=str(opts.raw_log), field="--raw-log") from None
+
+    async def __aenter__(self) -> HeadlessAdapter:
+        if self.opts.raw_log is not None:
+            self._raw = open(self.opts.raw_log, "ab")  # noqa: SIM115 - closed in __aexit__
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._raw is not None:
+            self._raw.close()
+
+    async def run(self, task: AgentTask) -> AgentRun:
+        schema = self.schema
+        limit = task.timeout if task.timeout is not None else (schema.timeout_ms / 1000 if schema.timeout_ms else None)
+        deadline = math.inf if limit is None else time.monotonic() + limit
+        run = AgentRun()
+        stderr = Tail()
+        mapper = LineMapper(schema)
+        history: list[tuple[str, str]] = []
+        session_id: str | None = None
+        for turn, text in enumerate(task.case.turns):
+            task.recorder.start_turn(text, turn)
+            if turn and schema.session_mode == "stream" and session_id is None:
+                why = "the schema has no resume" if schema.resume_flag is None else "no session id was found at resume.sessionIdPath"
+                run.errors.append(f"cannot send turn {turn} in the same session: {why}")
+                break
+            prompt = render_prompt(schema, history, text) if schema.session_mode == "iterative" else text
+            argv = build_argv(schema, prompt, session_id if turn else None, task.workspace)
+            outcome = await self._turn(task, argv, prompt, turn, deadline - time.monotonic(), mapper, stderr, limit)
+            session_id = session_id or outcome.session_id
+            run.exit = outcome.exit
+            run.errors.extend(outcome.errors)
+            if outcome.errors:
+                break
+            history.append((text, task.recorder.finish().output))
+        run.stderr = stderr.text() or None
+        return run
+
+    async def _turn(
+        self,
+        task: AgentTask,
+        argv: list[str],
+        prompt: str,
+        turn: int,
+        remaining: float,
+        mapper: LineMapper,
+        stderr: Tail,
+        limit: float | None,
+    ) -> _TurnOutcome:
+        out = _TurnOutcome()
+        if remaining <= 0:
+            out.exit = Exit(timed_out=True)
+            out.errors.append(f"timed out before turn {turn}")
+            return out
+        try:
+            process = await spawn(argv, cwd=task.workspace, env=dict(os.environ), stdin=self.schema.prompt_stdin)
+        except OSError as exc:
+            out.errors.append(f"cannot start agent {argv[0]!r}: {exc.strerror or exc}")
+            return out
+        recorder = task.recorder
+        result_seen = anyio.Event()
+
+        async def feed() -> None:
+            assert process.stdin is not None
+            try:
+                await process.stdin.send(prompt.encode())
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                pass
+            finally:
+                try:
+                    await process.stdin.aclose()
+                except (anyio.BrokenResourceError, OSError):
+                    pass
+
+        async def read_stdout() -> None:
+            assert process.stdout is not None
+            reader = LineReader(process.stdout)
+            while True:
+                try:
+                    line = await reader.readline()
+                except LineTooLong as exc:
+                    out.errors.append(f"agent stdout: {exc}")
+                    kill_group(process)
+                    return
+                if line is None:
+                    return
+                at = recorder.now_ms()
+                if not line.strip():
+                    continue
+                try:
+                    value: Any = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    recorder.emit(RawUpdate("unparsed", line.decode("utf-8", "replace")), at)
+                    self._log(task, turn, at, line.decode("utf-8", "replace"), False)
+                    continue
+                reading = mapper.read(value)
+                for event in reading.events:
+                    recorder.emit(event, at)
+                out.session_id = out.session_id or reading.session_id
+                self._log(task, turn, at, value, True)
+                if reading.result:
+                    out.result = True
+                    result_seen.set()
+
+        grace = anyio.CancelScope()
+
+        async def stop_after_result() -> None:
+            with grace:
+                await result_seen.wait()
+                await anyio.sleep(RESULT_GRACE)
+                kill_group(process)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                if self.schema.prompt_stdin:
+                    tg.start_soon(feed)
+                tg.start_soon(read_stdout)
+                tg.start_soon(drain, process.stderr, stderr)
+                tg.start_soon(stop_after_result)
+                with anyio.move_on_after(remaining) as scope:
+                    await process.wait()
+                timed_out = scope.cancelled_caught
+                grace.cancel()
+                # Its group goes too, so a grandchild holding the pipes cannot keep the readers waiting.
+                kill_group(process)
+        finally:
+            await reap(process)
+        code, sig = exit_parts(process.returncode)
+        if timed_out:
+            out.exit = Exit(timed_out=True)
+            out.errors.append(f"agent timed out after {limit:g}s" if limit else "agent timed out")
+        elif out.result and sig is not None:
+            out.exit = Exit(code=None, signal=sig)  # stopped by us after its result: the turn is complete
+        else:
+            out.exit = Exit(code=code, signal=sig)
+            if sig is not None:
+                out.errors.append(f"agent killed by signal {sig}")
+            elif code != 0:
+                out.errors.append(f"agent exited with code {code}")
+            elif not out.result:
+                out.errors.append(
+                    f"agent exited without a result line ({self.schema.source}: result.matchPath "
+                    f"{self.schema.result.path.text} == {self.schema.result.value!r})"
+                )
+        return out
+
+    def _log(self, task: AgentTask, turn: int, at: int, line: Any, parsed: bool) -> None:
+        if self._raw is None:
+            return
+        entry = {"time": int(time.time() * 1000), "ms": at, "id": task.case.id, "turn": turn, "trial": task.trial}
+        entry["line" if parsed else "text"] = line
+        self._raw.write(orjson.dumps(entry) + b"\n")
+        self._raw.flush()
+
+
+@dataclass(slots=True)
+class _TurnOutcome:
+    """How one CLI invocation (one turn) went."""
+
+    exit: Exit = field(default_factory=Exit)
+    errors: list[str] = field(default_factory=list)
+    result: bool = False
+    session_id: str | None = None

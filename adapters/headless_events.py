@@ -1,0 +1,169 @@
+"""One CLI output line in, trajectory events out, as an adapter schema says.
+
+Every mapping whose conditions hold applies (an assistant line carrying text
+*and* tool-use blocks yields a message and tool calls), in schema order; with
+``each``, a mapping emits once per selected part. Tool calls are paired by the
+id the schema extracts (``toolCallId``); only schemas that extract no id (the
+acp-harness ones) fall back to pairing a closing event with the oldest open
+call of the same name. A line no mapping, result or session-id path touches is
+kept as an ``event`` step, never dropped.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from waza.protocol.records import Usage
+from waza.protocol.trajectory import (
+    Event,
+    FinalOutput,
+    MessageChunk,
+    PlanUpdate,
+    RawUpdate,
+    ThoughtChunk,
+    ToolCallPatch,
+    UsageUpdate,
+)
+
+from .headless_schema import HeadlessSchema, Mapping
+from .jsonpath import Selector
+
+STATUSES = ("pending", "in_progress", "completed", "failed")
+_INT_USAGE = {
+    "inputTokens": "input_tokens",
+    "outputTokens": "output_tokens",
+    "totalTokens": "total_tokens",
+    "thoughtTokens": "thought_tokens",
+    "cachedReadTokens": "cached_read_tokens",
+    "cachedWriteTokens": "cached_write_tokens",
+}
+
+
+@dataclass(slots=True)
+class LineReading:
+    """What one line meant: its events, and whether it ended the turn or named the session."""
+
+    events: list[Event] = field(default_factory=list)
+    result: bool = False
+    session_id: str | None = None
+
+
+def _text(values: list[Any]) -> str:
+    """Selected values as text: strings joined exactly, anything else as its JSON."""
+    return "".join(v if isinstance(v, str) else orjson.dumps(v).decode() for v in values if v is not None)
+
+
+def _value(selector: Selector, node: Any) -> Any:
+    """A singular path's value; a wildcard path's values as a list (None when nothing is selected)."""
+    found = selector.select(node)
+    if not found:
+        return None
+    return found[0] if selector.singular else found
+
+
+class LineMapper:
+    """Applies a schema to one prompt's lines; holds the state pairing id-less tool calls."""
+
+    def __init__(self, schema: HeadlessSchema) -> None:
+        self.schema = schema
+        self._open: dict[str, deque[str]] = defaultdict(deque)
+        self._generated = 0
+
+    def read(self, line: Any) -> LineReading:
+        reading = LineReading()
+        touched = False
+        for mapping in self.schema.mappings:
+            if not mapping.matches(line):
+                continue
+            touched = True
+            parts = mapping.each.select(line) if mapping.each is not None else [line]
+            for part in parts:
+                event = self._event(mapping, part)
+                if event is not None:
+                    reading.events.append(event)
+        if self.schema.session_id_path is not None:
+            sid = self.schema.session_id_path.first(line)
+            if isinstance(sid, str) and sid:
+                reading.session_id = sid
+                touched = True
+        if self.schema.result.holds(line):
+            touched = True
+            reading.result = True
+            if self.schema.result_content is not None:
+                found = self.schema.result_content.select(line)
+                if found:
+                    reading.events.append(FinalOutput(_text(found)))
+        if not touched:
+            reading.events.append(RawUpdate("unmatched", line))
+        return reading
+
+    def _event(self, mapping: Mapping, part: Any) -> Event | None:
+        ex = mapping.extract
+        if mapping.emit_as in ("message", "thought"):
+            content = _text(ex["content"].select(part)) if "content" in ex else ""
+            if not content:
+                return None
+            mid = ex["messageId"].first(part) if "messageId" in ex else None
+            mid = None if mid is None else str(mid)
+            return MessageChunk(content, mid) if mapping.emit_as == "message" else ThoughtChunk(content, mid)
+        if mapping.emit_as == "tool_call":
+            return self._tool(ex, part)
+        if mapping.emit_as == "plan":
+            entries = _value(ex["entries"], part) if "entries" in ex else None
+            if entries is None:
+                return None
+            return PlanUpdate(entries if isinstance(entries, list) else [entries])
+        return self._usage(ex, part)
+
+    def _tool(self, ex: dict[str, Selector], part: Any) -> ToolCallPatch:
+        def text(key: str) -> str | None:
+            value = ex[key].first(part) if key in ex else None
+            return None if value is None else str(value)
+
+        name, title, status_raw = text("name"), text("title"), text("status")
+        status = status_raw if status_raw in STATUSES else None
+        extra = {"rawStatus": status_raw} if status_raw is not None and status is None else None
+        call_id = text("toolCallId") or self._pair(name or title or "", status)
+        return ToolCallPatch(
+            tool_call_id=call_id,
+            name=name,
+            title=title,
+            kind=text("kind"),
+            status=status,  # type: ignore[arg-type]
+            input=_value(ex["input"], part) if "input" in ex else None,
+            output=_value(ex["output"], part) if "output" in ex else None,
+            extra=extra,
+        )
+
+    def _pair(self, name: str, status: str | None) -> str:
+        """An id for a schema that extracts none: a closing event closes the oldest open call of its name."""
+        open_calls = self._open[name]
+        if status in ("completed", "failed") and open_calls:
+            return open_calls.popleft()
+        if status == "in_progress" and open_calls:
+            return open_calls[0]
+        self._generated += 1
+        call_id = f"{self.schema.name}-{self._generated}"
+        if status not in ("completed", "failed"):
+            open_calls.append(call_id)
+        return call_id
+
+    def _usage(self, ex: dict[str, Selector], part: Any) -> UsageUpdate | None:
+        fields: dict[str, Any] = {}
+        for key, selector in ex.items():
+            value = selector.first(part)
+            if key == "currency":
+                if isinstance(value, str):
+                    fields["currency"] = value
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                if key == "cost":
+                    fields["cost"] = float(value)
+                else:
+                    fields[_INT_USAGE[key]] = int(value)
+        if not any(k != "currency" for k in fields):
+            return None
+        return UsageUpdate(Usage(**fields))

@@ -1,0 +1,207 @@
+"""Headless adapter schemas: found by name or path, validated, compiled once.
+
+A schema is checked in two passes so that every mistake is reported as
+``file: field 'outputEvents.2.extract.entries': message``: the published JSON
+Schema (``schemas/adapter-headless.json``) catches shape errors, then this
+module compiles every JSONPath and rejects extract fields that the chosen
+``emitAs`` would ignore (an option that does nothing is an error, not a no-op).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from waza.protocol import schemas
+from waza.protocol.errors import ConfigError
+
+from .jsonpath import Selector, compile_selector
+
+SHIPPED_DIR = "headless_schemas"
+
+#: Extract fields each ``emitAs`` uses; anything else in ``extract`` is rejected.
+EXTRACT_FIELDS: dict[str, frozenset[str]] = {
+    "message": frozenset({"content", "messageId"}),
+    "thought": frozenset({"content", "messageId"}),
+    "tool_call": frozenset({"toolCallId", "name", "title", "kind", "status", "input", "output"}),
+    "plan": frozenset({"entries"}),
+    "usage": frozenset(
+        {
+            "inputTokens",
+            "outputTokens",
+            "totalTokens",
+            "thoughtTokens",
+            "cachedReadTokens",
+            "cachedWriteTokens",
+            "cost",
+            "currency",
+        }
+    ),
+}
+
+DEFAULT_HISTORY = "User: {{input}}\nAssistant: {{output}}"
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """Holds when any value the path selects equals ``value`` (or, with no value, when it selects anything)."""
+
+    path: Selector
+    value: Any = None
+    any_value: bool = False
+
+    def holds(self, node: Any) -> bool:
+        found = self.path.select(node)
+        if self.any_value:
+            return bool(found)
+        return any(v == self.value and type(v) is type(self.value) for v in found)
+
+
+@dataclass(frozen=True, slots=True)
+class Mapping:
+    """One ``outputEvents`` entry, compiled."""
+
+    index: int
+    conditions: tuple[Condition, ...]
+    emit_as: Literal["message", "thought", "tool_call", "plan", "usage"]
+    extract: dict[str, Selector]
+    each: Selector | None = None
+
+    def matches(self, line: Any) -> bool:
+        return all(c.holds(line) for c in self.conditions)
+
+
+@dataclass(frozen=True, slots=True)
+class HeadlessSchema:
+    """A validated adapter schema: how to start the CLI and how to read what it prints."""
+
+    name: str
+    source: str
+    command: tuple[str, ...]
+    session_mode: Literal["stream", "iterative"]
+    prompt_flag: str | None
+    prompt_stdin: bool
+    output_flag: str
+    output_value: str
+    auto_approve: tuple[str, ...]
+    cwd_flag: str | None
+    resume_flag: str | None
+    session_id_path: Selector | None
+    mappings: tuple[Mapping, ...]
+    result: Condition
+    result_content: Selector | None
+    history_system: str | None = None
+    history_turn: str = DEFAULT_HISTORY
+    timeout_ms: float | None = None
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+def shipped() -> dict[str, Any]:
+    """The schemas waza ships, by name (the file name without ``.json``)."""
+    root = resources.files("waza.adapters") / SHIPPED_DIR
+    return {p.name[: -len(".json")]: p for p in sorted(root.iterdir(), key=lambda p: p.name) if p.name.endswith(".json")}
+
+
+def read_schema(spec: str | Path) -> tuple[str, dict[str, Any]]:
+    """(display name, parsed JSON) of a schema file path or a shipped schema name."""
+    path = Path(spec)
+    if path.is_file():
+        source, data = str(path), _read_bytes(str(path), path)
+    else:
+        known = shipped()
+        if str(spec) not in known:
+            names = ", ".join(sorted(known))
+            raise ConfigError(f"no schema file {str(spec)!r} and no shipped schema of that name (shipped: {names})", field="--schema")
+        source, data = f"{spec} (shipped)", known[str(spec)].read_bytes()
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", source=source) from None
+    return source, value
+
+
+def _read_bytes(source: str, path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot be read: {exc.strerror or exc}", source=source) from None
+
+
+def load_schema(spec: str | Path) -> HeadlessSchema:
+    """Read, validate and compile a schema; ConfigError naming the file and field on any problem."""
+    source, value = read_schema(spec)
+    return compile_schema(value, source)
+
+
+def compile_schema(value: Any, source: str) -> HeadlessSchema:
+    problems = schemas.errors("adapter-headless", value)
+    if problems:
+        where, _, message = problems[0].partition(": ")
+        raise ConfigError(message, source=source, field=where)
+
+    def selector(text: str, where: str) -> Selector:
+        try:
+            return compile_selector(text)
+        except ValueError as exc:
+            raise ConfigError(str(exc), source=source, field=where) from None
+
+    mappings = []
+    for i, entry in enumerate(value["outputEvents"]):
+        base = f"outputEvents.{i}"
+        emit_as = entry["emitAs"]
+        raw_conditions = entry["match"] if isinstance(entry["match"], list) else [entry["match"]]
+        conditions = tuple(
+            Condition(
+                selector(c["path"], f"{base}.match.path"),
+                c.get("value"),
+                any_value="value" not in c,
+            )
+            for c in raw_conditions
+        )
+        extract = {}
+        for key, text in (entry.get("extract") or {}).items():
+            if key not in EXTRACT_FIELDS[emit_as]:
+                allowed = ", ".join(sorted(EXTRACT_FIELDS[emit_as]))
+                raise ConfigError(
+                    f"emitAs {emit_as!r} does not use {key!r} (it uses: {allowed})", source=source, field=f"{base}.extract.{key}"
+                )
+            extract[key] = selector(text, f"{base}.extract.{key}")
+        each = selector(entry["each"], f"{base}.each") if "each" in entry else None
+        mappings.append(Mapping(i, conditions, emit_as, extract, each))
+
+    result = value["result"]
+    resume = value.get("resume")
+    template = value.get("historyTemplate")
+    if value["sessionMode"] == "stream" and template is not None:
+        raise ConfigError("historyTemplate is used only with sessionMode 'iterative'", source=source, field="historyTemplate")
+    system, turn = None, DEFAULT_HISTORY
+    if isinstance(template, str):
+        turn = template
+    elif isinstance(template, dict):
+        system, turn = template.get("system"), template["turnFormat"]
+    prompt = value["prompt"]
+    return HeadlessSchema(
+        name=value["name"],
+        source=source,
+        command=tuple(value["command"]),
+        session_mode=value["sessionMode"],
+        prompt_flag=prompt.get("flag"),
+        prompt_stdin=bool(prompt.get("stdin")),
+        output_flag=value["output"]["flag"],
+        output_value=value["output"]["value"],
+        auto_approve=tuple(value.get("autoApprove") or ()),
+        cwd_flag=value.get("cwdFlag"),
+        resume_flag=resume["flag"] if resume else None,
+        session_id_path=selector(resume["sessionIdPath"], "resume.sessionIdPath") if resume else None,
+        mappings=tuple(mappings),
+        result=Condition(selector(result["matchPath"], "result.matchPath"), result["matchValue"]),
+        result_content=selector(result["contentPath"], "result.contentPath") if "contentPath" in result else None,
+        history_system=system,
+        history_turn=turn,
+        timeout_ms=value.get("timeout"),
+        raw=value,
+    )

@@ -1,0 +1,57 @@
+"""JSONPath for adapter schemas: RFC 9535 through python-jsonpath, plus quoted literals.
+
+acp-harness evaluated its "JSONPath" with a home-made splitter that knew only
+dots and ``[0]``; waza uses a maintained implementation of the standard in
+strict (RFC 9535) mode, so wildcards (``[*]``), filters (``[?@.type ==
+'tool_use']``), descendants (``..``) and slices mean what the RFC says. A
+value written in single quotes (``'pending'``) is a literal, as in the
+acp-harness schema format, not a path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jsonpath
+
+_ENV = jsonpath.JSONPathEnvironment(strict=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """A compiled path, or a literal when the schema wrote the value in single quotes."""
+
+    text: str
+    literal: str | None = None
+    _path: Any = None
+
+    def select(self, node: Any) -> list[Any]:
+        """Every value the path selects in ``node`` (a literal selects itself), in document order."""
+        if self._path is None:
+            return [self.literal]
+        return [match.obj for match in self._path.finditer(node)]
+
+    def first(self, node: Any) -> Any:
+        """The first selected value, or None when the path selects nothing."""
+        found = self.select(node)
+        return found[0] if found else None
+
+    @property
+    def singular(self) -> bool:
+        """Whether the path can select at most one value (no wildcard, filter, slice or descent)."""
+        return self._path is None or self._path.singular_query()
+
+
+def compile_selector(text: str) -> Selector:
+    """Compile ``text``; ValueError with the library's one-line reason when it is not valid."""
+    if len(text) >= 2 and text.startswith("'") and text.endswith("'"):
+        return Selector(text, literal=text[1:-1])
+    if not text.startswith("$"):
+        raise ValueError(f"a JSONPath starts with '$' (or write a literal in single quotes): {text!r}")
+    try:
+        path = _ENV.compile(text)
+    except jsonpath.JSONPathError as exc:
+        reason = str(exc).splitlines()[0].strip()
+        raise ValueError(f"not a valid JSONPath ({reason}): {text!r}") from None
+    return Selector(text, _path=path)
