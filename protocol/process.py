@@ -90,6 +90,7 @@ async def reap(process: anyio.abc.Process) -> None:
     with anyio.CancelScope(shield=True):
         kill_group(process)
         await process.wait()
+        await process.aclose()  # close the pipes too, or their transports outlive the loop
 
 
 def exit_parts(returncode: int | None) -> tuple[int | None, int | None]:

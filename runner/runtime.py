@@ -20,6 +20,7 @@ import structlog
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import JsonlError
+from waza.protocol.secrets import Redactor
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -91,11 +92,13 @@ def configure_logging(verbose: int) -> None:
     import logging
 
     level = logging.WARNING - 10 * min(verbose, 2)
+    redact = Redactor()
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso"),
-            structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()),
+            structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty(), exception_formatter=structlog.dev.plain_traceback),
+            lambda _logger, _method, rendered: redact.text(rendered),  # no secret reaches a log line
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),

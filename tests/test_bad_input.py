@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import executable, run_waza
+from .conftest import executable, read_jsonl, run_waza, write_jsonl
 
 AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "exec_agent.py")]
 PREVIOUS = b'{"id": "kept", "note": "results of an earlier run"}\n'
@@ -106,3 +106,12 @@ def test_bad_line_on_stdin_for_grade_stops_after_what_was_written(tmp_path):
     assert proc.stdout.count(b"\n") == 1  # the good line was graded and written
     skipped = run_waza("grade", "-", "--grader", "builtin:hint", "--skip-invalid", input=stream)
     assert b"skipped 1 invalid lines" in skipped.stderr
+
+
+def test_a_twenty_megabyte_line_is_read_whole(tmp_path):
+    big = "w" * (20 * 1024 * 1024)
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "big", "input": big}, {"id": "small", "input": "x"}])
+    proc = run_waza("capture", prompts, "--adapter", "exec", "--", *AGENT)
+    assert proc.returncode == 0, proc.stderr[-300:]
+    rows = {r["id"]: r for r in read_jsonl(proc.stdout)}
+    assert rows["big"]["output"] == "echo: " + big

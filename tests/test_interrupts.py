@@ -1,0 +1,95 @@
+"""Interrupts and resume with real signals: no lost and no duplicated records."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import read_jsonl, write_jsonl
+
+SOURCE = Path(__file__).parent / "agents" / "exec_agent.py"
+
+
+def start(prompts: Path, out: Path, *extra: str) -> subprocess.Popen[bytes]:
+    """waza capture with a private copy of the agent, so leftover agents can be found by path."""
+    agent = prompts.parent / "agent.py"
+    if not agent.exists():
+        shutil.copy(SOURCE, agent)
+    return subprocess.Popen(
+        [sys.executable, "-m", "waza", "capture", str(prompts), "--adapter", "exec", "-j", "2", "-o", str(out), *extra,
+         "--", sys.executable, str(agent)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def wait_for_lines(out: Path, n: int, proc: subprocess.Popen[bytes], limit: float = 60) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if out.exists() and out.read_bytes().count(b"\n") >= n:
+            return
+        if proc.poll() is not None:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{out} never reached {n} lines")
+
+
+@pytest.fixture
+def slow_prompts(tmp_path: Path) -> Path:
+    return write_jsonl(tmp_path / "p.jsonl", [{"id": f"p{i:02d}", "input": f"slow prompt {i}"} for i in range(16)])
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_stops_cleanly_and_resume_finishes_exactly_once(tmp_path, slow_prompts, sig, code):
+    out = tmp_path / "out.jsonl"
+    proc = start(slow_prompts, out)
+    wait_for_lines(out, 3, proc)
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == code, stderr
+    name = signal.Signals(sig).name
+    assert f"interrupted by {name}".encode() in stderr
+    assert b"rerun with --resume" in stderr and b"prompts not run" in stderr
+    written = out.read_bytes()
+    assert written.endswith(b"\n")  # every line complete
+    before = read_jsonl(out)
+    assert 3 <= len(before) < 16
+    # the agents in flight were stopped with the run
+    assert subprocess.run(["pgrep", "-f", str(slow_prompts.parent)], capture_output=True).stdout == b""
+
+    resumed = start(slow_prompts, out, "--resume")
+    _, stderr = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, stderr
+    after = out.read_bytes()
+    assert after.startswith(written)  # what was complete is untouched
+    ids = [r["id"] for r in read_jsonl(out)]
+    assert sorted(ids) == [f"p{i:02d}" for i in range(16)]  # each exactly once
+
+
+def test_sigkill_at_several_points_then_resume(tmp_path, slow_prompts):
+    out = tmp_path / "out.jsonl"
+    complete = b""
+    for stop_after in (1, 4, 9):
+        proc = start(slow_prompts, out, "--resume")
+        wait_for_lines(out, stop_after, proc)
+        proc.kill()
+        proc.wait(timeout=30)
+        data = out.read_bytes()
+        assert data.startswith(complete)
+        # A SIGKILL can land mid-write: simulate the worst case, a torn last line.
+        with out.open("ab") as f:
+            f.write(b'{"id": "p99", "input": "torn')
+        complete = data[: data.rfind(b"\n") + 1]
+    final = start(slow_prompts, out, "--resume")
+    _, stderr = final.communicate(timeout=120)
+    assert final.returncode == 0, stderr
+    assert b"repaired" in stderr
+    assert out.read_bytes().startswith(complete)
+    ids = [r["id"] for r in read_jsonl(out)]
+    assert sorted(ids) == [f"p{i:02d}" for i in range(16)]
