@@ -45,6 +45,8 @@ class WorkItem:
     trial: int | None = None
     prepare: Callable[[Path], None] | None = None
     hint_override: str | None = None
+    #: This item's own graders (a suite task's); None means ``settings.graders``.
+    graders: list[GraderRunner] | None = None
 
 
 @dataclass(slots=True)
@@ -218,7 +220,7 @@ async def _run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> Cap
         return settle(result, [])
     try:
         result = await capture_one(adapter, item, workspace, settings)
-        return await grade_result(result, settings.graders)
+        return await grade_result(result, settings.graders if item.graders is None else item.graders)
     finally:
         if remove:
             shutil.rmtree(workspace, ignore_errors=True)
