@@ -6,7 +6,8 @@ to stdin. Either way the environment carries ``WAZA_PROMPT`` (the turn's text),
 ``WAZA_PROMPT_ID``, ``WAZA_TURN`` (from 0), ``WAZA_HISTORY`` (JSON list of the
 earlier turns as ``{"role": "user"|"agent", "content": ...}``) and
 ``WAZA_WORKSPACE``, and for ``waza trials`` ``WAZA_TRIAL`` (the trial number,
-from 1). Stdout is the agent's answer, or with ``--events`` one JSON
+from 1). WAZA_PROMPT and WAZA_HISTORY are left out when over 100 kB (the
+kernel caps one variable at 128 kB); stdin always has the text. Stdout is the agent's answer, or with ``--events`` one JSON
 trajectory event per line (see README, "exec adapter").
 """
 
@@ -36,6 +37,9 @@ from waza.protocol.trajectory import (
 )
 
 from .base import Adapter, AgentRun, AgentTask, AdapterOptions
+
+#: Linux refuses a single environment string over 128 kB (E2BIG); larger prompts travel on stdin only.
+ENV_VALUE_LIMIT = 100_000
 
 _USAGE_KEYS = {
     "inputTokens": "input_tokens",
@@ -122,16 +126,12 @@ class ExecAdapter(Adapter):
     ) -> tuple[str, bool]:
         substitute = any("{prompt}" in a for a in self.command)
         argv = [a.replace("{prompt}", text) for a in self.command] if substitute else list(self.command)
-        env = {
-            **os.environ,
-            "WAZA_PROMPT": text,
-            "WAZA_PROMPT_ID": task.case.id,
-            "WAZA_TURN": str(turn),
-            "WAZA_HISTORY": orjson.dumps(history).decode(),
-            "WAZA_WORKSPACE": str(task.workspace),
-        }
+        env = {**os.environ, "WAZA_PROMPT_ID": task.case.id, "WAZA_TURN": str(turn), "WAZA_WORKSPACE": str(task.workspace)}
         if task.trial is not None:
             env["WAZA_TRIAL"] = str(task.trial)
+        for name, value in (("WAZA_PROMPT", text), ("WAZA_HISTORY", orjson.dumps(history).decode())):
+            if len(value.encode()) <= ENV_VALUE_LIMIT:
+                env[name] = value
         if remaining <= 0:
             run.exit = Exit(timed_out=True)
             run.errors.append(f"timed out before turn {turn}")
