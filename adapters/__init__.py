@@ -14,10 +14,11 @@ from waza.protocol.errors import ConfigError
 from .base import Adapter, AdapterOptions, AgentRun, AgentTask
 
 ADAPTERS: dict[str, str] = {
+    "acp": "waza.adapters.acp:AcpAdapter",
     "exec": "waza.adapters.exec:ExecAdapter",
 }
 
-DEFAULT_ADAPTER = "exec"
+DEFAULT_ADAPTER = "acp"
 
 
 def adapter_class(name: str) -> type[Adapter]:

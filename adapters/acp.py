@@ -1,0 +1,325 @@
+"""The ACP adapter: any Agent Client Protocol agent, one process per worker, one session per prompt.
+
+The agent command is started on a worker's first prompt (and again after it
+crashed, broke the protocol or had to be killed), initialized once with fs and
+terminal capabilities, authenticated only when the user named a method. Each
+prompt (each trial) gets a fresh ``session/new`` in its workspace; each user turn
+is a ``session/prompt`` in that session. Everything the agent reports arrives as
+``session/update`` and becomes trajectory events (see ``acp_updates``); what it
+asks of waza is served by ``acp_session``.
+
+Faults never end the run: a timeout sends ``session/cancel``, answers further
+permission requests ``cancelled``, waits ``CANCEL_GRACE`` seconds for the
+``cancelled`` stop reason and then kills the agent's process group; a crash or a
+malformed message ends the prompt as an error holding what was captured; in all
+three cases the next prompt starts a fresh agent.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from contextlib import AsyncExitStack
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, ClassVar, get_args
+
+import anyio
+import anyio.abc
+import structlog
+
+from waza.protocol.errors import ConfigError
+from waza.protocol.process import Tail, exit_parts, reap, spawn
+from waza.protocol.records import Exit, StopReason
+from waza.protocol.trajectory import RawUpdate, TrajectoryBuilder
+
+from . import acp_rawlog
+from .acp_mcp import mcp_servers
+from .acp_permissions import PermissionPolicy
+from .acp_rpc import AUTH_REQUIRED, INVALID_PARAMS, ConnectionLost, Pending, RpcConnection, RpcError
+from .acp_session import ClientSession, check_params
+from .acp_updates import prompt_usage, update_events
+from .base import Adapter, AdapterOptions, AgentRun, AgentTask
+
+log = structlog.get_logger("waza.acp")
+
+PROTOCOL_VERSION = 1
+#: Seconds a timed-out agent gets to answer ``session/cancel`` before its process group is killed.
+CANCEL_GRACE = 2.0
+#: Seconds a crashed agent gets to exit (for its exit code) before it is killed.
+EXIT_GRACE = 2.0
+STOP_REASONS = get_args(StopReason)
+
+
+class AgentFault(Exception):
+    """The agent cannot go on: the prompt ends as an error and the agent is restarted.
+
+    ``exited`` marks a fault seen as the agent's stdout ending: the agent probably
+    exited, so it gets ``EXIT_GRACE`` seconds to do so and its exit status is recorded.
+    """
+
+    def __init__(self, message: str, *, exited: bool = False) -> None:
+        super().__init__(message)
+        self.exited = exited
+
+
+def _client_info() -> dict[str, str]:
+    try:
+        return {"name": "waza", "version": version("waza")}
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return {"name": "waza", "version": "0"}
+
+
+class _Agent:
+    """One running agent process and its connection."""
+
+    def __init__(self, process: anyio.abc.Process, rpc: RpcConnection) -> None:
+        self.process = process
+        self.rpc = rpc
+        self.auth_methods: list[str] = []
+
+    @property
+    def alive(self) -> bool:
+        return self.rpc.lost is None and self.process.returncode is None
+
+
+class AcpAdapter(Adapter):
+    name: ClassVar[str] = "acp"
+    options: ClassVar[frozenset[str]] = frozenset(
+        {"mcp_servers", "mcp_config", "permission", "permission_rules", "raw_log", "auth_method"}
+    )
+
+    @classmethod
+    def check(cls, command: list[str], opts: AdapterOptions) -> None:
+        if not command:
+            raise ConfigError("the acp adapter needs an agent command (after the prompts file or after --)")
+        mcp_servers(opts.mcp_servers, opts.mcp_config)
+        PermissionPolicy.load(opts.permission, opts.permission_rules)
+        if opts.raw_log is not None:
+            acp_rawlog.reset(opts.raw_log)
+
+    def __init__(self, command: list[str], opts: AdapterOptions) -> None:
+        super().__init__(command, opts)
+        self._servers = mcp_servers(opts.mcp_servers, opts.mcp_config)
+        self._policy = PermissionPolicy.load(opts.permission, opts.permission_rules)
+        self._raw: acp_rawlog.RawLog | None = None
+        self._stack = AsyncExitStack()
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._agent: _Agent | None = None
+        self._session: ClientSession | None = None
+        self._stderr = Tail()
+
+    async def __aenter__(self) -> AcpAdapter:
+        await self._stack.__aenter__()
+        if self.opts.raw_log is not None:
+            self._raw = acp_rawlog.RawLog(self.opts.raw_log)
+            self._stack.callback(self._raw.close)
+        self._tg = await self._stack.enter_async_context(anyio.create_task_group())
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            await self._stop_agent()
+            if self._tg is not None:
+                self._tg.cancel_scope.cancel()
+        finally:
+            await self._stack.__aexit__(*exc)
+
+    # -- the agent process ---------------------------------------------------------------
+
+    async def _ready_agent(self) -> _Agent:
+        if self._agent is not None and self._agent.alive:
+            return self._agent
+        await self._stop_agent()
+        assert self._tg is not None, "use the adapter as an async context manager"
+        try:
+            process = await spawn(self.command, env=os.environ)
+        except OSError as exc:
+            raise AgentFault(f"cannot start agent {self.command[0]!r}: {exc.strerror or exc}") from None
+        pid = process.pid
+        tap = (lambda d, data, ok: self._raw.write(d, data, ok, pid)) if self._raw else None  # type: ignore[union-attr]
+        assert process.stdin is not None and process.stdout is not None
+        rpc = RpcConnection(
+            process.stdin, on_request=self._on_request, on_notification=self._on_notification, spawn=self._tg.start_soon, tap=tap
+        )
+        self._agent = agent = _Agent(process, rpc)
+        self._tg.start_soon(rpc.serve, process.stdout)
+        self._tg.start_soon(self._drain_stderr, process.stderr)
+        log.debug("agent started", pid=pid, command=self.command)
+        reply = await self._request(agent, "initialize", {
+            "protocolVersion": PROTOCOL_VERSION,
+            "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True},
+            "clientInfo": _client_info(),
+        })
+        if not isinstance(reply, dict) or reply.get("protocolVersion") != PROTOCOL_VERSION:
+            got = reply.get("protocolVersion") if isinstance(reply, dict) else reply
+            raise AgentFault(f"the agent answered initialize with protocol version {got!r}; waza speaks {PROTOCOL_VERSION}")
+        methods = reply.get("authMethods") if isinstance(reply.get("authMethods"), list) else []
+        agent.auth_methods = [m["id"] for m in methods if isinstance(m, dict) and isinstance(m.get("id"), str)]
+        method = self.opts.auth_method
+        if method is not None:
+            if method not in agent.auth_methods:
+                offered = ", ".join(agent.auth_methods) or "none"
+                raise AgentFault(f"--auth-method {method!r} is not offered by the agent (offered: {offered})")
+            await self._request(agent, "authenticate", {"methodId": method})
+        return agent
+
+    async def _drain_stderr(self, stream: anyio.abc.ByteReceiveStream | None) -> None:
+        """Read the agent's stderr for as long as it lives, into the current prompt's tail."""
+        if stream is None:
+            return
+        try:
+            async for chunk in stream:
+                self._stderr.add(chunk)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    async def _stop_agent(self, exiting: bool = False) -> int | None:
+        """Kill the agent's process group; with ``exiting``, first give it a moment to exit on its own.
+
+        Returns its return code when it ended by itself (None when waza had to kill it).
+        """
+        agent, self._agent = self._agent, None
+        if agent is None:
+            return None
+        if exiting:
+            with anyio.move_on_after(EXIT_GRACE):
+                await agent.process.wait()
+        returncode = agent.process.returncode
+        await reap(agent.process)
+        log.debug("agent stopped", pid=agent.process.pid, returncode=agent.process.returncode)
+        return returncode
+
+    async def _request(self, agent: _Agent, method: str, params: dict[str, Any]) -> Any:
+        """A request whose failure ends the prompt: a lost connection or an error reply is an AgentFault."""
+        try:
+            return await agent.rpc.request(method, params)
+        except ConnectionLost as exc:
+            raise self._lost(agent, exc) from None
+        except RpcError as exc:
+            if exc.code == AUTH_REQUIRED and method == "session/new":
+                offered = ", ".join(agent.auth_methods) or "none advertised"
+                raise AgentFault(f"the agent requires authentication ({exc.message}); pass --auth-method (offered: {offered})") from None
+            raise AgentFault(f"the agent answered {method} with an error: {exc}") from None
+
+    @staticmethod
+    def _lost(agent: _Agent, exc: ConnectionLost) -> AgentFault:
+        if agent.rpc.faulted:
+            return AgentFault(f"{exc}; agent restarted")
+        return AgentFault(f"the agent stopped answering ({exc})", exited=True)
+
+    # -- messages from the agent ---------------------------------------------------------
+
+    def _on_notification(self, method: str, params: Any) -> None:
+        session = self._session
+        if session is None:
+            return  # between prompts: only in the raw log
+        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        if method == "session/update" and isinstance(params, dict):
+            session.deliver(session_id, update_events(params.get("update")))
+        else:
+            session.deliver(session_id, [RawUpdate(method, params)])
+
+    async def _on_request(self, method: str, params: Any) -> Any:
+        params = check_params(params)
+        session = self._session
+        if session is not None:
+            await session.ready.wait()
+        if session is None or session.session_id is None or params.get("sessionId") != session.session_id:
+            raise RpcError(INVALID_PARAMS, f"unknown session {params.get('sessionId')!r}")
+        return await session.handle(method, params)
+
+    # -- one prompt ------------------------------------------------------------------------
+
+    async def run(self, task: AgentTask) -> AgentRun:
+        run = AgentRun()
+        self._stderr = Tail()
+        if self._raw is not None:
+            self._raw.prompt_id = task.case.id
+        assert self._tg is not None, "use the adapter as an async context manager"
+        session = ClientSession(None, task.workspace, task.recorder, self._policy, self._tg.start_soon)
+        self._session = session
+        deadline = math.inf if task.timeout is None else anyio.current_time() + task.timeout
+        try:
+            with anyio.move_on_at(deadline) as scope:
+                agent = await self._ready_agent()
+                await self._converse(agent, session, task, run)
+            if scope.cancelled_caught:
+                await self._cancel(session, run, task)
+        except AgentFault as exc:
+            returncode = await self._stop_agent(exiting=exc.exited)
+            if returncode is None:
+                run.errors.append(str(exc))
+            else:
+                run.exit.code, run.exit.signal = exit_parts(returncode)
+                how = f"signal {run.exit.signal}" if run.exit.signal else f"exit code {run.exit.code}"
+                run.errors.append(f"the agent exited during the prompt ({how}); agent restarted")
+        finally:
+            self._session = None
+            session.ready.set()
+            await session.close()
+            run.stderr = self._stderr.text() or None
+        return run
+
+    async def _converse(self, agent: _Agent, session: ClientSession, task: AgentTask, run: AgentRun) -> None:
+        started = time.perf_counter()
+        reply: Any = None
+        try:
+            reply = await self._request(agent, "session/new", {"cwd": str(task.workspace), "mcpServers": self._servers})
+        finally:
+            session_id = reply.get("sessionId") if isinstance(reply, dict) else None
+            session.start(session_id if isinstance(session_id, str) else None)
+        if session.session_id is None:
+            raise AgentFault("the agent answered session/new without a sessionId")
+        run.session_creation_ms = int((time.perf_counter() - started) * 1000)
+        for number, text in enumerate(task.case.turns):
+            task.recorder.start_turn(text, number)
+            session.turn = await self._call(agent, "session/prompt", {"sessionId": session.session_id, "prompt": [{"type": "text", "text": text}]})
+            reply = await self._wait(agent, session.turn)
+            session.turn = None
+            self._end_turn(reply, task.recorder, run)
+
+    async def _call(self, agent: _Agent, method: str, params: dict[str, Any]) -> Pending:
+        try:
+            return await agent.rpc.call(method, params)
+        except ConnectionLost as exc:
+            raise self._lost(agent, exc) from None
+
+    async def _wait(self, agent: _Agent, pending: Pending) -> Any:
+        try:
+            return await pending.wait()
+        except ConnectionLost as exc:
+            raise self._lost(agent, exc) from None
+        except RpcError as exc:
+            raise AgentFault(f"the agent answered {pending.method} with an error: {exc}") from None
+
+    @staticmethod
+    def _end_turn(reply: Any, recorder: TrajectoryBuilder, run: AgentRun) -> None:
+        if not isinstance(reply, dict) or "stopReason" not in reply:
+            raise AgentFault("malformed JSON-RPC from the agent: session/prompt result has no stopReason; agent restarted")
+        usage = prompt_usage(reply.get("usage"))
+        if usage is not None:
+            recorder.emit(usage)
+        reason = reply["stopReason"]
+        if reason in STOP_REASONS:
+            run.exit.stop_reason = reason
+        else:
+            run.exit.stop_reason = None
+            recorder.emit(RawUpdate("stop_reason", reason))
+
+    async def _cancel(self, session: ClientSession, run: AgentRun, task: AgentTask) -> None:
+        """The prompt ran out of time: ask the agent to stop, give it a moment, then kill it."""
+        run.exit.timed_out = True
+        run.errors.append(f"agent timed out after {task.timeout:g}s" if task.timeout is not None else "agent timed out")
+        agent = self._agent
+        if agent is not None and agent.alive and session.session_id is not None:
+            session.cancelling = True
+            with anyio.move_on_after(CANCEL_GRACE):
+                try:
+                    await agent.rpc.notify("session/cancel", {"sessionId": session.session_id})
+                    if session.turn is not None:
+                        reply = await session.turn.wait()
+                        self._end_turn(reply, task.recorder, run)
+                except (ConnectionLost, RpcError, AgentFault):
+                    pass  # it is about to be killed anyway
+        await self._stop_agent()

@@ -1,0 +1,142 @@
+"""``terminal/*``: real processes the agent asks waza to run, owned by one prompt.
+
+Each terminal is a process group started in the workspace (or a directory
+inside it), its stdout and stderr merged into one buffer that keeps the last
+``outputByteLimit`` bytes (cut at a character boundary, ``truncated`` set). When
+the command exits its group goes too, and when the prompt ends every terminal
+still running is killed and reaped, so nothing an agent started outlives its
+prompt. A command with no ``args`` is run by ``/bin/sh -c``, since agents
+commonly send a whole shell line as ``command``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from waza.protocol.process import STDOUT_LIMIT, exit_parts, kill_group, reap, spawn
+
+from .acp_fs import confine
+from .acp_rpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError, Spawn
+
+_ids = itertools.count(1)
+
+
+@dataclass(eq=False)
+class Terminal:
+    process: anyio.abc.Process
+    limit: int
+    output: bytearray = field(default_factory=bytearray)
+    truncated: bool = False
+    exited: anyio.Event = field(default_factory=anyio.Event)
+
+    def add(self, data: bytes) -> None:
+        self.output.extend(data)
+        if len(self.output) > self.limit:
+            del self.output[: len(self.output) - self.limit]
+            while self.output and (self.output[0] & 0xC0) == 0x80:  # never start mid-character
+                del self.output[0]
+            self.truncated = True
+
+    def exit_status(self) -> dict[str, Any] | None:
+        if not self.exited.is_set():
+            return None
+        code, sig = exit_parts(self.process.returncode)
+        return {"exitCode": code, "signal": signal.Signals(sig).name if sig else None}
+
+    async def watch(self) -> None:
+        """Collect output until the command exits, then take its process group down too."""
+        try:
+            async with anyio.create_task_group() as tg:
+                for stream in (self.process.stdout, self.process.stderr):
+                    tg.start_soon(self._read, stream)
+                await self.process.wait()
+                kill_group(self.process)
+        finally:
+            self.exited.set()
+
+    async def _read(self, stream: anyio.abc.ByteReceiveStream | None) -> None:
+        if stream is None:
+            return
+        try:
+            async for chunk in stream:
+                self.add(chunk)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+
+class Terminals:
+    """The terminals of one prompt."""
+
+    def __init__(self, workspace: Path, spawn_task: Spawn) -> None:
+        self.workspace = workspace
+        self._spawn_task = spawn_task
+        self._terminals: dict[str, Terminal] = {}
+
+    def _get(self, params: dict[str, Any]) -> Terminal:
+        terminal = self._terminals.get(params.get("terminalId"))  # type: ignore[arg-type]
+        if terminal is None:
+            raise RpcError(RESOURCE_NOT_FOUND, f"no terminal {params.get('terminalId')!r}")
+        return terminal
+
+    async def create(self, params: dict[str, Any]) -> dict[str, Any]:
+        command, args = params.get("command"), params.get("args") or []
+        if not isinstance(command, str) or not command:
+            raise RpcError(INVALID_PARAMS, "command must be a non-empty string")
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise RpcError(INVALID_PARAMS, "args must be a list of strings")
+        cwd = confine(self.workspace, params["cwd"], "cwd") if params.get("cwd") else self.workspace
+        env = dict(os.environ)
+        for var in params.get("env") or []:
+            if not (isinstance(var, dict) and isinstance(var.get("name"), str) and isinstance(var.get("value"), str)):
+                raise RpcError(INVALID_PARAMS, "env must be a list of {name, value} strings")
+            env[var["name"]] = var["value"]
+        limit = params.get("outputByteLimit")
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+            raise RpcError(INVALID_PARAMS, "outputByteLimit must be a non-negative integer")
+        argv = [command, *args] if args else ["/bin/sh", "-c", command]
+        try:
+            process = await spawn(argv, cwd=cwd, env=env, stdin=False)
+        except OSError as exc:
+            raise RpcError(INVALID_PARAMS, f"cannot start {command!r}: {exc.strerror or exc}") from None
+        terminal_id = f"term-{next(_ids)}"
+        terminal = Terminal(process, STDOUT_LIMIT if limit is None else min(limit, STDOUT_LIMIT))
+        self._terminals[terminal_id] = terminal
+        self._spawn_task(terminal.watch)
+        return {"terminalId": terminal_id}
+
+    def output(self, params: dict[str, Any]) -> dict[str, Any]:
+        terminal = self._get(params)
+        return {
+            "output": terminal.output.decode("utf-8", "replace"),
+            "truncated": terminal.truncated,
+            "exitStatus": terminal.exit_status(),
+        }
+
+    async def wait_for_exit(self, params: dict[str, Any]) -> dict[str, Any]:
+        terminal = self._get(params)
+        await terminal.exited.wait()
+        return terminal.exit_status() or {}
+
+    def kill(self, params: dict[str, Any]) -> dict[str, Any]:
+        kill_group(self._get(params).process)
+        return {}
+
+    async def release(self, params: dict[str, Any]) -> dict[str, Any]:
+        terminal = self._get(params)
+        del self._terminals[params["terminalId"]]
+        await reap(terminal.process)
+        return {}
+
+    async def close(self) -> None:
+        """Kill and reap every terminal still held (the prompt is over)."""
+        terminals, self._terminals = list(self._terminals.values()), {}
+        for terminal in terminals:
+            await reap(terminal.process)

@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""A scripted ACP agent: a real program speaking ACP (JSON-RPC 2.0, protocol 1) on stdio.
+
+No model: each line of a prompt is a directive, and the agent does exactly that,
+so tests (and users trying waza) can drive every part of the protocol:
+
+  say TEXT            message in three chunks without messageId
+  say@ID TEXT         message in two chunks with messageId ID
+  think TEXT          thought chunk
+  tool ID [fail]      tool_call pending -> in_progress -> completed (or failed)
+  plan                two plan updates (full replacements)
+  usage               usage_update, and usage in the prompt response
+  extras              available_commands_update, current_mode_update, an unknown kind
+  permission KIND T   session/request_permission for a tool of KIND titled T
+  read PATH           fs/read_text_file          write PATH TEXT   fs/write_text_file
+  run CMD             terminal create, wait, output, release
+  runin DIR CMD       ... with cwd DIR           runlimit N CMD    ... with outputByteLimit N
+  spawn CMD           a terminal left running
+  flood KB            write KB kilobytes to stderr
+  crash               exit 3 mid-prompt          malformed          print a non-JSON line
+  hang                wait for session/cancel    hang-hard          never answer again
+  stop REASON         answer with that stopReason
+  cwd | mcp | history | name   say the session cwd, MCP server names, earlier turns, --name
+
+Flags: --name NAME, --require-auth (advertise an auth method and refuse sessions without it).
+A prompt with no directive is echoed back.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import uuid
+
+ARGS = sys.argv[1:]
+NAME = ARGS[ARGS.index("--name") + 1] if "--name" in ARGS else "scripted"
+REQUIRE_AUTH = "--require-auth" in ARGS
+
+
+class Stop(Exception):
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+class Agent:
+    def __init__(self) -> None:
+        self.next_id = 0
+        self.sessions: dict[str, dict] = {}
+        self.authenticated = False
+        self.cancelled: set[str] = set()
+
+    # -- wire -------------------------------------------------------------------
+    def send(self, message: dict) -> None:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+    def read(self) -> dict:
+        line = sys.stdin.readline()
+        if not line:
+            sys.exit(0)
+        return json.loads(line)
+
+    def update(self, sid: str, update: dict) -> None:
+        self.send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": update}})
+
+    def call(self, method: str, params: dict) -> tuple[dict | None, dict | None]:
+        """(result, error) of a request to the client; a session/cancel arriving meanwhile is noted."""
+        self.next_id += 1
+        rid = f"a{self.next_id}"
+        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        while True:
+            message = self.read()
+            if message.get("id") == rid and "method" not in message:
+                return message.get("result"), message.get("error")
+            self.note(message)
+
+    def note(self, message: dict) -> None:
+        if message.get("method") == "session/cancel":
+            self.cancelled.add(message["params"]["sessionId"])
+
+    # -- methods ----------------------------------------------------------------
+    def initialize(self, params: dict) -> dict:
+        methods = [{"id": "token", "name": "Token", "description": "a test token"}] if REQUIRE_AUTH else []
+        return {
+            "protocolVersion": 1,
+            "agentCapabilities": {"loadSession": False},
+            "agentInfo": {"name": NAME, "version": "1.0"},
+            "authMethods": methods,
+        }
+
+    def authenticate(self, params: dict) -> dict:
+        self.authenticated = params.get("methodId") == "token"
+        return {}
+
+    def new_session(self, params: dict) -> dict:
+        if REQUIRE_AUTH and not self.authenticated:
+            raise Stop("auth")
+        sid = uuid.uuid4().hex
+        self.sessions[sid] = {"cwd": params["cwd"], "mcp": params.get("mcpServers", []), "history": []}
+        return {"sessionId": sid}
+
+    def prompt(self, params: dict) -> dict:
+        sid = params["sessionId"]
+        session = self.sessions[sid]
+        text = "".join(b.get("text", "") for b in params["prompt"] if b.get("type") == "text")
+        session["history"].append(text)
+        result: dict = {"stopReason": "end_turn"}
+        acted = False
+        for line in text.splitlines():
+            verb, _, rest = line.strip().partition(" ")
+            handler = getattr(self, "do_" + verb.replace("-", "_").split("@")[0], None)
+            if handler is None:
+                continue
+            acted = True
+            try:
+                handler(sid, session, verb, rest, result)
+            except Stop as stop:
+                result["stopReason"] = stop.reason
+                break
+        if not acted:
+            self.say(sid, f"echo: {text}")
+        return result
+
+    # -- directives -------------------------------------------------------------
+    def say(self, sid: str, text: str, message_id: str | None = None, parts: int = 3) -> None:
+        size = max(1, -(-len(text) // parts))
+        for i in range(0, len(text), size):
+            update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text[i : i + size]}}
+            if message_id:
+                update["messageId"] = message_id
+            self.update(sid, update)
+
+    def do_say(self, sid, session, verb, rest, result):
+        _, _, mid = verb.partition("@")
+        self.say(sid, rest, mid or None, parts=2 if mid else 3)
+
+    def do_think(self, sid, session, verb, rest, result):
+        self.update(sid, {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": rest}})
+
+    def do_tool(self, sid, session, verb, rest, result):
+        tid, _, outcome = rest.partition(" ")
+        path = f"{session['cwd']}/notes.txt"
+        self.update(sid, {"sessionUpdate": "tool_call", "toolCallId": tid, "title": "Read notes.txt", "kind": "read",
+                          "status": "pending", "rawInput": {"path": path}, "locations": [{"path": path, "line": 1}]})
+        self.update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": tid, "status": "in_progress"})
+        status = "failed" if outcome == "fail" else "completed"
+        self.update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": tid, "status": status,
+                          "rawOutput": {"ok": status == "completed"},
+                          "content": [{"type": "content", "content": {"type": "text", "text": "notes"}},
+                                      {"type": "diff", "path": path, "oldText": "a", "newText": "b"}]})
+
+    def do_plan(self, sid, session, verb, rest, result):
+        entries = [{"content": "look", "priority": "high", "status": "pending"},
+                   {"content": "answer", "priority": "medium", "status": "pending"}]
+        self.update(sid, {"sessionUpdate": "plan", "entries": entries})
+        entries[0] = {**entries[0], "status": "completed"}
+        self.update(sid, {"sessionUpdate": "plan", "entries": entries})
+
+    def do_usage(self, sid, session, verb, rest, result):
+        self.update(sid, {"sessionUpdate": "usage_update", "used": 1200, "size": 200000,
+                          "cost": {"amount": 0.25, "currency": "USD"}})
+        result["usage"] = {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15, "thoughtTokens": 2}
+
+    def do_extras(self, sid, session, verb, rest, result):
+        self.update(sid, {"sessionUpdate": "available_commands_update",
+                          "availableCommands": [{"name": "test", "description": "run tests"}]})
+        self.update(sid, {"sessionUpdate": "current_mode_update", "currentModeId": "code"})
+        self.update(sid, {"sessionUpdate": "future_update_kind", "payload": {"x": 1}})
+
+    def do_permission(self, sid, session, verb, rest, result):
+        kind, _, title = rest.partition(" ")
+        tid = f"perm-{uuid.uuid4().hex[:6]}"
+        self.update(sid, {"sessionUpdate": "tool_call", "toolCallId": tid, "title": title, "kind": kind, "status": "pending"})
+        res, err = self.call("session/request_permission", {
+            "sessionId": sid,
+            "toolCall": {"toolCallId": tid, "title": title, "kind": kind},
+            "options": [{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+                        {"optionId": "always", "name": "Always", "kind": "allow_always"},
+                        {"optionId": "no", "name": "Reject", "kind": "reject_once"}],
+        })
+        outcome = (res or {}).get("outcome", {})
+        self.say(sid, f"permission: {outcome.get('outcome')} {outcome.get('optionId', '')}".strip())
+
+    def do_read(self, sid, session, verb, rest, result):
+        res, err = self.call("fs/read_text_file", {"sessionId": sid, "path": rest})
+        self.say(sid, f"read error: {err['message']}" if err else f"read: {res['content']}")
+
+    def do_write(self, sid, session, verb, rest, result):
+        path, _, content = rest.partition(" ")
+        res, err = self.call("fs/write_text_file", {"sessionId": sid, "path": path, "content": content})
+        self.say(sid, f"write error: {err['message']}" if err else f"wrote {path}")
+
+    def terminal(self, sid, command, **extra) -> str:
+        res, err = self.call("terminal/create", {"sessionId": sid, "command": command, **extra})
+        if err:
+            return f"terminal error: {err['message']}"
+        tid = res["terminalId"]
+        status, _ = self.call("terminal/wait_for_exit", {"sessionId": sid, "terminalId": tid})
+        out, _ = self.call("terminal/output", {"sessionId": sid, "terminalId": tid})
+        self.call("terminal/release", {"sessionId": sid, "terminalId": tid})
+        return f"exit {status['exitCode']} truncated {out['truncated']}: {out['output']}"
+
+    def do_run(self, sid, session, verb, rest, result):
+        self.say(sid, self.terminal(sid, rest))
+
+    def do_runin(self, sid, session, verb, rest, result):
+        cwd, _, command = rest.partition(" ")
+        self.say(sid, self.terminal(sid, command, cwd=cwd))
+
+    def do_runlimit(self, sid, session, verb, rest, result):
+        limit, _, command = rest.partition(" ")
+        self.say(sid, self.terminal(sid, command, outputByteLimit=int(limit)))
+
+    def do_spawn(self, sid, session, verb, rest, result):
+        res, err = self.call("terminal/create", {"sessionId": sid, "command": rest})
+        self.say(sid, f"spawned {res['terminalId']}" if res else f"terminal error: {err['message']}")
+
+    def do_flood(self, sid, session, verb, rest, result):
+        line = ("x" * 1023 + "\n").encode()
+        for _ in range(int(rest)):
+            sys.stderr.buffer.write(line)
+        sys.stderr.buffer.write(b"flood done\n")
+        sys.stderr.flush()
+
+    def do_crash(self, sid, session, verb, rest, result):
+        sys.stderr.write("scripted agent: crashing on purpose\n")
+        sys.stderr.flush()
+        sys.exit(3)
+
+    def do_malformed(self, sid, session, verb, rest, result):
+        sys.stdout.write("this is not JSON-RPC\n")
+        sys.stdout.flush()
+        time.sleep(60)
+
+    def do_hang(self, sid, session, verb, rest, result):
+        while sid not in self.cancelled:
+            self.note(self.read())
+        raise Stop("cancelled")
+
+    def do_hang_hard(self, sid, session, verb, rest, result):
+        while True:
+            self.read()
+
+    def do_stop(self, sid, session, verb, rest, result):
+        raise Stop(rest)
+
+    def do_cwd(self, sid, session, verb, rest, result):
+        self.say(sid, f"cwd: {session['cwd']}")
+
+    def do_mcp(self, sid, session, verb, rest, result):
+        self.say(sid, "mcp: " + ",".join(s["name"] for s in session["mcp"]))
+
+    def do_history(self, sid, session, verb, rest, result):
+        self.say(sid, "history: " + " | ".join(session["history"][:-1]))
+
+    def do_name(self, sid, session, verb, rest, result):
+        self.say(sid, f"name: {NAME}")
+
+    # -- main loop --------------------------------------------------------------
+    def serve(self) -> None:
+        methods = {"initialize": self.initialize, "authenticate": self.authenticate,
+                   "session/new": self.new_session, "session/prompt": self.prompt}
+        while True:
+            message = self.read()
+            if "id" not in message:
+                self.note(message)
+                continue
+            handler = methods.get(message.get("method"))
+            if handler is None:
+                self.send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "method not found"}})
+                continue
+            try:
+                self.send({"jsonrpc": "2.0", "id": message["id"], "result": handler(message["params"])})
+            except Stop:
+                self.send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32000, "message": "authentication required"}})
+
+
+if __name__ == "__main__":
+    Agent().serve()
