@@ -19,6 +19,7 @@ from jsonschema import Draft202012Validator
 
 from .analysis_records import BalanceReport, ComparisonReport, ResultSummary
 from .codec import Record, schema_for
+from .conformance_records import ConformanceReport
 from .records import CaptureResult, Grade, GraderRequest, GraderResult, PromptCase, TrajectoryStep
 from .trial_records import CalibrationItem, CalibrationLabel, CalibrationReport, TrialResult, TrialsSummary
 
@@ -30,6 +31,7 @@ RECORDS: dict[str, type[Record]] = {
     "GraderRequest": GraderRequest,
     "GraderResult": GraderResult,
     "Grade": Grade,
+    "ConformanceReport": ConformanceReport,
     "ResultSummary": ResultSummary,
     "BalanceReport": BalanceReport,
     "ComparisonReport": ComparisonReport,

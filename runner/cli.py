@@ -9,6 +9,7 @@ import typer
 from waza import __version__
 
 from .commands import capture, compare, demo, grade, schemas, trials
+from .commands import graders_check
 from .runtime import configure_logging
 
 app = typer.Typer(
@@ -26,6 +27,7 @@ graders_app = typer.Typer(help="Built-in graders and grader tools.", no_args_is_
 #: ``waza adapters ...``: adapter tools.
 adapters_app = typer.Typer(help="Agent adapter tools.", no_args_is_help=True)
 app.add_typer(graders_app, name="graders")
+graders_check.register(graders_app)
 app.add_typer(adapters_app, name="adapters")
 
 for module in (capture, grade, schemas, demo, compare, trials):

@@ -1,17 +1,14 @@
 #!/usr/bin/env node
 // Pass when the output contains the hint. Works one-shot and as a worker (worker:./contains_hint.js).
-const lines = require("readline").createInterface({ input: process.stdin });
-
-lines.on("line", (line) => {
-  if (!line.trim()) return;
-  const request = JSON.parse(line);
+function grade(request) {
   const hint = (request.hint || "").toLowerCase();
+  if (!hint) return { error: "the prompt has no hint to look for" }; // an error grade; a worker goes on
+  const found = (request.output || "").toLowerCase().includes(hint);
+  return { pass: found, score: found ? 1 : 0, reasoning: `hint ${found ? "found" : "missing"}` };
+}
+
+require("readline").createInterface({ input: process.stdin }).on("line", (line) => {
   let answer;
-  if (!hint) {
-    answer = { error: "the prompt has no hint to look for" }; // an error grade; the worker goes on
-  } else {
-    const found = (request.output || "").toLowerCase().includes(hint);
-    answer = { pass: found, score: found ? 1 : 0, reasoning: `hint ${found ? "found" : "missing"}` };
-  }
+  try { answer = grade(JSON.parse(line)); } catch (e) { answer = { error: `bad request: ${e.message}` }; }
   process.stdout.write(JSON.stringify(answer) + "\n"); // exactly one line per request
 });

@@ -3,14 +3,18 @@
 import json
 import sys
 
-for line in sys.stdin:  # one-shot: a single request; worker: one request per line until stdin closes
-    if not line.strip():
-        continue
-    request = json.loads(line)
+
+def grade(request):
     hint = (request.get("hint") or "").casefold()
     if not hint:
-        answer = {"error": "the prompt has no hint to look for"}  # an error grade; the worker goes on
-    else:
-        found = hint in request.get("output", "").casefold()
-        answer = {"pass": found, "score": 1.0 if found else 0.0, "reasoning": f"hint {'found' if found else 'missing'}"}
+        return {"error": "the prompt has no hint to look for"}  # an error grade; a worker goes on
+    found = hint in request.get("output", "").casefold()
+    return {"pass": found, "score": 1.0 if found else 0.0, "reasoning": f"hint {'found' if found else 'missing'}"}
+
+
+for line in sys.stdin:  # one-shot: a single request; worker: one request per line until stdin closes
+    try:
+        answer = grade(json.loads(line))
+    except ValueError as exc:  # a request it cannot read is this request's error, not the worker's end
+        answer = {"error": f"bad request: {exc}"}
     print(json.dumps(answer), flush=True)  # exactly one line per request, flushed

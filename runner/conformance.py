@@ -1,0 +1,460 @@
+"""The grader conformance kit: a fixed set of requests, a verdict per protocol rule.
+
+A grader is checked as a process, whatever it is written in: an executable as
+is, ``builtin:NAME`` as its standalone executable (``python -m
+waza.graders.NAME``) and ``file.py:fn`` through :mod:`waza.runner.python_host`,
+so stray stdout, exit codes and crashes are judged the same way for all. In
+worker mode a single-request probe is the request as one line followed by the
+end of stdin, which a conforming worker answers and then exits on; three more
+rules then drive one long-lived process.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.abc
+import orjson
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from waza.graders import _config as builtin_config
+from waza.graders import load as load_builtin
+from waza.protocol import schemas
+from waza.protocol.conformance_records import ConformanceEvidence, ConformanceReport, ConformanceRule, RuleStatus
+from waza.protocol.errors import ConfigError
+from waza.protocol.grading import GraderProtocolError, normalize_result, parse_result_bytes
+from waza.protocol.process import ProcessOutcome, Tail, exit_parts, reap, run_once, spawn
+from waza.protocol.records import GraderResult, TrajectoryStep
+from waza.protocol.secrets import scrubbed_env
+
+from .grader_runners import builtin_argv
+from .grader_specs import parse_grader
+from .worker_pool import Worker, WorkerFault
+
+PREVIEW = 240
+LARGE_TRAJECTORY = 5 * 1024 * 1024
+EXIT_WAIT = 5.0
+
+
+@dataclass(slots=True)
+class Target:
+    """The grader as a command line, in the mode it is checked in, with the config each request carries."""
+
+    name: str
+    argv: list[str]
+    worker: bool
+    config: dict[str, Any]
+
+
+def resolve(text: str, config: dict[str, Any] | None, worker: bool) -> Target:
+    """Turn the CLI argument into a command; ConfigError when it names nothing runnable."""
+    spec = parse_grader(text)
+    if spec.kind == "builtin":
+        module = load_builtin(spec.target)
+        if config is None:  # a built-in that needs config is checked with the first example its schema gives
+            examples = schemas.load(builtin_config.schema_name(spec.target)).get("examples") or [{}]
+            config = examples[0]
+        builtin_config.check(module, spec.target, config)
+        return Target(text, [*builtin_argv(spec.target), *(["--worker"] if worker else [])], worker, config)
+    if spec.kind == "python":
+        host = [sys.executable, "-m", "waza.runner.python_host", f"{spec.target}:{spec.func}"]
+        return Target(text, host + (["--worker"] if worker else []), worker, config or {})
+    return Target(text, spec.argv, worker or spec.kind == "worker", config or {})
+
+
+# ---------------------------------------------------------------- the requests
+
+
+def base_request(config: dict[str, Any], cwd: str) -> dict[str, Any]:
+    """A request with every field a grader may use, small and plausible."""
+    step = TrajectoryStep(type="message", step_id=0, timestamp=5, turn=0, role="agent", content="2 + 2 = 4")
+    return {
+        "protocol": "1",
+        "id": "conformance-minimal",
+        "input": "What is 2 + 2?",
+        "output": "2 + 2 = 4",
+        "hint": "4",
+        "expected": "4",
+        "reference": "4",
+        "trajectory": [step.to_dict()],
+        "metadata": {"suite": "conformance"},
+        "cwd": cwd,
+        "config": config,
+        "errors": [],
+        "toolErrors": False,
+    }
+
+
+def unicode_request(base: dict[str, Any]) -> dict[str, Any]:
+    text = "Résumé ✓ — 答案是 4 🎉👩‍💻 — العربية: ٤ — עברית: ארבע"
+    return {**base, "id": "conformance-unicode-🎉", "input": f"{text}?", "output": text, "hint": "4", "expected": "4"}
+
+
+def large_request(base: dict[str, Any]) -> dict[str, Any]:
+    chunk = "log line with some tool output\n" * 1024
+    count = LARGE_TRAJECTORY // len(chunk) + 1
+    steps = [
+        TrajectoryStep(type="message", step_id=i, timestamp=i, turn=0, role="agent", content=chunk).to_dict() for i in range(count)
+    ]
+    return {**base, "id": "conformance-large", "trajectory": steps}
+
+
+def future_request(base: dict[str, Any]) -> dict[str, Any]:
+    step = {**base["trajectory"][0], "futureStepField": {"x": 1}}
+    return {**base, "id": "conformance-future", "protocolExtension": {"nested": [1, 2, 3]}, "xVendor": "ignore me", "trajectory": [step]}
+
+
+def sparse_request(base: dict[str, Any]) -> dict[str, Any]:
+    absent = ("hint", "expected", "reference", "trajectory", "cwd", "metadata")
+    return {k: v for k, v in base.items() if k not in absent} | {"id": "conformance-sparse"}
+
+
+# ---------------------------------------------------------------- probing
+
+
+@dataclass(slots=True)
+class Probe:
+    """One request sent to a fresh process and everything that came back."""
+
+    payload: bytes
+    outcome: ProcessOutcome
+
+    def evidence(self) -> ConformanceEvidence:
+        return evidence(self.payload, self.outcome.stdout, self.outcome.code, self.outcome.signal, self.outcome.stderr_tail, self.outcome.duration_ms)
+
+    def result(self) -> GraderResult:
+        """The decoded result, or GraderProtocolError saying why there is none."""
+        return parse_result_bytes(self.outcome.stdout)
+
+    def failure(self) -> str | None:
+        """Why this exchange did not end in a valid result with exit 0 (None when it did)."""
+        out = self.outcome
+        if out.timed_out:
+            return "no answer within the timeout; the process group was killed"
+        if out.signal is not None:
+            return f"killed by signal {out.signal}"
+        try:
+            result = self.result()
+        except GraderProtocolError as exc:
+            return str(exc) + (f" (exit code {out.code})" if out.code else "")
+        problems = schemas.errors("GraderResult", result.to_dict())
+        if problems:
+            return f"result does not match the GraderResult schema: {problems[0]}"
+        if out.code != 0:
+            return f"answered but exited with code {out.code}"
+        return None
+
+
+def evidence(sent: bytes, received: bytes, code: int | None, signal: int | None, stderr: str, ms: float) -> ConformanceEvidence:
+    def preview(data: bytes) -> str:
+        shown = data[:PREVIEW].decode("utf-8", "replace")
+        return shown + ("..." if len(data) > PREVIEW else "")
+
+    return ConformanceEvidence(
+        sent=preview(sent),
+        sent_bytes=len(sent),
+        received=preview(received),
+        received_bytes=len(received),
+        exit_code=code,
+        signal=signal,
+        stderr_tail=stderr[-600:],
+        duration=round(ms, 1),
+    )
+
+
+class Kit:
+    """Runs the rules against one target, in order, collecting verdicts."""
+
+    def __init__(self, target: Target, timeout: float) -> None:
+        self.target = target
+        self.timeout = timeout
+        self.env = scrubbed_env()
+        self.rules: list[ConformanceRule] = []
+
+    async def probe(self, request: dict[str, Any] | bytes) -> Probe:
+        payload = request if isinstance(request, bytes) else orjson.dumps(request)
+        if self.target.worker:
+            payload += b"\n"  # a worker's request is a line; the end of stdin then tells it to exit
+        try:
+            outcome = await run_once(self.target.argv, stdin=payload, env=self.env, timeout=self.timeout)
+        except OSError as exc:
+            raise ConfigError(f"cannot start {self.target.argv[0]!r}: {exc.strerror or exc}") from None
+        return Probe(payload, outcome)
+
+    def verdict(self, rule_id: str, description: str, status: RuleStatus, reason: str, *probes: Probe, required: bool = True) -> None:
+        self.rules.append(
+            ConformanceRule(
+                id=rule_id,
+                description=description,
+                required=required,
+                status=status,
+                reason=reason,
+                evidence=[p.evidence() for p in probes],
+            )
+        )
+
+    def expect_result(self, rule_id: str, description: str, probe: Probe, ok: str) -> None:
+        problem = probe.failure()
+        self.verdict(rule_id, description, "fail" if problem else "pass", problem or ok, probe)
+
+    async def run(self) -> ConformanceReport:
+        with tempfile.TemporaryDirectory(prefix="waza-check-") as cwd:
+            base = base_request(self.target.config, cwd)
+            minimal = await self.probe(base)
+            self.expect_result("valid-result", "answers a minimal request with a valid result", minimal, "a valid result")
+            self.exit_code(minimal)
+            self.clean_stdout(minimal)
+            await self.deterministic(base, minimal)
+            future = await self.probe(future_request(base))
+            self.expect_result("unknown-fields", "ignores request fields it does not know", future, "unknown fields ignored")
+            await self.sparse(base)
+            unicode = await self.probe(unicode_request(base))
+            self.expect_result("unicode", "handles non-ASCII, emoji and right-to-left text", unicode, "answered in valid UTF-8")
+            large = await self.probe(large_request(base))
+            self.expect_result(
+                "large-request", "answers a request with a 5 MB trajectory within the timeout", large,
+                f"answered in {large.outcome.duration_ms:.0f} ms",
+            )
+            await self.reports_errors()
+            if self.target.worker:
+                await self.worker_rules(base)
+        conforms = all(r.status == "pass" for r in self.rules if r.required)
+        mode = "worker" if self.target.worker else "one-shot"
+        return ConformanceReport(grader=self.target.name, argv=self.target.argv, mode=mode, conforms=conforms, rules=self.rules)
+
+    # ------------------------------------------------------------ one-shot rules
+
+    def exit_code(self, probe: Probe) -> None:
+        out = probe.outcome
+        description = "exits 0 after answering (a non-zero exit tells waza the grader could not grade)"
+        if out.code == 0:
+            self.verdict("exit-code", description, "pass", "exit code 0", probe)
+        elif out.code is None:
+            self.verdict("exit-code", description, "fail", "did not exit by itself (timed out or killed)", probe)
+        else:
+            tail = out.stderr_tail.strip().splitlines()[-1:] or ["nothing on stderr"]
+            self.verdict("exit-code", description, "fail", f"exited with code {out.code} on a valid request: {tail[0]}", probe)
+
+    def clean_stdout(self, probe: Probe) -> None:
+        description = "writes only the result on stdout (diagnostics go to stderr)"
+        raw = probe.outcome.stdout
+        if not raw.strip():
+            self.verdict("stdout-clean", description, "fail", "nothing on stdout", probe)
+            return
+        lines = [line for line in raw.splitlines() if line.strip()]
+        if self.target.worker and len(lines) != 1:
+            self.verdict("stdout-clean", description, "fail", f"{len(lines)} lines on stdout for one request; a worker answers with exactly one", probe)
+            return
+        try:
+            orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            stray = lines[0][:60].decode("utf-8", "replace")
+            self.verdict("stdout-clean", description, "fail", f"stdout holds more than one JSON document: stray output {stray!r}", probe)
+            return
+        self.verdict("stdout-clean", description, "pass", "one JSON document and nothing else", probe)
+
+    async def deterministic(self, base: dict[str, Any], first: Probe) -> None:
+        description = "gives the same result for the same request (checked twice)"
+        second = await self.probe(base)
+        try:
+            a, b = first.result().to_dict(), second.result().to_dict()
+        except GraderProtocolError as exc:
+            self.verdict("deterministic", description, "warning", f"cannot compare: {exc}", first, second, required=False)
+            return
+        if a == b:
+            self.verdict("deterministic", description, "pass", "identical results", first, second, required=False)
+        else:
+            diff = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+            self.verdict("deterministic", description, "warning", f"results differ in {', '.join(diff)}", first, second, required=False)
+
+    async def sparse(self, base: dict[str, Any]) -> None:
+        """Absent optional fields: a result, or an error the grader signals itself, never a crash or silence."""
+        description = "tolerates absent optional fields (hint, trajectory, cwd, metadata)"
+        probe = await self.probe(sparse_request(base))
+        problem = probe.failure()
+        if problem is None:
+            self.verdict("optional-absent", description, "pass", "a valid result", probe)
+            return
+        signalled = self.signalled_error(probe)
+        if signalled:
+            self.verdict("optional-absent", description, "pass", f"signalled an error ({signalled}); allowed when it needs an absent field", probe)
+        else:
+            self.verdict("optional-absent", description, "fail", problem, probe)
+
+    async def reports_errors(self) -> None:
+        description = "signals a request it cannot grade (non-zero exit or {\"error\": ...}), never silence"
+        probe = await self.probe(b'{"protocol": "1", "id": "conformance-truncated", "output": ')
+        signalled = self.signalled_error(probe)
+        if signalled:
+            self.verdict("reports-errors", description, "pass", f"signalled an error ({signalled})", probe)
+        elif probe.failure() is None:
+            self.verdict("reports-errors", description, "warning", "graded a request that is not valid JSON", probe, required=False)
+        else:
+            reason = probe.failure() or ""
+            self.verdict("reports-errors", description, "fail", f"exited 0 without a result or an error: {reason}", probe)
+
+    def signalled_error(self, probe: Probe) -> str | None:
+        """How the grader said it could not grade: a non-zero exit, or an ``{"error"}`` answer."""
+        out = probe.outcome
+        if out.timed_out or out.signal is not None:
+            return None
+        try:
+            value = orjson.loads(out.stdout)
+        except orjson.JSONDecodeError:
+            value = None
+        if isinstance(value, dict) and "error" in value:
+            try:
+                normalize_result(value)
+            except GraderProtocolError as exc:
+                if str(exc).startswith("grader reported an error"):
+                    return f"answered {{\"error\": {str(value['error'])[:60]!r}}}"
+        if out.code:
+            tail = out.stderr_tail.strip().splitlines()[-1:] or ["nothing on stderr"]
+            return f"exit code {out.code}: {tail[0][:100]}"
+        return None
+
+    # ------------------------------------------------------------ worker rules
+
+    async def worker_rules(self, base: dict[str, Any]) -> None:
+        requests = [
+            {**base, "id": f"conformance-seq-{i}", "output": output}
+            for i, output in enumerate(["2 + 2 = 4", "I do not know", "four (4)"])
+        ]
+        alone = [await self.probe(r) for r in requests]
+        await self.in_order(requests, alone)
+        await self.after_reject(base)
+        await self.exits_on_eof(base)
+
+    async def session(self, lines: list[bytes], body: Callable[[Worker, list[bytes]], Awaitable[str | None]]) -> tuple[str | None, ConformanceEvidence]:
+        """Drive one worker process through ``body``; returns its problem (or None) and the evidence."""
+        started = time.perf_counter()
+        process = await spawn(self.target.argv, env=self.env)
+        assert process.stdout is not None
+        worker = Worker(process, BufferedByteReceiveStream(process.stdout), Tail(), anyio.Event())
+        answers: list[bytes] = []
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(worker.drain_stderr)
+                problem = await body(worker, answers)
+                await self._close(process)
+        finally:
+            await reap(process)
+        sent = b"".join(lines)
+        code, signal = exit_parts(process.returncode)
+        return problem, evidence(sent, b"".join(answers), code, signal, worker.stderr.text(), (time.perf_counter() - started) * 1000)
+
+    async def in_order(self, requests: list[dict[str, Any]], alone: list[Probe]) -> None:
+        description = "worker: answers several requests in order on one process, as a fresh process would"
+        lines = [orjson.dumps(r) + b"\n" for r in requests]
+
+        async def body(worker: Worker, answers: list[bytes]) -> str | None:
+            for n, (line, ref) in enumerate(zip(lines, alone, strict=True), start=1):
+                try:
+                    answers.append(await worker.exchange(line, self.timeout) + b"\n")
+                except WorkerFault as fault:
+                    return f"request {n} of {len(lines)}: {fault}"
+                if _decoded(answers[-1]) != _decoded(ref.outcome.stdout):
+                    return f"answer {n} differs from a fresh process's answer to the same request (state leaks, or answers are out of order)"
+            return None
+
+        problem, ev = await self.session(lines, body)
+        self._worker_verdict("worker-in-order", description, problem, "3 answers, in order, as fresh processes give them", ev)
+
+    async def after_reject(self, base: dict[str, Any]) -> None:
+        description = "worker: keeps serving after a request it rejects"
+        lines = [orjson.dumps({**base, "id": "before"}) + b"\n", b'{"id": "broken", "output": \n', orjson.dumps({**base, "id": "after"}) + b"\n"]
+
+        async def body(worker: Worker, answers: list[bytes]) -> str | None:
+            labels = ("the request before", "the malformed request", "the request after")
+            for line, label in zip(lines, labels, strict=True):
+                try:
+                    answers.append(await worker.exchange(line, self.timeout) + b"\n")
+                except WorkerFault as fault:
+                    return f"{label}: {fault}"
+            try:
+                parse_result_bytes(answers[-1])
+            except GraderProtocolError as exc:
+                return f"the request after a rejected one got no valid result: {exc}"
+            return None
+
+        problem, ev = await self.session(lines, body)
+        self._worker_verdict("worker-after-reject", description, problem, "answered the malformed line and went on", ev)
+
+    async def exits_on_eof(self, base: dict[str, Any]) -> None:
+        description = "worker: exits with code 0 when stdin closes"
+        lines = [orjson.dumps(base) + b"\n"]
+
+        async def body(worker: Worker, answers: list[bytes]) -> str | None:
+            try:
+                answers.append(await worker.exchange(lines[0], self.timeout) + b"\n")
+            except WorkerFault as fault:
+                return str(fault)
+            assert worker.process.stdin is not None
+            await worker.process.stdin.aclose()
+            with anyio.move_on_after(EXIT_WAIT):
+                code = await worker.process.wait()
+                return None if code == 0 else f"exited with code {code} when stdin closed"
+            return f"still running {EXIT_WAIT:g}s after stdin closed"
+
+        problem, ev = await self.session(lines, body)
+        self._worker_verdict("worker-exits-on-eof", description, problem, "exited 0", ev)
+
+    @staticmethod
+    async def _close(process: anyio.abc.Process) -> None:
+        """End of stdin, then a moment to exit by itself, so the exit code in the evidence is its own."""
+        if process.returncode is None and process.stdin is not None:
+            try:
+                await process.stdin.aclose()
+            except (anyio.BrokenResourceError, OSError):
+                pass
+            with anyio.move_on_after(EXIT_WAIT):
+                await process.wait()
+
+    def _worker_verdict(self, rule_id: str, description: str, problem: str | None, ok: str, ev: ConformanceEvidence) -> None:
+        self.rules.append(
+            ConformanceRule(id=rule_id, description=description, required=True, status="fail" if problem else "pass", reason=problem or ok, evidence=[ev])
+        )
+
+
+def _decoded(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw
+
+
+async def check(target: Target, timeout: float) -> ConformanceReport:
+    return await Kit(target, timeout).run()
+
+
+# ---------------------------------------------------------------- showing it
+
+MARK = {"pass": "PASS", "fail": "FAIL", "warning": "WARN"}
+
+
+def describe(report: ConformanceReport) -> str:
+    """The report for a person: one line per rule, evidence under anything that did not pass."""
+    lines = [f"waza graders check {report.grader} ({report.mode}: {' '.join(report.argv)})", ""]
+    width = max(len(r.id) for r in report.rules)
+    for rule in report.rules:
+        took = sum(e.duration for e in rule.evidence)
+        optional = "" if rule.required else " (advisory)"
+        lines.append(f"  {MARK[rule.status]}  {rule.id:<{width}}  {rule.description}{optional}  [{took:.0f} ms]")
+        if rule.status != "pass":
+            lines.append(f"        reason:   {rule.reason}")
+            for ev in rule.evidence[:1]:
+                lines.append(f"        sent:     {ev.sent_bytes} bytes: {ev.sent[:120]!r}")
+                lines.append(f"        received: {ev.received_bytes} bytes: {ev.received[:120]!r}")
+                lines.append(f"        exit:     code {ev.exit_code}" + (f", signal {ev.signal}" if ev.signal else ""))
+                if ev.stderr_tail.strip():
+                    lines.append(f"        stderr:   {ev.stderr_tail.strip().splitlines()[-1][:160]!r}")
+    counts = {s: sum(r.status == s for r in report.rules) for s in MARK}
+    verdict = "conforms" if report.conforms else "does NOT conform"
+    lines += ["", f"{len(report.rules)} rules: {counts['pass']} passed, {counts['fail']} failed, {counts['warning']} warnings: {verdict}"]
+    return "\n".join(lines)

@@ -1,0 +1,67 @@
+"""Serve a Python grader function over the stdin/stdout protocol, one-shot or as a worker.
+
+``waza graders check file.py:fn`` runs the function through this host, so the
+kit judges a Python function exactly as it judges an executable in any other
+language (a stray ``print`` in the function shows up as stray stdout, as it
+would corrupt waza's own stdout in-process). It is also a way to give a Python
+function process isolation: ``--grader "worker:python -m waza.runner.python_host file.py:fn --worker"``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import orjson
+
+from waza.protocol.codec import Record
+from waza.protocol.errors import ConfigError
+
+from .grader_runners import _import_callable
+from .grader_specs import parse_grader
+
+
+def call(fn: Callable[[Any], Any], raw: bytes) -> bytes:
+    """One request line in, one answer line out; ``{"error": ...}`` when it cannot be graded."""
+    try:
+        value = fn(orjson.loads(raw))
+        if inspect.isawaitable(value):
+            value = anyio.run(lambda: value)  # type: ignore[arg-type,return-value]
+        if isinstance(value, Record):
+            value = value.to_dict()
+        return orjson.dumps(value) + b"\n"
+    except orjson.JSONDecodeError as exc:
+        return orjson.dumps({"error": f"request is not valid JSON: {exc}"}) + b"\n"
+    except Exception as exc:  # noqa: BLE001 - the function's failure is this request's error grade
+        traceback.print_exc()
+        return orjson.dumps({"error": f"grader raised {type(exc).__name__}: {exc}"}) + b"\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m waza.runner.python_host", description=__doc__.splitlines()[0])
+    parser.add_argument("target", help="FILE.py:FUNC or package.module:FUNC")
+    parser.add_argument("--worker", action="store_true", help="one request per stdin line until stdin closes")
+    args = parser.parse_args(argv)
+    try:
+        spec = parse_grader(args.target)
+        if spec.kind != "python":
+            raise ConfigError(f"{args.target!r} is not FILE.py:FUNC or package.module:FUNC")
+        fn = _import_callable(spec)
+    except ConfigError as exc:
+        print(f"python_host: {exc}", file=sys.stderr)
+        sys.exit(2)
+    out = sys.stdout.buffer
+    lines = sys.stdin.buffer if args.worker else [sys.stdin.buffer.read()]
+    for raw in lines:
+        if raw.strip():
+            out.write(call(fn, raw))
+            out.flush()
+
+
+if __name__ == "__main__":
+    main()
