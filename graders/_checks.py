@@ -1,0 +1,57 @@
+"""Graders made of independent checks: score = passed checks / all checks.
+
+Most built-ins (regex, text, file, diff, tool_calls, behavior, tool_constraint,
+code, git) are a list of yes/no checks; keeping the arithmetic and the wording
+in one place means every one of them reports the same way: the verdict is
+"all checks passed", the reasoning names each failed check and why, and the
+details carry every check so a user can see what passed too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from waza.protocol.records import GraderResult
+
+
+@dataclass(slots=True)
+class Check:
+    """One yes/no check; ``why`` says what was seen, reported only when the check failed."""
+
+    name: str
+    passed: bool
+    why: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"check": self.name, "pass": self.passed}
+        if self.why and not self.passed:
+            out["why"] = self.why
+        return out
+
+
+def from_checks(
+    checks: list[Check],
+    *,
+    outcome: dict[str, Any] | None = None,
+    details: dict[str, Any] | None = None,
+) -> GraderResult:
+    """The result of a list of checks; no checks at all is a pass with nothing to report."""
+    failed = [c for c in checks if not c.passed]
+    total = len(checks)
+    score = (total - len(failed)) / total if total else 1.0
+    if not total:
+        reasoning = "nothing to check"
+    elif failed:
+        shown = "; ".join(f"{c.name}: {c.why}" if c.why else c.name for c in failed[:10])
+        more = f" (+{len(failed) - 10} more)" if len(failed) > 10 else ""
+        reasoning = f"{total - len(failed)}/{total} checks passed; failed: {shown}{more}"
+    else:
+        reasoning = f"{total}/{total} checks passed"
+    return GraderResult(
+        passed=not failed,
+        score=score,
+        reasoning=reasoning,
+        outcome=outcome,
+        details={"checks": [c.to_dict() for c in checks], **(details or {})},
+    )

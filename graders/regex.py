@@ -1,0 +1,61 @@
+"""regex: the output must match every ``must_match`` pattern and none of ``must_not_match``.
+
+Each pattern is one check (``re.search`` anywhere in the output); score =
+passed checks / all checks, pass = every check passed. Matching is
+case-insensitive by default, as the reference's examples assume (``error``
+also catches ``Error``); ``flags`` replaces the default with any of the letters
+``imsxa`` (Python's inline flags), so ``flags: ""`` is case-sensitive. An
+invalid pattern is a config error before anything runs. Inline flags such as
+``(?i)`` work too.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from waza.protocol.records import GraderRequest, GraderResult
+
+from ._checks import Check, from_checks
+from ._example import Example
+from ._patterns import compile_all, parse_flags, require_any
+
+SUMMARY = "Output must match every must_match regex and no must_not_match regex (case-insensitive by default)."
+
+EXAMPLE = Example(
+    config={"must_match": [r"deployed to https?://\S+"], "must_not_match": ["error|failed"]},
+    request={"output": "Deployed to https://demo.example.net in 42s."},
+    result={"pass": True, "score": 1.0},
+)
+
+
+def _compiled(config: dict) -> tuple[list, list]:
+    flags = parse_flags(config.get("flags", "i"), "flags")
+    return (
+        compile_all(config.get("must_match", []), "must_match", flags),
+        compile_all(config.get("must_not_match", []), "must_not_match", flags),
+    )
+
+
+def check_config(config: dict) -> None:
+    require_any(config, ("must_match", "must_not_match"), "regex")
+    _compiled(config)
+
+
+def grade(request: GraderRequest) -> GraderResult:
+    must, must_not = _compiled(request.config)
+    text = request.output
+    checks = [Check(f"must_match {p.pattern!r}", bool(p.search(text)), "no match in output") for p in must]
+    for p in must_not:
+        found = p.search(text)
+        checks.append(Check(f"must_not_match {p.pattern!r}", found is None, f"found {found.group(0)[:80]!r}" if found else ""))
+    return from_checks(checks)
+
+
+def main() -> None:
+    from ._standalone import main as run
+
+    run(sys.modules[__name__], "regex")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""tool_constraint: tool calls that must happen (``expect_tools``) or must not (``reject_tools``).
+
+An entry names a ``tool`` (a regex that must match the whole tool name or
+kind, case-insensitively: ``bash``, ``edit|write``, ``.*`` for any) and may
+narrow it with ``command_pattern`` (searched in the input's command:
+``command``/``cmd``/``commandLine``/``script``/``args``), ``path_pattern``
+(the input's path keys such as ``path``/``file_path``/``filePath`` and the
+step's locations) and ``skill_pattern`` (``skill``/``name``); all given parts
+must match the same call, and a call without the field does not match. Each
+entry is one check: an expect entry passes when some call matches, a reject
+entry when none does. Score = passed checks / all checks; pass = all passed.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from waza.protocol.records import GraderRequest, GraderResult
+
+from ._checks import Check, from_checks
+from ._example import Example
+from ._patterns import compile_one, require_any
+from ._trajectory import COMMAND_KEYS, SKILL_KEYS, ToolCall, tool_calls
+
+SUMMARY = "Tools that must / must not be called, narrowed by command, path or skill patterns."
+
+EXAMPLE = Example(
+    config={
+        "expect_tools": [{"tool": "bash", "command_pattern": "pytest"}],
+        "reject_tools": [{"tool": "edit|write", "path_pattern": r"^tests/"}],
+    },
+    request={
+        "output": "Tests pass.",
+        "trajectory": [
+            {"type": "tool_call", "stepId": "s1", "timestamp": 1, "name": "edit", "input": {"path": "src/app.py"}},
+            {"type": "tool_call", "stepId": "s2", "timestamp": 2, "name": "bash", "input": {"command": "python -m pytest -q"}},
+        ],
+    },
+    result={"pass": True, "score": 1.0},
+)
+
+
+@dataclass(slots=True)
+class Constraint:
+    label: str
+    tool: re.Pattern[str]
+    command: re.Pattern[str] | None
+    path: re.Pattern[str] | None
+    skill: re.Pattern[str] | None
+
+    def matches(self, call: ToolCall) -> bool:
+        if not (self.tool.fullmatch(call.name) or (call.kind and self.tool.fullmatch(call.kind))):
+            return False
+        parts = ((self.command, call.input_field(COMMAND_KEYS)), (self.path, call.paths()), (self.skill, call.input_field(SKILL_KEYS)))
+        return all(p is None or any(p.search(v) for v in values) for p, values in parts)
+
+
+def _constraints(config: dict[str, Any], key: str) -> list[Constraint]:
+    out = []
+    for i, entry in enumerate(config.get(key, [])):
+        where = f"{key}[{i}]"
+
+        def optional(name: str) -> re.Pattern[str] | None:
+            return compile_one(entry[name], f"{where}.{name}", re.IGNORECASE) if name in entry else None
+
+        label = ", ".join(f"{k}={v!r}" for k, v in entry.items())
+        out.append(
+            Constraint(label, compile_one(entry["tool"], f"{where}.tool", re.IGNORECASE),
+                       optional("command_pattern"), optional("path_pattern"), optional("skill_pattern"))
+        )
+    return out
+
+
+def check_config(config: dict[str, Any]) -> None:
+    require_any(config, ("expect_tools", "reject_tools"), "tool_constraint")
+    _constraints(config, "expect_tools")
+    _constraints(config, "reject_tools")
+
+
+def grade(request: GraderRequest) -> GraderResult:
+    calls = tool_calls(request.trajectory)
+    checks = []
+    for c in _constraints(request.config, "expect_tools"):
+        checks.append(Check(f"expect {c.label}", any(c.matches(call) for call in calls), "no tool call matches"))
+    for c in _constraints(request.config, "reject_tools"):
+        hits = [call.text()[:80] for call in calls if c.matches(call)]
+        checks.append(Check(f"reject {c.label}", not hits, f"matched {hits[0]!r}" if hits else ""))
+    return from_checks(checks, details={"tool_calls": len(calls)})
+
+
+def main() -> None:
+    from ._standalone import main as run
+
+    run(sys.modules[__name__], "tool_constraint")
+
+
+if __name__ == "__main__":
+    main()
