@@ -16,6 +16,7 @@ from .base import Adapter, AdapterOptions, AgentRun, AgentTask
 ADAPTERS: dict[str, str] = {
     "acp": "waza.adapters.acp:AcpAdapter",
     "exec": "waza.adapters.exec:ExecAdapter",
+    "mock": "waza.adapters.mock:MockAdapter",
 }
 
 DEFAULT_ADAPTER = "acp"

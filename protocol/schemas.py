@@ -21,6 +21,7 @@ from .analysis_records import BalanceReport, ComparisonReport, ResultSummary
 from .codec import Record, schema_for
 from .conformance_records import ConformanceReport
 from .records import CaptureResult, Grade, GraderRequest, GraderResult, PromptCase, TrajectoryStep
+from .suite_records import SuiteResult
 from .trial_records import CalibrationItem, CalibrationLabel, CalibrationReport, TrialResult, TrialsSummary
 
 #: Record classes whose schemas are generated (all records live in protocol/).
@@ -40,6 +41,7 @@ RECORDS: dict[str, type[Record]] = {
     "CalibrationItem": CalibrationItem,
     "CalibrationLabel": CalibrationLabel,
     "CalibrationReport": CalibrationReport,
+    "SuiteResult": SuiteResult,
 }
 
 

@@ -10,6 +10,7 @@ from waza import __version__
 
 from .commands import capture, compare, demo, grade, schemas, trials
 from .commands import graders_check
+from .commands import check_suite, run_suite
 from .runtime import configure_logging
 
 app = typer.Typer(
@@ -30,7 +31,7 @@ app.add_typer(graders_app, name="graders")
 graders_check.register(graders_app)
 app.add_typer(adapters_app, name="adapters")
 
-for module in (capture, grade, schemas, demo, compare, trials):
+for module in (capture, grade, schemas, demo, compare, trials, run_suite, check_suite):
     module.register(app)
 
 

@@ -1,0 +1,193 @@
+"""``waza run eval.yaml``: run an eval suite's tasks and trigger tests, score its metrics."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from waza.adapters import adapter_class
+from waza.adapters.base import Adapter, AdapterOptions
+from waza.protocol.errors import ConfigError
+
+from ..cli_options import OUTPUT, AgentOptions, GraderOptions, opt, with_groups
+from ..grader_specs import build_specs
+from ..outputs import ResultWriter
+from ..pipeline import Settings, Workspaces
+from ..progress import Progress, wanted
+from ..runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
+from ..suites import document, reporters
+from ..suites.execute import Plan, execute, require_graders, select
+from ..suites.loader import load_suite
+from ..suites.models import Suite
+
+HELP = """Run an eval suite: every task's trials in fresh workspaces, graded, then the trigger tests.
+
+Writes one CaptureResult line per trial (and per trigger prompt) to -o as it
+finishes, and the whole-suite result document with --reporter json:FILE.
+Exit 0 when every task passed and every metric met its threshold, 1 when not,
+2 when the suite is invalid (nothing runs).
+
+Examples:
+
+  waza run examples/code-explainer/eval.yaml --adapter mock --reporter json:result.json -o trials.jsonl
+
+  waza run eval.yaml --task 'explain-*' --tags python --trials 1 --reporter markdown:report.md -- python agent.py
+"""
+
+RUN = "Suite"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("run", help=HELP, context_settings={"ignore_unknown_options": True, "allow_interspersed_args": True})
+    @with_groups(agent=AgentOptions, graders=GraderOptions)
+    def run_command(
+        ctx: typer.Context,
+        suite: Annotated[Path, typer.Argument(help="eval.yaml, or the directory holding it.", show_default=False)],
+        command: Annotated[list[str] | None, typer.Argument(help="Agent command (adapters that need one).", show_default=False)] = None,
+        task: Annotated[list[str] | None, opt("--task", help="Only tasks whose id or name matches GLOB (repeatable).", panel=RUN)] = None,
+        tags: Annotated[list[str] | None, opt("--tags", help="Only tasks with a tag matching GLOB (repeatable).", panel=RUN)] = None,
+        trials: Annotated[int | None, opt("--trials", help="Trials per task (config: trials_per_task).", panel=RUN, min=1)] = None,
+        parallel: Annotated[bool | None, opt("--parallel/--no-parallel", help="Run trials at once (config: parallel).", panel=RUN, show_default=False)] = None,
+        workers: Annotated[int | None, opt("--workers", help="Trials at once when parallel (config: max_workers; default 4).", panel=RUN, min=1)] = None,
+        fail_fast: Annotated[bool | None, opt("--fail-fast/--no-fail-fast", help="Stop at the first failed or errored trial (config: fail_fast).", panel=RUN, show_default=False)] = None,
+        context_dir: Annotated[Path | None, opt("--context-dir", help="Fixture root (default: fixtures/ beside eval.yaml).", panel=RUN)] = None,
+        keep_workspaces: Annotated[bool, opt("--keep-workspaces", help="Keep each trial's workspace; its path is the result's cwd.", panel=RUN)] = False,
+        triggers: Annotated[bool, opt("--triggers/--no-triggers", help="Run trigger_tests.yaml when present.", panel=RUN)] = True,
+        output: Annotated[str, opt("-o", "--output", help="Per-trial CaptureResult JSONL, or - for stdout.", panel=OUTPUT)] = "-",
+        reporter: Annotated[list[str] | None, opt("--reporter", help="json:FILE, junit:FILE or markdown:FILE (repeatable; FILE - is stdout).", panel=OUTPUT)] = None,
+        progress: Annotated[bool | None, opt("--progress/--no-progress", help="Progress bar on stderr (default: when a terminal).", panel=OUTPUT, show_default=False)] = None,
+        *,
+        agent: AgentOptions,
+        graders: GraderOptions,
+    ) -> None:
+        adapter_given = ctx.get_parameter_source("adapter").name != "DEFAULT"
+        workers_given = ctx.get_parameter_source("concurrency").name != "DEFAULT"
+        options = RunOptions(task or [], tags or [], trials, parallel, workers, fail_fast, context_dir, keep_workspaces, triggers)
+        raise typer.Exit(
+            run(
+                lambda interrupt: _run(
+                    suite, command or [], options, agent, graders, output, reporter or [], progress, adapter_given, workers_given, interrupt
+                )
+            )
+        )
+
+
+@dataclass(slots=True)
+class RunOptions:
+    """The suite-specific options, kept together so the merge with the suite's config reads in one place."""
+
+    task: list[str]
+    tags: list[str]
+    trials: int | None
+    parallel: bool | None
+    workers: int | None
+    fail_fast: bool | None
+    context_dir: Path | None
+    keep_workspaces: bool
+    triggers: bool
+
+
+def resolve_agent(
+    suite: Suite, command: list[str], agent: AgentOptions, adapter_given: bool
+) -> tuple[type[Adapter], list[str], AdapterOptions]:
+    """The command line's adapter and command win over the suite's executor and command."""
+    if agent.cwd is not None:
+        raise ConfigError("--cwd does nothing with waza run: every trial gets a fresh workspace (see --keep-workspaces)")
+    if not adapter_given and suite.config.executor:
+        agent.adapter = suite.config.executor
+    cls = adapter_class(agent.adapter)
+    if not command and cls.needs_command:
+        command = suite.config.command
+    adapter, opts = agent.resolve(command)
+    if suite.config.model and opts.model is None and "model" in adapter.options:
+        opts.model = suite.config.model
+    return adapter, command, opts
+
+
+def plan_for(
+    suite: Suite, command: list[str], options: RunOptions, agent: AgentOptions, graders: GraderOptions, adapter_given: bool, workers_given: bool
+) -> Plan:
+    adapter, command, opts = resolve_agent(suite, command, agent, adapter_given)
+    tasks, filtered = select(suite, options.task, options.tags)
+    extra = build_specs(graders.grader or [], graders.grader_config, graders.grader_weight, graders.grader_timeout)
+    require_graders(tasks, extra)
+    for spec in [s for t in tasks for s in t.graders]:
+        if spec.timeout is None:
+            spec.timeout = graders.grader_timeout
+    config = suite.config
+    if options.workers is not None and workers_given and options.workers != agent.concurrency:
+        raise ConfigError("-j/--concurrency and --workers are the same setting; give one")
+    parallel = config.parallel if options.parallel is None else options.parallel
+    workers = options.workers or (agent.concurrency if workers_given else None)
+    concurrency = workers or (config.max_workers if parallel else 1)
+    if agent.workspace_dir is not None:
+        agent.workspace_dir.mkdir(parents=True, exist_ok=True)
+    settings = Settings(
+        adapter=adapter,
+        command=command,
+        opts=opts,
+        graders=[],
+        concurrency=concurrency if parallel or workers else 1,
+        timeout=agent.timeout if agent.timeout is not None else config.timeout_seconds,
+        workspaces=Workspaces(root=agent.workspace_dir, fresh=True, keep=options.keep_workspaces),
+    )
+    if adapter.name != "mock" and any(t.mock is not None for t in tasks):
+        print(f"waza: mock scripts in task files are not used with --adapter {adapter.name}", file=sys.stderr)
+    return Plan(
+        suite=suite,
+        tasks=tasks,
+        settings=settings,
+        trials=options.trials or config.trials_per_task,
+        fail_fast=config.fail_fast if options.fail_fast is None else options.fail_fast,
+        run_triggers=options.triggers,
+        model=config.model,
+        extra_graders=extra,
+        isolate=graders.isolate,
+        filtered=filtered,
+    )
+
+
+async def _run(
+    suite_path: Path,
+    command: list[str],
+    options: RunOptions,
+    agent: AgentOptions,
+    graders: GraderOptions,
+    output: str,
+    reporter_specs: list[str],
+    progress_flag: bool | None,
+    adapter_given: bool,
+    workers_given: bool,
+    interrupt: Interrupt,
+) -> int:
+    # Everything that can be wrong is found before any output is touched.
+    suite = load_suite(suite_path, context_dir=options.context_dir)
+    plan = plan_for(suite, command, options, agent, graders, adapter_given, workers_given)
+    outputs = reporters.parse(reporter_specs, jsonl_on_stdout=output == "-")
+    progress = Progress(plan.total, enabled=wanted(progress_flag), label=suite.name)
+    writer = ResultWriter(output, progress=progress)
+    record = document.RunRecord(
+        adapter=plan.settings.adapter.name,
+        model=plan.model,
+        trials_per_task=plan.trials,
+        started=int(time.time() * 1000),
+        filtered=plan.filtered,
+    )
+    interrupt.summary = lambda: f"{writer.tally.total} of {plan.total} results written to {output}; no report written"
+    try:
+        await execute(plan, writer, record)
+    finally:
+        writer.close()
+        progress.close()
+    result = document.build(suite, record)
+    for out in outputs:
+        out.write(result)
+    print(f"waza: {reporters.one_line(result)}", file=sys.stderr)
+    for reason in result.summary.missed:
+        print(f"waza:   {reason}", file=sys.stderr)
+    return EXIT_OK if result.summary.status == "passed" else EXIT_FAILED

@@ -1,0 +1,138 @@
+"""Running a loaded suite: every trial of every selected task, then the trigger prompts.
+
+Trials go through the same pipeline as ``waza capture`` (``run_items``): a
+fresh workspace per trial, filled from the task's fixtures by the work item's
+``prepare`` hook, the agent run by the chosen adapter, the task's graders run
+while the workspace still exists, and one CaptureResult line written and
+flushed per trial. ``fail_fast`` cancels the run at the first trial that
+fails or errors; trials in flight are stopped and their tasks listed as not run.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import orjson
+
+from waza.protocol.errors import ConfigError
+from waza.protocol.records import CaptureResult, PromptCase
+
+from ..commands.capture import entered
+from ..grader_runners import GraderRunner, make_runner
+from ..grader_specs import GraderSpec
+from ..outputs import ResultWriter
+from ..pipeline import Settings, WorkItem, run_items
+from . import triggers as trigger_tests
+from .document import RunRecord
+from .fixtures import preparer
+from .models import Suite, Task
+
+
+@dataclass
+class Plan:
+    """A suite and how to run it, after the command line and the suite's config are merged."""
+
+    suite: Suite
+    tasks: list[Task]
+    settings: Settings
+    trials: int
+    fail_fast: bool = False
+    run_triggers: bool = True
+    model: str | None = None
+    extra_graders: list[GraderSpec] = field(default_factory=list)
+    isolate: bool = False
+    filtered: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        prompts = len(self.suite.triggers.prompts) if self.suite.triggers and self.run_triggers else 0
+        return len(self.tasks) * self.trials + prompts
+
+
+def select(suite: Suite, task_globs: list[str], tag_globs: list[str]) -> tuple[list[Task], list[str]]:
+    """Enabled tasks matching every filter kind given (a task glob matches id or name); and the ids left out."""
+    chosen, left_out = [], []
+    for task in suite.tasks:
+        if not task.enabled:
+            continue
+        by_task = not task_globs or any(fnmatch.fnmatchcase(task.id, g) or fnmatch.fnmatchcase(task.name, g) for g in task_globs)
+        by_tag = not tag_globs or any(fnmatch.fnmatchcase(tag, g) for g in tag_globs for tag in task.tags)
+        (chosen if by_task and by_tag else left_out).append(task)
+    if not chosen:
+        raise ConfigError("no enabled task matches --task/--tags" if task_globs or tag_globs else "the suite has no enabled task")
+    return chosen, [t.id for t in left_out]
+
+
+def require_graders(tasks: list[Task], extra: list[GraderSpec]) -> None:
+    """A task nothing judges could never pass or fail: refuse to run it."""
+    if extra:
+        return
+    for task in tasks:
+        if not task.graders:
+            raise ConfigError("task has no graders (add graders, expected checks, or suite-wide graders)", source=task.file)
+
+
+def case_for(task: Task, suite: Suite, model: str | None) -> PromptCase:
+    metadata: dict[str, Any] = {"suite": suite.name, "task": task.name, "tags": task.tags}
+    if suite.skill:
+        metadata["skill"] = suite.skill
+    if task.context is not None:
+        metadata["context"] = task.context
+    if model:
+        metadata["model"] = model
+    unknown = {"mock": task.mock} if task.mock is not None else {}
+    return PromptCase(id=task.id, input=task.prompt, metadata=metadata, timeout=task.timeout, unknown=unknown)
+
+
+class _Runners:
+    """One runner per distinct grader, shared by every task that declares the same one."""
+
+    def __init__(self, isolate: bool) -> None:
+        self.isolate = isolate
+        self.by_key: dict[bytes, GraderRunner] = {}
+
+    def get(self, spec: GraderSpec) -> GraderRunner:
+        key = orjson.dumps([spec.name, spec.kind, spec.target, spec.argv, spec.func, spec.config, spec.weight, spec.timeout])
+        if key not in self.by_key:
+            self.by_key[key] = make_runner(spec, isolate=self.isolate)
+        return self.by_key[key]
+
+
+async def execute(plan: Plan, writer: ResultWriter, record: RunRecord) -> None:
+    """Run the plan, writing each result to ``writer`` and gathering it into ``record``."""
+    runners = _Runners(plan.isolate)
+    graders = {t.id: [runners.get(s) for s in [*t.graders, *plan.extra_graders]] for t in plan.tasks}
+    trigger_items = trigger_tests.work_items(plan.suite.triggers) if plan.suite.triggers and plan.run_triggers else []
+    trigger_results: dict[str, CaptureResult] = {}
+    trigger_ids = {item.case.id for item in trigger_items}
+
+    async def items() -> AsyncIterator[WorkItem]:
+        for task in plan.tasks:
+            case = case_for(task, plan.suite, plan.model)
+            for trial in range(1, plan.trials + 1):
+                yield WorkItem(case=case, trial=trial, prepare=preparer(task), graders=graders[task.id])
+        for item in trigger_items:
+            yield item
+
+    with anyio.CancelScope() as scope:
+
+        async def sink(result: CaptureResult) -> None:
+            writer.write(result)
+            if result.trial is None and result.id in trigger_ids:
+                trigger_results[result.id] = result
+                return
+            record.trials.setdefault(result.id, []).append(result)
+            if plan.fail_fast and result.status in ("failed", "error"):
+                scope.cancel()
+
+        async with entered(list(runners.by_key.values())):
+            await run_items(items(), plan.settings, sink)
+    record.finished = int(time.time() * 1000)
+    record.not_run = [t.id for t in plan.tasks if t.id not in record.trials]
+    if plan.suite.triggers and plan.run_triggers and not scope.cancel_called:
+        record.triggers = trigger_tests.report(plan.suite.triggers, trigger_results)

@@ -1,0 +1,61 @@
+"""Filling a trial's fresh workspace with the files its task asks for.
+
+A task names files relative to its fixture root (``--context-dir``, the task's
+``context_dir``, or ``fixtures/`` beside eval.yaml); each is copied to the same
+relative place in the workspace, or written there from inline ``content``.
+Paths are checked twice: when the suite loads (relative, no ``..`` climbing
+out, present), and again when copying, with symlinks resolved, so a fixture
+tree cannot smuggle in a link to a file outside its root.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from waza.graders._paths import PathEscape, check_relative, inside
+from waza.protocol.errors import ConfigError
+
+from .models import FixtureFile, Task
+
+
+def check(root: Path, item: FixtureFile, where: str) -> None:
+    """ConfigError (message prefixed by ``where``) unless ``item`` can be copied from ``root``."""
+    check_relative(item.path, where)
+    if item.content is not None:
+        return
+    try:
+        source = inside(root, item.path)
+    except PathEscape as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if not source.exists():
+        raise ConfigError(f"{where}: fixture {item.path!r} not found in {root}")
+
+
+def preparer(task: Task) -> Callable[[Path], None]:
+    """The WorkItem ``prepare`` hook for one trial of ``task``."""
+
+    def prepare(workspace: Path) -> None:
+        for item in task.files:
+            copy_one(task.fixture_root, item, workspace)
+
+    return prepare
+
+
+def copy_one(root: Path, item: FixtureFile, workspace: Path) -> None:
+    """Copy (or write) one file; PathEscape if a source or destination resolves outside its root."""
+    target = inside(workspace, item.path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if item.content is not None:
+        target.write_text(item.content, encoding="utf-8")
+        return
+    source = inside(root, item.path)
+    if source.is_dir():
+        for top, _, names in os.walk(source):
+            for name in names:
+                relative = Path(top, name).relative_to(root.resolve()).as_posix()
+                copy_one(root, FixtureFile(relative), workspace)
+        return
+    shutil.copyfile(source, target)

@@ -1,0 +1,89 @@
+"""Suite grader declarations (``type``, ``name``, ``config``, ``weight``) as checked GraderSpecs.
+
+Every declaration names a built-in grader; its config is checked against the
+grader's own schema here, with the error at the offending key's line, then by
+the grader's extra checks (a regex that does not compile). Paths in a config
+are written relative to the file that declares them, so they are made
+absolute before the grader sees them: ``diff`` snapshots against the task's
+fixture root, ``json_schema`` files and rubric files against the declaring
+file's directory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from waza.graders import _config as builtin_config
+from waza.graders import canonical
+from waza.graders import load as load_builtin
+from waza.protocol.errors import ConfigError
+
+from ..grader_runners import make_runner
+from ..grader_specs import GraderSpec
+from .located import Located, PathKey
+from .validate import first_problem
+
+#: Reference-format keys written beside ``config`` that belong inside it.
+FOLDED = ("assertions", "rubric", "model")
+#: Graders whose ``rubric`` may name a file.
+JUDGES = ("llm", "llm_comparison", "prompt")
+
+
+@dataclass(slots=True, frozen=True)
+class Roots:
+    """Where a declaration's relative paths point: its file's directory, and the task's fixtures."""
+
+    here: Path
+    fixtures: Path
+
+
+def build(doc: Located, where: PathKey, raw: dict[str, Any], roots: Roots) -> GraderSpec:
+    """One declaration as a GraderSpec, or a ConfigError at the line of what is wrong."""
+    kind = raw["type"]
+    try:
+        load_builtin(kind)
+    except ConfigError as exc:
+        raise doc.error((*where, "type"), exc.message) from None
+    config = dict(raw.get("config") or {})
+    for key in FOLDED:
+        if key in raw:
+            if key in config:
+                raise doc.error((*where, key), f"{key!r} is given both here and under config; keep one")
+            config[key] = raw[key]
+    name = canonical(kind)
+
+    def place(inner: PathKey) -> PathKey:
+        return (*where, *inner) if inner and inner[0] in FOLDED and inner[0] in raw else (*where, "config", *inner)
+
+    problem = first_problem(doc, builtin_config.schema_name(name), config, place, prefix=f"grader {kind!r} config")
+    if problem is not None:
+        raise problem
+    spec = GraderSpec(
+        name=raw.get("name", kind),
+        kind="builtin",
+        target=name,
+        config=_absolute_paths(name, config, roots),
+        weight=float(raw.get("weight", 1.0)),
+        timeout=raw.get("timeout_seconds"),
+    )
+    try:
+        make_runner(spec)
+    except ConfigError as exc:
+        raise doc.error((*where, "config"), exc.message) from None
+    return spec
+
+
+def _absolute_paths(kind: str, config: dict[str, Any], roots: Roots) -> dict[str, Any]:
+    out = dict(config)
+    if kind == "diff":
+        out["context_dir"] = str((roots.here / out["context_dir"]).resolve()) if "context_dir" in out else str(roots.fixtures)
+    if kind == "json_schema":
+        out["base_dir"] = str((roots.here / out.get("base_dir", ".")).resolve())
+    if kind in JUDGES and isinstance(out.get("rubric"), str):
+        from waza.graders._rubric import is_file_reference  # only the LLM judges have rubrics
+
+        if is_file_reference(out["rubric"]):
+            out["rubric"] = str((roots.here / out["rubric"].strip()).resolve())
+    return out

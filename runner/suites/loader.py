@@ -1,0 +1,195 @@
+"""Reading an eval suite: eval.yaml, its task files and trigger_tests.yaml, all checked up front.
+
+Everything a run could trip over is found here, before any agent starts, and
+reported as one ``file:line: field 'x': message`` line: schema violations,
+task globs that match nothing, duplicate task ids or grader names, unknown
+grader types and bad grader configs, fixture paths that are missing or climb
+out of their root, mock scripts that do not parse, and metrics that cannot be
+computed from what the suite contains.
+"""
+
+from __future__ import annotations
+
+import glob
+from pathlib import Path
+from typing import Any
+
+from waza.adapters import adapter_class
+from waza.adapters.mock import ScriptError, parse_script
+from waza.protocol.errors import ConfigError
+
+from ..grader_runners import make_runner
+from ..grader_specs import GraderSpec
+from . import fixtures, validate
+from .expected import expected_graders
+from .graders import Roots, build
+from .located import Located, PathKey, load_yaml
+from .models import BEHAVIOUR_GRADERS, FixtureFile, Metric, Suite, SuiteConfig, Task, TriggerPrompt, TriggerTests
+
+EVAL_FILE = "eval.yaml"
+TRIGGER_FILES = ("trigger_tests.yaml", "trigger_tests.yml")
+FIXTURES_DIR = "fixtures"
+
+
+def eval_path(path: Path) -> Path:
+    """A suite is named by its eval.yaml or by the directory holding it."""
+    return path / EVAL_FILE if path.is_dir() else path
+
+
+def load_suite(path: Path, *, context_dir: Path | None = None) -> Suite:
+    path = eval_path(path)
+    doc = load_yaml(path)
+    validate.check(doc, "eval-suite")
+    raw: dict[str, Any] = doc.value
+    here = path.resolve().parent
+    fixtures_root = (context_dir or here / FIXTURES_DIR).resolve()
+    config = _config(doc, raw.get("config", {}), here)
+    suite = Suite(
+        name=raw["name"],
+        file=path,
+        config=config,
+        description=raw.get("description", "").strip(),
+        skill=raw.get("skill"),
+        version=None if raw.get("version") is None else str(raw["version"]),
+        metrics=_metrics(doc, raw.get("metrics", [])),
+    )
+    suite.graders = [build(doc, ("graders", i), g, Roots(here, fixtures_root)) for i, g in enumerate(raw.get("graders", []))]
+    _unique_names(doc, ("graders",), suite.graders, [])
+    for task_file in _task_files(doc, here):
+        suite.tasks.append(_task(task_file, fixtures_root, suite))
+    suite.triggers = _triggers(here, suite.skill)
+    _check_metrics(doc, suite)
+    return suite
+
+
+def _config(doc: Located, raw: dict[str, Any], here: Path) -> SuiteConfig:
+    config = SuiteConfig(**{k: v for k, v in raw.items() if k != "command"})
+    if config.executor is not None:
+        try:
+            adapter_class(config.executor)
+        except ConfigError as exc:
+            raise doc.error(("config", "executor"), exc.message) from None
+    command = raw.get("command")
+    if command is not None:
+        argv = command.split() if isinstance(command, str) else list(command)
+        if "/" in argv[0] and not Path(argv[0]).is_absolute():
+            argv[0] = str((here / argv[0]).resolve())
+        config.command = argv
+    return config
+
+
+def _metrics(doc: Located, raw: list[dict[str, Any]]) -> list[Metric]:
+    metrics: list[Metric] = []
+    for i, m in enumerate(raw):
+        if any(seen.name == m["name"] for seen in metrics):
+            raise doc.error(("metrics", i, "name"), f"metric {m['name']!r} is listed twice")
+        metrics.append(Metric(**m))
+    return metrics
+
+
+def _task_files(doc: Located, here: Path) -> list[Path]:
+    files: list[Path] = []
+    for i, pattern in enumerate(doc.value["tasks"]):
+        matched = sorted(Path(p) for p in glob.glob(str(here / pattern), recursive=True) if Path(p).is_file())
+        if not matched:
+            raise doc.error(("tasks", i), f"{pattern!r} matches no task file (relative to {here})")
+        files += [p for p in matched if p not in files]
+    return files
+
+
+def _task(path: Path, fixtures_root: Path, suite: Suite) -> Task:
+    doc = load_yaml(path)
+    validate.check(doc, "eval-task")
+    raw: dict[str, Any] = doc.value
+    clash = next((t.file for t in suite.tasks if t.id == raw["id"]), None)
+    if clash:
+        raise doc.error(("id",), f"task id {raw['id']!r} is also used by {clash}")
+    here = path.resolve().parent
+    root = (here / raw["context_dir"]).resolve() if "context_dir" in raw else fixtures_root
+    if "context_dir" in raw and not root.is_dir():
+        raise doc.error(("context_dir",), f"{raw['context_dir']!r} is not a directory (looked for {root})")
+    inputs = raw["inputs"]
+    task = Task(
+        id=raw["id"],
+        name=raw.get("name", raw["id"]),
+        file=doc.source,
+        prompt=inputs["prompt"],
+        fixture_root=root,
+        description=raw.get("description", "").strip(),
+        enabled=raw.get("enabled", True),
+        tags=list(raw.get("tags", [])),
+        timeout=raw.get("timeout_seconds"),
+        weight=float(raw.get("weight", 1.0)),
+        files=[FixtureFile(f["path"], f.get("content")) for f in inputs.get("files", [])],
+        context=inputs.get("context"),
+        mock=raw.get("mock"),
+    )
+    for i, item in enumerate(task.files):
+        try:
+            fixtures.check(root, item, "fixture")
+        except ConfigError as exc:
+            raise doc.error(("inputs", "files", i, "path"), exc.message) from None
+    _check_script(doc, ("mock",), task.mock)
+    expected = [(("expected", key), spec) for key, spec in expected_graders(raw.get("expected", {}))]
+    for where, spec in expected:
+        try:
+            make_runner(spec)
+        except ConfigError as exc:
+            raise doc.error(where, exc.message) from None
+    own = [build(doc, ("graders", i), g, Roots(here, root)) for i, g in enumerate(raw.get("graders", []))]
+    task.graders = [*suite.graders, *(spec for _, spec in expected), *own]
+    _unique_names(doc, ("graders",), own, [*suite.graders, *(spec for _, spec in expected)])
+    return task
+
+
+def _unique_names(doc: Located, where: PathKey, specs: list[GraderSpec], earlier: list[GraderSpec]) -> None:
+    taken = {s.name for s in earlier}
+    for i, spec in enumerate(specs):
+        if spec.name in taken:
+            raise doc.error((*where, i, "name"), f"grader name {spec.name!r} is already used in this task; give it another name")
+        taken.add(spec.name)
+
+
+def _check_script(doc: Located, where: PathKey, script: list[Any] | None) -> None:
+    if script is None:
+        return
+    try:
+        parse_script(script)
+    except ScriptError as exc:
+        at = (*where, exc.index) + ((exc.key,) if exc.key else ())
+        raise doc.error(at, str(exc).split(": ", 1)[1]) from None
+
+
+def _triggers(here: Path, skill: str | None) -> TriggerTests | None:
+    path = next((here / name for name in TRIGGER_FILES if (here / name).is_file()), None)
+    if path is None:
+        return None
+    doc = load_yaml(path)
+    validate.check(doc, "trigger-tests")
+    raw = doc.value
+    if skill is not None and raw["skill"] != skill:
+        raise doc.error(("skill",), f"trigger tests are for {raw['skill']!r} but eval.yaml's skill is {skill!r}")
+    prompts = []
+    for key, should in (("should_trigger_prompts", True), ("should_not_trigger_prompts", False)):
+        for i, p in enumerate(raw.get(key, [])):
+            _check_script(doc, (key, i, "mock"), p.get("mock"))
+            prompts.append(TriggerPrompt(p["prompt"], should, p.get("confidence", "high"), p.get("reason", ""), p.get("mock")))
+    if not prompts:
+        raise doc.error((), "holds no prompts")
+    return TriggerTests(skill=raw["skill"], file=doc.source, prompts=prompts)
+
+
+def _check_metrics(doc: Located, suite: Suite) -> None:
+    """Reject a metric the suite gives no data for: it could never be computed."""
+    behaviour = any(t.grader_type(s.name) in BEHAVIOUR_GRADERS for t in suite.tasks if t.enabled for s in t.graders)
+    for i, metric in enumerate(suite.metrics):
+        if not metric.enabled:
+            continue
+        if metric.name == "trigger_accuracy" and suite.triggers is None:
+            raise doc.error(("metrics", i, "name"), f"trigger_accuracy needs {TRIGGER_FILES[0]} beside eval.yaml")
+        if metric.name in ("behavior_quality", "efficiency") and not behaviour:
+            kinds = ", ".join(sorted(BEHAVIOUR_GRADERS))
+            raise doc.error(
+                ("metrics", i, "name"),
+                f"{metric.name} averages behaviour graders ({kinds}, or expected.behavior) and no enabled task has one",
+            )

@@ -1,0 +1,99 @@
+"""YAML with line numbers: every value keeps the line it was written on.
+
+PyYAML's ``compose`` gives a node tree with marks; we build plain Python values
+from it and, beside them, a map from each value's path (``("graders", 0,
+"config")``) to its 1-based line, so any later check (the JSON Schema, a
+grader's config, a metric name) can name ``file:line`` without the models
+having to carry YAML nodes around. Duplicate keys are an error here: YAML
+would silently keep the last one, which is exactly the dead config we reject.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from waza.protocol.errors import ConfigError
+
+PathKey = tuple[str | int, ...]
+
+
+@dataclass(slots=True)
+class Located:
+    """A parsed YAML document and the line of every value in it."""
+
+    source: str
+    value: Any
+    lines: dict[PathKey, int] = field(default_factory=dict)
+
+    def line(self, path: PathKey) -> int:
+        """The line of ``path``, or of its nearest ancestor that has one (1 for the document)."""
+        path = tuple(path)
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return self.lines.get((), 1)
+
+    def error(self, path: PathKey, message: str) -> ConfigError:
+        """A ConfigError printed as ``file:line: field 'a.b[0]': message``."""
+        return ConfigError(message, source=self.source, line=self.line(path), field=dotted(path) or None)
+
+
+def dotted(path: PathKey) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def load_yaml(path: Path, display: str | None = None) -> Located:
+    """Read one YAML file; syntax errors, duplicate keys and non-string keys are ConfigErrors with a line."""
+    source = display or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("file not found", source=source) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read: {exc}", source=source) from None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        located = Located(source, None)
+        if node is not None:
+            located.value = _build(loader, node, (), located)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        raise ConfigError(f"not valid YAML: {exc.problem or exc}", source=source, line=line) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"not valid YAML: {exc}", source=source) from None
+    finally:
+        loader.dispose()
+    return located
+
+
+def _build(loader: yaml.SafeLoader, node: yaml.Node, path: PathKey, out: Located) -> Any:
+    out.lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        loader.flatten_mapping(node)  # resolves YAML merge keys (<<: *base)
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if not isinstance(key, str):
+                raise ConfigError(f"keys must be strings, got {key!r}", source=out.source, line=line)
+            if key in result:
+                first = out.lines[(*path, key)]
+                raise ConfigError(
+                    f"key {key!r} appears twice (first on line {first})", source=out.source, line=line, field=dotted((*path, key))
+                )
+            out.lines[(*path, key)] = line
+            result[key] = _build(loader, value_node, (*path, key), out)
+        return result
+    if isinstance(node, yaml.SequenceNode):
+        return [_build(loader, item, (*path, i), out) for i, item in enumerate(node.value)]
+    return loader.construct_object(node, deep=True)

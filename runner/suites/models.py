@@ -1,0 +1,110 @@
+"""A loaded suite as plain dataclasses: what the loader checked and the runner needs.
+
+Nothing here parses or validates; ``loader`` builds these only from files that
+passed their schema and every semantic check, so code that runs a suite can
+trust them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..grader_specs import GraderSpec
+
+Confidence = Literal["high", "medium"]
+
+#: Trigger prompt weight by confidence (the reference format's scale).
+CONFIDENCE_WEIGHT: dict[str, float] = {"high": 1.0, "medium": 0.5}
+
+#: Built-in grader types that judge how the agent behaved (behavior_quality averages their scores).
+BEHAVIOUR_GRADERS = frozenset({"behavior", "action_sequence", "skill_invocation", "tool_calls", "tool_constraint"})
+
+
+@dataclass(slots=True)
+class SuiteConfig:
+    trials_per_task: int = 1
+    timeout_seconds: float | None = None
+    parallel: bool = False
+    max_workers: int = 4
+    fail_fast: bool = False
+    executor: str | None = None
+    command: list[str] = field(default_factory=list)
+    model: str | None = None
+
+
+@dataclass(slots=True)
+class Metric:
+    name: str
+    weight: float = 1.0
+    threshold: float | None = None
+    description: str = ""
+    enabled: bool = True
+
+
+@dataclass(slots=True)
+class FixtureFile:
+    """One file a task's workspace starts with: copied from the fixture root, or inline content."""
+
+    path: str
+    content: str | None = None
+
+
+@dataclass(slots=True)
+class Task:
+    id: str
+    name: str
+    file: str
+    prompt: str
+    fixture_root: Path
+    description: str = ""
+    enabled: bool = True
+    tags: list[str] = field(default_factory=list)
+    timeout: float | None = None
+    weight: float = 1.0
+    files: list[FixtureFile] = field(default_factory=list)
+    context: dict[str, Any] | None = None
+    graders: list[GraderSpec] = field(default_factory=list)
+    mock: list[Any] | None = None
+
+    def grader_type(self, name: str) -> str | None:
+        """The built-in type of this task's grader ``name`` (None for a command-line grader)."""
+        for spec in self.graders:
+            if spec.name == name:
+                return spec.target if spec.kind == "builtin" else None
+        return None
+
+
+@dataclass(slots=True)
+class TriggerPrompt:
+    prompt: str
+    should_trigger: bool
+    confidence: Confidence = "high"
+    reason: str = ""
+    mock: list[Any] | None = None
+
+    @property
+    def weight(self) -> float:
+        return CONFIDENCE_WEIGHT[self.confidence]
+
+
+@dataclass(slots=True)
+class TriggerTests:
+    skill: str
+    file: str
+    prompts: list[TriggerPrompt]
+
+
+@dataclass(slots=True)
+class Suite:
+    name: str
+    file: Path
+    config: SuiteConfig
+    description: str = ""
+    skill: str | None = None
+    version: str | None = None
+    graders: list[GraderSpec] = field(default_factory=list)
+    metrics: list[Metric] = field(default_factory=list)
+    tasks: list[Task] = field(default_factory=list)
+    triggers: TriggerTests | None = None

@@ -1,0 +1,189 @@
+"""The result document on disk: JSON, JUnit XML (for CI test tabs) and Markdown (for people).
+
+``--reporter KIND:FILE`` picks them (repeatable; ``FILE`` ``-`` is stdout,
+which must then not also carry the JSONL stream). Every reporter renders the
+same SuiteResult, so they cannot disagree, and masks secrets as the JSONL
+writer does. In JUnit, tasks are test cases
+(failed -> <failure>, error -> <error>, pending -> <skipped>), metrics with a
+threshold and trigger prompts are test cases of their own suites.
+"""
+
+from __future__ import annotations
+
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from waza.protocol.errors import ConfigError
+from waza.protocol.records import CaptureResult
+from waza.protocol.secrets import Redactor
+from waza.protocol.suite_records import SuiteResult, SuiteTask
+
+from ..markdown import cell, num, table
+
+KINDS = ("json", "junit", "markdown", "md")
+
+
+@dataclass(slots=True)
+class Reporter:
+    path: str
+    render: Callable[[SuiteResult], bytes]
+
+    def write(self, result: SuiteResult) -> None:
+        data = Redactor()(self.render(result))
+        if self.path == "-":
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        else:
+            Path(self.path).write_bytes(data)
+
+
+def parse(specs: list[str], *, jsonl_on_stdout: bool) -> list[Reporter]:
+    """Check every --reporter before the run (a bad one would otherwise surface after it)."""
+    out: list[Reporter] = []
+    for spec in specs:
+        kind, sep, path = spec.partition(":")
+        if not sep or kind not in KINDS or not path:
+            raise ConfigError(f"--reporter takes json:FILE, junit:FILE or markdown:FILE, got {spec!r}")
+        if path == "-" and (jsonl_on_stdout or any(r.path == "-" for r in out)):
+            raise ConfigError(f"--reporter {spec}: stdout already carries another output; write one of them to a file")
+        if path != "-" and not Path(path).parent.is_dir():
+            raise ConfigError(f"--reporter {spec}: directory {str(Path(path).parent)!r} does not exist")
+        out.append(Reporter(path, RENDERERS[kind]))
+    return out
+
+
+def one_line(result: SuiteResult) -> str:
+    s = result.summary
+    parts = [f"{s.tasks} tasks ({s.trials} trials): {s.passed} passed, {s.failed} failed, {s.errored} error, {s.pending} pending"]
+    if s.score is not None:
+        parts.append(f"score {s.score:.3f}")
+    return f"{result.suite} {s.status.upper()}: " + "; ".join(parts)
+
+
+def to_json(result: SuiteResult) -> bytes:
+    return orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def _problems(trial: CaptureResult) -> list[str]:
+    lines = [f"trial {trial.trial}: agent error: {e}" for e in trial.errors]
+    for g in trial.grades:
+        if g.status == "error":
+            lines.append(f"trial {trial.trial}: {g.name}: grader error: {g.error}")
+        elif g.status == "failed":
+            lines.append(f"trial {trial.trial}: {g.name}: {g.reasoning or 'failed'}")
+    return lines
+
+
+def _task_lines(task: SuiteTask) -> list[str]:
+    return [line for trial in task.trials for line in _problems(trial)]
+
+
+def to_junit(result: SuiteResult) -> bytes:
+    root = ET.Element("testsuites", name=result.suite)
+    tasks = ET.SubElement(root, "testsuite", name=result.suite)
+    for task in result.tasks:
+        seconds = sum((t.timing.total if t.timing else 0) for t in task.trials) / 1000
+        case = ET.SubElement(tasks, "testcase", classname=result.suite, name=task.id, time=f"{seconds:.3f}")
+        detail = "\n".join(_task_lines(task))
+        if task.status == "failed":
+            ET.SubElement(case, "failure", message=f"{task.name}: pass rate {num(task.pass_rate)}").text = detail
+        elif task.status == "error":
+            ET.SubElement(case, "error", message=f"{task.name}: a trial errored").text = detail
+        elif task.status == "pending":
+            ET.SubElement(case, "skipped", message="awaiting human review")
+    _counts(tasks)
+    gated = [m for m in result.metrics if m.enabled and m.threshold is not None]
+    if gated:
+        metrics = ET.SubElement(root, "testsuite", name=f"{result.suite}.metrics")
+        for m in gated:
+            case = ET.SubElement(metrics, "testcase", classname=f"{result.suite}.metrics", name=m.name)
+            if m.passed is False:
+                ET.SubElement(case, "failure", message=f"{m.value:.3f} < {m.threshold:g}").text = m.detail
+            elif m.passed is None:
+                ET.SubElement(case, "skipped", message=m.detail)
+        _counts(metrics)
+    if result.triggers is not None:
+        trig = ET.SubElement(root, "testsuite", name=f"{result.suite}.triggers")
+        for i, c in enumerate(result.triggers.cases, 1):
+            case = ET.SubElement(trig, "testcase", classname=f"{result.suite}.triggers", name=f"{i:03d} {c.prompt}")
+            if c.error is not None:
+                ET.SubElement(case, "error", message=c.error)
+            elif not c.correct:
+                want = "trigger" if c.should_trigger else "not trigger"
+                ET.SubElement(case, "failure", message=f"should {want} {result.triggers.skill}").text = c.reason
+        _counts(trig)
+    _counts(root, nested=True)
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def _counts(element: ET.Element, nested: bool = False) -> None:
+    cases = element.iter("testcase") if nested else element.findall("testcase")
+    cases = list(cases)
+    element.set("tests", str(len(cases)))
+    for tag, attr in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
+        element.set(attr, str(sum(1 for c in cases if c.find(tag) is not None)))
+
+
+def to_markdown(result: SuiteResult) -> bytes:
+    s = result.summary
+    out = [f"# {cell(result.suite)}: {s.status}\n"]
+    if result.description:
+        out.append(result.description.strip() + "\n")
+    out.append(
+        f"Adapter `{result.adapter}`, {result.trials_per_task} trials per task; "
+        f"{s.tasks} tasks: {s.passed} passed, {s.failed} failed, {s.errored} error, {s.pending} pending. "
+        f"Overall score {num(s.score)}.\n"
+    )
+    if s.missed:
+        out.append("\n".join(f"- {cell(m, 200)}" for m in s.missed) + "\n")
+    if result.metrics:
+        out.append("## Metrics\n")
+        rows = [
+            (m.name, num(m.value), "n/a" if m.threshold is None else f"{m.threshold:g}", _verdict(m.passed, m.enabled), m.detail)
+            for m in result.metrics
+        ]
+        out.append(table(["metric", "value", "threshold", "result", "how"], rows))
+    out.append("## Tasks\n")
+    rows = [(t.id, t.status, num(t.pass_rate), num(t.score), len(t.trials)) for t in result.tasks]
+    out.append(table(["task", "status", "pass rate", "score", "trials"], rows))
+    broken = [t for t in result.tasks if t.status in ("failed", "error")]
+    if broken:
+        out.append("## What went wrong\n")
+        for t in broken:
+            out.append(f"### {cell(t.id)}\n")
+            out.append("\n".join(f"- {cell(line, 300)}" for line in _task_lines(t)) + "\n")
+    if result.triggers is not None:
+        r = result.triggers
+        out.append("## Trigger tests\n")
+        out.append(
+            f"Skill `{cell(r.skill)}`: accuracy {num(r.accuracy)}, precision {num(r.precision)}, "
+            f"recall {num(r.recall)}, F1 {num(r.f1)} over {r.prompts} prompts ({r.errors} errored).\n"
+        )
+        wrong = [c for c in r.cases if not c.correct]
+        if wrong:
+            rows = [
+                (c.prompt, "yes" if c.should_trigger else "no", c.confidence, "error" if c.triggered is None else ("yes" if c.triggered else "no"), c.error or c.reason)
+                for c in wrong
+            ]
+            out.append(table(["prompt", "should trigger", "confidence", "triggered", "note"], rows))
+    return "\n".join(out).encode()
+
+
+def _verdict(passed: bool | None, enabled: bool) -> str:
+    if not enabled:
+        return "disabled"
+    return {True: "pass", False: "FAIL", None: "n/a"}[passed]
+
+
+RENDERERS: dict[str, Callable[[SuiteResult], bytes]] = {
+    "json": to_json,
+    "junit": to_junit,
+    "markdown": to_markdown,
+    "md": to_markdown,
+}
