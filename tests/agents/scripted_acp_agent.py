@@ -20,6 +20,8 @@ so tests (and users trying waza) can drive every part of the protocol:
   crash               exit 3 mid-prompt          malformed          print a non-JSON line
   hang                wait for session/cancel    hang-hard          never answer again
   stop REASON         answer with that stopReason
+  symlink NAME TARGET create a symlink in the session cwd (the agent's own doing, not via ACP)
+  barrier DIR N       wait (up to 30 s) until N agents have reached DIR, then say whether they did
   cwd | mcp | history | name   say the session cwd, MCP server names, earlier turns, --name
 
 Flags: --name NAME, --require-auth (advertise an auth method and refuse sessions without it).
@@ -29,6 +31,7 @@ A prompt with no directive is echoed back.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import uuid
@@ -244,6 +247,21 @@ class Agent:
 
     def do_stop(self, sid, session, verb, rest, result):
         raise Stop(rest)
+
+    def do_symlink(self, sid, session, verb, rest, result):
+        name, _, target = rest.partition(" ")
+        os.symlink(target, os.path.join(session["cwd"], name))
+
+    def do_barrier(self, sid, session, verb, rest, result):
+        directory, _, count = rest.partition(" ")
+        os.makedirs(directory, exist_ok=True)
+        open(os.path.join(directory, str(os.getpid())), "w").close()
+        for _ in range(300):
+            if len(os.listdir(directory)) >= int(count):
+                self.say(sid, f"barrier passed by {count} agents")
+                return
+            time.sleep(0.1)
+        self.say(sid, "barrier failed")
 
     def do_cwd(self, sid, session, verb, rest, result):
         self.say(sid, f"cwd: {session['cwd']}")
