@@ -20,6 +20,9 @@ from waza.protocol.trial_records import ErrorPolicy, MeanEstimate, TrialEntry, T
 from .passk import by_k
 from .stats import bootstrap_ci, mean
 
+#: Ids listed on stderr before "and N more" (the --summary file has them all).
+SHOWN_IDS = 20
+
 
 def trial_entry(result: CaptureResult) -> TrialEntry:
     """The per-trial view of a graded capture (the prompt's own fields live once on the TrialResult)."""
@@ -164,7 +167,12 @@ def describe(summary: TrialsSummary) -> list[str]:
     def shown(est: MeanEstimate | None) -> str:
         if est is None:
             return "undefined"
-        return f"{est.estimate:.3f} [{est.low:.3f}, {est.high:.3f}]"
+        partial = f" ({est.prompts} of {summary.prompts} prompts)" if est.prompts < summary.prompts else ""
+        return f"{est.estimate:.3f} [{est.low:.3f}, {est.high:.3f}]{partial}"
+
+    def listed(ids: list[str]) -> str:
+        more = len(ids) - SHOWN_IDS
+        return ", ".join(ids[:SHOWN_IDS]) + (f" and {more} more" if more > 0 else "")
 
     if summary.pass_rate is not None:
         level = f"{summary.pass_rate.level:.0%}"
@@ -173,7 +181,7 @@ def describe(summary: TrialsSummary) -> list[str]:
         key = str(k)
         lines.append(f"pass@{k} {shown(summary.pass_at_k.get(key))}   pass^{k} {shown(summary.pass_hat_k.get(key))}")
     if summary.flaky:
-        lines.append(f"flaky ({len(summary.flaky)}): {', '.join(summary.flaky)}")
+        lines.append(f"flaky ({len(summary.flaky)}): {listed(summary.flaky)}")
     if summary.no_verdict:
-        lines.append(f"no counted trial ({len(summary.no_verdict)}): {', '.join(summary.no_verdict)}")
+        lines.append(f"no counted trial ({len(summary.no_verdict)}): {listed(summary.no_verdict)}")
     return lines
