@@ -8,7 +8,7 @@ import typer
 
 from waza import __version__
 
-from .commands import capture, compare, demo, grade, schemas, trials
+from .commands import calibrate, capture, compare, demo, grade, schemas, trials, validate_refs
 from .commands import graders_check
 from .commands import check_suite, run_suite
 from .runtime import configure_logging
@@ -31,7 +31,7 @@ app.add_typer(graders_app, name="graders")
 graders_check.register(graders_app)
 app.add_typer(adapters_app, name="adapters")
 
-for module in (capture, grade, schemas, demo, compare, trials, run_suite, check_suite):
+for module in (capture, grade, schemas, demo, compare, trials, run_suite, check_suite, calibrate, validate_refs):
     module.register(app)
 
 
