@@ -16,6 +16,9 @@ from .base import Adapter, AdapterOptions, AgentRun, AgentTask
 ADAPTERS: dict[str, str] = {
     "acp": "waza.adapters.acp:AcpAdapter",
     "exec": "waza.adapters.exec:ExecAdapter",
+    "headless": "waza.adapters.headless:HeadlessAdapter",
+    "replay": "waza.adapters.replay:ReplayAdapter",
+    "http": "waza.adapters.http:HttpAdapter",
     "mock": "waza.adapters.mock:MockAdapter",
 }
 

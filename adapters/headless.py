@@ -32,7 +32,7 @@ from .headless_events import LineMapper
 from .headless_schema import HeadlessSchema, load_schema
 
 #: Seconds a CLI may take to exit after printing its result line.
-RESULT_GRACE = 5.0
+RESULT_GRACE = 3.0
 
 
 def render_prompt(schema: HeadlessSchema, history: list[tuple[str, str]], text: str) -> str:

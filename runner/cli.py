@@ -10,6 +10,7 @@ from waza import __version__
 
 from .commands import calibrate, capture, compare, demo, grade, schemas, trials, validate_refs
 from .commands import graders_check
+from .commands import adapters_check
 from .commands import check_suite, run_suite
 from .runtime import configure_logging
 
@@ -30,6 +31,7 @@ adapters_app = typer.Typer(help="Agent adapter tools.", no_args_is_help=True)
 app.add_typer(graders_app, name="graders")
 graders_check.register(graders_app)
 app.add_typer(adapters_app, name="adapters")
+adapters_check.register(adapters_app)
 
 for module in (capture, grade, schemas, demo, compare, trials, run_suite, check_suite, calibrate, validate_refs):
     module.register(app)

@@ -1,0 +1,251 @@
+"""The http adapter: the model behind an OpenAI-compatible chat-completions endpoint is the agent.
+
+Each prompt is one conversation: ``--system-prompt`` first, then every user
+turn and the model's reply to it, so turn N sees turns 0..N-1. The API key is
+read from the environment variable named by ``--api-key-env`` (default
+``OPENAI_API_KEY``) and goes only into the Authorization header: never into a
+record, a log line or an error message. 429 and 5xx answers (and connection
+failures) are retried with exponential backoff, honouring ``Retry-After``;
+every request is limited to the time left of the prompt's timeout.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Any, ClassVar
+
+import anyio
+import httpx
+import orjson
+
+from waza.protocol.errors import ConfigError
+from waza.protocol.records import Exit, Usage
+from waza.protocol.trajectory import MessageChunk, ThoughtChunk, TrajectoryBuilder, UsageUpdate
+
+from .base import Adapter, AdapterOptions, AgentRun, AgentTask
+
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+#: Limit of one request when the prompt has no timeout: a silent server must not hang the run.
+DEFAULT_REQUEST_TIMEOUT = 600.0
+ATTEMPTS = 5
+BACKOFF = 0.5
+MAX_BACKOFF = 30.0
+
+#: OpenAI finish_reason -> our stop reason.
+STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "content_filter": "refusal", "tool_calls": "end_turn"}
+
+
+class RequestFailed(Exception):
+    """A request that cannot succeed (a 4xx, or retries exhausted); the message is safe to record."""
+
+
+def usage_of(data: dict[str, Any]) -> Usage | None:
+    """Usage from an OpenAI ``usage`` object (prompt/completion tokens and their details)."""
+    raw = data.get("usage")
+    if not isinstance(raw, dict):
+        return None
+    details_out = raw.get("completion_tokens_details") or {}
+    details_in = raw.get("prompt_tokens_details") or {}
+
+    def number(value: Any) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    return Usage(
+        input_tokens=number(raw.get("prompt_tokens")),
+        output_tokens=number(raw.get("completion_tokens")),
+        total_tokens=number(raw.get("total_tokens")),
+        thought_tokens=number(details_out.get("reasoning_tokens")),
+        cached_read_tokens=number(details_in.get("cached_tokens")),
+    )
+
+
+def _excerpt(response: httpx.Response) -> str:
+    text = response.text.strip().replace("\n", " ")
+    return text[:300] + ("..." if len(text) > 300 else "")
+
+
+class HttpAdapter(Adapter):
+    name: ClassVar[str] = "http"
+    options: ClassVar[frozenset[str]] = frozenset(
+        {"base_url", "model", "api_key_env", "system_prompt", "temperature", "max_tokens", "stream", "local_model"}
+    )
+    needs_command: ClassVar[bool] = False
+
+    def __init__(self, command: list[str], opts: AdapterOptions) -> None:
+        super().__init__(command, opts)
+        self._client: httpx.AsyncClient | None = None
+
+    @classmethod
+    def check(cls, command: list[str], opts: AdapterOptions) -> None:
+        if opts.local_model:  # the runner starts the server and fills in base_url and model
+            if opts.base_url:
+                raise ConfigError("--local-model starts its own server; drop --base-url", field="--base-url")
+        elif not opts.base_url:
+            raise ConfigError("--adapter http needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+        elif not opts.base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"not an http(s) URL: {opts.base_url!r}", field="--base-url")
+        if not opts.model and not opts.local_model:
+            raise ConfigError("--adapter http needs --model")
+        if opts.api_key_env is not None and opts.api_key_env not in os.environ:
+            raise ConfigError(f"the environment variable {opts.api_key_env!r} is not set", field="--api-key-env")
+        if opts.max_tokens is not None and opts.max_tokens < 1:
+            raise ConfigError("must be at least 1", field="--max-tokens")
+
+    async def __aenter__(self) -> HttpAdapter:
+        key = os.environ.get(self.opts.api_key_env or DEFAULT_KEY_ENV)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._client = httpx.AsyncClient(base_url=self.opts.base_url.rstrip("/") + "/", headers=headers)  # type: ignore[union-attr]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+    async def run(self, task: AgentTask) -> AgentRun:
+        deadline = math.inf if task.timeout is None else time.monotonic() + task.timeout
+        messages: list[dict[str, str]] = []
+        if self.opts.system_prompt:
+            messages.append({"role": "system", "content": self.opts.system_prompt})
+        run = AgentRun()
+        for turn, text in enumerate(task.case.turns):
+            task.recorder.start_turn(text, turn)
+            messages.append({"role": "user", "content": text})
+            try:
+                with anyio.fail_after(max(0.0, deadline - time.monotonic()) if deadline != math.inf else None):
+                    reply, finish = await self._complete(messages, task.recorder, deadline)
+            except TimeoutError:
+                run.exit = Exit(timed_out=True)
+                run.errors.append(f"no reply within the {task.timeout:g}s timeout (turn {turn})")
+                break
+            except RequestFailed as exc:
+                run.errors.append(f"turn {turn}: {exc}")
+                break
+            messages.append({"role": "assistant", "content": reply})
+            run.exit = Exit(stop_reason=STOP_REASONS.get(finish or "stop"))  # type: ignore[arg-type]
+        return run
+
+    def _body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.opts.model, "messages": messages}
+        if self.opts.temperature is not None:
+            body["temperature"] = self.opts.temperature
+        if self.opts.max_tokens is not None:
+            body["max_tokens"] = self.opts.max_tokens
+        if self.opts.stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    async def _complete(
+        self, messages: list[dict[str, str]], recorder: TrajectoryBuilder, deadline: float
+    ) -> tuple[str, str | None]:
+        """Send the conversation, with retries; (reply text, finish_reason)."""
+        body = orjson.dumps(self._body(messages))
+        problem, retry_after = "", None
+        for attempt in range(ATTEMPTS):
+            if attempt:
+                wait = min(retry_after if retry_after is not None else BACKOFF * 2 ** (attempt - 1), MAX_BACKOFF)
+                if time.monotonic() + wait >= deadline:
+                    raise RequestFailed(f"{problem}; no time left to retry")
+                await anyio.sleep(wait)
+            left = deadline - time.monotonic()
+            timeout = httpx.Timeout(min(left, DEFAULT_REQUEST_TIMEOUT) if left != math.inf else DEFAULT_REQUEST_TIMEOUT)
+            try:
+                if self.opts.stream:
+                    return await self._streamed(body, timeout, recorder)
+                return await self._whole(body, timeout, recorder)
+            except _Retry as exc:
+                problem, retry_after = str(exc), exc.retry_after
+            except httpx.TimeoutException:
+                problem, retry_after = "the request timed out", None
+            except httpx.TransportError as exc:
+                problem, retry_after = f"cannot reach the server: {type(exc).__name__}", None
+        raise RequestFailed(f"{problem} (gave up after {ATTEMPTS} attempts)")
+
+    def _check(self, response: httpx.Response) -> None:
+        if response.status_code == 429 or response.status_code >= 500:
+            raise _Retry(f"HTTP {response.status_code}: {_excerpt(response)}", response.headers.get("retry-after"))
+        if response.status_code >= 400:
+            raise RequestFailed(f"HTTP {response.status_code} from {response.request.url.path}: {_excerpt(response)}")
+
+    async def _whole(self, body: bytes, timeout: httpx.Timeout, recorder: TrajectoryBuilder) -> tuple[str, str | None]:
+        assert self._client is not None
+        response = await self._client.post("chat/completions", content=body, headers=_JSON, timeout=timeout)
+        self._check(response)
+        try:
+            data = orjson.loads(response.content)
+            choice = data["choices"][0]
+            message = choice["message"]
+        except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
+            raise RequestFailed(f"not a chat completion: {_excerpt(response)}") from None
+        mid = data.get("id") if isinstance(data.get("id"), str) else None
+        thought = message.get("reasoning_content")
+        if isinstance(thought, str) and thought:
+            recorder.emit(ThoughtChunk(thought, mid))
+        content = message.get("content") or ""
+        if not isinstance(content, str):
+            raise RequestFailed("the reply's message content is not a string")
+        recorder.emit(MessageChunk(content, mid))
+        usage = usage_of(data)
+        if usage is not None:
+            recorder.emit(UsageUpdate(usage))
+        return content, choice.get("finish_reason")
+
+    async def _streamed(self, body: bytes, timeout: httpx.Timeout, recorder: TrajectoryBuilder) -> tuple[str, str | None]:
+        assert self._client is not None
+        parts: list[str] = []
+        finish: str | None = None
+        headers = {**_JSON, "Accept": "text/event-stream"}
+        async with self._client.stream("POST", "chat/completions", content=body, headers=headers, timeout=timeout) as response:
+            if response.status_code >= 400:
+                await response.aread()
+                self._check(response)
+            async for line in _lines_once_started(response, parts):
+                if not line.startswith("data:"):
+                    continue  # SSE comments, event names, keep-alives
+                payload = line[5:].strip()
+                if payload == "[DONE]":
+                    break
+                try:
+                    chunk = orjson.loads(payload)
+                except orjson.JSONDecodeError:
+                    raise RequestFailed(f"a streamed chunk is not JSON: {payload[:200]!r}") from None
+                mid = chunk.get("id") if isinstance(chunk.get("id"), str) else None
+                for choice in chunk.get("choices") or []:
+                    delta = choice.get("delta") or {}
+                    if isinstance(delta.get("reasoning_content"), str) and delta["reasoning_content"]:
+                        recorder.emit(ThoughtChunk(delta["reasoning_content"], mid))
+                    if isinstance(delta.get("content"), str) and delta["content"]:
+                        parts.append(delta["content"])
+                        recorder.emit(MessageChunk(delta["content"], mid))
+                    finish = choice.get("finish_reason") or finish
+                usage = usage_of(chunk)
+                if usage is not None:
+                    recorder.emit(UsageUpdate(usage))
+        return "".join(parts), finish
+
+
+_JSON = {"Content-Type": "application/json"}
+
+
+async def _lines_once_started(response: httpx.Response, parts: list[str]) -> Any:
+    """The stream's lines; a connection lost after text arrived is final (a retry would repeat it)."""
+    try:
+        async for line in response.aiter_lines():
+            yield line
+    except httpx.TransportError as exc:
+        if parts:
+            raise RequestFailed(f"the stream broke after {len(parts)} chunks: {type(exc).__name__}") from None
+        raise
+
+
+class _Retry(Exception):
+    """A transient server answer (429, 5xx) worth another attempt."""
+
+    def __init__(self, message: str, retry_after: str | None) -> None:
+        super().__init__(message)
+        try:
+            self.retry_after: float | None = max(0.0, float(retry_after)) if retry_after is not None else None
+        except ValueError:
+            self.retry_after = None

@@ -1,0 +1,246 @@
+"""The headless adapter end to end: `waza capture --adapter headless` driving a fake CLI that
+replays a recorded stream in each CLI's documented format, with a grader attached."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+
+from waza.protocol.schemas import errors
+
+from .conftest import executable, read_jsonl, run_waza, write_jsonl
+
+FIXTURES = Path(__file__).parent / "fixtures" / "headless"
+ANSWER = "There are two files, a.txt and b.txt; a.txt has 3 lines."
+
+
+@pytest.fixture
+def cli(tmp_path: Path):
+    """Put fake `claude`, `gemini` and `codex` executables first on PATH; return a runner."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("claude", "gemini", "codex"):
+        executable(bin_dir / name, f'#!/bin/sh\nexec "{os.sys.executable}" "{FIXTURES / "fake_cli.py"}" "$@"\n')
+    log = tmp_path / "calls.jsonl"
+
+    def capture(prompts: list[dict], *args: str, fixture: str | list[str], **env: str):
+        files = [fixture] if isinstance(fixture, str) else fixture
+        prompts_file = write_jsonl(tmp_path / "prompts.jsonl", prompts)
+        proc = run_waza(
+            "capture",
+            prompts_file,
+            "--adapter",
+            "headless",
+            *args,
+            cwd=tmp_path,
+            env={
+                "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+                "FAKE_CLI_FIXTURE": ",".join(str(FIXTURES / f) for f in files),
+                "FAKE_CLI_LOG": str(log),
+                **env,
+            },
+        )
+        results = read_jsonl(proc.stdout)
+        for result in results:
+            assert errors("CaptureResult", result) == []
+        calls = read_jsonl(log) if log.exists() else []
+        return proc, results, calls
+
+    return capture
+
+
+def steps(result: dict, type_: str) -> list[dict]:
+    return [s for s in result["trajectory"] if s["type"] == type_]
+
+
+def tools(result: dict) -> dict[str, dict]:
+    return {s["toolCallId"]: s for s in steps(result, "tool_call")}
+
+
+ONE = [{"id": "files", "input": "How many files are there, and how long is a.txt?", "hint": "two files"}]
+
+
+def test_claude_code_stream_maps_every_block_and_pairs_tools_by_id(cli):
+    proc, [result], [call] = cli(ONE, "--schema", "claude-code", "--grader", "builtin:hint", fixture="claude-code.jsonl")
+    assert proc.returncode == 0, proc.stderr
+    assert call["argv"] == [
+        "--verbose", "--output-format", "stream-json", "--dangerously-skip-permissions", "-p", ONE[0]["input"],
+    ]
+    assert result["status"] == "passed" and result["output"] == ANSWER
+    # One assistant line carried a thinking block, a text block and two tool_use blocks: all of them apply.
+    assert [s["content"] for s in steps(result, "thought")] == ["I need the file list and the line counts."]
+    assert [s["content"] for s in steps(result, "message") if s["role"] == "agent"] == [
+        "I'll list the files and count lines.", ANSWER,
+    ]
+    calls = tools(result)
+    # Two Bash calls whose results came back in reverse order: paired by id, not by name.
+    assert calls["toolu_01"]["output"] == "a.txt\nb.txt" and calls["toolu_01"]["input"] == {"command": "ls"}
+    assert calls["toolu_02"]["output"] == "3 a.txt" and calls["toolu_02"]["input"] == {"command": "wc -l a.txt"}
+    assert calls["toolu_03"]["status"] == "failed" and result["toolErrors"] is True
+    assert result["usage"] == {
+        "inputTokens": 120, "outputTokens": 80, "cachedReadTokens": 1500, "cachedWriteTokens": 310,
+        "cost": 0.0142, "currency": "USD",
+    }
+    # The init line matches no mapping but names the session: it is consumed, not an error.
+    assert result["errors"] == [] and result["exit"]["code"] == 0
+
+
+def test_gemini_cli_joins_deltas_and_fails_the_errored_tool(cli):
+    proc, [result], [call] = cli(ONE, "--schema", "gemini-cli", "--grader", "builtin:hint", fixture="gemini-cli.jsonl")
+    assert proc.returncode == 0, proc.stderr
+    assert call["argv"] == ["--output-format", "stream-json", "--yolo", "-p", ONE[0]["input"]]
+    agent = [s["content"] for s in steps(result, "message") if s["role"] == "agent"]
+    assert agent == [ANSWER]  # the echoed user message is not mistaken for the agent's
+    calls = tools(result)
+    assert calls["list_directory-1760951522310-1"]["status"] == "completed"
+    assert calls["read_file-1760951522311-2"]["output"] == "File not found: missing.txt"
+    assert calls["read_file-1760951522311-2"]["status"] == "failed"
+    assert result["usage"] == {"inputTokens": 1510, "outputTokens": 130, "totalTokens": 1640}
+    assert result["output"] == ANSWER and result["status"] == "passed"
+
+
+def test_codex_exec_items_become_tools_thoughts_plan_and_usage(cli):
+    proc, [result], [call] = cli(ONE, "--schema", "codex", "--grader", "builtin:hint", fixture="codex.jsonl")
+    assert proc.returncode == 0, proc.stderr
+    assert call["argv"] == ["exec", "--json", "--full-auto", "--skip-git-repo-check", ONE[0]["input"]]
+    calls = tools(result)
+    assert calls["item_2"]["status"] == "completed" and calls["item_2"]["output"] == "a.txt\nb.txt\n"
+    assert calls["item_3"]["status"] == "failed" and calls["item_3"]["kind"] == "execute"
+    plans = steps(result, "plan")
+    assert [e["completed"] for e in plans[-1]["entries"]] == [True, True] and len(plans) == 2
+    assert [s["content"] for s in steps(result, "thought")] == ["**Listing the files and counting lines**"]
+    assert result["usage"] == {"inputTokens": 2400, "outputTokens": 95, "cachedReadTokens": 1800}
+    assert result["output"] == ANSWER and result["status"] == "passed"
+
+
+def test_stream_mode_resumes_the_captured_session_on_later_turns(cli):
+    prompts = [{"id": "two", "input": ["How many files?", "Is b.txt empty?"], "hint": "empty"}]
+    proc, [result], calls = cli(
+        prompts, "--schema", "claude-code", "--grader", "builtin:hint", fixture=["claude-code.jsonl", "claude-code-turn2.jsonl"]
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "--resume" not in calls[0]["argv"]
+    assert calls[1]["argv"][-4:] == ["--resume", "8d1c6a2e-3f4b-4c1d-9a7e-2b5f0e9c1a11", "-p", "Is b.txt empty?"]
+    assert result["output"] == "b.txt is empty." and result["status"] == "passed"
+    assert [s["turn"] for s in steps(result, "message") if s["role"] == "user"] == [0, 1]
+
+
+def test_codex_resume_is_a_subcommand_with_the_thread_id(cli):
+    prompts = [{"id": "two", "input": ["How many files?", "Thanks"]}]
+    proc, [result], calls = cli(prompts, "--schema", "codex", fixture="codex.jsonl")
+    assert proc.returncode == 0, proc.stderr
+    assert calls[1]["argv"] == [
+        "exec", "--json", "--full-auto", "--skip-git-repo-check", "resume", "0199a213-81c0-7800-8aa1-bbab2a035a53", "Thanks",
+    ]
+
+
+def test_iterative_mode_sends_earlier_turns_through_the_history_template(cli):
+    prompts = [{"id": "two", "input": ["How many files?", "And lines?"]}]
+    proc, [result], calls = cli(prompts, "--schema", "gemini-cli", fixture="gemini-cli.jsonl")
+    assert proc.returncode == 0, proc.stderr
+    assert calls[0]["argv"][-1] == "How many files?"
+    assert calls[1]["argv"][-1] == f"User: How many files?\nAssistant: {ANSWER}\n\nAnd lines?"
+
+
+def test_acp_harness_schemas_load_unchanged_and_run(cli, tmp_path):
+    for name in ("claude-headless.json", "gemini-headless.json"):
+        assert run_waza("adapters", "check", FIXTURES / name).returncode == 0
+    # The stream that schema was written for names the tool on both events and gives no id.
+    stream = tmp_path / "named.jsonl"
+    write_jsonl(stream, [
+        {"type": "tool_use", "tool_name": "read_file", "args": {"path": "a.txt"}},
+        {"type": "tool_use", "tool_name": "read_file", "args": {"path": "b.txt"}},
+        {"type": "tool_result", "tool_name": "read_file", "output": "A"},
+        {"type": "tool_result", "tool_name": "read_file", "output": "B"},
+        {"type": "message", "content": "done"},
+        {"type": "result", "content": "A and B"},
+    ])
+    proc, [result], _ = cli(ONE, "--schema", str(FIXTURES / "gemini-headless.json"), fixture=str(stream))
+    assert proc.returncode == 0, proc.stderr
+    # No id to pair by: each result closes the oldest open call of its name.
+    assert [(s["input"], s["output"], s["status"]) for s in steps(result, "tool_call")] == [
+        ({"path": "a.txt"}, "A", "completed"), ({"path": "b.txt"}, "B", "completed"),
+    ]
+    assert result["output"] == "A and B"
+
+
+def test_prompt_on_stdin_and_unmatched_lines_kept(cli, tmp_path):
+    schema = orjson.loads((FIXTURES.parent.parent.parent / "adapters" / "headless_schemas" / "claude-code.json").read_bytes())
+    schema["prompt"] = {"stdin": True}
+    path = tmp_path / "stdin-schema.json"
+    path.write_bytes(orjson.dumps(schema))
+    proc, [result], [call] = cli(ONE, "--schema", str(path), fixture="codex.jsonl", FAKE_CLI_EXIT="0")
+    assert call["stdin"] == ONE[0]["input"] and ONE[0]["input"] not in call["argv"]
+    # Codex lines mean nothing to a Claude schema: kept as event steps, and the missing result is an error.
+    kept = [s["extra"]["data"]["type"] for s in steps(result, "event") if s["name"] == "unmatched"]
+    assert kept[:2] == ["thread.started", "turn.started"] and len(kept) == 11
+    assert result["status"] == "error" and "without a result line" in result["errors"][0]
+    assert proc.returncode == 1
+
+
+def test_line_timestamps_are_taken_as_lines_arrive(cli):
+    proc, [result], _ = cli(ONE, "--schema", "claude-code", fixture="claude-code.jsonl", FAKE_CLI_PAUSE="0.3")
+    assert proc.returncode == 0, proc.stderr
+    thought = steps(result, "thought")[0]
+    # Line 1 arrived, then the CLI paused 0.3 s before line 2; a lower bound, so it cannot flake.
+    assert thought["timestamp"] >= 250
+    stamps = [s["timestamp"] for s in result["trajectory"]]
+    assert stamps == sorted(stamps)
+
+
+def test_chatty_stderr_is_drained_and_kept_out_of_ours(cli):
+    proc, [result], _ = cli(ONE, "--schema", "claude-code", fixture="claude-code.jsonl", FAKE_CLI_STDERR=str(2 << 20))
+    assert proc.returncode == 0
+    assert result["stderr"].endswith("end\n") and len(result["stderr"]) <= 8192
+    assert b"xxxx" not in proc.stderr
+
+
+def test_timeout_kills_a_hung_cli_and_keeps_what_it_printed(cli, tmp_path):
+    truncated = tmp_path / "no-result.jsonl"
+    truncated.write_text("".join((FIXTURES / "claude-code.jsonl").read_text().splitlines(True)[:3]))
+    proc, [result], _ = cli(ONE, "--schema", "claude-code", "--timeout", "1", fixture=str(truncated), FAKE_CLI_HANG="1")
+    assert result["exit"]["timedOut"] is True and result["status"] == "error"
+    assert "toolu_01" in tools(result)
+    assert proc.returncode == 1
+
+
+def test_a_cli_that_lingers_after_its_result_is_stopped_without_error(cli):
+    proc, [result], _ = cli(ONE, "--schema", "claude-code", "--grader", "builtin:hint", fixture="claude-code.jsonl", FAKE_CLI_HANG="1")
+    assert result["status"] == "passed" and result["errors"] == []
+    assert result["exit"]["signal"] == 9
+
+
+def test_nonzero_exit_is_an_error_and_the_run_goes_on(cli):
+    prompts = [ONE[0], {**ONE[0], "id": "again"}]
+    proc, results, _ = cli(prompts, "--schema", "claude-code", fixture="claude-code.jsonl", FAKE_CLI_EXIT="3")
+    assert [r["errors"] for r in results] == [["agent exited with code 3"]] * 2
+    assert proc.returncode == 1
+
+
+def test_raw_log_has_every_line_with_its_prompt(cli, tmp_path):
+    raw = tmp_path / "raw.jsonl"
+    proc, [result], _ = cli(ONE, "--schema", "codex", "--raw-log", str(raw), fixture="codex.jsonl")
+    assert proc.returncode == 0, proc.stderr
+    lines = read_jsonl(raw)
+    assert len(lines) == 11 and {(l["id"], l["turn"]) for l in lines} == {("files", 0)}
+    assert lines[0]["line"] == {"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"}
+
+
+def test_bad_schemas_are_usage_errors_naming_file_and_field(cli, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(orjson.dumps({
+        "version": 1, "name": "x", "command": ["x"], "sessionMode": "stream", "prompt": {"flag": "-p"},
+        "output": {"flag": "", "value": ""},
+        "outputEvents": [{"match": {"path": "$.type", "value": "a"}, "emitAs": "tool_call", "extract": {"content": "$.x"}}],
+        "result": {"matchPath": "$.type", "matchValue": "result"},
+    }))
+    proc, results, calls = cli(ONE, "--schema", str(bad), fixture="codex.jsonl")
+    assert proc.returncode == 2 and results == [] and calls == []
+    assert f"{bad}: field 'outputEvents.0.extract.content'" in proc.stderr.decode()
+    proc, _, _ = cli(ONE, fixture="codex.jsonl")
+    assert proc.returncode == 2 and b"--schema" in proc.stderr
+    proc, _, _ = cli(ONE, "--schema", "claude-code", "--events", fixture="codex.jsonl")
+    assert proc.returncode == 2 and b"--events does nothing" in proc.stderr

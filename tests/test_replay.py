@@ -1,0 +1,100 @@
+"""The replay adapter end to end: recorded runs replayed through `waza capture`, graders attached."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from waza.protocol.schemas import errors
+
+from .conftest import read_jsonl, run_waza, write_jsonl
+
+COPILOT = Path(__file__).parent / "fixtures" / "copilot_events_using_skill.json"
+HORN = {"id": "horn", "input": "use the example horn", "hint": "yes"}
+
+
+def replay(tmp_path: Path, prompts: list[dict], source: Path, *args: str):
+    proc = run_waza("capture", write_jsonl(tmp_path / "prompts.jsonl", prompts), "--adapter", "replay", "--from", source, *args)
+    results = read_jsonl(proc.stdout)
+    for result in results:
+        assert errors("CaptureResult", result) == []
+    return proc, results
+
+
+def test_copilot_events_give_tool_calls_skill_and_usage(tmp_path):
+    proc, [result] = replay(tmp_path, [HORN], COPILOT, "--grader", "builtin:hint")
+    assert proc.returncode == 0, proc.stderr
+    calls = [s for s in result["trajectory"] if s["type"] == "tool_call"]
+    assert [(c["name"], c["status"], c["input"]) for c in calls] == [
+        ("report_intent", "completed", {"intent": "Using example skill"}),
+        ("skill", "completed", {"skill": "example"}),
+    ]
+    assert calls[1]["output"].startswith('Skill "example" loaded') and calls[1]["duration"] == 45  # from the recorded times
+    events = {s["name"]: s for s in result["trajectory"] if s["type"] == "event"}
+    assert events["skill.invoked"]["extra"]["data"]["name"] == "example"
+    assert "session.usage_info" in events and result["usage"] == {"contextUsed": 10787, "contextSize": 168000}
+    # The answer came as a delta and again whole: recorded once.
+    assert [s["content"] for s in result["trajectory"] if s["type"] == "message" and s["role"] == "agent"] == ["yes"]
+    assert result["output"] == "yes" and result["status"] == "passed"
+
+
+def test_capture_results_replay_to_the_same_record(tmp_path):
+    _, [first] = replay(tmp_path, [HORN], COPILOT)
+    recorded = write_jsonl(tmp_path / "recorded.jsonl", [first])
+    proc, [again] = replay(tmp_path, [HORN], recorded, "--grader", "builtin:hint")
+    assert proc.returncode == 0, proc.stderr
+    for key in ("trajectory", "output", "usage", "exit", "errors", "toolErrors"):
+        assert again[key] == first[key], key
+    assert again["status"] == "passed" and again["adapter"] == "replay"
+
+
+def test_recorded_errors_replay_as_errors(tmp_path):
+    failed = {
+        "id": "broken", "input": "x", "output": "partial", "status": "error", "errors": ["agent exited with code 3"],
+        "exit": {"code": 3, "signal": None, "timedOut": False, "stopReason": None}, "stderr": "boom",
+        "trajectory": [{"type": "message", "stepId": "s1", "timestamp": 0, "turn": 0, "role": "user", "content": "x"},
+                       {"type": "tool_call", "stepId": "s2", "timestamp": 5, "turn": 0, "toolCallId": "t", "name": "bash",
+                        "status": "failed", "start": 5, "end": 9, "duration": 4}],
+    }
+    proc, [result] = replay(tmp_path, [{"id": "broken", "input": "x"}], write_jsonl(tmp_path / "r.jsonl", [failed]))
+    assert result["errors"] == ["agent exited with code 3"] and result["exit"]["code"] == 3 and result["stderr"] == "boom"
+    assert result["toolErrors"] is True and result["trajectory"][1]["duration"] == 4
+    assert proc.returncode == 1
+
+
+def test_event_streams_keyed_by_prompt_id(tmp_path):
+    stream = write_jsonl(tmp_path / "events.jsonl", [
+        {"promptId": "a", "type": "message", "role": "user", "content": "list files", "timestamp": 0},
+        {"type": "tool_call", "toolCallId": "t1", "name": "bash", "status": "pending", "input": {"cmd": "ls"}, "timestamp": 10},
+        {"type": "tool_call", "toolCallId": "t1", "status": "completed", "output": "a.txt", "timestamp": 30},
+        {"type": "usage", "inputTokens": 7, "outputTokens": 3},
+        {"type": "message", "content": "one file: a.txt", "timestamp": 40},
+        {"promptId": "b", "type": "message", "role": "user", "content": "hi"},
+        {"type": "message", "content": "hello"},
+    ])
+    proc, results = replay(tmp_path, [{"id": "b", "input": "hi"}, {"id": "a", "input": "list files"}, {"id": "c", "input": "?"}], stream)
+    by_id = {r["id"]: r for r in results}
+    assert by_id["a"]["output"] == "one file: a.txt" and by_id["a"]["usage"] == {"inputTokens": 7, "outputTokens": 3}
+    tool = next(s for s in by_id["a"]["trajectory"] if s["type"] == "tool_call")
+    assert (tool["start"], tool["end"], tool["output"]) == (10, 30, "a.txt")
+    assert by_id["b"]["output"] == "hello"
+    assert by_id["c"]["errors"] == [f"{stream}: nothing recorded for prompt 'c'"]
+    assert proc.returncode == 1
+
+
+def test_bad_replay_files_are_usage_errors(tmp_path):
+    prompts = [HORN]
+    for content, message in [
+        (b'{"type": "message"}\n{"type": ', b"bad.json: line 2: the last JSON object is not closed"),
+        (b'{"a": 1}\n[1, 2]\n', b"bad.json: line 2: expected a JSON object"),
+        (b'{"id": "x", "trajectory": []}\n{"type": "message", "content": "x"}\n', b"bad.json:2: mixes CaptureResult"),
+        (b"", b"holds no JSON objects"),
+    ]:
+        (tmp_path / "bad.json").write_bytes(content)
+        proc, results = replay(tmp_path, prompts, tmp_path / "bad.json")
+        assert proc.returncode == 2 and results == [], content
+        assert message in proc.stderr, proc.stderr
+    proc = run_waza("capture", write_jsonl(tmp_path / "p.jsonl", prompts), "--adapter", "replay")
+    assert proc.returncode == 2 and b"--from" in proc.stderr
+    assert orjson.loads(COPILOT.read_bytes()[: COPILOT.read_bytes().index(b"\n}\n") + 2])["type"] == "user.message"
