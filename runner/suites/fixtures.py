@@ -5,13 +5,16 @@ A task names files relative to its fixture root (``--context-dir``, the task's
 relative place in the workspace, or written there from inline ``content``.
 Paths are checked twice: when the suite loads (relative, no ``..`` climbing
 out, present), and again when copying, with symlinks resolved, so a fixture
-tree cannot smuggle in a link to a file outside its root.
+tree cannot smuggle in a link to a file outside its root. A task graded by
+the ``git`` grader also gets its starting state committed, so the grader sees
+exactly what the agent changed.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,12 +39,28 @@ def check(root: Path, item: FixtureFile, where: str) -> None:
 
 def preparer(task: Task) -> Callable[[Path], None]:
     """The WorkItem ``prepare`` hook for one trial of ``task``."""
+    git = any(spec.kind == "builtin" and spec.target == "git" for spec in task.graders)
 
     def prepare(workspace: Path) -> None:
         for item in task.files:
             copy_one(task.fixture_root, item, workspace)
+        if git:
+            commit_baseline(workspace)
 
     return prepare
+
+
+def commit_baseline(workspace: Path) -> None:
+    """Make the workspace a git repository whose one commit is the fixtures, for the git grader.
+
+    The git grader measures created / modified / deleted files against HEAD;
+    committing the starting state makes that "what the agent changed".
+    """
+    quiet = {"cwd": workspace, "check": True, "capture_output": True}
+    identity = ["-c", "user.name=waza", "-c", "user.email=waza@localhost", "-c", "commit.gpgsign=false"]
+    subprocess.run(["git", "init", "-q"], **quiet)  # type: ignore[call-overload]
+    subprocess.run(["git", "add", "-A"], **quiet)  # type: ignore[call-overload]
+    subprocess.run(["git", *identity, "commit", "-q", "--allow-empty", "-m", "waza: fixtures"], **quiet)  # type: ignore[call-overload]
 
 
 def copy_one(root: Path, item: FixtureFile, workspace: Path) -> None:

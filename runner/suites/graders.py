@@ -5,12 +5,14 @@ grader's own schema here, with the error at the offending key's line, then by
 the grader's extra checks (a regex that does not compile). Paths in a config
 are written relative to the file that declares them, so they are made
 absolute before the grader sees them: ``diff`` snapshots against the task's
-fixture root, ``json_schema`` files and rubric files against the declaring
-file's directory.
+fixture root; ``base_dir`` (json_schema files, script and program paths, the
+git grader's test command), rubric files and judge commands against the
+declaring file's directory.
 """
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,8 +29,10 @@ from .validate import first_problem
 
 #: Reference-format keys written beside ``config`` that belong inside it.
 FOLDED = ("assertions", "rubric", "model")
-#: Graders whose ``rubric`` may name a file.
+#: Graders whose ``rubric`` may name a file and whose judge ``command`` may be a relative program.
 JUDGES = ("llm", "llm_comparison", "prompt")
+#: Graders that resolve their relative files and programs against ``base_dir``.
+BASE_DIR_GRADERS = ("json_schema", "script", "program", "git")
 
 
 @dataclass(slots=True, frozen=True)
@@ -79,11 +83,17 @@ def _absolute_paths(kind: str, config: dict[str, Any], roots: Roots) -> dict[str
     out = dict(config)
     if kind == "diff":
         out["context_dir"] = str((roots.here / out["context_dir"]).resolve()) if "context_dir" in out else str(roots.fixtures)
-    if kind == "json_schema":
+    if kind in BASE_DIR_GRADERS:
         out["base_dir"] = str((roots.here / out.get("base_dir", ".")).resolve())
-    if kind in JUDGES and isinstance(out.get("rubric"), str):
-        from waza.graders._rubric import is_file_reference  # only the LLM judges have rubrics
+    if kind in JUDGES:
+        if isinstance(out.get("rubric"), str):
+            from waza.graders._rubric import is_file_reference  # only the LLM judges have rubrics
 
-        if is_file_reference(out["rubric"]):
-            out["rubric"] = str((roots.here / out["rubric"].strip()).resolve())
+            if is_file_reference(out["rubric"]):
+                out["rubric"] = str((roots.here / out["rubric"].strip()).resolve())
+        if "command" in out:
+            argv = shlex.split(out["command"]) if isinstance(out["command"], str) else list(out["command"])
+            if "/" in argv[0] and not Path(argv[0]).is_absolute():
+                argv[0] = str((roots.here / argv[0]).resolve())
+            out["command"] = argv
     return out
