@@ -1,0 +1,149 @@
+"""Graders of the workspace: file, diff, git, with their path-safety rules. In-process and as a process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .graders_support import grade_both, write_files
+
+README = "# Grader Showcase\n\nA demo.\n\n## Installation\n\npip install waza\n"
+
+# (files in the workspace, config, pass, score)
+FILE: list[tuple[dict[str, str], dict[str, Any], bool, float]] = [
+    # the grader-showcase task's config
+    ({"README.md": README},
+     {"must_exist": ["README.md"], "must_not_exist": ["DELETE_ME.txt"],
+      "content_patterns": [{"path": "README.md", "must_match": ["(?i)grader[- ]?showcase", "(?i)(installation|install|setup)"],
+                            "must_not_match": ["TODO|FIXME|XXX"]}]}, True, 1.0),
+    ({"README.md": README + "TODO: more\n"}, {"content_patterns": [{"path": "README.md", "must_not_match": ["TODO"]}]}, False, 0.0),
+    # a missing file fails all its pattern checks
+    ({}, {"must_exist": ["README.md"], "content_patterns": [{"path": "README.md", "must_match": ["a"], "must_not_match": ["b"]}]}, False, 0.0),
+    ({"DELETE_ME.txt": "x"}, {"must_not_exist": ["DELETE_ME.txt", "other.txt"]}, False, 0.5),
+    # ^ and $ work per line; patterns are case-sensitive unless (?i)
+    ({"README.md": README}, {"content_patterns": [{"path": "README.md", "must_match": ["^## Installation$", "^# grader"]}]}, False, 0.5),
+    ({"src/pkg/mod.py": "x = 1\n"}, {"must_exist": ["src/pkg/mod.py", "src/pkg", "./src/pkg/../pkg/mod.py"]}, True, 1.0),
+]
+
+
+@pytest.mark.parametrize("files,config,passed,score", FILE)
+def test_file(tmp_path, files, config, passed, score):
+    write_files(tmp_path, files)
+    grade = grade_both("file", config, cwd=tmp_path)
+    assert (grade.passed, grade.score) == (passed, pytest.approx(score))
+
+
+def test_a_symlink_leading_out_of_the_workspace_is_an_error_never_read(tmp_path):
+    outside = tmp_path / "secret.txt"
+    outside.write_text("password")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.symlink(outside, ws / "README.md")
+    config = {"content_patterns": [{"path": "README.md", "must_match": ["password"]}]}
+    grade = grade_both("file", config, cwd=ws)
+    assert grade.status == "error" and "outside" in grade.error
+
+
+def test_file_without_a_workspace_is_an_error():
+    grade = grade_both("file", {"must_exist": ["a"]})
+    assert grade.status == "error" and "workspace" in grade.error
+
+
+# --- diff: (workspace files, context files, expected_files, pass, score) -------------------------------
+DIFF: list[tuple[dict[str, str], dict[str, str], list[dict[str, Any]], bool, float]] = [
+    # snapshot, byte for byte: existence + snapshot = 2 checks
+    ({"output/result.txt": "42\n"}, {"snapshots/expected_result.txt": "42\n"},
+     [{"path": "output/result.txt", "snapshot": "snapshots/expected_result.txt"}], True, 1.0),
+    ({"output/result.txt": "42"}, {"snapshots/expected_result.txt": "42\n"},
+     [{"path": "output/result.txt", "snapshot": "snapshots/expected_result.txt"}], False, 0.5),
+    # fragments only (the reference's example): + present, - absent, bare present
+    ({"src/main.py": "def new_function():\n    return 42\n", "requirements.txt": "requests>=2.28\n"}, {},
+     [{"path": "src/main.py", "contains": ["+def new_function():", "+    return 42", "-def old_function():"]},
+      {"path": "requirements.txt", "contains": ["requests>=2.28"]}], True, 1.0),
+    ({"src/main.py": "def old_function():\n    return 42\n"}, {},
+     [{"path": "src/main.py", "contains": ["+def new_function():", "+    return 42", "-def old_function():"]}], False, 0.5),
+    # combined: existence + snapshot + 2 fragments = 4 checks
+    ({"config.yaml": "api_key: ${API_KEY}\ndebug: true\n"}, {"expected/config.yaml": "api_key: ${API_KEY}\ndebug: false\n"},
+     [{"path": "config.yaml", "snapshot": "expected/config.yaml", "contains": ["+api_key: ${API_KEY}", "-debug: true"]}], False, 0.5),
+    # a missing file fails every check of its entry
+    ({}, {"e.txt": "x"}, [{"path": "gone.txt", "snapshot": "e.txt", "contains": ["-x"]}], False, 0.0),
+    # "+-x" requires a literal "-x"
+    ({"f.txt": "a -x b"}, {}, [{"path": "f.txt", "contains": ["+-x"]}], True, 1.0),
+]
+
+
+@pytest.mark.parametrize("files,context,expected,passed,score", DIFF)
+def test_diff(tmp_path, files, context, expected, passed, score):
+    ws, ctx = tmp_path / "ws", tmp_path / "fixtures"
+    ws.mkdir()
+    ctx.mkdir()
+    write_files(ws, files)
+    write_files(ctx, context)
+    grade = grade_both("diff", {"expected_files": expected, "context_dir": str(ctx)}, cwd=ws)
+    assert (grade.passed, grade.score) == (passed, pytest.approx(score))
+
+
+def test_a_snapshot_mismatch_shows_a_unified_diff(tmp_path):
+    write_files(tmp_path / "ws", {"a.txt": "one\nTWO\n"})
+    write_files(tmp_path / "ctx", {"a.txt": "one\ntwo\n"})
+    config = {"expected_files": [{"path": "a.txt", "snapshot": "a.txt"}], "context_dir": str(tmp_path / "ctx")}
+    grade = grade_both("diff", config, cwd=tmp_path / "ws")
+    assert "-two" in grade.details["diffs"]["a.txt"] and "+TWO" in grade.details["diffs"]["a.txt"]
+
+
+# --- git ---------------------------------------------------------------------------------------------
+def git(ws: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
+    subprocess.run(["git", "-C", str(ws), *args], check=True, capture_output=True, env=env)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    ws = tmp_path / "repo"
+    ws.mkdir()
+    git(ws, "init", "-q")
+    write_files(ws, {"README.md": "# demo\n", "app.py": "print(1)\n", "old.txt": "bye\n", ".gitignore": "*.log\n"})
+    git(ws, "add", "-A")
+    git(ws, "commit", "-q", "-m", "base")
+    return ws
+
+
+def test_git_reports_created_modified_deleted_in_outcome(repo):
+    write_files(repo, {"app.py": "print(2)\n", "src/new.py": "x\n", "debug.log": "ignored\n", ".waza-workspace": "mark\n"})
+    (repo / "old.txt").unlink()
+    config = {"expect_created": ["src/*.py"], "expect_modified": ["app.py"], "expect_deleted": ["old.txt"], "expect_unchanged": ["README.md"]}
+    grade = grade_both("git", config, cwd=repo)
+    assert (grade.passed, grade.score) == (True, 1.0)
+    assert grade.outcome == {"filesCreated": ["src/new.py"], "filesModified": ["app.py"], "filesDeleted": ["old.txt"]}
+
+
+def test_git_test_command_decides_and_its_exit_code_is_in_outcome(repo):
+    write_files(repo, {"check.sh": "#!/bin/sh\ngrep -q 2 app.py\n"})
+    (repo / "check.sh").chmod(0o755)
+    failing = grade_both("git", {"test_command": "./check.sh"}, cwd=repo)
+    assert (failing.passed, failing.outcome["testExitCode"]) == (False, 1)
+    write_files(repo, {"app.py": "print(2)\n"})
+    passing = grade_both("git", {"test_command": ["./check.sh"], "expect_modified": ["app.py"]}, cwd=repo)
+    assert (passing.passed, passing.score, passing.outcome["testExitCode"]) == (True, 1.0, 0)
+
+
+def test_git_expectations_that_fail(repo):
+    write_files(repo, {"README.md": "# changed\n"})
+    grade = grade_both("git", {"expect_created": ["x.py"], "expect_unchanged": ["README.md"], "expect_modified": ["*.md"]}, cwd=repo)
+    assert (grade.passed, grade.score) == (False, pytest.approx(1 / 3))
+
+
+def test_git_without_commits_counts_every_file_as_created(tmp_path):
+    git(tmp_path, "init", "-q")
+    write_files(tmp_path, {"a.txt": "a"})
+    grade = grade_both("git", {}, cwd=tmp_path)
+    assert grade.passed and grade.outcome["filesCreated"] == ["a.txt"]
+
+
+def test_git_outside_a_repository_is_an_error(tmp_path):
+    grade = grade_both("git", {"expect_created": ["a"]}, cwd=tmp_path)
+    assert grade.status == "error" and "not inside a git work tree" in grade.error
