@@ -42,7 +42,7 @@ SUMMARY = "Python (or JavaScript) assertions over output, tool_calls, errors...;
 
 DEFAULT_TIMEOUT = 10.0
 #: Extra wall-clock time for the evaluator process to start and answer.
-STARTUP_GRACE = 5.0
+STARTUP_GRACE = 2.0
 SANDBOX = str(Path(__file__).with_name("_sandbox.py"))
 
 EXAMPLE = Example(
