@@ -29,7 +29,7 @@ import anyio.abc
 import structlog
 
 from waza.protocol.errors import ConfigError
-from waza.protocol.process import Tail, exit_parts, reap, spawn
+from waza.protocol.process import Tail, drain, exit_parts, reap, spawn
 from waza.protocol.records import Exit, StopReason
 from waza.protocol.trajectory import RawUpdate, TrajectoryBuilder
 
@@ -83,6 +83,17 @@ class _Agent:
         return self.rpc.lost is None and self.process.returncode is None
 
 
+class _PromptStderr(Tail):
+    """The agent's stderr, drained for as long as it lives, kept per prompt (the agent outlives prompts)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tail = Tail()
+
+    def add(self, data: bytes) -> None:
+        self.tail.add(data)
+
+
 class AcpAdapter(Adapter):
     name: ClassVar[str] = "acp"
     options: ClassVar[frozenset[str]] = frozenset(
@@ -107,7 +118,7 @@ class AcpAdapter(Adapter):
         self._tg: anyio.abc.TaskGroup | None = None
         self._agent: _Agent | None = None
         self._session: ClientSession | None = None
-        self._stderr = Tail()
+        self._stderr = _PromptStderr()
 
     async def __aenter__(self) -> AcpAdapter:
         await self._stack.__aenter__()
@@ -144,7 +155,7 @@ class AcpAdapter(Adapter):
         )
         self._agent = agent = _Agent(process, rpc)
         self._tg.start_soon(rpc.serve, process.stdout)
-        self._tg.start_soon(self._drain_stderr, process.stderr)
+        self._tg.start_soon(drain, process.stderr, self._stderr)
         log.debug("agent started", pid=pid, command=self.command)
         reply = await self._request(agent, "initialize", {
             "protocolVersion": PROTOCOL_VERSION,
@@ -163,16 +174,6 @@ class AcpAdapter(Adapter):
                 raise AgentFault(f"--auth-method {method!r} is not offered by the agent (offered: {offered})")
             await self._request(agent, "authenticate", {"methodId": method})
         return agent
-
-    async def _drain_stderr(self, stream: anyio.abc.ByteReceiveStream | None) -> None:
-        """Read the agent's stderr for as long as it lives, into the current prompt's tail."""
-        if stream is None:
-            return
-        try:
-            async for chunk in stream:
-                self._stderr.add(chunk)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass
 
     async def _stop_agent(self, exiting: bool = False) -> int | None:
         """Kill the agent's process group; with ``exiting``, first give it a moment to exit on its own.
@@ -233,7 +234,7 @@ class AcpAdapter(Adapter):
 
     async def run(self, task: AgentTask) -> AgentRun:
         run = AgentRun()
-        self._stderr = Tail()
+        self._stderr.tail = Tail()
         if self._raw is not None:
             self._raw.prompt_id = task.case.id
         assert self._tg is not None, "use the adapter as an async context manager"
@@ -258,7 +259,7 @@ class AcpAdapter(Adapter):
             self._session = None
             session.ready.set()
             await session.close()
-            run.stderr = self._stderr.text() or None
+            run.stderr = self._stderr.tail.text() or None
         return run
 
     async def _converse(self, agent: _Agent, session: ClientSession, task: AgentTask, run: AgentRun) -> None:

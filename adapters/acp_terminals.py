@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from waza.protocol.process import STDOUT_LIMIT, exit_parts, kill_group, reap, spawn
+from waza.protocol.process import STDOUT_LIMIT, drain, exit_parts, kill_group, reap, spawn
 
 from .acp_fs import confine
 from .acp_rpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError, Spawn
@@ -56,20 +56,11 @@ class Terminal:
         try:
             async with anyio.create_task_group() as tg:
                 for stream in (self.process.stdout, self.process.stderr):
-                    tg.start_soon(self._read, stream)
+                    tg.start_soon(drain, stream, self)  # type: ignore[arg-type]  # any sink with add(bytes)
                 await self.process.wait()
                 kill_group(self.process)
         finally:
             self.exited.set()
-
-    async def _read(self, stream: anyio.abc.ByteReceiveStream | None) -> None:
-        if stream is None:
-            return
-        try:
-            async for chunk in stream:
-                self.add(chunk)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass
 
 
 class Terminals:
