@@ -23,7 +23,7 @@ import anyio
 import orjson
 
 from waza.protocol.errors import ConfigError
-from waza.protocol.process import LineReader, LineTooLong, Tail, drain, exit_parts, kill_group, reap, spawn
+from waza.protocol.process import LineReader, LineTooLong, Tail, drain, exit_parts, kill_group, reap, send_and_close, spawn
 from waza.protocol.records import Exit
 from waza.protocol.trajectory import RawUpdate
 
@@ -142,18 +142,6 @@ class HeadlessAdapter(Adapter):
         recorder = task.recorder
         result_seen = anyio.Event()
 
-        async def feed() -> None:
-            assert process.stdin is not None
-            try:
-                await process.stdin.send(prompt.encode())
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                pass
-            finally:
-                try:
-                    await process.stdin.aclose()
-                except (anyio.BrokenResourceError, OSError):
-                    pass
-
         async def read_stdout() -> None:
             assert process.stdout is not None
             reader = LineReader(process.stdout)
@@ -195,7 +183,7 @@ class HeadlessAdapter(Adapter):
         try:
             async with anyio.create_task_group() as tg:
                 if self.schema.prompt_stdin:
-                    tg.start_soon(feed)
+                    tg.start_soon(send_and_close, process.stdin, prompt.encode())
                 tg.start_soon(read_stdout)
                 tg.start_soon(drain, process.stderr, stderr)
                 tg.start_soon(stop_after_result)

@@ -77,6 +77,21 @@ async def spawn(
     )
 
 
+async def send_and_close(stream: anyio.abc.ByteSendStream | None, data: bytes) -> None:
+    """Write ``data`` to a child's stdin and close it; a child that closed its stdin early is its business."""
+    if stream is None:
+        return
+    try:
+        await stream.send(data)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        pass
+    finally:
+        try:
+            await stream.aclose()
+        except (anyio.BrokenResourceError, OSError):
+            pass
+
+
 def kill_group(process: anyio.abc.Process, sig: int = signal.SIGKILL) -> None:
     """Signal the child's whole process group (grandchildren included); quiet if already gone."""
     try:
