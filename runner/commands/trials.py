@@ -54,9 +54,9 @@ prompts) goes to stderr, and with --summary FILE to a TrialsSummary JSON file.
 
 Examples:
 
-  waza trials prompts.jsonl -k 5 --grader builtin:hint -o trials.jsonl -- python my_agent.py
+  waza trials prompts.jsonl -k 5 --adapter exec --grader builtin:hint -o trials.jsonl -- python my_agent.py
 
-  waza trials prompts.jsonl -k 10 --k-values 1,5,10 -j 4 -g ./check.py --summary summary.json -o trials.jsonl --resume -- ./agent.sh
+  waza trials prompts.jsonl -k 10 --k-values 1,5,10 -j 4 -g ./check.py --summary summary.json -o trials.jsonl --resume -- npx my-acp-agent
 """
 
 
