@@ -6,6 +6,7 @@ The prompt is a JSON object: ``{"pass": [1, 3], "crash": [2]}`` answers
 
 - leaves a ``touched`` file in its workspace and answers ``dirty`` when the
   file is already there, so a workspace shared between trials fails the grade;
+- answers ``unseeded`` when NEED_FILE names a file its workspace lacks;
 - appends ``ID TRIAL`` to the file named by TRIAL_LOG, so a test can count runs;
 - when CUT_AT is ``ID:TRIAL``, sends SIGTERM to waza (its parent) and waits to
   be stopped, which cuts the run short at a known point.
@@ -32,6 +33,11 @@ if log:
 if os.environ.get("CUT_AT") == f"{prompt_id}:{trial}":
     os.kill(os.getppid(), signal.SIGTERM)
     time.sleep(60)  # waza stops this process group while it shuts down
+
+need = os.environ.get("NEED_FILE")
+if need and not Path(need).exists():
+    print("unseeded")
+    sys.exit(0)
 
 marker = Path("touched")
 if marker.exists():
