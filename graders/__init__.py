@@ -18,10 +18,26 @@ from waza.protocol.errors import ConfigError
 #: name -> module; names are what --grader builtin:NAME and eval.yaml `type:` use.
 CATALOGUE: dict[str, str] = {
     "hint": "waza.graders.hint",
+    "code": "waza.graders.code",
+    "regex": "waza.graders.regex",
+    "text": "waza.graders.text",
+    "json_schema": "waza.graders.json_schema",
+    "file": "waza.graders.file",
+    "diff": "waza.graders.diff",
+    "tool_calls": "waza.graders.tool_calls",
+    "behavior": "waza.graders.behavior",
+    "action_sequence": "waza.graders.action_sequence",
+    "skill_invocation": "waza.graders.skill_invocation",
+    "tool_constraint": "waza.graders.tool_constraint",
+    "script": "waza.graders.script",
+    "program": "waza.graders.program",
+    "git": "waza.graders.git",
 }
 
 #: Other spellings accepted for a name (from the reference systems).
-ALIASES: dict[str, str] = {}
+ALIASES: dict[str, str] = {
+    "inline_script": "code",  # the waza reference's other name for the assertion grader
+}
 
 
 def canonical(name: str) -> str:

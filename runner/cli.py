@@ -9,7 +9,7 @@ import typer
 from waza import __version__
 
 from .commands import calibrate, capture, compare, demo, grade, schemas, trials, validate_refs
-from .commands import graders_check
+from .commands import graders_check, graders_list
 from .commands import adapters_check
 from .commands import check_suite, run_suite
 from .runtime import configure_logging
@@ -30,6 +30,7 @@ graders_app = typer.Typer(help="Built-in graders and grader tools.", no_args_is_
 adapters_app = typer.Typer(help="Agent adapter tools.", no_args_is_help=True)
 app.add_typer(graders_app, name="graders")
 graders_check.register(graders_app)
+graders_list.register(graders_app)
 app.add_typer(adapters_app, name="adapters")
 adapters_check.register(adapters_app)
 
