@@ -14,6 +14,8 @@ recorded for it:
   ``copilot_events``). An object with ``"promptId"`` assigns it and the objects
   after it to that prompt; a file with no ``promptId`` at all is one session,
   replayed for the prompt whose first turn is the session's first user message.
+- **ACP raw logs** (``capture --raw-log``): each prompt's JSON-RPC lines, mapped
+  by ``acp_replay`` through the same update mapping the live ACP adapter uses.
 """
 
 from __future__ import annotations
@@ -41,11 +43,13 @@ from waza.protocol.trajectory import (
     UsageUpdate,
 )
 
+from .acp_replay import RawLogMapper, is_raw_log_line
 from .base import Adapter, AdapterOptions, AgentRun, AgentTask
 from .copilot_events import CopilotMapper, epoch_ms, is_copilot_event
 from .exec import event_from_line
 
 _WS = b" \t\r\n"
+STOP_REASONS = ("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled")
 
 
 def json_objects(stream: IO[bytes]) -> Iterator[tuple[int, int, int]]:
@@ -140,6 +144,8 @@ def build_index(path: Path) -> ReplayIndex:
                     by_key.setdefault((value["id"], trial), Recording()).ranges.append((start, end, line))
                     continue
                 prompt_id = value.get("promptId")
+                if prompt_id is None and is_raw_log_line(value):
+                    continue  # initialize, authenticate: the agent's, not a prompt's
                 if prompt_id is not None:
                     if not isinstance(prompt_id, str):
                         raise ConfigError("must be a string", source=source, line=line, field="promptId")
@@ -255,6 +261,7 @@ class ReplayAdapter(Adapter):
 
     def _replay_events(self, recorder: TrajectoryBuilder, recording: Recording) -> AgentRun:
         copilot = CopilotMapper()
+        acp = RawLogMapper()
         first_time: int | None = None
         turn = -1
         run = AgentRun()
@@ -265,7 +272,13 @@ class ReplayAdapter(Adapter):
             at = stamp - first_time if stamp is not None and first_time is not None else None
             if isinstance(value.get("timestamp"), int):
                 at = value["timestamp"]
-            if is_copilot_event(value):
+            if is_raw_log_line(value):
+                ts = value.get("ts")
+                if isinstance(ts, (int, float)) and not isinstance(ts, bool):
+                    first_time = int(ts) if first_time is None else first_time
+                    at = int(ts) - first_time
+                events = acp.events(value)
+            elif is_copilot_event(value):
                 events = copilot.events(value)
             elif _user_text(value) is not None:
                 events = [MessageChunk(_user_text(value) or "", role="user")]
@@ -280,4 +293,6 @@ class ReplayAdapter(Adapter):
                     turn += 1
                     recorder.turn = turn
                 recorder.emit(event, at)
+        if acp.stop_reason in STOP_REASONS:
+            run.exit = Exit(stop_reason=acp.stop_reason)  # type: ignore[arg-type]
         return run
