@@ -32,6 +32,9 @@ CATALOGUE: dict[str, str] = {
     "script": "waza.graders.script",
     "program": "waza.graders.program",
     "git": "waza.graders.git",
+    "llm": "waza.graders.llm",
+    "llm_comparison": "waza.graders.llm_comparison",
+    "prompt": "waza.graders.prompt",
 }
 
 #: Other spellings accepted for a name (from the reference systems).

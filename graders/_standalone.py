@@ -14,12 +14,14 @@ and the worker keeps serving: one bad request must not cost the others.
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 import traceback
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import anyio
 import orjson
 
 from waza.protocol.codec import RecordError
@@ -49,6 +51,10 @@ def _base_config(args: argparse.Namespace) -> dict[str, Any]:
     return value
 
 
+async def _awaited(value: Any) -> Any:
+    return await value
+
+
 def answer(module: ModuleType, name: str, raw: bytes, base: dict[str, Any]) -> bytes:
     """One request in, one result line out (ConfigError / RecordError for bad input)."""
     try:
@@ -59,6 +65,8 @@ def answer(module: ModuleType, name: str, raw: bytes, base: dict[str, Any]) -> b
     request.config = {**base, **request.config}
     _config.check(module, name, request.config)
     result = module.grade(request)
+    if inspect.isawaitable(result):  # graders that wait on I/O (LLM judges) are async
+        result = anyio.run(_awaited, result)
     return orjson.dumps(result.to_dict()) + b"\n"
 
 

@@ -22,6 +22,8 @@ from waza.adapters import DEFAULT_ADAPTER, adapter_class
 from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.errors import ConfigError
 
+from .judges import JudgeChoice
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 AGENT = "Agent"
@@ -56,7 +58,7 @@ class AgentOptions:
     temperature: Annotated[float | None, opt("--temperature", help="http: sampling temperature.", panel=AGENT)] = None
     max_tokens: Annotated[int | None, opt("--max-tokens", help="http: max tokens per reply.", panel=AGENT)] = None
     stream: Annotated[bool, opt("--stream", help="http: use streaming responses.", panel=AGENT)] = False
-    local_model: Annotated[bool, opt("--local-model", help="http: start the bundled local model server.", panel=AGENT)] = False
+    local_model: Annotated[bool, opt("--local-model", help="http: start a local model server as the agent (--model FILE.gguf picks the model).", panel=AGENT)] = False
 
     def adapter_options(self) -> AdapterOptions:
         import orjson
@@ -103,6 +105,10 @@ class AgentOptions:
         if not cls.needs_command and command:
             raise ConfigError(f"--adapter {cls.name} runs no agent command, but one was given: {' '.join(command)!r}")
         cls.check(command, opts)
+        if opts.local_model:  # the runner owns the server: the adapter only sees its URL
+            from .local_model import resolve_model, with_local_model
+
+            cls = with_local_model(cls, resolve_model(Path(opts.model) if opts.model else None, option="--model"))
         return cls, opts
 
 
@@ -113,6 +119,22 @@ class GraderOptions:
     grader_weight: Annotated[list[str] | None, opt("--grader-weight", help="NAME=W weight in the aggregate score (default 1).", panel=GRADING)] = None
     grader_timeout: Annotated[float, opt("--grader-timeout", help="Seconds a grader may take per result.", panel=GRADING)] = 60.0
     isolate: Annotated[bool, opt("--isolate", help="Run built-in graders as subprocesses instead of in-process.", panel=GRADING)] = False
+    judge: Annotated[str | None, opt("--judge", help="LLM graders: 'local' starts a local model server as their judge (no API key).", panel=GRADING)] = None
+    judge_base_url: Annotated[str | None, opt("--judge-base-url", help="LLM graders: OpenAI-compatible endpoint, e.g. https://api.openai.com/v1.", panel=GRADING)] = None
+    judge_model: Annotated[str | None, opt("--judge-model", help="LLM graders: model name for the endpoint.", panel=GRADING)] = None
+    judge_api_key_env: Annotated[str | None, opt("--judge-api-key-env", help="LLM graders: env var holding the endpoint's API key.", panel=GRADING)] = None
+    judge_command: Annotated[str | None, opt("--judge-command", help="LLM graders: a judge program (prompt on stdin, reply on stdout).", panel=GRADING)] = None
+    judge_model_path: Annotated[Path | None, opt("--judge-model-path", help="--judge local: the GGUF model file to serve.", panel=GRADING)] = None
+
+    def judge_choice(self) -> JudgeChoice:
+        return JudgeChoice(
+            judge=self.judge,
+            base_url=self.judge_base_url,
+            model=self.judge_model,
+            api_key_env=self.judge_api_key_env,
+            command=self.judge_command,
+            model_path=self.judge_model_path,
+        )
 
 
 @dataclasses.dataclass

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import orjson
@@ -32,6 +32,9 @@ from waza.protocol.records import Grade, GraderRequest
 from waza.protocol.secrets import scrubbed_env
 
 from .grader_specs import GraderSpec
+
+if TYPE_CHECKING:
+    from .judges import JudgeChoice
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -197,8 +200,18 @@ def build_runners(
     *,
     timeout: float | None = None,
     isolate: bool = False,
+    judge: JudgeChoice | None = None,
 ) -> list[GraderRunner]:
-    """Parse and check every ``--grader`` before anything runs (ConfigError on the first problem)."""
-    from .grader_specs import build_specs
+    """Parse and check every ``--grader`` before anything runs (ConfigError on the first problem).
 
-    return [make_runner(s, isolate=isolate) for s in build_specs(graders or [], configs, weights, timeout)]
+    ``judge`` (the --judge-* options) is merged into the LLM graders' configs first.
+    """
+    from .grader_specs import build_specs
+    from .judges import apply, local_runners, pass_api_key
+
+    specs = build_specs(graders or [], configs, weights, timeout)
+    apply(specs, judge)
+    runners = [make_runner(s, isolate=isolate) for s in specs]
+    for runner in runners:
+        pass_api_key(runner)
+    return local_runners(runners)

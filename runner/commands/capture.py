@@ -66,7 +66,8 @@ async def _capture(
     total = prescan(prompts)
     adapter, opts = agent.resolve(command)
     runners = build_runners(
-        graders.grader, graders.grader_config, graders.grader_weight, timeout=graders.grader_timeout, isolate=graders.isolate
+        graders.grader, graders.grader_config, graders.grader_weight, timeout=graders.grader_timeout, isolate=graders.isolate,
+        judge=graders.judge_choice(),
     )
     gates = parse_gates(out.fail_under)
     done = {key[0] for key in resume_state(out.output)} if out.resume else set()

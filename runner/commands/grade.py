@@ -76,7 +76,8 @@ async def _grade(
     if out.resume:
         raise ConfigError("--resume applies to capture and trials, not grade")
     runners = build_runners(
-        graders.grader, graders.grader_config, graders.grader_weight, timeout=graders.grader_timeout, isolate=graders.isolate
+        graders.grader, graders.grader_config, graders.grader_weight, timeout=graders.grader_timeout, isolate=graders.isolate,
+        judge=graders.judge_choice(),
     )
     if not runners:
         raise ConfigError("grade needs at least one --grader")

@@ -235,7 +235,8 @@ async def _trials(
     total = prescan(prompts)
     adapter, opts = agent.resolve(command)
     runners = build_runners(
-        graders.grader, graders.grader_config, graders.grader_weight, timeout=graders.grader_timeout, isolate=graders.isolate
+        graders.grader, graders.grader_config, graders.grader_weight, timeout=graders.grader_timeout, isolate=graders.isolate,
+        judge=graders.judge_choice(),
     )
     if not runners:
         raise ConfigError("trials needs at least one --grader: pass@k counts the trials that pass")

@@ -1,0 +1,113 @@
+"""prompt: an LLM judge with a multi-criteria rubric, replying in JSON (or text with a score line).
+
+``rubric`` (required) is inline text, a text file, or a structured rubric YAML
+file with its own rating scale (see ``_rubric``; the reference's rubric files
+work as ``rubric: path.yaml``). With a plain rubric:
+
+* ``criteria``: names the judge scores one by one (``correctness``, ...); they
+  are kept in ``details.criteria``. The grade's score is ``overall_score``.
+* ``score_type``: ``normalized`` (default): scores are 1-5, mapped to 0-1
+  (1 -> 0, 5 -> 1); ``raw``: the judge gives scores already in [0, 1].
+* ``response_format``: ``json`` (default): ``{"reasoning", <criteria>...,
+  "overall_score"}``, schema-constrained where the endpoint supports it;
+  ``text``: free text whose last non-empty line is ``overall_score: N`` (or
+  ``score: N``); the text above it is the reasoning.
+
+Pass at ``threshold`` (default 0.75). A YAML rubric brings its own scale, so
+``criteria``, ``score_type: raw`` and ``response_format: text`` are rejected
+with it rather than ignored.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+from waza.protocol.errors import ConfigError
+from waza.protocol.records import GraderRequest, GraderResult
+
+from . import _judging, _rubric
+from ._judge import JudgeError
+
+SUMMARY = "LLM judge with a multi-criteria rubric (or a rubric YAML file); JSON or text replies, normalized or raw scores."
+
+LEAD = "Evaluate the agent's work on the task below against every criterion of the rubric."
+
+_SCORE_LINE = re.compile(r"^\s*\**(?:overall[_ ]score|score)\**\s*[:=]\s*(?P<n>-?\d+(?:\.\d+)?)\s*$", re.IGNORECASE)
+
+
+def check_config(config: dict[str, Any]) -> None:
+    _judging.check_judge_config(config)
+    clash = {"reasoning", "overall_score"} & set(config.get("criteria", []))
+    if clash:
+        raise ConfigError(f"criterion name {sorted(clash)[0]!r} is taken by the reply itself; rename it", field="criteria")
+    if _rubric.load(config["rubric"]).levels:
+        for key, plain in (("criteria", None), ("score_type", "normalized"), ("response_format", "json")):
+            if key in config and config[key] != plain:
+                raise ConfigError(f"a rubric YAML file sets its own scale; remove {key!r}", field=key)
+
+
+def _scale(raw: bool) -> dict[str, Any]:
+    return {"type": "number", "minimum": 0, "maximum": 1} if raw else {"type": "integer", "minimum": 1, "maximum": 5}
+
+
+def _normalise(value: float, raw: bool) -> float:
+    return float(value) if raw else _judging.one_to_five(value)
+
+
+def reply_schema(criteria: list[str], raw: bool) -> dict[str, Any]:
+    scale = _scale(raw)
+    properties: dict[str, Any] = {"reasoning": {"type": "string"}}
+    properties.update({name: scale for name in criteria})
+    properties["overall_score"] = scale
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def score_from_text(text: str, raw: bool) -> tuple[float, str]:
+    """(score, reasoning) from a text reply whose last non-empty line is the score."""
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    match = _SCORE_LINE.match(lines[-1]) if lines else None
+    if match is None:
+        raise JudgeError(f"judge text reply does not end with an 'overall_score: N' line; it ends {text.strip()[-120:]!r}")
+    value = float(match["n"])
+    low, high = (0.0, 1.0) if raw else (1.0, 5.0)
+    if not low <= value <= high:
+        raise JudgeError(f"judge score {value:g} is outside {low:g}-{high:g}")
+    return value, "\n".join(lines[:-1]).strip()
+
+
+async def grade(request: GraderRequest) -> GraderResult:
+    config = request.config
+    rubric = _rubric.load(config["rubric"])
+    if rubric.levels:
+        return await _judging.rubric_grade(request, rubric, LEAD)
+    raw = config.get("score_type", "normalized") == "raw"
+    criteria = list(config.get("criteria", []))
+    schema = reply_schema(criteria, raw)
+    threshold = config.get("threshold", _judging.DEFAULT_THRESHOLD)
+    instructions = f"{LEAD}\n\n## Rubric\n{rubric.text}"
+    if config.get("response_format", "json") == "text":
+        scale = "a number from 0 to 1" if raw else "an integer from 1 to 5"
+        instructions += f"\n\nExplain your judgement, then end with a last line 'overall_score: N' where N is {scale}."
+        done = await _judging.exchange(request, instructions, schema, json_reply=False)
+        value, reasoning = score_from_text(done.text, raw)
+        return _judging.verdict(_normalise(value, raw), threshold, reasoning, {**done.details, "rawScore": value})
+    done = await _judging.exchange(request, instructions, schema)
+    reply = done.reply
+    details = {
+        **done.details,
+        "rawScore": reply["overall_score"],
+        "criteria": {name: _normalise(reply[name], raw) for name in criteria},
+    }
+    return _judging.verdict(_normalise(reply["overall_score"], raw), threshold, reply.get("reasoning"), details)
+
+
+def main() -> None:
+    from ._standalone import main as run
+
+    run(sys.modules[__name__], "prompt")
+
+
+if __name__ == "__main__":
+    main()
