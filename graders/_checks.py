@@ -9,6 +9,7 @@ details carry every check so a user can see what passed too.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,3 +56,19 @@ def from_checks(
         outcome=outcome,
         details={"checks": [c.to_dict() for c in checks], **(details or {})},
     )
+
+
+def pattern_checks(label: str, patterns: list[re.Pattern[str]], text: str | None, *, wanted: bool) -> list[Check]:
+    """One check per regex: found (``wanted``) or not found in ``text``; a missing text (None) fails them all."""
+    checks = []
+    for p in patterns:
+        name = f"{label} {p.pattern!r}"
+        if text is None:
+            checks.append(Check(name, False, "file missing"))
+            continue
+        found = p.search(text)
+        if wanted:
+            checks.append(Check(name, found is not None, "no match"))
+        else:
+            checks.append(Check(name, found is None, f"found {found.group(0)[:80]!r}" if found else ""))
+    return checks

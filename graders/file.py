@@ -19,7 +19,7 @@ from typing import Any
 
 from waza.protocol.records import GraderRequest, GraderResult
 
-from ._checks import Check, from_checks
+from ._checks import Check, from_checks, pattern_checks
 from ._example import Example
 from ._paths import check_relative, inside, workspace
 from ._patterns import compile_all, require_any
@@ -57,13 +57,11 @@ def grade(request: GraderRequest) -> GraderResult:
     for i, entry in enumerate(config.get("content_patterns", [])):
         path = inside(root, entry["path"])
         text = path.read_bytes().decode("utf-8", "replace") if path.is_file() else None
-        for p in compile_all(entry.get("must_match", []), f"content_patterns[{i}].must_match", re.MULTILINE):
-            ok = text is not None and p.search(text) is not None
-            checks.append(Check(f"{entry['path']} must_match {p.pattern!r}", ok, "file missing" if text is None else "no match"))
-        for p in compile_all(entry.get("must_not_match", []), f"content_patterns[{i}].must_not_match", re.MULTILINE):
-            found = p.search(text) if text is not None else None
-            why = "file missing" if text is None else (f"found {found.group(0)[:80]!r}" if found else "")
-            checks.append(Check(f"{entry['path']} must_not_match {p.pattern!r}", text is not None and found is None, why))
+        where = f"content_patterns[{i}]"
+        must = compile_all(entry.get("must_match", []), f"{where}.must_match", re.MULTILINE)
+        must_not = compile_all(entry.get("must_not_match", []), f"{where}.must_not_match", re.MULTILINE)
+        checks += pattern_checks(f"{entry['path']} must_match", must, text, wanted=True)
+        checks += pattern_checks(f"{entry['path']} must_not_match", must_not, text, wanted=False)
     return from_checks(checks)
 
 

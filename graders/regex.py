@@ -15,7 +15,7 @@ import sys
 
 from waza.protocol.records import GraderRequest, GraderResult
 
-from ._checks import Check, from_checks
+from ._checks import from_checks, pattern_checks
 from ._example import Example
 from ._patterns import compile_all, parse_flags, require_any
 
@@ -43,12 +43,8 @@ def check_config(config: dict) -> None:
 
 def grade(request: GraderRequest) -> GraderResult:
     must, must_not = _compiled(request.config)
-    text = request.output
-    checks = [Check(f"must_match {p.pattern!r}", bool(p.search(text)), "no match in output") for p in must]
-    for p in must_not:
-        found = p.search(text)
-        checks.append(Check(f"must_not_match {p.pattern!r}", found is None, f"found {found.group(0)[:80]!r}" if found else ""))
-    return from_checks(checks)
+    checks = pattern_checks("must_match", must, request.output, wanted=True)
+    return from_checks(checks + pattern_checks("must_not_match", must_not, request.output, wanted=False))
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ import sys
 
 from waza.protocol.records import GraderRequest, GraderResult
 
-from ._checks import Check, from_checks
+from ._checks import Check, from_checks, pattern_checks
 from ._example import Example
 from ._patterns import compile_all, require_any
 
@@ -42,11 +42,8 @@ def grade(request: GraderRequest) -> GraderResult:
     checks += [Check(f"not_contains {s!r}", s.casefold() not in folded, "found in output") for s in config.get("not_contains", [])]
     checks += [Check(f"contains_cs {s!r}", s in out, "not in output") for s in config.get("contains_cs", [])]
     checks += [Check(f"not_contains_cs {s!r}", s not in out, "found in output") for s in config.get("not_contains_cs", [])]
-    for p in compile_all(config.get("regex_match", []), "regex_match"):
-        checks.append(Check(f"regex_match {p.pattern!r}", bool(p.search(out)), "no match in output"))
-    for p in compile_all(config.get("regex_not_match", []), "regex_not_match"):
-        found = p.search(out)
-        checks.append(Check(f"regex_not_match {p.pattern!r}", found is None, f"found {found.group(0)[:80]!r}" if found else ""))
+    checks += pattern_checks("regex_match", compile_all(config.get("regex_match", []), "regex_match"), out, wanted=True)
+    checks += pattern_checks("regex_not_match", compile_all(config.get("regex_not_match", []), "regex_not_match"), out, wanted=False)
     return from_checks(checks)
 
 
