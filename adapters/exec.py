@@ -22,7 +22,17 @@ import anyio
 import orjson
 
 from waza.protocol.errors import ConfigError
-from waza.protocol.process import LineReader, LineTooLong, Tail, drain, exit_parts, kill_group, reap, spawn
+from waza.protocol.process import (
+    LineReader,
+    LineTooLong,
+    Tail,
+    drain,
+    exit_parts,
+    kill_group,
+    reap,
+    send_and_close,
+    spawn,
+)
 from waza.protocol.records import Exit, Usage
 from waza.protocol.trajectory import (
     Event,
@@ -147,19 +157,6 @@ class ExecAdapter(Adapter):
         problems: list[str] = []
         timed_out = False
 
-        async def feed() -> None:
-            assert process.stdin is not None
-            try:
-                if not substitute:
-                    await process.stdin.send(text.encode())
-            except (anyio.BrokenResourceError, OSError):
-                pass
-            finally:
-                try:
-                    await process.stdin.aclose()
-                except (anyio.BrokenResourceError, OSError):
-                    pass
-
         async def read_stdout() -> None:
             assert process.stdout is not None
             reader = LineReader(process.stdout)
@@ -189,7 +186,7 @@ class ExecAdapter(Adapter):
 
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(feed)
+                tg.start_soon(send_and_close, process.stdin, b"" if substitute else text.encode())
                 tg.start_soon(read_stdout)
                 tg.start_soon(drain, process.stderr, stderr)
                 with anyio.move_on_after(remaining) as scope:

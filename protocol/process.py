@@ -157,18 +157,6 @@ async def run_once(
     err = Tail(stderr_limit)
     state: dict[str, Any] = {"overflow": False, "timed_out": False}
 
-    async def feed() -> None:
-        assert process.stdin is not None
-        try:
-            await process.stdin.send(stdin or b"")
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            pass  # the child closed stdin without reading: its business
-        finally:
-            try:
-                await process.stdin.aclose()
-            except (anyio.BrokenResourceError, OSError):
-                pass
-
     async def read_stdout() -> None:
         assert process.stdout is not None
         try:
@@ -184,7 +172,7 @@ async def run_once(
     try:
         async with anyio.create_task_group() as tg:
             if stdin is not None:
-                tg.start_soon(feed)
+                tg.start_soon(send_and_close, process.stdin, stdin)
             tg.start_soon(read_stdout)
             tg.start_soon(drain, process.stderr, err)
             with anyio.move_on_after(timeout) as scope:
