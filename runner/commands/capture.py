@@ -22,13 +22,19 @@ HELP = """Run each prompt through an agent, record what it did, and grade the re
 
 One CaptureResult line is written (and flushed) per prompt as it finishes.
 The agent command comes after the prompts file; put it after -- when it has
-flags of its own.
+flags of its own. The default adapter speaks ACP to the agent command.
 
 Examples:
 
-  waza capture prompts.jsonl --grader ./check.py -o results.jsonl -- python my_agent.py
+  waza capture prompts.jsonl --grader ./check.py -o results.jsonl -- npx @zed-industries/claude-code-acp
 
   waza capture prompts.jsonl --adapter exec --grader builtin:hint -j 4 -- ./agent.sh --fast
+
+  waza capture prompts.jsonl --adapter headless --schema claude-code --grader ./g.py
+
+  waza capture prompts.jsonl --adapter http --base-url http://127.0.0.1:8080/v1 --model m -g builtin:hint
+
+  waza capture prompts.jsonl --adapter replay --from old-results.jsonl --grader ./new_grader.py
 """
 
 
