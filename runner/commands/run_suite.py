@@ -103,6 +103,8 @@ def resolve_agent(
     cls = adapter_class(agent.adapter)
     if not command and cls.needs_command:
         command = suite.config.command
+        if not command:
+            raise ConfigError(f"adapter {cls.name} needs an agent command: waza run SUITE -- AGENT [ARGS...], or config.command in eval.yaml")
     adapter, opts = agent.resolve(command)
     if suite.config.model and opts.model is None and "model" in adapter.options:
         opts.model = suite.config.model
@@ -124,7 +126,10 @@ def plan_for(
         raise ConfigError("-j/--concurrency and --workers are the same setting; give one")
     parallel = config.parallel if options.parallel is None else options.parallel
     workers = options.workers or (agent.concurrency if workers_given else None)
-    concurrency = workers or (config.max_workers if parallel else 1)
+    if options.parallel is False:
+        concurrency = 1  # --no-parallel wins over any worker count
+    else:
+        concurrency = workers or (config.max_workers if parallel else 1)
     if agent.workspace_dir is not None:
         agent.workspace_dir.mkdir(parents=True, exist_ok=True)
     settings = Settings(
@@ -132,7 +137,7 @@ def plan_for(
         command=command,
         opts=opts,
         graders=[],
-        concurrency=concurrency if parallel or workers else 1,
+        concurrency=concurrency,
         timeout=agent.timeout if agent.timeout is not None else config.timeout_seconds,
         workspaces=Workspaces(root=agent.workspace_dir, fresh=True, keep=options.keep_workspaces),
     )

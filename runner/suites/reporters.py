@@ -10,6 +10,7 @@ threshold and trigger prompts are test cases of their own suites.
 
 from __future__ import annotations
 
+import re
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from waza.protocol.suite_records import SuiteResult, SuiteTask
 from ..markdown import cell, num, table
 
 KINDS = ("json", "junit", "markdown", "md")
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 @dataclass(slots=True)
@@ -118,8 +120,18 @@ def to_junit(result: SuiteResult) -> bytes:
                 ET.SubElement(case, "failure", message=f"should {want} {result.triggers.skill}").text = c.reason
         _counts(trig)
     _counts(root, nested=True)
+    _xml_safe(root)
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def _xml_safe(root: ET.Element) -> None:
+    """Replace the characters XML 1.0 cannot carry (control codes an agent may print) with U+FFFD."""
+    for element in root.iter():
+        if element.text:
+            element.text = _NOT_XML.sub("\ufffd", element.text)
+        for key, value in element.attrib.items():
+            element.attrib[key] = _NOT_XML.sub("\ufffd", value)
 
 
 def _counts(element: ET.Element, nested: bool = False) -> None:
@@ -141,7 +153,7 @@ def to_markdown(result: SuiteResult) -> bytes:
         f"Overall score {num(s.score)}.\n"
     )
     if s.missed:
-        out.append("\n".join(f"- {cell(m, 200)}" for m in s.missed) + "\n")
+        out.append("\n".join(f"- {_bullet(m)}" for m in s.missed) + "\n")
     if result.metrics:
         out.append("## Metrics\n")
         rows = [
@@ -157,7 +169,7 @@ def to_markdown(result: SuiteResult) -> bytes:
         out.append("## What went wrong\n")
         for t in broken:
             out.append(f"### {cell(t.id)}\n")
-            out.append("\n".join(f"- {cell(line, 300)}" for line in _task_lines(t)) + "\n")
+            out.append("\n".join(f"- {_bullet(line)}" for line in _task_lines(t)) + "\n")
     if result.triggers is not None:
         r = result.triggers
         out.append("## Trigger tests\n")
@@ -172,7 +184,14 @@ def to_markdown(result: SuiteResult) -> bytes:
                 for c in wrong
             ]
             out.append(table(["prompt", "should trigger", "confidence", "triggered", "note"], rows))
-    return "\n".join(out).encode()
+    return ("\n".join(out).rstrip("\n") + "\n").encode()
+
+
+def _bullet(text: str, limit: int = 300) -> str:
+    """One list item: a single line, bounded, with HTML-looking text kept literal."""
+    line = " ".join(text.split())
+    line = line if len(line) <= limit else line[: limit - 1] + "…"
+    return line.replace("<", "&lt;")
 
 
 def _verdict(passed: bool | None, enabled: bool) -> str:
