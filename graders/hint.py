@@ -12,7 +12,15 @@ import sys
 
 from waza.protocol.records import GraderRequest, GraderResult
 
+from ._example import Example
+
 SUMMARY = "Pass when the output contains the prompt's hint (case-insensitive)."
+
+EXAMPLE = Example(
+    config={},
+    request={"output": "The capital of France is Paris.", "hint": "paris"},
+    result={"pass": True, "score": 1.0},
+)
 
 
 def grade(request: GraderRequest) -> GraderResult:
