@@ -76,7 +76,10 @@ def test_trials_estimates_errors_flaky_and_summary(tmp_path):
 
 
 def test_errors_counted_as_fails_gives_the_unbiased_n5_c2_values(tmp_path):
-    proc = trials(tmp_path, "-k", "5", "--errors", "fail")
+    proc = trials(tmp_path, "-k", "5", "--errors", "fail", "--fail-under", "pass_rate=0.9")
+    assert proc.returncode == 1
+    # mean pass rate over prompts: (1 + 2/5 + 0) / 3
+    assert "--fail-under not met: pass_rate 0.467 < 0.9" in proc.stderr.decode()
     results = by_id(read_jsonl(proc.stdout))
     flaky = results["flaky"]
     assert (flaky["n"], flaky["passes"], flaky["errorPolicy"]) == (5, 2, "fail")
