@@ -35,6 +35,8 @@ CATALOGUE: dict[str, str] = {
     "llm": "waza.graders.llm",
     "llm_comparison": "waza.graders.llm_comparison",
     "prompt": "waza.graders.prompt",
+    "human": "waza.graders.human",
+    "human_calibration": "waza.graders.human_calibration",
 }
 
 #: Other spellings accepted for a name (from the reference systems).

@@ -16,6 +16,7 @@ import sys
 from waza.protocol.records import GraderRequest, GraderResult
 
 from . import _judging, _rubric
+from ._example import Example
 
 SUMMARY = "LLM judge: a rubric (inline or file) scored 1-5, normalised to 0-1, pass at a threshold."
 
@@ -28,6 +29,17 @@ DEFAULT_RUBRIC = (
 )
 
 LEAD = "Evaluate the agent's output for the task below using the rubric."
+
+#: A judge command stands in for a model here, so the example runs offline; point
+#: base_url (or --judge-base-url / --judge local) at a real model in practice.
+EXAMPLE = Example(
+    config={
+        "rubric": "Score 1-5: is the answer correct and complete?",
+        "command": ["python3", "-c", "print('{\"reasoning\": \"correct and complete\", \"score\": 5}')"],
+    },
+    request={"input": "What is 2+2?", "output": "4"},
+    result={"pass": True, "score": 1.0, "reasoning": "correct and complete"},
+)
 
 
 def check_config(config: dict) -> None:

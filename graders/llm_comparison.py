@@ -15,6 +15,7 @@ import sys
 from waza.protocol.records import GraderRequest, GraderResult
 
 from . import _judging, _rubric
+from ._example import Example
 
 SUMMARY = "LLM judge: how well the output matches a reference answer, 1-5 normalised to 0-1."
 
@@ -27,6 +28,15 @@ DEFAULT_RUBRIC = (
 )
 
 LEAD = "Judge whether the agent's output matches the reference answer."
+
+EXAMPLE = Example(
+    config={
+        "reference": "Deployment confirmed, with the URL of the deployed site.",
+        "command": ["python3", "-c", "print('{\"reasoning\": \"confirms, no URL\", \"score\": 3}')"],
+    },
+    request={"input": "Deploy the site.", "output": "Deployed."},
+    result={"pass": False, "score": 0.5, "reasoning": "confirms, no URL"},
+)
 
 
 def check_config(config: dict) -> None:

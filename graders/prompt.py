@@ -28,11 +28,26 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.records import GraderRequest, GraderResult
 
 from . import _judging, _rubric
+from ._example import Example
 from ._judge import JudgeError
 
 SUMMARY = "LLM judge with a multi-criteria rubric (or a rubric YAML file); JSON or text replies, normalized or raw scores."
 
 LEAD = "Evaluate the agent's work on the task below against every criterion of the rubric."
+
+EXAMPLE = Example(
+    config={
+        "rubric": "Rate correctness and clarity 1-5 each, and an overall score 1-5.",
+        "criteria": ["correctness", "clarity"],
+        "threshold": 0.7,
+        "command": [
+            "python3", "-c",
+            "print('{\"reasoning\": \"right, a bit terse\", \"correctness\": 5, \"clarity\": 3, \"overall_score\": 4}')",
+        ],
+    },
+    request={"input": "Explain what a list comprehension is.", "output": "A compact way to build a list."},
+    result={"pass": True, "score": 0.75, "reasoning": "right, a bit terse"},
+)
 
 _SCORE_LINE = re.compile(r"^\s*\**(?:overall[_ ]score|score)\**\s*[:=]\s*(?P<n>-?\d+(?:\.\d+)?)\s*$", re.IGNORECASE)
 

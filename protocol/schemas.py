@@ -21,6 +21,7 @@ from .analysis_records import BalanceReport, ComparisonReport, ResultSummary
 from .codec import Record, schema_for
 from .conformance_records import ConformanceReport
 from .records import CaptureResult, Grade, GraderRequest, GraderResult, PromptCase, TrajectoryStep
+from .review_records import ReviewItem
 from .suite_records import SuiteResult
 from .trial_records import CalibrationItem, CalibrationLabel, CalibrationReport, TrialResult, TrialsSummary
 
@@ -42,6 +43,7 @@ RECORDS: dict[str, type[Record]] = {
     "CalibrationLabel": CalibrationLabel,
     "CalibrationReport": CalibrationReport,
     "SuiteResult": SuiteResult,
+    "ReviewItem": ReviewItem,
 }
 
 

@@ -8,7 +8,7 @@ import typer
 
 from waza import __version__
 
-from .commands import calibrate, capture, compare, demo, grade, schemas, trials, validate_refs
+from .commands import calibrate, capture, compare, demo, grade, review, schemas, trials, validate_refs
 from .commands import graders_check, graders_list
 from .commands import adapters_check
 from .commands import check_suite, run_suite
@@ -34,7 +34,7 @@ graders_list.register(graders_app)
 app.add_typer(adapters_app, name="adapters")
 adapters_check.register(adapters_app)
 
-for module in (capture, grade, schemas, demo, compare, trials, run_suite, check_suite, calibrate, validate_refs):
+for module in (capture, grade, schemas, demo, compare, trials, run_suite, check_suite, calibrate, validate_refs, review):
     module.register(app)
 
 
