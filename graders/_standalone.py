@@ -3,7 +3,7 @@
 One request on stdin, one result on stdout, exit 0. ``--config JSON`` or
 ``--config-file FILE`` give a base config that the request's own ``config``
 overrides key by key. A bad request or config exits 2 with one line on stderr;
-a bug in the grader exits 1.
+a bug in the grader exits 1; either way stdout says ``{"error": "why"}``.
 
 ``--worker`` serves the worker protocol instead: one request per stdin line,
 one answer per stdout line, flushed, until stdin closes. A request it cannot
@@ -77,14 +77,19 @@ def serve(module: ModuleType, name: str, base: dict[str, Any]) -> None:
         if not raw.strip():
             continue
         try:
-            line = answer(module, name, raw, base)
+            out.write(answer(module, name, raw, base))
+            out.flush()
         except (ConfigError, RecordError) as exc:
-            line = orjson.dumps({"error": str(exc)}) + b"\n"
+            _refuse(str(exc))
         except Exception as exc:  # noqa: BLE001 - a grader bug is this request's error, not the worker's end
             traceback.print_exc()
-            line = orjson.dumps({"error": f"grader raised {type(exc).__name__}: {exc}"}) + b"\n"
-        out.write(line)
-        out.flush()
+            _refuse(f"grader raised {type(exc).__name__}: {exc}")
+
+
+def _refuse(reason: str) -> None:
+    """Say on stdout, in the protocol's words, why there is no result (stderr has the details)."""
+    sys.stdout.buffer.write(orjson.dumps({"error": reason}) + b"\n")
+    sys.stdout.buffer.flush()
 
 
 def main(module: ModuleType, name: str, argv: list[str] | None = None) -> None:
@@ -104,9 +109,11 @@ def main(module: ModuleType, name: str, argv: list[str] | None = None) -> None:
         out = answer(module, name, sys.stdin.buffer.read(), base)
     except (ConfigError, RecordError, OSError) as exc:
         print(f"waza-grader {name}: {exc}", file=sys.stderr)
+        _refuse(str(exc))
         sys.exit(2)
-    except Exception:  # noqa: BLE001 - a grader bug is reported, as the protocol asks, on stderr
+    except Exception as exc:  # noqa: BLE001 - a grader bug is reported, as the protocol asks, on stderr
         traceback.print_exc()
+        _refuse(f"grader raised {type(exc).__name__}: {exc}")
         sys.exit(1)
     sys.stdout.buffer.write(out)
     sys.stdout.buffer.flush()

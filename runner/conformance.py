@@ -11,11 +11,14 @@ rules then drive one long-lived process.
 
 from __future__ import annotations
 
+import dataclasses
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -44,35 +47,69 @@ EXIT_WAIT = 5.0
 
 @dataclass(slots=True)
 class Target:
-    """The grader as a command line, in the mode it is checked in, with the config each request carries."""
+    """The grader as a command line, in the mode it is checked in, and what every request carries.
+
+    ``request`` fields and ``files`` / ``committed`` (written, or committed in a
+    git repository, into the request's workspace) and ``context`` (written into
+    a directory given as ``context_dir``) come from a built-in's worked example, so a grader that needs config or files is checked on a case it can grade.
+    """
 
     name: str
     argv: list[str]
     worker: bool
     config: dict[str, Any]
+    request: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    committed: dict[str, str] = field(default_factory=dict)
+    context: dict[str, str] = field(default_factory=dict)
 
 
 def resolve(text: str, config: dict[str, Any] | None, worker: bool) -> Target:
     """Turn the CLI argument into a command; ConfigError when it names nothing runnable."""
     spec = parse_grader(text)
+    flag = ["--worker"] if worker else []
     if spec.kind == "builtin":
         module = load_builtin(spec.target)
-        if config is None:  # a built-in that needs config is checked with the first example its schema gives
-            examples = schemas.load(builtin_config.schema_name(spec.target)).get("examples") or [{}]
-            config = examples[0]
-        builtin_config.check(module, spec.target, config)
-        return Target(text, [*builtin_argv(spec.target), *(["--worker"] if worker else [])], worker, config)
+        argv = [*builtin_argv(spec.target), *flag]
+        example = getattr(module, "EXAMPLE", None)
+        if config is None and example is not None:  # checked on its own worked example
+            request = {k: v for k, v in example.request.items() if k != "config"}
+            files, committed, context = dict(example.files), dict(example.committed), dict(example.context)
+            return Target(text, argv, worker, dict(example.config), request, files, committed, context)
+        builtin_config.check(module, spec.target, config or {})
+        return Target(text, argv, worker, config or {})
     if spec.kind == "python":
-        host = [sys.executable, "-m", "waza.runner.python_host", f"{spec.target}:{spec.func}"]
-        return Target(text, host + (["--worker"] if worker else []), worker, config or {})
+        return Target(text, [sys.executable, "-m", "waza.runner.python_host", f"{spec.target}:{spec.func}", *flag], worker, config or {})
     return Target(text, spec.argv, worker or spec.kind == "worker", config or {})
+
+
+def prepare_workspace(target: Target, cwd: Path) -> None:
+    """Write the files the grader's example expects; ``committed`` ones in a fresh git repository first,
+    ``context`` ones beside the workspace (named in the config as ``context_dir``)."""
+    if target.committed:
+        _write(cwd, target.committed)
+        git = ["git", "-c", "user.name=waza", "-c", "user.email=waza@localhost", "-c", "commit.gpgsign=false"]
+        for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "example"]):
+            subprocess.run([*git, *args], cwd=cwd, check=True, capture_output=True)
+    _write(cwd, target.files)
+    if target.context:
+        context = cwd.parent / f"{cwd.name}-context"
+        _write(context, target.context)
+        target.config["context_dir"] = str(context)
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
 
 
 # ---------------------------------------------------------------- the requests
 
 
-def base_request(config: dict[str, Any], cwd: str) -> dict[str, Any]:
-    """A request with every field a grader may use, small and plausible."""
+def base_request(target: Target, cwd: str) -> dict[str, Any]:
+    """A request with every field a grader may use, small and plausible (the example's fields win)."""
     step = TrajectoryStep(type="message", step_id=0, timestamp=5, turn=0, role="agent", content="2 + 2 = 4")
     return {
         "protocol": "1",
@@ -85,10 +122,10 @@ def base_request(config: dict[str, Any], cwd: str) -> dict[str, Any]:
         "trajectory": [step.to_dict()],
         "metadata": {"suite": "conformance"},
         "cwd": cwd,
-        "config": config,
+        "config": target.config,
         "errors": [],
         "toolErrors": False,
-    }
+    } | target.request
 
 
 def unicode_request(base: dict[str, Any]) -> dict[str, Any]:
@@ -133,7 +170,7 @@ class Probe:
         return parse_result_bytes(self.outcome.stdout)
 
     def failure(self) -> str | None:
-        """Why this exchange did not end in a valid result with exit 0 (None when it did)."""
+        """Why this exchange did not end in a valid result (None when it did)."""
         out = self.outcome
         if out.timed_out:
             return "no answer within the timeout; the process group was killed"
@@ -146,9 +183,7 @@ class Probe:
         problems = schemas.errors("GraderResult", result.to_dict())
         if problems:
             return f"result does not match the GraderResult schema: {problems[0]}"
-        if out.code != 0:
-            return f"answered but exited with code {out.code}"
-        return None
+        return None  # the exit code has a rule of its own
 
 
 def evidence(sent: bytes, received: bytes, code: int | None, signal: int | None, stderr: str, ms: float) -> ConformanceEvidence:
@@ -204,8 +239,11 @@ class Kit:
         self.verdict(rule_id, description, "fail" if problem else "pass", problem or ok, probe)
 
     async def run(self) -> ConformanceReport:
-        with tempfile.TemporaryDirectory(prefix="waza-check-") as cwd:
-            base = base_request(self.target.config, cwd)
+        with tempfile.TemporaryDirectory(prefix="waza-check-") as root:
+            cwd = str(Path(root, "workspace"))
+            Path(cwd).mkdir()
+            prepare_workspace(self.target, Path(cwd))
+            base = base_request(self.target, cwd)
             minimal = await self.probe(base)
             self.expect_result("valid-result", "answers a minimal request with a valid result", minimal, "a valid result")
             self.exit_code(minimal)
@@ -223,7 +261,8 @@ class Kit:
             )
             await self.reports_errors()
             if self.target.worker:
-                await self.worker_rules(base)
+                fresh = [(base, minimal), (unicode_request(base), unicode), (future_request(base), future)]
+                await self.worker_rules(base, fresh)
         conforms = all(r.status == "pass" for r in self.rules if r.required)
         mode = "worker" if self.target.worker else "one-shot"
         return ConformanceReport(grader=self.target.name, argv=self.target.argv, mode=mode, conforms=conforms, rules=self.rules)
@@ -260,10 +299,10 @@ class Kit:
         self.verdict("stdout-clean", description, "pass", "one JSON document and nothing else", probe)
 
     async def deterministic(self, base: dict[str, Any], first: Probe) -> None:
-        description = "gives the same result for the same request (checked twice)"
+        description = "gives the same verdict for the same request (checked twice; details may differ)"
         second = await self.probe(base)
         try:
-            a, b = first.result().to_dict(), second.result().to_dict()
+            a, b = (dataclasses.replace(p.result(), details=None).to_dict() for p in (first, second))
         except GraderProtocolError as exc:
             self.verdict("deterministic", description, "warning", f"cannot compare: {exc}", first, second, required=False)
             return
@@ -274,18 +313,18 @@ class Kit:
             self.verdict("deterministic", description, "warning", f"results differ in {', '.join(diff)}", first, second, required=False)
 
     async def sparse(self, base: dict[str, Any]) -> None:
-        """Absent optional fields: a result, or an error the grader signals itself, never a crash or silence."""
+        """Absent optional fields: a result, or an ``{"error"}`` answer saying what is missing; never a crash."""
         description = "tolerates absent optional fields (hint, trajectory, cwd, metadata)"
         probe = await self.probe(sparse_request(base))
         problem = probe.failure()
+        refusal = refused(probe.outcome.stdout)
         if problem is None:
             self.verdict("optional-absent", description, "pass", "a valid result", probe)
-            return
-        signalled = self.signalled_error(probe)
-        if signalled:
-            self.verdict("optional-absent", description, "pass", f"signalled an error ({signalled}); allowed when it needs an absent field", probe)
+        elif refusal is not None:
+            self.verdict("optional-absent", description, "pass", f"answered {{\"error\": {refusal!r}}}: allowed when it needs an absent field", probe)
         else:
-            self.verdict("optional-absent", description, "fail", problem, probe)
+            tip = 'to refuse a request it cannot grade, a grader answers {"error": "why"}'
+            self.verdict("optional-absent", description, "fail", f"{problem}; {tip}", probe)
 
     async def reports_errors(self) -> None:
         description = "signals a request it cannot grade (non-zero exit or {\"error\": ...}), never silence"
@@ -300,20 +339,13 @@ class Kit:
             self.verdict("reports-errors", description, "fail", f"exited 0 without a result or an error: {reason}", probe)
 
     def signalled_error(self, probe: Probe) -> str | None:
-        """How the grader said it could not grade: a non-zero exit, or an ``{"error"}`` answer."""
+        """How the grader said it could not grade: an ``{"error"}`` answer or a non-zero exit."""
         out = probe.outcome
         if out.timed_out or out.signal is not None:
             return None
-        try:
-            value = orjson.loads(out.stdout)
-        except orjson.JSONDecodeError:
-            value = None
-        if isinstance(value, dict) and "error" in value:
-            try:
-                normalize_result(value)
-            except GraderProtocolError as exc:
-                if str(exc).startswith("grader reported an error"):
-                    return f"answered {{\"error\": {str(value['error'])[:60]!r}}}"
+        refusal = refused(out.stdout)
+        if refusal is not None:
+            return f"answered {{\"error\": {refusal[:60]!r}}}"
         if out.code:
             tail = out.stderr_tail.strip().splitlines()[-1:] or ["nothing on stderr"]
             return f"exit code {out.code}: {tail[0][:100]}"
@@ -321,13 +353,8 @@ class Kit:
 
     # ------------------------------------------------------------ worker rules
 
-    async def worker_rules(self, base: dict[str, Any]) -> None:
-        requests = [
-            {**base, "id": f"conformance-seq-{i}", "output": output}
-            for i, output in enumerate(["2 + 2 = 4", "I do not know", "four (4)"])
-        ]
-        alone = [await self.probe(r) for r in requests]
-        await self.in_order(requests, alone)
+    async def worker_rules(self, base: dict[str, Any], fresh: list[tuple[dict[str, Any], Probe]]) -> None:
+        await self.in_order(fresh)
         await self.after_reject(base)
         await self.exits_on_eof(base)
 
@@ -349,9 +376,11 @@ class Kit:
         code, signal = exit_parts(process.returncode)
         return problem, evidence(sent, b"".join(answers), code, signal, worker.stderr.text(), (time.perf_counter() - started) * 1000)
 
-    async def in_order(self, requests: list[dict[str, Any]], alone: list[Probe]) -> None:
+    async def in_order(self, fresh: list[tuple[dict[str, Any], Probe]]) -> None:
+        """Requests already answered by fresh processes, now all through one: the answers must not change."""
         description = "worker: answers several requests in order on one process, as a fresh process would"
-        lines = [orjson.dumps(r) + b"\n" for r in requests]
+        lines = [orjson.dumps(request) + b"\n" for request, _ in fresh]
+        alone = [probe for _, probe in fresh]
 
         async def body(worker: Worker, answers: list[bytes]) -> str | None:
             for n, (line, ref) in enumerate(zip(lines, alone, strict=True), start=1):
@@ -420,6 +449,17 @@ class Kit:
         self.rules.append(
             ConformanceRule(id=rule_id, description=description, required=True, status="fail" if problem else "pass", reason=problem or ok, evidence=[ev])
         )
+
+
+def refused(stdout: bytes) -> str | None:
+    """The reason in an ``{"error": "why"}`` answer (the protocol's refusal), or None."""
+    try:
+        normalize_result(_decoded(stdout))
+    except GraderProtocolError as exc:
+        prefix = "grader reported an error: "
+        if str(exc).startswith(prefix):
+            return str(exc)[len(prefix) :]
+    return None
 
 
 def _decoded(raw: bytes) -> Any:
