@@ -118,6 +118,9 @@ def plan_for(
     tasks, filtered = select(suite, options.task, options.tags)
     extra = build_specs(graders.grader or [], graders.grader_config, graders.grader_weight, graders.grader_timeout)
     require_graders(tasks, extra)
+    for spec in extra:
+        if any(spec.name == s.name for t in tasks for s in t.graders):
+            raise ConfigError(f"--grader {spec.name!r} has the name of a suite grader; name it with NAME=SPEC")
     for spec in [s for t in tasks for s in t.graders]:
         if spec.timeout is None:
             spec.timeout = graders.grader_timeout

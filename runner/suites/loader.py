@@ -88,9 +88,15 @@ def _metrics(doc: Located, raw: list[dict[str, Any]]) -> list[Metric]:
 
 
 def _task_files(doc: Located, here: Path) -> list[Path]:
+    """Task files the globs match, in a stable order; the suite's own files never count as tasks."""
+    own = {(here / name).resolve() for name in (EVAL_FILE, *TRIGGER_FILES)} | {Path(doc.source).resolve()}
     files: list[Path] = []
     for i, pattern in enumerate(doc.value["tasks"]):
-        matched = sorted(Path(p) for p in glob.glob(str(here / pattern), recursive=True) if Path(p).is_file())
+        matched = sorted(
+            Path(p)
+            for p in glob.glob(str(here / pattern), recursive=True)
+            if Path(p).is_file() and Path(p).resolve() not in own
+        )
         if not matched:
             raise doc.error(("tasks", i), f"{pattern!r} matches no task file (relative to {here})")
         files += [p for p in matched if p not in files]
