@@ -24,7 +24,7 @@ def test_example_suites_pass_check(name: str) -> None:
     summary = {
         "code-explainer": b"ok: 4 tasks, 28 graders, 3 metrics, 16 trigger prompts",
         "grader-showcase": b"ok: 6 tasks, 27 graders, 3 metrics",
-        "every-grader": b"ok: 9 tasks (1 disabled), 32 graders, 4 metrics, 6 trigger prompts",
+        "every-grader": b"ok: 10 tasks (1 disabled), 35 graders, 4 metrics, 6 trigger prompts",
     }[name]
     assert summary in done.stderr, done.stderr
 

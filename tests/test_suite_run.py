@@ -22,7 +22,7 @@ SUITES = Path(__file__).parent / "fixtures" / "suites"
 def run_suite(tmp: Path, suite: str, *args: str) -> tuple[int, dict[str, Any], list[dict[str, Any]], str]:
     """Run a suite; return the exit code, the result document, the JSONL lines and stderr (all schema-checked)."""
     doc, jsonl = tmp / "result.json", tmp / "trials.jsonl"
-    done = run_waza("run", SUITES / suite, "-o", jsonl, "--reporter", f"json:{doc}", "--no-progress", *args)
+    done = run_waza("run", SUITES / suite, "-o", jsonl, "--reporter", f"json:{doc}", "--no-progress", *args, cwd=tmp)
     assert done.returncode in (0, 1), done.stderr.decode()
     assert done.stdout == b""
     result = orjson.loads(doc.read_bytes())
@@ -155,12 +155,16 @@ def test_every_grader_type_judges_mock_trials(every: Any) -> None:
         "judged": "passed",
         "broken-limits": "failed",
         "agent-crash": "error",
+        "human-review": "pending",
     }
     kinds = {g["name"] for t in tasks.values() for trial in t["trials"] for g in trial["grades"]}
     assert {"languages", "no_errors", "answer_shape", "readme_exists", "readme_matches_snapshot", "changes", "listed_files",
             "constraints", "efficient", "workflow", "orchestration", "script_check", "grep_42", "judge", "multi_criteria",
-            "matches_reference", "expected_behavior", "expected_output_contains", "expected_output_contains_any"} <= kinds
+            "matches_reference", "reviewer", "calibration", "expected_behavior", "expected_output_contains",
+            "expected_output_contains_any"} <= kinds
     assert result["summary"]["disabled"] == ["disabled-task"]
+    assert result["summary"]["pending"] == 1  # pending is neither pass nor fail: not in missed
+    assert not any("human-review" in m for m in result["summary"]["missed"])
     crash = tasks["agent-crash"]["trials"][0]
     assert crash["errors"] == ["mock agent crashed on purpose"] and crash["status"] == "error"
     git = next(g for g in tasks["files"]["trials"][0]["grades"] if g["name"] == "changes")
@@ -174,6 +178,7 @@ def test_every_grader_type_judges_mock_trials(every: Any) -> None:
 
 def test_every_grader_metrics_and_trigger_errors(every: Any) -> None:
     _, result, _, stderr = every
+    assert metric(result, "grader_validation")["value"] == pytest.approx(31 / 33, abs=1e-6)  # the two pending grades are left out
     # task weights: broken-limits 0.5 fails, agent-crash 1.0 errors, seven others pass: 7 / 8.5
     assert metric(result, "task_completion")["value"] == pytest.approx(7 / 8.5, abs=1e-6)
     trig = result["triggers"]
@@ -192,7 +197,7 @@ def test_filters_parallel_workers_and_passing_exit(tmp_path: Path) -> None:
     assert code == 0, stderr
     assert sorted(t["id"] for t in result["tasks"]) == ["json-answer", "text-and-patterns", "tool-use"]
     assert result["summary"]["status"] == "passed" and result["summary"]["missed"] == []
-    assert sorted(result["summary"]["filtered"]) == ["agent-crash", "broken-limits", "external", "files", "judged", "skills"]
+    assert sorted(result["summary"]["filtered"]) == ["agent-crash", "broken-limits", "external", "files", "human-review", "judged", "skills"]
     assert metric(result, "trigger_accuracy")["value"] is None and metric(result, "trigger_accuracy")["pass"] is None
     assert len(lines) == 3
 
