@@ -44,6 +44,7 @@ JUDGE_KEYS = (
     "structured",
     "temperature",
     "max_tokens",
+    "reasoning_max_chars",
     "judge_timeout",
     "retries",
     "retry_backoff",

@@ -127,6 +127,14 @@ def check_reply(value: Any, schema: dict[str, Any], text: str) -> dict[str, Any]
     return value
 
 
+def _capped(schema: dict[str, Any], limit: int | None) -> dict[str, Any]:
+    """The schema sent to the judge, with the reasoning's length capped when asked (the reply check is not)."""
+    if limit is None or "reasoning" not in schema["properties"]:
+        return schema
+    properties = {**schema["properties"], "reasoning": {"type": "string", "maxLength": limit}}
+    return {**schema, "properties": properties}
+
+
 async def exchange(
     request: GraderRequest, instructions: str, schema: dict[str, Any], *, reference: str | None = None, json_reply: bool = True
 ) -> Exchange:
@@ -138,7 +146,7 @@ async def exchange(
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": "\n\n".join(p for p in (instructions, evidence, tail) if p)},
     ]
-    reply = await _judge.ask(settings, messages, schema if json_reply else None)
+    reply = await _judge.ask(settings, messages, _capped(schema, request.config.get("reasoning_max_chars")) if json_reply else None)
     details = reply.details(messages, settings)
     if not json_reply:
         return Exchange(reply={}, details=details, text=reply.text)

@@ -27,6 +27,8 @@ from .grader_specs import GraderSpec
 LLM_GRADERS = frozenset({"llm", "llm_comparison", "prompt"})
 #: Config keys that say where the judge is; choosing one on the command line drops all of them.
 DESTINATION_KEYS = frozenset({"judge", "base_url", "command", "model_path"})
+#: Small local models can repeat themselves until max_tokens; the grammar stops their reasoning here.
+LOCAL_REASONING_CHARS = 400
 
 
 @dataclass(slots=True)
@@ -111,6 +113,7 @@ class LocalJudgeRunner(GraderRunner):
         self._use = self.server.use()
         url = await self._use.__aenter__()
         config = {k: v for k, v in self.spec.config.items() if k not in ("judge", "model_path")}
+        config.setdefault("reasoning_max_chars", LOCAL_REASONING_CHARS)
         self.spec.config = {**config, "base_url": url, "model": MODEL_NAME}
         try:
             await self.inner.__aenter__()
