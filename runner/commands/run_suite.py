@@ -65,16 +65,23 @@ def register(app: typer.Typer) -> None:
         agent: AgentOptions,
         graders: GraderOptions,
     ) -> None:
-        adapter_given = ctx.get_parameter_source("adapter").name != "DEFAULT"
-        workers_given = ctx.get_parameter_source("concurrency").name != "DEFAULT"
-        options = RunOptions(task or [], tags or [], trials, parallel, workers, fail_fast, context_dir, keep_workspaces, triggers)
-        raise typer.Exit(
-            run(
-                lambda interrupt: _run(
-                    suite, command or [], options, agent, graders, output, reporter or [], progress, adapter_given, workers_given, interrupt
-                )
-            )
+        options = RunOptions(
+            task=task or [],
+            tags=tags or [],
+            trials=trials,
+            parallel=parallel,
+            workers=workers,
+            fail_fast=fail_fast,
+            context_dir=context_dir,
+            keep_workspaces=keep_workspaces,
+            triggers=triggers,
+            output=output,
+            reporters=reporter or [],
+            progress=progress,
+            adapter_given=ctx.get_parameter_source("adapter").name != "DEFAULT",
+            workers_given=ctx.get_parameter_source("concurrency").name != "DEFAULT",
         )
+        raise typer.Exit(run(lambda interrupt: _run(suite, command or [], options, agent, graders, interrupt)))
 
 
 @dataclass(slots=True)
@@ -90,6 +97,12 @@ class RunOptions:
     context_dir: Path | None
     keep_workspaces: bool
     triggers: bool
+    output: str
+    reporters: list[str]
+    progress: bool | None
+    #: Whether --adapter / -j were typed (they then win over the suite's executor / workers).
+    adapter_given: bool
+    workers_given: bool
 
 
 def resolve_agent(
@@ -104,17 +117,17 @@ def resolve_agent(
     if not command and cls.needs_command:
         command = suite.config.command
         if not command:
-            raise ConfigError(f"adapter {cls.name} needs an agent command: waza run SUITE -- AGENT [ARGS...], or config.command in eval.yaml")
+            raise ConfigError(
+                f"adapter {cls.name} needs an agent command: waza run SUITE -- AGENT [ARGS...], or config.command in eval.yaml"
+            )
     adapter, opts = agent.resolve(command)
     if suite.config.model and opts.model is None and "model" in adapter.options:
         opts.model = suite.config.model
     return adapter, command, opts
 
 
-def plan_for(
-    suite: Suite, command: list[str], options: RunOptions, agent: AgentOptions, graders: GraderOptions, adapter_given: bool, workers_given: bool
-) -> Plan:
-    adapter, command, opts = resolve_agent(suite, command, agent, adapter_given)
+def plan_for(suite: Suite, command: list[str], options: RunOptions, agent: AgentOptions, graders: GraderOptions) -> Plan:
+    adapter, command, opts = resolve_agent(suite, command, agent, options.adapter_given)
     tasks, filtered = select(suite, options.task, options.tags)
     extra = build_specs(graders.grader or [], graders.grader_config, graders.grader_weight, graders.grader_timeout)
     require_graders(tasks, extra)
@@ -125,10 +138,10 @@ def plan_for(
         if spec.timeout is None:
             spec.timeout = graders.grader_timeout
     config = suite.config
-    if options.workers is not None and workers_given and options.workers != agent.concurrency:
+    if options.workers is not None and options.workers_given and options.workers != agent.concurrency:
         raise ConfigError("-j/--concurrency and --workers are the same setting; give one")
     parallel = config.parallel if options.parallel is None else options.parallel
-    workers = options.workers or (agent.concurrency if workers_given else None)
+    workers = options.workers or (agent.concurrency if options.workers_given else None)
     if options.parallel is False:
         concurrency = 1  # --no-parallel wins over any worker count
     else:
@@ -161,24 +174,14 @@ def plan_for(
 
 
 async def _run(
-    suite_path: Path,
-    command: list[str],
-    options: RunOptions,
-    agent: AgentOptions,
-    graders: GraderOptions,
-    output: str,
-    reporter_specs: list[str],
-    progress_flag: bool | None,
-    adapter_given: bool,
-    workers_given: bool,
-    interrupt: Interrupt,
+    suite_path: Path, command: list[str], options: RunOptions, agent: AgentOptions, graders: GraderOptions, interrupt: Interrupt
 ) -> int:
     # Everything that can be wrong is found before any output is touched.
     suite = load_suite(suite_path, context_dir=options.context_dir)
-    plan = plan_for(suite, command, options, agent, graders, adapter_given, workers_given)
-    outputs = reporters.parse(reporter_specs, jsonl_on_stdout=output == "-")
-    progress = Progress(plan.total, enabled=wanted(progress_flag), label=suite.name)
-    writer = ResultWriter(output, progress=progress)
+    plan = plan_for(suite, command, options, agent, graders)
+    outputs = reporters.parse(options.reporters, jsonl_on_stdout=options.output == "-")
+    progress = Progress(plan.total, enabled=wanted(options.progress), label=suite.name)
+    writer = ResultWriter(options.output, progress=progress)
     record = document.RunRecord(
         adapter=plan.settings.adapter.name,
         model=plan.model,
@@ -186,7 +189,7 @@ async def _run(
         started=int(time.time() * 1000),
         filtered=plan.filtered,
     )
-    interrupt.summary = lambda: f"{writer.tally.total} of {plan.total} results written to {output}; no report written"
+    interrupt.summary = lambda: f"{writer.tally.total} of {plan.total} results written to {options.output}; no report written"
     try:
         await execute(plan, writer, record)
     finally:

@@ -11,6 +11,7 @@ computed from what the suite contains.
 from __future__ import annotations
 
 import glob
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,7 @@ def _config(doc: Located, raw: dict[str, Any], here: Path) -> SuiteConfig:
             raise doc.error(("config", "executor"), exc.message) from None
     command = raw.get("command")
     if command is not None:
-        argv = command.split() if isinstance(command, str) else list(command)
+        argv = shlex.split(command) if isinstance(command, str) else list(command)
         if "/" in argv[0] and not Path(argv[0]).is_absolute():
             argv[0] = str((here / argv[0]).resolve())
         config.command = argv

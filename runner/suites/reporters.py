@@ -179,10 +179,7 @@ def to_markdown(result: SuiteResult) -> bytes:
         )
         wrong = [c for c in r.cases if not c.correct]
         if wrong:
-            rows = [
-                (c.prompt, "yes" if c.should_trigger else "no", c.confidence, "error" if c.triggered is None else ("yes" if c.triggered else "no"), c.error or c.reason)
-                for c in wrong
-            ]
+            rows = [(c.prompt, _yes(c.should_trigger), c.confidence, _yes(c.triggered), c.error or c.reason) for c in wrong]
             out.append(table(["prompt", "should trigger", "confidence", "triggered", "note"], rows))
     return ("\n".join(out).rstrip("\n") + "\n").encode()
 
@@ -192,6 +189,10 @@ def _bullet(text: str, limit: int = 300) -> str:
     line = " ".join(text.split())
     line = line if len(line) <= limit else line[: limit - 1] + "…"
     return line.replace("<", "&lt;")
+
+
+def _yes(value: bool | None) -> str:
+    return "error" if value is None else ("yes" if value else "no")
 
 
 def _verdict(passed: bool | None, enabled: bool) -> str:
