@@ -26,7 +26,7 @@ from waza.protocol.suite_records import SuiteResult, SuiteTask
 
 from ..markdown import cell, num, table
 
-KINDS = ("json", "junit", "markdown", "md")
+KINDS = ("json", "junit", "markdown")
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
@@ -205,5 +205,4 @@ RENDERERS: dict[str, Callable[[SuiteResult], bytes]] = {
     "json": to_json,
     "junit": to_junit,
     "markdown": to_markdown,
-    "md": to_markdown,
 }
