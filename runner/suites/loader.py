@@ -104,8 +104,16 @@ def _task_files(doc: Located, here: Path) -> list[Path]:
     return files
 
 
+def shown(path: Path) -> str:
+    """How a file is named in messages: relative to the current directory when it is below it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def _task(path: Path, fixtures_root: Path, suite: Suite) -> Task:
-    doc = load_yaml(path)
+    doc = load_yaml(path, shown(path))
     validate.check(doc, "eval-task")
     raw: dict[str, Any] = doc.value
     clash = next((t.file for t in suite.tasks if t.id == raw["id"]), None)
@@ -171,7 +179,7 @@ def _triggers(here: Path, skill: str | None) -> TriggerTests | None:
     path = next((here / name for name in TRIGGER_FILES if (here / name).is_file()), None)
     if path is None:
         return None
-    doc = load_yaml(path)
+    doc = load_yaml(path, shown(path))
     validate.check(doc, "trigger-tests")
     raw = doc.value
     if skill is not None and raw["skill"] != skill:
