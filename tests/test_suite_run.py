@@ -229,3 +229,28 @@ def test_trials_keep_workspaces_and_any_adapter(tmp_path: Path) -> None:
     for ws in workspaces:
         assert sorted(p.name for p in Path(ws).iterdir()) == ["answer.txt", "sample.py"]
     assert "files: sample.py" in trials[0]["output"]
+
+
+def test_report_on_stdout_and_a_task_timeout_is_an_error(tmp_path: Path) -> None:
+    """An agent past its task's timeout_seconds makes that trial an error; the document can go to stdout."""
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "eval.yaml").write_text(
+        "name: slow\nconfig:\n  command: ['./agent.py']\ngraders:\n  - type: text\n    config: {contains: [done]}\ntasks: ['tasks/*.yaml']\n"
+    )
+    (tmp_path / "tasks" / "slow.yaml").write_text("id: slow\ntimeout_seconds: 1\ninputs:\n  prompt: 'take your time'\n")
+    (tmp_path / "tasks" / "quick.yaml").write_text("id: quick\ninputs:\n  prompt: 'be quick'\n")
+    executable(
+        tmp_path / "agent.py",
+        f"#!{sys.executable}\nimport sys, time\nprompt = sys.stdin.read()\nif 'time' in prompt:\n    time.sleep(30)\nprint('done')\n",
+    )
+    jsonl = tmp_path / "trials.jsonl"
+    done = run_waza("run", tmp_path, "--adapter", "exec", "-o", jsonl, "--reporter", "json:-", "--reporter", f"markdown:{tmp_path / 'r.md'}")
+    assert done.returncode == 1
+    result = orjson.loads(done.stdout)
+    assert errors("SuiteResult", result) == []
+    statuses = {t["id"]: t["status"] for t in result["tasks"]}
+    assert statuses == {"quick": "passed", "slow": "error"}
+    slow = by_id(result)["slow"]["trials"][0]
+    assert slow["exit"]["timedOut"] is True and "timed out" in slow["errors"][0]
+    assert [line["id"] for line in read_jsonl(jsonl)] == ["quick", "slow"]  # task files in sorted order, one worker
+    assert "task slow error" in (tmp_path / "r.md").read_text()
