@@ -39,8 +39,7 @@ EXAMPLE = Example(
 )
 
 
-def check_config(config: dict) -> None:
-    _judging.check_judge_config(config)
+check_config = _judging.check_judge_config
 
 
 async def grade(request: GraderRequest) -> GraderResult:
