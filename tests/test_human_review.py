@@ -1,13 +1,21 @@
-"""The human graders and `waza review` end to end: queue, label, grade again, calibrate."""
+"""The human graders and `waza review` end to end (queue, label, grade again, calibrate), and the worked
+examples of the LLM and human graders."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import orjson
+import pytest
 
+from waza.graders import load
+from waza.protocol.records import GraderRequest
 from waza.protocol.schemas import errors
+from waza.runner.grader_runners import make_runner
+from waza.runner.grader_specs import GraderSpec
 
 from .conftest import read_jsonl, run_waza, write_jsonl
 
@@ -103,3 +111,23 @@ def test_review_rejects_what_it_cannot_use(tmp_path):
         proc = run_waza("review", "--label", bad, cwd=tmp_path)
         assert proc.returncode == 2 and message in proc.stderr.decode()
     assert not (tmp_path / "waza-labels.jsonl").exists()
+
+
+@pytest.mark.parametrize("name", ["llm", "llm_comparison", "prompt", "human", "human_calibration"])
+def test_worked_example_gives_its_documented_result_in_process_and_standalone(tmp_path, monkeypatch, name):
+    """The examples `waza graders show` prints (the LLM ones judged by a command) do what they say."""
+    monkeypatch.chdir(tmp_path)
+    example = load(name).EXAMPLE
+    runner = make_runner(GraderSpec(name=name, kind="builtin", target=name, config=example.config))
+    inside = anyio.run(runner.grade, GraderRequest(**example.request))
+    proc = subprocess.run(
+        [sys.executable, "-m", f"waza.graders.{name}"], input=orjson.dumps({**example.request, "config": example.config}),
+        capture_output=True, cwd=tmp_path, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    outside = orjson.loads(proc.stdout)
+    assert errors("GraderResult", outside) == []
+    for key, value in example.result.items():
+        assert outside[key] == value and inside.to_dict()[key] == value
+    if name.startswith("human"):
+        assert len(read_jsonl(tmp_path / "review.jsonl")) == 2
