@@ -51,7 +51,26 @@ def describe(err: ValidationError) -> tuple[PathKey, str]:
         if extra:
             allowed = ", ".join(sorted(known)) or "none"
             return (*path, extra[0]), f"unknown key {extra[0]!r} (allowed here: {allowed})"
+    if err.validator == "type":
+        wanted = err.validator_value if isinstance(err.validator_value, str) else " or ".join(err.validator_value)
+        return path, f"must be {_article(wanted)}, got {_kind(err.instance)}"
     if err.validator == "enum":
         allowed = ", ".join(map(repr, err.validator_value))
         return path, f"must be one of {allowed}, got {err.instance!r}"
     return path, err.message
+
+
+def _article(kind: str) -> str:
+    return {"object": "a mapping", "array": "a list"}.get(kind, f"a {kind}" if kind[0] not in "aeiou" else f"an {kind}")
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing (an empty value)"
+    if isinstance(value, bool):
+        return f"{str(value).lower()}"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"{type(value).__name__} {value!r}"
