@@ -29,15 +29,15 @@ import anyio.abc
 import structlog
 
 from waza.protocol.errors import ConfigError
-from waza.protocol.process import Tail, drain, exit_parts, reap, spawn
+from waza.protocol.process import Tail, drain, exit_parts, kill_group, reap, spawn
 from waza.protocol.records import Exit, StopReason
 from waza.protocol.trajectory import RawUpdate, TrajectoryBuilder
 
 from . import acp_rawlog
 from .acp_mcp import mcp_servers
 from .acp_permissions import PermissionPolicy
-from .acp_rpc import AUTH_REQUIRED, INVALID_PARAMS, ConnectionLost, Pending, RpcConnection, RpcError
-from .acp_session import ClientSession, check_params
+from .acp_rpc import AUTH_REQUIRED, INVALID_PARAMS, METHOD_NOT_FOUND, ConnectionLost, Pending, RpcConnection, RpcError
+from .acp_session import CLIENT_METHODS, ClientSession, check_params
 from .acp_updates import prompt_usage, update_events
 from .base import Adapter, AdapterOptions, AgentRun, AgentTask
 
@@ -156,6 +156,7 @@ class AcpAdapter(Adapter):
         self._agent = agent = _Agent(process, rpc)
         self._tg.start_soon(rpc.serve, process.stdout)
         self._tg.start_soon(drain, process.stderr, self._stderr)
+        self._tg.start_soon(self._end_group_on_exit, process)
         log.debug("agent started", pid=pid, command=self.command)
         reply = await self._request(agent, "initialize", {
             "protocolVersion": PROTOCOL_VERSION,
@@ -174,6 +175,17 @@ class AcpAdapter(Adapter):
                 raise AgentFault(f"--auth-method {method!r} is not offered by the agent (offered: {offered})")
             await self._request(agent, "authenticate", {"methodId": method})
         return agent
+
+    @staticmethod
+    async def _end_group_on_exit(process: anyio.abc.Process) -> None:
+        """When the agent exits, its process group goes too.
+
+        A child it left running may hold the agent's stdout open, and then the
+        end of stdout (how an exit is noticed) would never come: the prompt would
+        wait for its timeout, and the child would outlive the agent.
+        """
+        await process.wait()
+        kill_group(process)
 
     async def _stop_agent(self, exiting: bool = False) -> int | None:
         """Kill the agent's process group; with ``exiting``, first give it a moment to exit on its own.
@@ -222,10 +234,14 @@ class AcpAdapter(Adapter):
             session.deliver(session_id, [RawUpdate(method, params)])
 
     async def _on_request(self, method: str, params: Any) -> Any:
-        params = check_params(params)
         session = self._session
         if session is not None:
             await session.ready.wait()
+        if method not in CLIENT_METHODS:
+            if session is not None:
+                session.record_unknown(method, params)
+            raise RpcError(METHOD_NOT_FOUND, f"waza does not implement {method}")
+        params = check_params(params)
         if session is None or session.session_id is None or params.get("sessionId") != session.session_id:
             raise RpcError(INVALID_PARAMS, f"unknown session {params.get('sessionId')!r}")
         return await session.handle(method, params)

@@ -82,6 +82,14 @@ class Pending:
             self.done.set()
 
 
+def _is_error(error: Any) -> bool:
+    """Whether a response's ``error`` is a JSON-RPC error object (anything else is a protocol fault)."""
+    if not isinstance(error, dict):
+        return False
+    code = error.get("code")
+    return isinstance(code, int) and not isinstance(code, bool) and isinstance(error.get("message"), str)
+
+
 class RpcConnection:
     """One JSON-RPC peer: requests out, responses matched by id, requests and notifications in."""
 
@@ -186,16 +194,16 @@ class RpcConnection:
             return None
         if "id" not in message or ("result" in message) == ("error" in message):
             return "a response needs an 'id' and exactly one of 'result' or 'error'"
+        error = message.get("error")
+        if "error" in message and not _is_error(error):
+            return f"'error' is not an object with an integer 'code' and a string 'message': {error!r:.200}"
         pending = self._pending.pop(message["id"], None) if isinstance(message["id"], int) else None
         if pending is None:
             return None  # a late answer to a request we gave up on
-        error = message.get("error")
-        if error is None:
-            pending.settle(message.get("result"))
-        elif isinstance(error, dict):
-            pending.settle(error=RpcError(int(error.get("code") or 0), str(error.get("message") or ""), error.get("data")))
+        if "result" in message:
+            pending.settle(message["result"])
         else:
-            return "'error' is not an object"
+            pending.settle(error=RpcError(error["code"], error["message"], error.get("data")))
         return None
 
     async def _answer(self, rid: Any, method: str, params: Any) -> None:

@@ -19,8 +19,15 @@ from waza.protocol.trajectory import Event, PermissionStep, RawUpdate, Trajector
 
 from . import acp_fs
 from .acp_permissions import PermissionPolicy
-from .acp_rpc import INVALID_PARAMS, METHOD_NOT_FOUND, Pending, RpcError, Spawn
+from .acp_rpc import INVALID_PARAMS, Pending, RpcError, Spawn
 from .acp_terminals import Terminals
+
+#: The client methods waza serves; any other request is answered "method not found" (-32601)
+#: whatever its params, recorded, and the prompt goes on: the agent decides what to do without it.
+CLIENT_METHODS = frozenset({
+    "session/request_permission", "fs/read_text_file", "fs/write_text_file", "terminal/create",
+    "terminal/output", "terminal/wait_for_exit", "terminal/kill", "terminal/release",
+})
 
 # What of a call's params and result goes into the trajectory (file contents and full output stay out).
 _PARAMS_KEPT = ("path", "line", "limit", "command", "args", "cwd", "outputByteLimit", "terminalId")
@@ -90,10 +97,7 @@ class ClientSession:
         """Serve one request from the agent; RpcError for a refusal (recorded all the same)."""
         if method == "session/request_permission":
             return self._permission(params)
-        handler = self._methods.get(method)
-        if handler is None:
-            self.recorder.emit(RawUpdate(method, {"params": params, "error": "method not supported by waza"}))
-            raise RpcError(METHOD_NOT_FOUND, f"waza does not implement {method}")
+        handler = self._methods[method]
         try:
             result = await handler(params)
         except RpcError as exc:
@@ -105,6 +109,10 @@ class ClientSession:
         if method != "terminal/output":  # polled often; its errors are still recorded above
             self.recorder.emit(RawUpdate(method, record))
         return result
+
+    def record_unknown(self, method: str, params: Any) -> None:
+        """A call to a method waza does not serve, kept in the trajectory (its answer is "method not found")."""
+        self.recorder.emit(RawUpdate(method, {"params": params, "error": "method not supported by waza"}))
 
     def _permission(self, params: dict[str, Any]) -> dict[str, Any]:
         response, decision = self.policy.answer(params, cancelling=self.cancelling)
