@@ -149,6 +149,8 @@ CASES = [
         "eval.yaml:10",
         "no enabled task has one",
     ),
+    ("wrong type", GOOD_EVAL.replace("executor: mock", "executor: mock\n      trials_per_task: '3'"), GOOD_TASK, "eval.yaml:4", "must be an integer, got str '3'"),
+    ("empty task file", GOOD_EVAL, "", "one.yaml:1", "must be a mapping, got nothing"),
     ("glob matching nothing", GOOD_EVAL.replace("tasks/*.yaml", "missing/*.yaml"), GOOD_TASK, "eval.yaml:8", "matches no task file"),
     ("unknown executor", GOOD_EVAL.replace("executor: mock", "executor: copilot-sdk"), GOOD_TASK, "eval.yaml:3", "unknown adapter 'copilot-sdk'"),
     ("fixture climbing out", GOOD_EVAL, GOOD_TASK.replace("path: a.txt", "path: ../eval.yaml"), "one.yaml:5", "climbs out"),
