@@ -107,6 +107,7 @@ CASES = [
         "eval.yaml:5",
         "unknown built-in grader 'telepathy'",
     ),
+    ("hint grader", GOOD_EVAL.replace("type: code", "type: hint"), GOOD_TASK, "eval.yaml:5", "use expected.output_contains"),
     (
         "unknown grader config key",
         GOOD_EVAL,

@@ -50,6 +50,8 @@ def build(doc: Located, where: PathKey, raw: dict[str, Any], roots: Roots) -> Gr
         load_builtin(kind)
     except ConfigError as exc:
         raise doc.error((*where, "type"), exc.message) from None
+    if canonical(kind) == "hint":
+        raise doc.error((*where, "type"), "the hint grader needs a prompt's hint, which suite tasks do not have; use expected.output_contains")
     config = dict(raw.get("config") or {})
     for key in FOLDED:
         if key in raw:
