@@ -249,3 +249,14 @@ def test_schema_files_are_published_and_strict() -> None:
         assert name in files
     for name in ("eval-suite", "eval-task", "trigger-tests"):
         assert schemas.load(name)["additionalProperties"] is False
+
+
+def test_fixture_symlink_leading_outside_the_root_is_rejected(tmp_path: Path) -> None:
+    outside = tmp_path / "secret.txt"
+    outside.write_text("not for the agent\n")
+    path = write_suite(tmp_path / "suite", GOOD_EVAL, {"one.yaml": GOOD_TASK.replace("a.txt", "link.txt")})
+    (tmp_path / "suite" / "fixtures" / "link.txt").symlink_to(outside)
+    with pytest.raises(ConfigError) as caught:
+        load_suite(path)
+    message = str(caught.value)
+    assert "one.yaml:5: field 'inputs.files[0].path'" in message and "outside" in message
