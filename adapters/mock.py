@@ -112,6 +112,8 @@ def _check_step(i: int, action: str, raw: dict[str, Any]) -> None:
         raise ScriptError(i, "content", "a write step needs string content")
     if action == "tool" and raw.get("status", "completed") not in ("completed", "failed"):
         raise ScriptError(i, "status", "must be completed or failed")
+    if action == "tool" and not isinstance(raw.get("kind", ""), str):
+        raise ScriptError(i, "kind", "must be a string (read, edit, execute, ...)")
 
 
 def relative_problem(path: str) -> str | None:
