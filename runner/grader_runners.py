@@ -207,11 +207,8 @@ def build_runners(
     ``judge`` (the --judge-* options) is merged into the LLM graders' configs first.
     """
     from .grader_specs import build_specs
-    from .judges import apply, local_runners, pass_api_key
+    from .judges import apply, finish
 
     specs = build_specs(graders or [], configs, weights, timeout)
     apply(specs, judge)
-    runners = [make_runner(s, isolate=isolate) for s in specs]
-    for runner in runners:
-        pass_api_key(runner)
-    return local_runners(runners)
+    return [finish(make_runner(s, isolate=isolate)) for s in specs]

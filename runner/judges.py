@@ -132,16 +132,16 @@ class LocalJudgeRunner(GraderRunner):
         return await self.inner.grade(request)
 
 
-def local_runners(runners: list[GraderRunner]) -> list[GraderRunner]:
-    """Wrap the graders that asked for ``judge: local`` around one shared server (model checked now)."""
-    wanted = [r for r in runners if is_llm(r.spec) and r.spec.config.get("judge") == "local"]
-    if not wanted:
-        return runners
+def finish(runner: GraderRunner) -> GraderRunner:
+    """An LLM grader's runner made ready: its API key passed through, the local judge wrapped around it.
+
+    Local judges with the same model share one server (``local_model.shared``);
+    the model file is checked here, before anything runs.
+    """
+    pass_api_key(runner)
+    if not (is_llm(runner.spec) and runner.spec.config.get("judge") == "local"):
+        return runner
     from .local_model import resolve_model, shared
 
-    paths = {r.spec.config.get("model_path") for r in wanted}
-    if len(paths) > 1:
-        raise ConfigError("LLM graders ask for different local models; one run serves one model_path")
-    (path,) = paths
-    server = shared(resolve_model(Path(path) if path else None))
-    return [LocalJudgeRunner(r, server) if r in wanted else r for r in runners]
+    path = runner.spec.config.get("model_path")
+    return LocalJudgeRunner(runner, shared(resolve_model(Path(path) if path else None)))

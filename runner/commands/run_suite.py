@@ -16,6 +16,7 @@ from waza.protocol.errors import ConfigError
 
 from ..cli_options import OUTPUT, AgentOptions, GraderOptions, opt, with_groups
 from ..grader_specs import build_specs
+from ..judges import apply as apply_judge
 from ..outputs import ResultWriter
 from ..pipeline import Settings, Workspaces
 from ..progress import Progress, wanted
@@ -137,6 +138,7 @@ def plan_for(suite: Suite, command: list[str], options: RunOptions, agent: Agent
     for spec in [s for t in tasks for s in t.graders]:
         if spec.timeout is None:
             spec.timeout = graders.grader_timeout
+    apply_judge([*extra, *(s for t in tasks for s in t.graders)], graders.judge_choice())
     config = suite.config
     if options.workers is not None and options.workers_given and options.workers != agent.concurrency:
         raise ConfigError("-j/--concurrency and --workers are the same setting; give one")

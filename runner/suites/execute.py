@@ -24,6 +24,7 @@ from waza.protocol.records import CaptureResult, PromptCase
 
 from ..commands.capture import entered
 from ..grader_runners import GraderRunner, make_runner
+from ..judges import finish as finish_judge
 from ..grader_specs import GraderSpec
 from ..outputs import ResultWriter
 from ..pipeline import Settings, WorkItem, run_items
@@ -99,7 +100,7 @@ class _Runners:
     def get(self, spec: GraderSpec) -> GraderRunner:
         key = orjson.dumps([spec.name, spec.kind, spec.target, spec.argv, spec.func, spec.config, spec.weight, spec.timeout])
         if key not in self.by_key:
-            self.by_key[key] = make_runner(spec, isolate=self.isolate)
+            self.by_key[key] = finish_judge(make_runner(spec, isolate=self.isolate))
         return self.by_key[key]
 
 
