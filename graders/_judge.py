@@ -33,23 +33,6 @@ import orjson
 
 from waza.protocol.process import run_once
 
-#: Keys every LLM grader's config accepts for choosing and tuning its judge.
-JUDGE_KEYS = (
-    "judge",
-    "base_url",
-    "model",
-    "api_key_env",
-    "command",
-    "model_path",
-    "structured",
-    "temperature",
-    "max_tokens",
-    "reasoning_max_chars",
-    "judge_timeout",
-    "retries",
-    "retry_backoff",
-)
-
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 

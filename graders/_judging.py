@@ -28,7 +28,6 @@ from . import _judge, _rubric
 from ._judge import JudgeError, JudgeSettings
 from ._rubric import Rubric
 
-TRAJECTORY_MODES = ("none", "tools", "full")
 DEFAULT_THRESHOLD = 0.75
 TEXT_LIMIT = 8000
 STEP_LIMIT = 80
