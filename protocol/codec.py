@@ -119,6 +119,22 @@ def _decoder(tp: Any) -> Decoder:
     if origin in (Union, types.UnionType):
         members = [_decoder(a) for a in get_args(tp)]
         expected = _type_name(tp)
+        if type(None) in get_args(tp):
+            # The common ``X | None``: no member turns a null into anything but null, so null
+            # needs no trial decoding; everything else tries the members in order as below.
+            members = [m for a, m in zip(get_args(tp), members, strict=True) if a is not type(None)]
+
+            def optional(v: Any, p: str) -> Any:
+                if v is None:
+                    return None
+                for member in members:
+                    try:
+                        return member(v, p)
+                    except RecordError:
+                        continue
+                raise RecordError(p, f"must be {expected}, got {_describe(v)}")
+
+            return optional
 
         def union(v: Any, p: str) -> Any:
             for member in members:
@@ -139,7 +155,13 @@ def _decoder(tp: Any) -> Decoder:
                 raise RecordError(p, f"must be an array, got {_describe(v)}")
             if passthrough_items:
                 return v
-            return [item(x, _pathjoin(p, i)) for i, x in enumerate(v)]
+            out = []
+            for i, x in enumerate(v):
+                try:
+                    out.append(item(x, ""))
+                except RecordError as exc:
+                    raise _within(exc, p, i) from None
+            return out
 
         return lst
     if origin is dict:
@@ -152,7 +174,13 @@ def _decoder(tp: Any) -> Decoder:
                 raise RecordError(p, f"must be an object, got {_describe(v)}")
             if passthrough_vals:
                 return v
-            return {k: val(x, _pathjoin(p, k)) for k, x in v.items()}
+            out = {}
+            for k, x in v.items():
+                try:
+                    out[k] = val(x, "")
+                except RecordError as exc:
+                    raise _within(exc, p, k) from None
+            return out
 
         return dct
     if tp is type(None):
@@ -223,10 +251,23 @@ def _encoder(tp: Any) -> Encoder | None:
             return {k: enc(x) for k, x in v.items()}
         return v
 
+    args = get_args(tp)
+    if get_origin(tp) is list and len(args) == 1 and isinstance(args[0], type) and issubclass(args[0], Record):
+        # list[SomeRecord], the common nested shape: one call per item instead of a walk
+        return lambda v: [x.to_dict() if isinstance(x, Record) else enc(x) for x in v]
     return enc
 
 
 class _Codec:
+    """One record class's decoder and encoder, generated as straight-line Python once per class.
+
+    Decoding and encoding run once or more per record on the hot path (every
+    result read, graded and written), so instead of looping over field
+    descriptors per call, each class gets a function with one statement per
+    field, the way ``dataclasses`` builds ``__init__``. Paths for error
+    messages are only built when there is an error.
+    """
+
     def __init__(self, cls: type[Record]) -> None:
         self.cls = cls
         hints = get_type_hints(cls)
@@ -238,39 +279,114 @@ class _Codec:
             tp = hints[f.name]
             self.fields.append((f.name, json_name(f), tp, required, _decoder(tp), _encoder(tp)))
         self.known = {j for _, j, *_ in self.fields} | set(cls._aliases)
+        self.decode: Callable[[Any, str], Record] = self._compile_decoder()
+        self.encode: Callable[[Record], dict[str, Any]] = self._compile_encoder()
+        cls.to_dict = self.encode  # type: ignore[method-assign]  # later calls skip the lookup
 
-    def decode(self, data: Any, path: str) -> Record:
+    def _compile_decoder(self) -> Callable[[Any, str], Record]:
         cls = self.cls
-        if not isinstance(data, dict):
-            raise RecordError(path, f"must be an object, got {_describe(data)}")
-        for old, new in cls._aliases.items():
-            if old in data and new not in data:
-                data = {**data, new: data[old]}
-        kwargs: dict[str, Any] = {}
-        for name, jname, _, required, dec, _ in self.fields:
-            if jname in data:
-                kwargs[name] = dec(data[jname], _pathjoin(path, jname))
-            elif required:
-                raise RecordError(_pathjoin(path, jname), "is required")
-        unknown = [k for k in data if k not in self.known]
-        if unknown:
-            if cls._passthrough is None:
-                raise RecordError(_pathjoin(path, unknown[0]), "is not a known field")
-            kwargs[cls._passthrough] = {k: data[k] for k in unknown}
-        return cls(**kwargs)
+        env: dict[str, Any] = {"cls": cls, "RecordError": RecordError, "_describe": _describe, "_pathjoin": _pathjoin,
+                               "_within": _within, "known": self.known, "aliases": cls._aliases}
+        body = [
+            "def decode(data, path):",
+            "    if type(data) is not dict and not isinstance(data, dict):",
+            "        raise RecordError(path, f'must be an object, got {_describe(data)}')",
+        ]
+        if cls._aliases:
+            body += [
+                "    for old, new in aliases.items():",
+                "        if old in data and new not in data:",
+                "            data = {**data, new: data[old]}",
+            ]
+        body += ["    kwargs = {}", "    seen = 0"]
+        for i, (name, jname, tp, required, _dec, _) in enumerate(self.fields):
+            env[f"dec{i}"] = _dec
+            body += [f"    if {jname!r} in data:", "        seen += 1"]
+            fast = _fast_check(tp)
+            if tp is Any:
+                body.append(f"        kwargs[{name!r}] = data[{jname!r}]")
+            elif fast:  # plain JSON values pass an inline check; anything else meets the full decoder
+                body += [
+                    f"        v = data[{jname!r}]",
+                    f"        if {fast}:",
+                    f"            kwargs[{name!r}] = v",
+                    "        else:",
+                    "            try:",
+                    f"                kwargs[{name!r}] = dec{i}(v, '')",
+                    "            except RecordError as exc:",
+                    f"                raise _within(exc, path, {jname!r}) from None",
+                ]
+            else:
+                body += [
+                    "        try:",
+                    f"            kwargs[{name!r}] = dec{i}(data[{jname!r}], '')",
+                    "        except RecordError as exc:",
+                    f"            raise _within(exc, path, {jname!r}) from None",
+                ]
+            if required:
+                body += ["    else:", f"        raise RecordError(_pathjoin(path, {jname!r}), 'is required')"]
+        body += [
+            "    if seen != len(data):",
+            "        unknown = [k for k in data if k not in known]",
+            "        if unknown:",
+        ]
+        if cls._passthrough is None:
+            body.append("            raise RecordError(_pathjoin(path, unknown[0]), 'is not a known field')")
+        else:
+            body.append(f"            kwargs[{cls._passthrough!r}] = {{k: data[k] for k in unknown}}")
+        body.append("    return cls(**kwargs)")
+        exec("\n".join(body), env)  # noqa: S102 - generated from the class's own field names
+        return env["decode"]  # type: ignore[no-any-return]
 
-    def encode(self, obj: Record) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        omit_none = self.cls._omit_none
-        for name, jname, _, _, _, enc in self.fields:
-            v = getattr(obj, name)
-            if v is None and omit_none:
-                continue
-            out[jname] = enc(v) if enc is not None and v is not None else v
-        if self.cls._passthrough:
-            for k, v in getattr(obj, self.cls._passthrough).items():
-                out.setdefault(k, v)
-        return out
+    def _compile_encoder(self) -> Callable[[Record], dict[str, Any]]:
+        cls = self.cls
+        env: dict[str, Any] = {"cls": cls, "_codec_for": _codec_for}
+        body = [
+            "def encode(obj):",
+            "    if type(obj) is not cls:",  # a subclass inherits this method, not these fields
+            "        return _codec_for(type(obj)).encode(obj)",
+            "    out = {}",
+        ]
+        for i, (name, jname, _, _, _, enc) in enumerate(self.fields):
+            value = f"obj.{name}"
+            if enc is not None:
+                env[f"enc{i}"] = enc
+                body += [f"    v = {value}", f"    v = None if v is None else enc{i}(v)"]
+                value = "v"
+            if cls._omit_none:
+                if enc is None:
+                    body.append(f"    v = {value}")
+                body += ["    if v is not None:", f"        out[{jname!r}] = v"]
+            else:
+                body.append(f"    out[{jname!r}] = {value}")
+        if cls._passthrough:
+            body += [f"    for k, v in obj.{cls._passthrough}.items():", "        out.setdefault(k, v)"]
+        body.append("    return out")
+        exec("\n".join(body), env)  # noqa: S102 - generated from the class's own field names
+        return env["encode"]  # type: ignore[no-any-return]
+
+
+_FAST = {str: "type(v) is str", bool: "type(v) is bool", int: "type(v) is int", float: "type(v) is float or type(v) is int"}
+
+
+def _fast_check(tp: Any) -> str | None:
+    """An inline expression that is true only for values the type's decoder returns unchanged."""
+    if tp in _FAST:
+        return _FAST[tp]
+    if get_origin(tp) in (Union, types.UnionType):
+        args = get_args(tp)
+        rest = [a for a in args if a is not type(None)]
+        if len(args) == 2 and len(rest) == 1 and rest[0] in _FAST:
+            return f"v is None or {_FAST[rest[0]]}"
+    return None
+
+
+def _within(exc: RecordError, path: str, key: str | int) -> RecordError:
+    """An error found inside ``key`` (its path relative to it), re-rooted at ``path``."""
+    where = _pathjoin(path, key)
+    if exc.path:
+        where += exc.path if exc.path.startswith("[") else f".{exc.path}"
+    return RecordError(where, exc.message)
 
 
 # ---------------------------------------------------------------- JSON Schema

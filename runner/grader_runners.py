@@ -54,7 +54,12 @@ class GraderRunner:
         return None
 
     def request(self, request: GraderRequest) -> GraderRequest:
-        """This grader's view of a request (graders of one result share the base request)."""
+        """This grader's view of a request (graders of one result share the base request).
+
+        The copy is skipped when the config already matches (the usual case: a
+        grader with no config), as it is a fifth of the per-result cost of an in-process grader."""
+        if request.config == self.spec.config:
+            return request
         return dataclasses.replace(request, config=self.spec.config)
 
     async def grade(self, request: GraderRequest) -> Grade:
