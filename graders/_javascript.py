@@ -34,8 +34,12 @@ process.stdin.on('end', () => {
   const results = [];
   for (const text of req.assertions) {
     try {
-      const value = vm.runInContext('(' + text + '\n)', ctx, { timeout: ms, filename: 'assertion' });
-      results.push({ pass: !!value, error: null });
+      // Truthiness is decided inside the context (under the timeout); a Promise is truthy but decides nothing.
+      const value = vm.runInContext(
+        '((v) => (v !== null && (typeof v === "object" || typeof v === "function") && typeof v.then === "function") ? "promise" : !!v)((' + text + '\n))',
+        ctx, { timeout: ms, filename: 'assertion' });
+      if (value === 'promise') results.push({ pass: false, error: 'assertion returned a Promise; assertions must be synchronous' });
+      else results.push({ pass: value === true, error: null });
     } catch (err) {
       let message = 'error';
       try {

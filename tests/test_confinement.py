@@ -52,6 +52,10 @@ def runtime_escapes(marker: Path) -> dict[str, dict[str, Any]]:
                 f"Object.getPrototypeOf(output).constructor.constructor(\"require('fs').writeFileSync('{marker}', 'x')\")()",
             ]},
             "js-loop": {"language": "javascript", "assertions": ["(() => { while (true) {} })()"], "timeout": 1},
+            # A Promise is truthy: it must not count as a passed assertion.
+            "js-dynamic-import": {"language": "javascript", "assertions": [
+                f"import('child_process').then((cp) => cp.execSync('touch {marker}'))",
+            ]},
         }
     return escapes
 
@@ -77,6 +81,7 @@ def test_escapes_that_reach_the_evaluator_fail_and_do_nothing(marker: Path) -> N
         assert "Code generation from strings disallowed" in grades["js-process"]["reasoning"]
         assert "Code generation from strings disallowed" in grades["js-fs"]["reasoning"]
         assert grades["js-loop"]["status"] in ("failed", "error")
+        assert "returned a Promise" in grades["js-dynamic-import"]["reasoning"]
     assert not marker.exists()
 
 
