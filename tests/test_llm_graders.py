@@ -111,23 +111,24 @@ def test_an_endpoint_without_structured_output_is_asked_again_and_parsed_strictl
     assert len(requests) == 4 and "response_format" not in requests[1]["body"]
 
 
-@pytest.mark.parametrize(
-    ("reply", "message"),
-    [
-        ("I think it deserves a 4.", "not one JSON object"),
-        ('{"reasoning": "ok", "score": 9}', "does not fit the expected JSON"),
-        ('{"reasoning": "ok"}', "'score' is a required property"),
-        ('Sure! {"reasoning": "ok", "score": 4}', "not one JSON object"),
-    ],
-)
-def test_a_reply_that_is_not_the_asked_json_is_an_error_grade_never_a_score(grade, reply, message):
-    proc, out, _ = grade([result("bad", f"4 <<reply:{reply}>>"), result("good", "4 <<score:5>>")], "-g", "builtin:llm")
+BAD_REPLIES = {
+    "prose": ("I think it deserves a 4.", "not one JSON object"),
+    "range": ('{"reasoning": "ok", "score": 9}', "does not fit the expected JSON"),
+    "missing": ('{"reasoning": "ok"}', "'score' is a required property"),
+    "chatty": ('Sure! {"reasoning": "ok", "score": 4}', "not one JSON object"),
+}
+
+
+def test_a_reply_that_is_not_the_asked_json_is_an_error_grade_never_a_score(grade):
+    rows = [result(id, f"4 <<reply:{reply}>>") for id, (reply, _) in BAD_REPLIES.items()] + [result("good", "4 <<score:5>>")]
+    proc, out, _ = grade(rows, "-g", "builtin:llm")
     assert proc.returncode == 1
     by_id = {line["id"]: line for line in out}
-    bad = only_grade(by_id["bad"])
-    assert bad["status"] == "error" and bad["pass"] is None and bad["score"] is None
-    assert message in bad["error"]
-    assert by_id["bad"]["status"] == "error" and by_id["good"]["status"] == "passed"  # the run went on
+    for id, (_, message) in BAD_REPLIES.items():
+        bad = only_grade(by_id[id])
+        assert bad["status"] == "error" and bad["pass"] is None and bad["score"] is None
+        assert message in bad["error"] and by_id[id]["status"] == "error"
+    assert by_id["good"]["status"] == "passed"  # the run went on
 
 
 def free_port() -> int:
