@@ -86,10 +86,10 @@ def test_every_llm_grader_and_the_http_adapter_on_one_local_server(tmp_path):
     (pid,) = server_pids(proc.stderr)
     assert gone(pid)
 
-    # The same results graded again by an isolated (worker process) judge.
+    # The same results graded again by an isolated (worker process) judge, chosen by its config this time.
     proc = run_waza(
-        "-v", "grade", "results.jsonl", "-g", "builtin:llm", "--grader-config", orjson.dumps(LEAN).decode(),
-        "--judge", "local", "--isolate", cwd=tmp_path,
+        "-v", "grade", "results.jsonl", "-g", "builtin:llm", "--grader-config", orjson.dumps({**LEAN, "judge": "local"}).decode(),
+        "--isolate", cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     [regraded] = read_jsonl(proc.stdout)
