@@ -31,8 +31,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 READY = re.compile(rb"local model server ready.*pid=(\d+)")
-#: Small judge prompts and replies keep each model call well under a second on an idle machine.
-LEAN = {"trajectory": "none", "max_tokens": 120, "reasoning_max_chars": 120, "rubric": "Score 1-5: is the answer right?"}
+#: Small judge prompts and replies keep each model call well under a second on an idle machine; the
+#: generous time limits are for a busy one (the judges of a result queue for the server's one slot).
+LEAN = {"trajectory": "none", "max_tokens": 120, "reasoning_max_chars": 120, "judge_timeout": 600, "rubric": "Score 1-5: is the answer right?"}
+SLOW_OK = ("--grader-timeout", "900")
 
 
 def server_pids(stderr: bytes) -> list[int]:
@@ -54,6 +56,7 @@ def check_judged(grade: dict) -> None:
     assert details["judge"].startswith("http://127.0.0.1:") and orjson.loads(details["reply"])
 
 
+@pytest.mark.timeout(1800)
 def test_every_llm_grader_and_the_http_adapter_on_one_local_server(tmp_path):
     prompts = write_jsonl(
         tmp_path / "prompts.jsonl",
@@ -69,7 +72,7 @@ def test_every_llm_grader_and_the_http_adapter_on_one_local_server(tmp_path):
         "--system-prompt", "Answer in one word.",
         "-g", "builtin:llm", "-g", "builtin:llm_comparison", "-g", "builtin:prompt",
         *[arg for config in configs for arg in ("--grader-config", config)],
-        "--judge", "local", "-o", "results.jsonl", cwd=tmp_path,
+        "--judge", "local", "-o", "results.jsonl", *SLOW_OK, cwd=tmp_path, timeout=900,
     )
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     [result] = read_jsonl(tmp_path / "results.jsonl")
@@ -89,7 +92,7 @@ def test_every_llm_grader_and_the_http_adapter_on_one_local_server(tmp_path):
     # The same results graded again by an isolated (worker process) judge, chosen by its config this time.
     proc = run_waza(
         "-v", "grade", "results.jsonl", "-g", "builtin:llm", "--grader-config", orjson.dumps({**LEAN, "judge": "local"}).decode(),
-        "--isolate", cwd=tmp_path,
+        "--isolate", *SLOW_OK, cwd=tmp_path, timeout=900,
     )
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     [regraded] = read_jsonl(proc.stdout)
