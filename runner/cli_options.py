@@ -22,6 +22,7 @@ from waza.adapters import DEFAULT_ADAPTER, adapter_class
 from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.errors import ConfigError
 
+from .grader_runners import GraderRunner, build_runners
 from .judges import JudgeChoice
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -125,6 +126,13 @@ class GraderOptions:
     judge_api_key_env: Annotated[str | None, opt("--judge-api-key-env", help="LLM graders: env var holding the endpoint's API key.", panel=GRADING)] = None
     judge_command: Annotated[str | None, opt("--judge-command", help="LLM graders: a judge program (prompt on stdin, reply on stdout).", panel=GRADING)] = None
     judge_model_path: Annotated[Path | None, opt("--judge-model-path", help="--judge local: the GGUF model file to serve.", panel=GRADING)] = None
+
+    def runners(self) -> list[GraderRunner]:
+        """Every grader parsed and checked, judge options merged in: the one way commands build graders."""
+        return build_runners(
+            self.grader, self.grader_config, self.grader_weight,
+            timeout=self.grader_timeout, isolate=self.isolate, judge=self.judge_choice(),
+        )
 
     def judge_choice(self) -> JudgeChoice:
         return JudgeChoice(

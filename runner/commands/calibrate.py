@@ -29,7 +29,7 @@ from waza.protocol.trial_records import Agreement, CalibrationLabel, Calibration
 from ..agreement import Pair, agreement
 from ..calibration import StratifiedSample, items, markdown_sheet, reasoning, sheet_item, verdict
 from ..cli_options import GraderOptions, with_groups
-from ..grader_runners import GraderRunner, build_runners
+from ..grader_runners import GraderRunner
 from ..inputs import in_batches
 from ..runs import check_readable
 from ..runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
@@ -100,10 +100,7 @@ class Options:
 
 
 async def _calibrate(opts: Options, graders: GraderOptions, interrupt: Interrupt) -> int:
-    runners = build_runners(
-        graders.grader, graders.grader_config, graders.grader_weight, timeout=graders.grader_timeout, isolate=graders.isolate,
-        judge=graders.judge_choice(),
-    )
+    runners = graders.runners()
     check_readable(opts.results)
     if opts.labels is None and not runners:
         if opts.sample is None:

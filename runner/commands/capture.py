@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from ..cli_options import AgentOptions, GraderOptions, OutputOptions, with_groups
-from ..grader_runners import GraderRunner, build_runners
+from ..grader_runners import GraderRunner
 from ..inputs import prescan, prompt_cases
 from ..outputs import ResultWriter, parse_gates, resume_state
 from ..pipeline import Settings, WorkItem, Workspaces, run_items
@@ -71,10 +71,7 @@ async def _capture(
     # Everything that can be wrong is found here, before the output file is touched.
     total = prescan(prompts)
     adapter, opts = agent.resolve(command)
-    runners = build_runners(
-        graders.grader, graders.grader_config, graders.grader_weight, timeout=graders.grader_timeout, isolate=graders.isolate,
-        judge=graders.judge_choice(),
-    )
+    runners = graders.runners()
     gates = parse_gates(out.fail_under)
     done = {key[0] for key in resume_state(out.output)} if out.resume else set()
     settings = Settings(

@@ -14,7 +14,7 @@ from waza.protocol.jsonl import JsonlError, decode_line, display_name, iter_line
 from waza.protocol.records import CaptureResult
 
 from ..cli_options import GraderOptions, OutputOptions, with_groups
-from ..grader_runners import GraderRunner, build_runners
+from ..grader_runners import GraderRunner
 from ..inputs import in_batches
 from ..outputs import ResultWriter, parse_gates
 from ..pipeline import grade_result
@@ -75,10 +75,7 @@ async def _grade(
 ) -> int:
     if out.resume:
         raise ConfigError("--resume applies to capture and trials, not grade")
-    runners = build_runners(
-        graders.grader, graders.grader_config, graders.grader_weight, timeout=graders.grader_timeout, isolate=graders.isolate,
-        judge=graders.judge_choice(),
-    )
+    runners = graders.runners()
     if not runners:
         raise ConfigError("grade needs at least one --grader")
     gates = parse_gates(out.fail_under)

@@ -30,7 +30,6 @@ from waza.protocol.secrets import Redactor
 from waza.protocol.trial_records import ErrorPolicy, TrialEntry, TrialsSummary, TrialResult
 
 from ..cli_options import AgentOptions, GraderOptions, OutputOptions, with_groups
-from ..grader_runners import build_runners
 from ..inputs import prescan, prompt_cases
 from ..outputs import missed_gates, parse_gates
 from ..passk import parse_k_values
@@ -234,10 +233,7 @@ async def _trials(
     # Everything that can be wrong is found here, before the output file is touched.
     total = prescan(prompts)
     adapter, opts = agent.resolve(command)
-    runners = build_runners(
-        graders.grader, graders.grader_config, graders.grader_weight, timeout=graders.grader_timeout, isolate=graders.isolate,
-        judge=graders.judge_choice(),
-    )
+    runners = graders.runners()
     if not runners:
         raise ConfigError("trials needs at least one --grader: pass@k counts the trials that pass")
     gates = parse_gates(out.fail_under)

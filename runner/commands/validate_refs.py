@@ -19,7 +19,6 @@ from waza.protocol.jsonl import display_name
 from waza.protocol.records import CaptureResult
 
 from ..cli_options import GraderOptions, with_groups
-from ..grader_runners import build_runners
 from ..inputs import prescan, prompt_cases
 from ..outputs import ResultWriter
 from ..runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
@@ -69,10 +68,7 @@ def register(app: typer.Typer) -> None:
 
 
 async def _validate(prompts: str, concurrency: int, output: str, graders: GraderOptions, interrupt: Interrupt) -> int:
-    runners = build_runners(
-        graders.grader, graders.grader_config, graders.grader_weight, timeout=graders.grader_timeout, isolate=graders.isolate,
-        judge=graders.judge_choice(),
-    )
+    runners = graders.runners()
     if not runners:
         raise ConfigError("validate-refs needs at least one --grader")
     prescan(prompts)
