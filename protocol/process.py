@@ -9,9 +9,11 @@ up to a cap, past which the child is killed rather than buffered without end.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -58,6 +60,28 @@ async def drain(stream: anyio.abc.ByteReceiveStream | None, tail: Tail) -> None:
         pass
 
 
+_pidfd_loop: object = None
+
+
+def _watch_children_with_pidfds() -> None:
+    """Before Python 3.12, asyncio waits for every child in a thread of its own, and the
+    exit reaches the event loop one thread hop later; a pidfd in the loop's own poll
+    costs neither. Installed once per event loop (3.12 does this by itself)."""
+    global _pidfd_loop
+    if sys.version_info >= (3, 12) or not hasattr(os, "pidfd_open"):
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # not on asyncio (trio has no child watchers)
+        return
+    if _pidfd_loop is loop:
+        return
+    watcher = asyncio.PidfdChildWatcher()
+    watcher.attach_loop(loop)
+    asyncio.get_event_loop_policy().set_child_watcher(watcher)
+    _pidfd_loop = loop
+
+
 async def spawn(
     argv: Sequence[str],
     *,
@@ -66,6 +90,7 @@ async def spawn(
     stdin: bool = True,
 ) -> anyio.abc.Process:
     """Start ``argv`` in a new session (its own process group), pipes on all three streams."""
+    _watch_children_with_pidfds()
     return await anyio.open_process(
         list(argv),
         stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
