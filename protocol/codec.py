@@ -119,24 +119,15 @@ def _decoder(tp: Any) -> Decoder:
     if origin in (Union, types.UnionType):
         members = [_decoder(a) for a in get_args(tp)]
         expected = _type_name(tp)
-        if type(None) in get_args(tp):
-            # The common ``X | None``: no member turns a null into anything but null, so null
-            # needs no trial decoding; everything else tries the members in order as below.
+        # The common ``X | None``: no other member turns a null into anything but null,
+        # so a null needs no trial decoding and the others need not try the null type.
+        nullable = type(None) in get_args(tp)
+        if nullable:
             members = [m for a, m in zip(get_args(tp), members, strict=True) if a is not type(None)]
 
-            def optional(v: Any, p: str) -> Any:
-                if v is None:
-                    return None
-                for member in members:
-                    try:
-                        return member(v, p)
-                    except RecordError:
-                        continue
-                raise RecordError(p, f"must be {expected}, got {_describe(v)}")
-
-            return optional
-
         def union(v: Any, p: str) -> Any:
+            if v is None and nullable:
+                return None
             for member in members:
                 try:
                     return member(v, p)
