@@ -48,6 +48,9 @@ PROTOCOL_VERSION = 1
 CANCEL_GRACE = 2.0
 #: Seconds a crashed agent gets to exit (for its exit code) before it is killed.
 EXIT_GRACE = 2.0
+#: Seconds an agent has to answer ``initialize``, whatever the prompt timeout: a command that is
+#: not an ACP agent at all must fail with a hint, not hang a run that has no --timeout.
+HANDSHAKE_TIMEOUT = 60.0
 STOP_REASONS = get_args(StopReason)
 
 
@@ -158,11 +161,17 @@ class AcpAdapter(Adapter):
         self._tg.start_soon(drain, process.stderr, self._stderr)
         self._tg.start_soon(self._end_group_on_exit, process)
         log.debug("agent started", pid=pid, command=self.command)
-        reply = await self._request(agent, "initialize", {
-            "protocolVersion": PROTOCOL_VERSION,
-            "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True},
-            "clientInfo": _client_info(),
-        })
+        with anyio.move_on_after(HANDSHAKE_TIMEOUT) as handshake:
+            reply = await self._request(agent, "initialize", {
+                "protocolVersion": PROTOCOL_VERSION,
+                "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True},
+                "clientInfo": _client_info(),
+            })
+        if handshake.cancelled_caught:
+            raise AgentFault(
+                f"the agent did not answer initialize within {HANDSHAKE_TIMEOUT:g}s; is {self.command[0]!r} an ACP agent? "
+                "(a plain command needs --adapter exec)"
+            )
         if not isinstance(reply, dict) or reply.get("protocolVersion") != PROTOCOL_VERSION:
             got = reply.get("protocolVersion") if isinstance(reply, dict) else reply
             raise AgentFault(f"the agent answered initialize with protocol version {got!r}; waza speaks {PROTOCOL_VERSION}")
