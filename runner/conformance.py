@@ -79,7 +79,9 @@ def resolve(text: str, config: dict[str, Any] | None, worker: bool) -> Target:
         builtin_config.check(module, spec.target, config or {})
         return Target(text, argv, worker, config or {})
     if spec.kind == "python":
-        return Target(text, [sys.executable, "-m", "waza.runner.python_host", f"{spec.target}:{spec.func}", *flag], worker, config or {})
+        # Absolute, because the grader runs in the kit's scratch directory.
+        target = str(Path(spec.target).resolve()) if spec.target.endswith(".py") else spec.target
+        return Target(text, [sys.executable, "-m", "waza.runner.python_host", f"{target}:{spec.func}", *flag], worker, config or {})
     return Target(text, spec.argv, worker or spec.kind == "worker", config or {})
 
 
@@ -211,13 +213,16 @@ class Kit:
         self.timeout = timeout
         self.env = scrubbed_env()
         self.rules: list[ConformanceRule] = []
+        #: The grader runs in the kit's scratch directory, so a request without ``cwd`` (the
+        #: sparse rule) cannot make it write files where the user ran the kit.
+        self.scratch: str | None = None
 
     async def probe(self, request: dict[str, Any] | bytes) -> Probe:
         payload = request if isinstance(request, bytes) else orjson.dumps(request)
         if self.target.worker:
             payload += b"\n"  # a worker's request is a line; the end of stdin then tells it to exit
         try:
-            outcome = await run_once(self.target.argv, stdin=payload, env=self.env, timeout=self.timeout)
+            outcome = await run_once(self.target.argv, stdin=payload, cwd=self.scratch, env=self.env, timeout=self.timeout)
         except OSError as exc:
             raise ConfigError(f"cannot start {self.target.argv[0]!r}: {exc.strerror or exc}") from None
         return Probe(payload, outcome)
@@ -240,6 +245,7 @@ class Kit:
 
     async def run(self) -> ConformanceReport:
         with tempfile.TemporaryDirectory(prefix="waza-check-") as root:
+            self.scratch = root
             cwd = str(Path(root, "workspace"))
             Path(cwd).mkdir()
             prepare_workspace(self.target, Path(cwd))
