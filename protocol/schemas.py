@@ -12,10 +12,9 @@ import argparse
 import functools
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from jsonschema import Draft202012Validator
 
 from .analysis_records import BalanceReport, ComparisonReport, ResultSummary
 from .codec import Record, schema_for
@@ -24,6 +23,9 @@ from .records import CaptureResult, Grade, GraderRequest, GraderResult, PromptCa
 from .review_records import ReviewItem
 from .suite_records import SuiteResult
 from .trial_records import CalibrationItem, CalibrationLabel, CalibrationReport, TrialResult, TrialsSummary
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 #: Record classes whose schemas are generated (all records live in protocol/).
 RECORDS: dict[str, type[Record]] = {
@@ -63,6 +65,8 @@ def load(name: str) -> dict[str, Any]:
 
 @functools.cache
 def validator(name: str) -> Draft202012Validator:
+    """The compiled validator of a schema (jsonschema is imported here: most runs never need it)."""
+    from jsonschema import Draft202012Validator
     schema = load(name)
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
