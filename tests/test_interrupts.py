@@ -93,3 +93,25 @@ def test_sigkill_at_several_points_then_resume(tmp_path, slow_prompts):
     assert out.read_bytes().startswith(complete)
     ids = [r["id"] for r in read_jsonl(out)]
     assert sorted(ids) == [f"p{i:02d}" for i in range(16)]
+
+
+def test_interrupt_kills_a_grader_in_flight(tmp_path):
+    marker = "77.4321"
+    grader = tmp_path / "hang.sh"
+    grader.write_text(f"#!/bin/sh\nsleep {marker}\n")
+    grader.chmod(0o755)
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "x"}])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "waza", "capture", str(prompts), "--adapter", "exec", "-g", str(grader),
+         "-o", str(tmp_path / "out.jsonl"), "--", "cat"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while subprocess.run(["pgrep", "-f", marker], capture_output=True).stdout == b"":
+        assert time.monotonic() < deadline and proc.poll() is None, "the grader never started"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert b"1 prompts not run" in stderr
+    assert subprocess.run(["pgrep", "-f", marker], capture_output=True).stdout == b""
