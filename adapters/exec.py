@@ -23,6 +23,7 @@ import orjson
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.process import (
+    LINE_LIMIT,
     LineReader,
     LineTooLong,
     Tail,
@@ -30,6 +31,7 @@ from waza.protocol.process import (
     exit_parts,
     kill_group,
     reap,
+    run_once,
     send_and_close,
     spawn,
 )
@@ -42,7 +44,6 @@ from waza.protocol.trajectory import (
     RawUpdate,
     ThoughtChunk,
     ToolCallPatch,
-    TrajectoryBuilder,
     UsageUpdate,
 )
 
@@ -146,18 +147,47 @@ class ExecAdapter(Adapter):
             run.exit = Exit(timed_out=True)
             run.errors.append(f"timed out before turn {turn}")
             return "", False
+        data = b"" if substitute else text.encode()
         try:
-            process = await spawn(argv, cwd=task.workspace, env=env)
+            if self.opts.events:
+                returncode, timed_out, problems = await self._streamed(argv, env, data, remaining, task, stderr)
+                answer = task.recorder.finish().output
+            else:
+                # The answer is only read at the end: the lean one-shot path is enough.
+                out = await run_once(argv, stdin=data, cwd=task.workspace, env=env, timeout=remaining, stdout_limit=LINE_LIMIT)
+                stderr.add(out.stderr_tail.encode())
+                returncode, timed_out = out.returncode, out.timed_out
+                problems = [f"agent wrote more than {LINE_LIMIT} bytes to stdout"] if out.stdout_overflow else []
+                answer = out.stdout.decode("utf-8", "replace").rstrip("\n")
+                if answer:
+                    task.recorder.emit(MessageChunk(answer))
         except OSError as exc:
             run.errors.append(f"cannot start agent {argv[0]!r}: {exc.strerror or exc}")
             run.exit = Exit(code=None)
             return "", False
-        recorder = task.recorder
-        text_out = bytearray()
-        problems: list[str] = []
-        timed_out = False
+        code, sig = exit_parts(returncode)
+        run.exit = Exit(code=None if timed_out else code, signal=None if timed_out else sig, timed_out=timed_out)
+        run.errors.extend(problems)
+        if timed_out:
+            run.errors.append(f"agent timed out after {task.timeout:g}s" if task.timeout else "agent timed out")
+            return answer, False
+        if sig is not None:
+            run.errors.append(f"agent killed by signal {sig}")
+            return answer, False
+        if code != 0:
+            run.errors.append(f"agent exited with code {code}")
+            return answer, False
+        return answer, True
 
-        async def read_stdout() -> None:
+    async def _streamed(
+        self, argv: list[str], env: dict[str, str], data: bytes, remaining: float, task: AgentTask, stderr: Tail
+    ) -> tuple[int | None, bool, list[str]]:
+        """--events: each stdout line is an event, timestamped as it arrives."""
+        process = await spawn(argv, cwd=task.workspace, env=env)
+        recorder = task.recorder
+        problems: list[str] = []
+
+        async def read_events() -> None:
             assert process.stdout is not None
             reader = LineReader(process.stdout)
             number = 0
@@ -171,11 +201,6 @@ class ExecAdapter(Adapter):
                 if line is None:
                     return
                 number += 1
-                if not self.opts.events:
-                    if text_out or number > 1:
-                        text_out.extend(b"\n")
-                    text_out.extend(line)
-                    continue
                 if not line.strip():
                     continue
                 try:
@@ -186,32 +211,12 @@ class ExecAdapter(Adapter):
 
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(send_and_close, process.stdin, b"" if substitute else text.encode())
-                tg.start_soon(read_stdout)
+                tg.start_soon(send_and_close, process.stdin, data)
+                tg.start_soon(read_events)
                 tg.start_soon(drain, process.stderr, stderr)
                 with anyio.move_on_after(remaining) as scope:
                     await process.wait()
-                timed_out = scope.cancelled_caught
                 kill_group(process)
         finally:
             await reap(process)
-        code, sig = exit_parts(process.returncode)
-        answer = ""
-        if not self.opts.events:
-            answer = text_out.decode("utf-8", "replace").rstrip("\n")
-            if answer:
-                recorder.emit(MessageChunk(answer))
-        else:
-            answer = recorder.finish().output
-        run.exit = Exit(code=None if timed_out else code, signal=None if timed_out else sig, timed_out=timed_out)
-        run.errors.extend(problems)
-        if timed_out:
-            run.errors.append(f"agent timed out after {task.timeout:g}s" if task.timeout else "agent timed out")
-            return answer, False
-        if sig is not None:
-            run.errors.append(f"agent killed by signal {sig}")
-            return answer, False
-        if code != 0:
-            run.errors.append(f"agent exited with code {code}")
-            return answer, False
-        return answer, True
+        return process.returncode, scope.cancelled_caught, problems

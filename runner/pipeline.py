@@ -103,9 +103,10 @@ async def grade_result(result: CaptureResult, graders: list[GraderRunner]) -> Ca
     """Run every grader on one result (concurrently) and settle its verdict."""
     if not graders:
         return settle(result, [])
-    base = request_for(result, {})
     if len(graders) == 1:
-        return settle(result, [await graders[0].grade(base)])
+        # Built with the grader's own config, so the runner need not copy it (the hot path of `grade`).
+        return settle(result, [await graders[0].grade(request_for(result, graders[0].spec.config))])
+    base = request_for(result, {})
     grades: list[Grade | None] = [None] * len(graders)
 
     async def one(i: int, g: GraderRunner) -> None:
