@@ -29,6 +29,7 @@ class StepView(Record):
     type: StepType
     at: int = field(metadata=doc("ms since the prompt started."))
     turn: int | None = None
+    role: str | None = field(default=None, metadata=doc("agent or user, on message steps."))
     name: str | None = field(default=None, metadata=doc("Tool name, on tool_call steps."))
     status: ToolStatus | None = field(default=None, metadata=doc("Tool call status."))
     duration: int | None = field(default=None, metadata=doc("Tool call duration in ms."))
@@ -151,7 +152,7 @@ class Side(Record):
 
     _omit_none: ClassVar[bool] = True
 
-    status: str = field(metadata=doc("The result's status; for trials: passed (all trials), failed (none), mixed, error."))
+    status: str = field(metadata=doc("The result's status; for trials: passed (all counted trials), failed (none), flaky (some), or error/pending/ungraded (none counted)."))
     passed: bool | None = field(default=None, metadata=doc("Pass used for pairing; null when not judged.", json="pass"))
     score: float | None = None
     pass_rate: float | None = field(default=None, metadata=doc("Trials only: passing trials / judged trials."))

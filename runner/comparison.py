@@ -20,6 +20,7 @@ from waza.protocol.jsonl import JsonlError
 from waza.protocol.records import CaptureResult
 from waza.protocol.trial_records import TrialResult
 
+from .attempts import trials_status
 from .paired import mcnemar_table, paired_difference
 from .passk import pass_at_k, pass_hat_k
 from .runs import ResultsFile
@@ -65,12 +66,8 @@ def trials_outcome(result: TrialResult, errors: ErrorPolicy, ks: list[int]) -> O
     statuses = [t.status for t in result.trials]
     c = statuses.count("passed")
     n = c + statuses.count("failed") + (statuses.count("error") if errors == "fail" else 0)
-    if n == 0:
-        status = "error" if "error" in statuses else "pending" if "pending" in statuses else "ungraded"
-    else:
-        status = "passed" if c == n else "failed" if c == 0 else "mixed"
     side = Side(
-        status=status,
+        status=trials_status(n, c, statuses),
         score=result.mean_score,
         pass_rate=c / n if n else None,
         trials=len(result.trials),

@@ -10,13 +10,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 
+def shorten(text: str, width: int) -> str:
+    """At most ``width`` characters (0: no limit), marked with an ellipsis when cut."""
+    if width and len(text) > width:
+        return text[: max(width - 1, 0)] + "…"
+    return text
+
+
+def one_line(value: object, limit: int = 120) -> str:
+    """Whitespace folded to single spaces, shortened to ``limit`` characters ("n/a" for None)."""
+    return shorten(" ".join(("n/a" if value is None else str(value)).split()), limit)
+
+
 def cell(value: object, limit: int = 120) -> str:
-    """One table cell: a single line, pipes escaped, shortened to ``limit`` characters."""
-    text = "n/a" if value is None else str(value)
-    text = " ".join(text.split())
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
+    """One table cell: :func:`one_line` with backslashes, pipes and tags escaped."""
+    return one_line(value, limit).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
 
 
 def num(value: float | None, digits: int = 3) -> str:

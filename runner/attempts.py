@@ -1,0 +1,94 @@
+"""One view of "a run of one prompt" over both kinds of results file.
+
+A CaptureResult is one attempt; a TrialResult holds k of them as TrialEntry
+objects with slightly different fields (``duration`` instead of ``timing``,
+one ``error`` instead of ``errors``). The summary and report writers work on
+:class:`Attempt` so each is written once for both kinds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from waza.protocol.records import CaptureResult, Exit, Grade, TrajectoryStep, Usage
+from waza.protocol.trial_records import TrialResult
+
+
+@dataclass(slots=True)
+class Attempt:
+    id: str
+    input: str | list[str]
+    status: str
+    output: str
+    trial: int | None = None
+    hint: str | None = None
+    passed: bool | None = None
+    score: float | None = None
+    duration: int | None = None
+    first_response: int | None = None
+    trajectory: list[TrajectoryStep] = field(default_factory=list)
+    grades: list[Grade] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    usage: Usage | None = None
+    exit: Exit | None = None
+
+    @property
+    def turns(self) -> list[str]:
+        return [self.input] if isinstance(self.input, str) else list(self.input)
+
+
+def from_capture(result: CaptureResult) -> Attempt:
+    return Attempt(
+        id=result.id,
+        input=result.input,
+        status=result.status,
+        output=result.output,
+        trial=result.trial,
+        hint=result.hint,
+        passed=result.score.passed if result.score else None,
+        score=result.score.score if result.score else None,
+        duration=result.timing.total if result.timing else None,
+        first_response=result.timing.first_response if result.timing else None,
+        trajectory=result.trajectory,
+        grades=result.grades,
+        errors=result.errors,
+        usage=result.usage,
+        exit=result.exit,
+    )
+
+
+def from_trials(result: TrialResult) -> Iterator[Attempt]:
+    for entry in result.trials:
+        yield Attempt(
+            id=result.id,
+            input=result.input,
+            status=entry.status,
+            output=entry.output,
+            trial=entry.trial,
+            hint=result.hint,
+            passed=entry.passed,
+            score=entry.score,
+            duration=entry.duration,
+            trajectory=entry.trajectory,
+            grades=entry.grades,
+            errors=[entry.error] if entry.error else [],
+            usage=entry.usage,
+            exit=entry.exit,
+        )
+
+
+def attempts(result: CaptureResult | TrialResult) -> Iterator[Attempt]:
+    """The attempts of a result: itself for a capture, one per trial for trials."""
+    if isinstance(result, TrialResult):
+        yield from from_trials(result)
+    else:
+        yield from_capture(result)
+
+
+def trials_status(n: int, passes: int, statuses: list[str]) -> str:
+    """One word for a prompt's trials: passed (all counted trials), failed (none), flaky (some),
+    or, with no trial that counts, error / pending / ungraded."""
+    if n == 0:
+        return "error" if "error" in statuses else "pending" if "pending" in statuses else "ungraded"
+    return "passed" if passes == n else "failed" if passes == 0 else "flaky"
