@@ -3,8 +3,9 @@
 Every candidate run is compared with the baseline (the first run) on the ids
 both hold; ids only one run holds are listed and kept out of every number, so
 a run that skipped the hard prompts cannot look better for it. A result that
-is not judged (error, pending, ungraded) is left out of the pass statistics by
-default; ``--errors fail`` counts an error as a fail instead. For trials files
+is not judged (error, pending, ungraded) is left out of the pass and score
+statistics by default; ``--errors fail`` counts an error as a fail (with the
+score its graders gave) instead. For trials files the pass rate, mean score,
 pass@k and pass^k are recomputed from the trial entries under that same
 policy, so the two runs are always estimated the same way.
 """
@@ -58,17 +59,19 @@ def capture_outcome(result: CaptureResult, errors: ErrorPolicy) -> Outcome:
         passed = False
     else:
         passed = None
-    score = result.score.score if result.score else None
+    score = result.score.score if result.score and passed is not None else None
     return Outcome(Side(status=result.status, passed=passed, score=score))
 
 
 def trials_outcome(result: TrialResult, errors: ErrorPolicy, ks: list[int]) -> Outcome:
     statuses = [t.status for t in result.trials]
+    counted = ("passed", "failed", "error") if errors == "fail" else ("passed", "failed")
     c = statuses.count("passed")
-    n = c + statuses.count("failed") + (statuses.count("error") if errors == "fail" else 0)
+    n = sum(1 for s in statuses if s in counted)
+    scores = [t.score for t in result.trials if t.status in counted and t.score is not None]
     side = Side(
         status=trials_status(n, c, statuses),
-        score=result.mean_score,
+        score=sum(scores) / len(scores) if scores else None,
         pass_rate=c / n if n else None,
         trials=len(result.trials),
     )
