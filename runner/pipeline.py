@@ -11,6 +11,7 @@ outlives the run.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import shutil
@@ -28,6 +29,7 @@ from waza.protocol.grading import request_for, settle
 from waza.protocol.records import CaptureResult, Exit, Grade, PromptCase, Timing
 from waza.protocol.trajectory import TrajectoryBuilder
 
+from .fanout import fan_out
 from .grader_runners import GraderRunner
 
 log = structlog.get_logger("waza")
@@ -170,35 +172,15 @@ async def capture_one(adapter: Adapter, item: WorkItem, workspace: Path, setting
 
 
 async def run_items(items: AsyncIterator[WorkItem], settings: Settings, sink: Sink) -> None:
-    """Capture and grade every item with ``settings.concurrency`` workers; results go to ``sink``
-    in the order they finish."""
-    send, receive = anyio.create_memory_object_stream[WorkItem](max(1, settings.concurrency))
-    out_send, out_receive = anyio.create_memory_object_stream[CaptureResult](max(1, settings.concurrency))
+    """Capture and grade every item with ``settings.concurrency`` workers, each owning one adapter
+    (one agent); results go to ``sink`` in the order they finish."""
 
-    async def produce() -> None:
-        async with send:
-            async for item in items:
-                await send.send(item)
+    @contextlib.asynccontextmanager
+    async def worker() -> AsyncIterator[Callable[[WorkItem], Awaitable[CaptureResult]]]:
+        async with settings.adapter(settings.command, settings.opts) as adapter:
+            yield lambda item: _run_item(adapter, item, settings)
 
-    async def work(receive: anyio.abc.ObjectReceiveStream[WorkItem], out: anyio.abc.ObjectSendStream[CaptureResult]) -> None:
-        async with receive, out:
-            adapter = settings.adapter(settings.command, settings.opts)
-            async with adapter:
-                async for item in receive:
-                    await out.send(await _run_item(adapter, item, settings))
-
-    async def write() -> None:
-        async with out_receive:
-            async for result in out_receive:
-                await sink(result)
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(produce)
-        tg.start_soon(write)
-        for _ in range(max(1, settings.concurrency)):
-            tg.start_soon(work, receive.clone(), out_send.clone())
-        receive.close()
-        out_send.close()
+    await fan_out(items, worker, settings.concurrency, sink)
 
 
 async def _run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> CaptureResult:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated
 
-import anyio
 import typer
 
 from waza.protocol.errors import ConfigError
@@ -14,6 +14,7 @@ from waza.protocol.jsonl import JsonlError, decode_line, display_name, iter_line
 from waza.protocol.records import CaptureResult
 
 from ..cli_options import GraderOptions, OutputOptions, with_groups
+from ..fanout import fan_out
 from ..grader_runners import GraderRunner
 from ..inputs import in_batches
 from ..outputs import ResultWriter, parse_gates
@@ -104,25 +105,9 @@ async def grade_stream(
         async for result in results:
             writer.write(await grade_result(result, runners))
         return
-    send, receive = anyio.create_memory_object_stream[CaptureResult](concurrency * 2)
-    out_send, out_receive = anyio.create_memory_object_stream[CaptureResult](concurrency * 2)
 
-    async def produce() -> None:
-        async with send:
-            async for result in results:
-                await send.send(result)
+    @contextlib.asynccontextmanager
+    async def worker() -> AsyncIterator[Callable[[CaptureResult], Awaitable[CaptureResult]]]:
+        yield lambda result: grade_result(result, runners)
 
-    async def work(rx: anyio.abc.ObjectReceiveStream[CaptureResult], tx: anyio.abc.ObjectSendStream[CaptureResult]) -> None:
-        async with rx, tx:
-            async for result in rx:
-                await tx.send(await grade_result(result, runners))
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(produce)
-        for _ in range(concurrency):
-            tg.start_soon(work, receive.clone(), out_send.clone())
-        receive.close()
-        out_send.close()
-        async with out_receive:
-            async for result in out_receive:
-                writer.write(result)
+    await fan_out(results, worker, concurrency, writer)
