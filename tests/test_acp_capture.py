@@ -39,7 +39,7 @@ PROMPTS: list[dict[str, Any]] = [
     ])},
     {"id": "terminal", "input": "\n".join([
         "run echo out; echo err >&2", "runin /tmp pwd", "runin . pwd", "runlimit 7 printf 'héllo wörld'",
-        "spawn echo $$ > term.pid; exec sleep 1000",
+        "spawn echo $$ > term.pid; echo ready; exec sleep 1000",
     ])},
     {"id": "permission", "input": "permission execute rm -rf /\npermission read cat notes\npermission edit patch file"},
     {"id": "secret", "input": f"say the secret is {SECRET}"},

@@ -216,8 +216,17 @@ class Agent:
         self.say(sid, self.terminal(sid, command, outputByteLimit=int(limit)))
 
     def do_spawn(self, sid, session, verb, rest, result):
+        """Start a command that outlives the turn; wait until it prints "ready" so it has really started."""
         res, err = self.call("terminal/create", {"sessionId": sid, "command": rest})
-        self.say(sid, f"spawned {res['terminalId']}" if res else f"terminal error: {err['message']}")
+        if not res:
+            self.say(sid, f"terminal error: {err['message']}")
+            return
+        for _ in range(500):
+            out, _ = self.call("terminal/output", {"sessionId": sid, "terminalId": res["terminalId"]})
+            if out and "ready" in out.get("output", ""):
+                break
+            time.sleep(0.01)
+        self.say(sid, f"spawned {res['terminalId']}")
 
     def do_flood(self, sid, session, verb, rest, result):
         line = ("x" * 1023 + "\n").encode()
