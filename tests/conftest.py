@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,3 +57,17 @@ def executable(path: Path, text: str) -> Path:
 @pytest.fixture
 def waza():
     return run_waza
+
+
+@contextlib.contextmanager
+def loopback_server(script: Path, log: Path) -> Iterator[tuple[str, Path]]:
+    """Run a test server script that prints its 127.0.0.1 port, logging requests to ``log``;
+    yields (base URL ending in /v1, log) and stops the server after."""
+    proc = subprocess.Popen([sys.executable, str(script), str(log)], stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    try:
+        port = int(proc.stdout.readline())
+        yield f"http://127.0.0.1:{port}/v1", log
+    finally:
+        proc.kill()
+        proc.wait()

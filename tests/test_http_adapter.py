@@ -3,15 +3,13 @@ server on 127.0.0.1 that the test starts, with a grader attached."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from waza.protocol.schemas import errors
 
-from .conftest import read_jsonl, run_waza, write_jsonl
+from .conftest import loopback_server, read_jsonl, run_waza, write_jsonl
 
 SERVER = Path(__file__).parent / "fixtures" / "http" / "chat_server.py"
 SECRET = "sk-test-0123456789-do-not-leak"
@@ -19,13 +17,8 @@ SECRET = "sk-test-0123456789-do-not-leak"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    log = tmp_path_factory.mktemp("http") / "requests.jsonl"
-    proc = subprocess.Popen([sys.executable, str(SERVER), str(log)], stdout=subprocess.PIPE)
-    assert proc.stdout is not None
-    port = int(proc.stdout.readline())
-    yield f"http://127.0.0.1:{port}/v1", log
-    proc.kill()
-    proc.wait()
+    with loopback_server(SERVER, tmp_path_factory.mktemp("http") / "requests.jsonl") as running:
+        yield running
 
 
 @pytest.fixture

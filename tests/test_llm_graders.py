@@ -20,7 +20,7 @@ import pytest
 
 from waza.protocol.schemas import errors
 
-from .conftest import read_jsonl, run_waza, write_jsonl
+from .conftest import loopback_server, read_jsonl, run_waza, write_jsonl
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SERVER = FIXTURES / "judge" / "judge_server.py"
@@ -31,13 +31,8 @@ SECRET = "sk-judge-0123456789-never-written"
 
 @pytest.fixture(scope="module")
 def judge(tmp_path_factory):
-    log = tmp_path_factory.mktemp("judge") / "requests.jsonl"
-    proc = subprocess.Popen([sys.executable, str(SERVER), str(log)], stdout=subprocess.PIPE)
-    assert proc.stdout is not None
-    port = int(proc.stdout.readline())
-    yield f"http://127.0.0.1:{port}/v1", log
-    proc.kill()
-    proc.wait()
+    with loopback_server(SERVER, tmp_path_factory.mktemp("judge") / "requests.jsonl") as running:
+        yield running
 
 
 def result(id: str, output: str, **extra) -> dict:
