@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 import anyio
 import orjson
 
+from waza.protocol.codec import RecordError
 from waza.protocol.errors import ConfigError
 from waza.protocol.process import (
     LINE_LIMIT,
@@ -52,13 +53,8 @@ from .base import Adapter, AgentRun, AgentTask, AdapterOptions
 #: Linux refuses a single environment string over 128 kB (E2BIG); larger prompts travel on stdin only.
 ENV_VALUE_LIMIT = 100_000
 
-_USAGE_KEYS = {
-    "inputTokens": "input_tokens",
-    "outputTokens": "output_tokens",
-    "totalTokens": "total_tokens",
-    "cost": "cost",
-    "currency": "currency",
-}
+#: Fields a ``usage`` event may carry (the Usage record's JSON names).
+_USAGE_KEYS = ("inputTokens", "outputTokens", "totalTokens", "cost", "currency")
 
 
 def event_from_line(value: Any, number: int) -> Event:
@@ -91,8 +87,11 @@ def event_from_line(value: Any, number: int) -> Event:
             raise ValueError("a plan event needs a list 'entries'")
         return PlanUpdate(entries)
     if kind == "usage":
-        fields = {py: value[js] for js, py in _USAGE_KEYS.items() if js in value}
-        return UsageUpdate(Usage(**fields))
+        try:
+            usage = Usage.from_dict({k: value[k] for k in _USAGE_KEYS if k in value})
+        except RecordError as exc:
+            raise ValueError(f"a usage event's {exc}") from None
+        return UsageUpdate(usage)
     if kind in ("result", "output"):
         content = value.get("content")
         if not isinstance(content, str):

@@ -107,6 +107,7 @@ AGENT_FAULTS = {
     "huge-message": (f"#!{PY}\nimport json\nprint(json.dumps({{'type': 'message', 'content': 'm' * (50 * 1024 * 1024)}}))\n", None),
     "exits-with-children": (f"#!/bin/sh\n(sleep {MARK} &)\necho '{{\"type\": \"message\", \"content\": \"bye\"}}'\n", None),
     "killed": ("#!/bin/sh\necho '{\"type\": \"thought\", \"content\": \"hmm\"}'\nkill -9 $$\n", "killed by signal 9"),
+    "bad-usage-event": ("#!/bin/sh\necho '{\"type\": \"usage\", \"inputTokens\": \"ten\"}'\necho '{\"type\": \"message\", \"content\": \"ok\"}'\n", "field 'inputTokens': must be integer or null"),
     "unknown-event-kind": ("#!/bin/sh\necho '{\"type\": \"telemetry\", \"x\": 1}'\necho '{\"type\": \"message\", \"content\": \"ok\"}'\n", None),
 }
 
