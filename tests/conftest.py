@@ -15,6 +15,16 @@ import orjson
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# The reference data beside the repository (../shared/compat): optional; tests that read it skip without it.
+COMPAT = ROOT.parent / "shared" / "compat"
+
+
+def compat_path(relative: str) -> Path:
+    """A file or folder of the reference data, or skip the calling test with the reason."""
+    path = COMPAT / relative
+    if not path.exists():
+        pytest.skip(f"reference data {relative} not present (expected beside the repository at ../shared/compat)")
+    return path
 
 
 def run_waza(

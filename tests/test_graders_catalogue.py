@@ -16,12 +16,11 @@ from waza.protocol.records import GraderRequest
 from waza.runner.grader_runners import make_runner
 from waza.runner.grader_specs import GraderSpec
 
-from .conftest import run_waza, write_jsonl
+from .conftest import compat_path, run_waza, write_jsonl
 from .graders_support import grade_both, one_shot, write_files
 
 MINE = ["code", "regex", "text", "json_schema", "file", "diff", "tool_calls", "behavior", "action_sequence",
         "skill_invocation", "tool_constraint", "script", "program", "git"]
-SUITES = Path("/work/shared/compat/waza-examples")
 
 
 def test_every_grader_is_in_the_catalogue_with_a_schema_and_docs():
@@ -122,7 +121,8 @@ def test_waza_grade_runs_a_builtin_by_name(tmp_path):
 def suite_graders() -> list[tuple[str, str, dict[str, Any]]]:
     """Every grader entry of the two compat suites: (where, type, config with top-level assertions folded in)."""
     found = []
-    for path in sorted(SUITES.glob("*/eval.yaml")) + sorted(SUITES.glob("*/tasks/*.yaml")):
+    suites = compat_path("waza-examples")
+    for path in sorted(suites.glob("*/eval.yaml")) + sorted(suites.glob("*/tasks/*.yaml")):
         for entry in yaml.safe_load(path.read_text()).get("graders", []):
             config = dict(entry.get("config") or {})
             if "assertions" in entry:

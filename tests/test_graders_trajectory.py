@@ -7,15 +7,14 @@ in-process and as a process.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
+from .conftest import compat_path
 from .graders_support import grade_both, step, tools
 
-TRANSCRIPT = Path("/work/shared/compat/waza-transcripts/copilot_events_using_skill.json")
 
 
 # --- action_sequence: the reference's worked examples, then edge cases --------------------------------
@@ -102,7 +101,7 @@ def test_skill_events_win_over_skill_tool_calls_so_one_invocation_counts_once():
 
 def test_skills_from_a_recorded_copilot_session():
     """The compat transcript, reduced the way an adapter would: tool calls plus the raw skill.invoked event."""
-    raw = TRANSCRIPT.read_text()
+    raw = compat_path("waza-transcripts/copilot_events_using_skill.json").read_text()
     decoder, events, pos = __import__("json").JSONDecoder(), [], 0
     while pos < len(raw):
         value, pos = decoder.raw_decode(raw, pos)
