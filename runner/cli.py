@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "summarize": "summarize",
     "balance": "balance",
     "report": "report",
+    "view": "view",
     "schemas": "schemas",
     "demo": "demo",
 }

@@ -1,0 +1,128 @@
+"""What the viewer keeps of each result: a few numbers per line, and running totals per file.
+
+A results file can hold a million results of megabytes each, so the index
+never keeps records: per line it keeps the id, status, score, duration,
+tokens and tool calls (enough to list, filter, sort and plot), and per file
+the totals the runs page shows. The record itself is read again from its byte
+offset when a page needs it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from waza.protocol.records import CaptureResult
+from waza.protocol.trial_records import TrialResult
+
+from ..attempts import attempts, trials_status
+from ..trial_stats import SummaryBuilder
+
+__all__ = ["ID_LIMIT", "Fact", "FileTotals", "fact_of"]
+
+#: Ids longer than this are shortened in the index (the whole id is on the prompt page).
+ID_LIMIT = 300
+#: Distinct adapter names remembered per file (a hostile file cannot grow this set without bound).
+ADAPTER_LIMIT = 8
+GRADER_LIMIT = 50
+
+
+@dataclass(slots=True)
+class Fact:
+    """The numbers of one line (a capture result, a trials result, or one trial of a suite)."""
+
+    id: str
+    status: str
+    score: float | None
+    duration: int | None
+    tokens: int | None
+    tool_calls: int
+    trials: str | None = None  # "passes/n" for trials files
+    trial: int | None = None
+
+
+def _tokens(usage: object) -> int | None:
+    total = getattr(usage, "total_tokens", None)
+    if total is not None:
+        return int(total)
+    parts = [getattr(usage, name, None) for name in ("input_tokens", "output_tokens")]
+    known = [p for p in parts if p is not None]
+    return sum(known) if known else None
+
+
+def _sum(values: list[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def fact_of(result: CaptureResult | TrialResult) -> Fact:
+    tries = list(attempts(result))
+    tools = sum(1 for a in tries for s in a.trajectory if s.type == "tool_call")
+    tokens = _sum([_tokens(a.usage) for a in tries])
+    duration = _sum([a.duration for a in tries])
+    short = result.id[:ID_LIMIT]
+    if isinstance(result, TrialResult):
+        status = trials_status(result.n, result.passes, [a.status for a in tries])
+        return Fact(short, status, result.mean_score, duration, tokens, tools, trials=f"{result.passes}/{result.n}")
+    return Fact(short, result.status, tries[0].score, duration, tokens, tools, trial=result.trial)
+
+
+@dataclass
+class FileTotals:
+    """Running totals of a file, updated line by line as the index grows."""
+
+    results: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    score_sum: float = 0.0
+    scored: int = 0
+    errors: int = 0
+    adapters: list[str] = field(default_factory=list)
+    graders: dict[str, Counter[str]] = field(default_factory=dict)
+    first_start: int | None = None
+    last_end: int | None = None
+    trials: SummaryBuilder | None = None
+
+    def add(self, result: CaptureResult | TrialResult, fact: Fact) -> None:
+        self.results += 1
+        self.statuses[fact.status] += 1
+        if fact.score is not None:
+            self.score_sum += fact.score
+            self.scored += 1
+        if result.adapter and result.adapter not in self.adapters and len(self.adapters) < ADAPTER_LIMIT:
+            self.adapters.append(result.adapter[:80])
+        for a in attempts(result):
+            if a.status == "error":
+                self.errors += 1
+            for g in a.grades:
+                if g.name in self.graders or len(self.graders) < GRADER_LIMIT:
+                    self.graders.setdefault(g.name[:80], Counter())[g.status] += 1
+        if isinstance(result, TrialResult):
+            if self.trials is None:
+                self.trials = SummaryBuilder(k=result.k, k_values=[], policy=result.error_policy)
+            self.trials.add(result)
+            ks = {int(k) for k in result.pass_at_k if k.isdigit()}
+            self.trials.k_values = sorted(set(self.trials.k_values) | ks)
+            self.trials.k = max(self.trials.k, result.k)
+        elif result.timing is not None:
+            start, end = result.timing.start, result.timing.end
+            self.first_start = start if self.first_start is None else min(self.first_start, start)
+            self.last_end = end if self.last_end is None else max(self.last_end, end)
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Passed over judged (passed + failed + flaky) results; None before any is judged."""
+        judged = self.statuses["passed"] + self.statuses["failed"] + self.statuses["flaky"]
+        if self.trials is not None:
+            rates = self.trials.pass_rates
+            return sum(rates) / len(rates) if rates else None
+        return self.statuses["passed"] / judged if judged else None
+
+    @property
+    def mean_score(self) -> float | None:
+        return self.score_sum / self.scored if self.scored else None
+
+    @property
+    def duration(self) -> int | None:
+        if self.first_start is None or self.last_end is None:
+            return None
+        return self.last_end - self.first_start

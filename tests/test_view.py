@@ -1,0 +1,329 @@
+"""waza view: the real server on loopback, driven by Playwright in a real headless Chromium.
+
+The results files are made by `waza capture` / `waza trials` with the quiz agent, plus a
+hand-written hostile file (markup in ids and outputs, a javascript: link, a huge line)
+and a file that grows while the page is open. Every page visited is screenshotted under
+the test's temporary directory, and no page may log a console error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from .analysis_runs import capture, trials
+from .conftest import read_jsonl, run_waza, write_jsonl
+
+pytest.importorskip("starlette", reason="waza view needs the view extra: pip install '.[view]'")
+pytest.importorskip("uvicorn", reason="waza view needs the view extra: pip install '.[view]'")
+
+CHROMIUM = next((p for name in ("chromium", "chromium-browser") if (p := shutil.which(name))), None)
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+WAIT_MS = 20_000
+HUGE = 3_000_000
+
+
+@contextlib.contextmanager
+def viewer(*args: str | os.PathLike[str]) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`waza view ARGS` on a free loopback port; yields (base URL, process) once it prints its URL."""
+    proc = subprocess.Popen([sys.executable, "-m", "waza", "view", *map(str, args)], stderr=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stderr is not None
+    try:
+        ready, _, _ = select.select([proc.stderr], [], [], 60)
+        assert ready, "waza view printed nothing"
+        line = proc.stderr.readline().decode()
+        match = re.search(r"open (http://127\.0\.0\.1:\d+/)", line)
+        assert match, line
+        yield match.group(1), proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def hostile_rows() -> list[dict]:
+    base = {"input": "Say <b>hi</b>", "status": "failed", "adapter": "exec<script>alert(3)</script>",
+            "grades": [{"name": "judge<i>", "status": "failed", "pass": False, "score": 0.0,
+                        "reasoning": "<img src=x onerror=\"window.__pwned=1\"> [click](javascript:window.__pwned=2)"}],
+            "score": {"status": "failed", "pass": False, "score": 0.0}}
+    return [
+        {**base, "id": "<script>window.__pwned=3</script>", "output": "javascript:window.__pwned=4 <a href=\"javascript:window.__pwned=5\">x</a>"},
+        {**base, "id": "huge", "output": "<script>window.__pwned=6</script>" + "A" * HUGE},
+    ]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("runs")
+    made = root / "made"
+    made.mkdir()
+    capture(made, "base.jsonl", "q4=error")
+    capture(made, "cand.jsonl", "q2=fail")
+    trials(made, "trials.jsonl", 3, "q1=1,3")
+    (made / "prompts.jsonl").unlink()  # a prompts file is not a run and is not listed
+    write_jsonl(root / "hostile.jsonl", hostile_rows())
+    nested = root / "deep" / "er"
+    nested.mkdir(parents=True)
+    shutil.copy(made / "cand.jsonl", nested / "copy.jsonl")
+    (root / "notes.json").write_text('{"not": "a run"}')
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(runs: Path) -> Iterator[str]:
+    with viewer(runs) as (url, _):
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (apt-get install chromium; .ci/run installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright; .ci/run installs it)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, tmp_path: Path):
+    """A page that records console errors and failed requests; both must be empty at the end."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    pg.set_default_timeout(WAIT_MS)
+    problems: list[str] = []
+    pg.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    pg.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+    pg.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+    pg.problems = problems
+    yield pg
+    context.close()
+    assert problems == []
+
+
+def shot(pg, tmp_path: Path, name: str) -> Path:
+    path = tmp_path / f"{name}.png"
+    pg.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 10_000, f"{name}.png is only {path.stat().st_size} bytes"
+    return path
+
+
+def test_runs_page_lists_every_run_and_sorts(server, page, tmp_path):
+    page.goto(server)
+    rows = page.locator("#runs tr")
+    files = rows.locator("td:first-child a").all_inner_texts()
+    assert sorted(Path(f).name for f in files) == ["base.jsonl", "cand.jsonl", "copy.jsonl", "hostile.jsonl", "trials.jsonl"]
+    base = page.locator("#runs tr", has_text="base.jsonl")
+    assert base.locator("td").nth(1).inner_text() == "capture"
+    assert base.locator("td").nth(2).inner_text() == "4"
+    assert base.locator("td").nth(3).inner_text() == "100.0%"  # 3 passed of 3 judged; the error is not judged
+    assert page.locator("#runs tr", has_text="trials.jsonl").locator("td").nth(1).inner_text() == "trials"
+    page.get_by_role("link", name="results").click()  # sort by results, most first
+    page.wait_for_url(re.compile(r"sort=results"))
+    counts = [int(t) for t in page.locator("#runs tr td:nth-child(3)").all_inner_texts()]
+    assert counts == sorted(counts, reverse=True)
+    page.fill("input[name=q]", "trials")
+    page.press("input[name=q]", "Enter")
+    page.wait_for_url(re.compile(r"q=trials"))
+    assert page.locator("#runs tr").count() == 1
+    shot(page, tmp_path, "runs")
+
+
+def test_run_page_filter_search_and_plots(server, page, tmp_path):
+    page.goto(server)
+    page.locator("#runs a", has_text="base.jsonl").click()
+    assert page.locator("#rows tr").count() == 4
+    assert page.locator("svg.chart").count() == 4  # scores, per-grader pass rates, durations, tokens
+    assert "Pass rate per grader" in page.locator(".charts").inner_text()
+    page.locator("a.filter[data-filter=error]").click()
+    page.wait_for_url(re.compile(r"status=error"))
+    assert page.locator("#rows tr td:nth-child(2)").all_inner_texts() == ["q4"]
+    page.locator("a.filter", has_text="all").click()
+    page.fill("input[name=q]", "PEAR")  # case-insensitive, over ids, inputs, outputs and reasoning
+    page.press("input[name=q]", "Enter")
+    page.wait_for_url(re.compile(r"q=PEAR"))
+    assert page.locator("#rows tr td:nth-child(2)").all_inner_texts() == ["q2"]
+    page.fill("input[name=q]", "agent exited with code 3")  # an error text is searched too
+    page.press("input[name=q]", "Enter")
+    page.wait_for_url(re.compile(r"q=agent"))
+    assert page.locator("#rows tr td:nth-child(2)").all_inner_texts() == ["q4"]
+    shot(page, tmp_path, "run")
+
+
+def test_trials_page_plots_pass_at_k(server, page, tmp_path):
+    page.goto(server)
+    page.locator("#runs a", has_text="trials.jsonl").click()
+    chart = page.locator("svg.chart", has_text="pass@k and pass^k")
+    assert chart.count() == 1
+    assert chart.locator("circle").count() == 6  # k = 1..3, pass@k and pass^k
+    assert page.locator("#rows tr", has_text="q1").locator("td").nth(7).inner_text() == "2/3"
+    shot(page, tmp_path, "trials")
+
+
+def test_a_trajectory_opens_with_its_tool_calls(server, page, tmp_path):
+    page.goto(server)
+    page.locator("#runs a", has_text="cand.jsonl").first.click()
+    page.locator("#rows a.pid", has_text="q3").click()
+    page.wait_for_url(re.compile(r"/prompt\?"))
+    tool = page.locator("li.step.tool_call")
+    assert tool.count() == 1
+    assert tool.locator(".name").inner_text() == "lookup"
+    assert '"note": "<b>not bold</b>"' in tool.inner_text()  # a tool's output is text, not markup
+    assert page.locator("li.step.tool_call b").count() == 0
+    assert page.locator("pre.output").inner_text() == "<script>alert(1)</script>"
+    assert "output contains the hint" in page.locator("table.grades").inner_text()
+    shot(page, tmp_path, "prompt")
+
+
+def test_compare_page_shows_the_regression(server, page, tmp_path):
+    page.goto(server + "compare")
+    options = page.locator("select[name=a] option").all_inner_texts()
+    base = next(o for o in options if "made/base.jsonl" in o).rsplit(" (", 1)[0]
+    cand = next(o for o in options if "made/cand.jsonl" in o).rsplit(" (", 1)[0]
+    page.select_option("select[name=a]", base)
+    page.wait_for_url(re.compile(r"a="))
+    page.select_option("select[name=b]", cand)
+    page.wait_for_url(re.compile(r"b="))
+    regression = page.locator("tr.change-regression")
+    assert regression.locator("td").first.inner_text() == "q2"
+    assert page.locator("a.filter[data-show=regression]").inner_text() == "regressed (1)"
+    assert page.locator("a.filter[data-show=not-judged]").inner_text() == "not judged (1)"  # q4 errored in the baseline
+    stats = page.locator("table.list").first.inner_text()
+    assert "pass rate" in stats and "-0.333" in stats  # 3/3 -> 2/3 over the 3 judged pairs
+    assert "McNemar exact test: 1 passed only in the baseline, 0 only in the candidate" in page.inner_text("main")
+    shot(page, tmp_path, "compare")
+    regression.locator("a").click()
+    page.wait_for_url(re.compile(r"/compare/prompt"))
+    assert page.locator(".diff-del").first.inner_text() == "pear"
+    assert "rather" in page.locator(".diff-add").first.inner_text()
+    assert page.locator("li.step.changed").count() == 2  # the final answer differs on each side
+    shot(page, tmp_path, "compare-prompt")
+
+
+def test_a_run_in_progress_gains_rows(runs, page, tmp_path):
+    live_dir = runs.parent / (runs.name + "-live")
+    live_dir.mkdir()
+    lines = (runs / "made" / "cand.jsonl").read_bytes().splitlines(keepends=True)
+    live = live_dir / "live.jsonl"
+    live.write_bytes(lines[0])
+    with viewer(live_dir) as (url, _):
+        page.goto(url)
+        page.locator("#runs a", has_text="live.jsonl").click()
+        assert page.locator("#rows tr").count() == 1
+        with live.open("ab") as f:
+            f.write(lines[1])
+            f.write(lines[2][:40])  # half a line: not shown until it is whole
+            f.flush()
+            page.locator("#rows tr").nth(1).wait_for()
+            f.write(lines[2][40:] + lines[3])
+            f.flush()
+            page.locator("#rows tr").nth(3).wait_for()
+        assert page.locator("#rows tr td:nth-child(2)").all_inner_texts() == ["q1", "q2", "q3", "q4"]
+        assert page.url.endswith("live.jsonl")  # no reload
+        shot(page, tmp_path, "live-run")
+        page.goto(url)
+        row = page.locator("#runs tr", has_text="live.jsonl")
+        assert row.locator("td").nth(2).inner_text() == "4"
+        with live.open("ab") as f:
+            f.write(lines[0].replace(b'"q1"', b'"q5"', 1))
+        page.locator("#runs tr td:nth-child(3)", has_text="5").wait_for()
+
+
+def test_hostile_content_stays_inert(server, page, tmp_path):
+    page.goto(server)
+    page.locator("#runs a", has_text="hostile.jsonl").click()
+    ids = page.locator("#rows tr td:nth-child(2)").all_inner_texts()
+    assert ids == ["<script>window.__pwned=3</script>", "huge"]
+    for i in range(2):
+        page.locator("#rows a.pid").nth(i).click()
+        page.wait_for_url(re.compile(r"/prompt\?"))
+        assert page.locator("a[href^='javascript:']").count() == 0
+        assert "<img src=x" in page.locator("table.grades").inner_text()
+        page.go_back()
+    assert "more characters not shown" in page.goto(page.url.replace("/run?", "/prompt?") + "&i=1").text()
+    assert page.locator("pre.output").inner_text().startswith("<script>window.__pwned=6</script>AAAA")
+    assert page.evaluate("window.__pwned") is None
+    shot(page, tmp_path, "hostile")
+    runs_page = page.goto(server)
+    assert "script-src 'self'" in runs_page.headers["content-security-policy"]
+    # a page of another site whose name was rebound to 127.0.0.1 is turned away
+    rebound = urllib.request.Request(server, headers={"Host": "attacker.example"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(rebound)
+    assert refused.value.code == 400
+    assert page.locator("#runs").inner_text().count("exec<script>alert(3)</script>") == 1
+
+
+def test_calibration_page_shows_kappa_and_confusion(runs, tmp_path, page):
+    results = runs / "made" / "cand.jsonl"
+    sheet = tmp_path / "cal" / "sheet.jsonl"
+    sheet.parent.mkdir()
+    proc = run_waza("calibrate", results, "--sample", "4", "--seed", "1", "-o", sheet)
+    assert proc.returncode == 0, proc.stderr.decode()
+    # the human fails q1 and q4, which the grader passed
+    labelled = [{**row, "pass": row["id"] not in ("q1", "q2", "q4")} for row in read_jsonl(sheet)]
+    sheet.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in labelled))
+    shutil.copy(results, sheet.parent / "results.jsonl")
+    report = run_waza("calibrate", sheet.parent / "results.jsonl", "--labels", sheet)
+    expected = orjson.loads(report.stdout)["comparisons"][0]
+    with viewer(sheet.parent) as (url, _):
+        page.goto(url)
+        page.locator("#runs a", has_text="sheet.jsonl").click()
+        page.wait_for_url(re.compile(r"/calibration\?"))
+        assert page.locator("b.kappa").first.inner_text() == f"{expected['kappa']:.3f}"
+        matrix = page.locator("svg.chart").first
+        counts = matrix.locator("text[font-size='18']").all_text_contents()
+        c = expected["confusion"]
+        assert counts == [str(c["truePass"]), str(c["falsePass"]), str(c["falseFail"]), str(c["trueFail"])]
+        shot(page, tmp_path, "calibration")
+
+
+def test_paging_over_a_large_file(tmp_path, page):
+    row = read_jsonl(hostile_rows_file(tmp_path))[0]
+    write_jsonl(tmp_path / "big.jsonl", ({**row, "id": f"p{n:04d}"} for n in range(250)))
+    with viewer(tmp_path / "big.jsonl") as (url, _):
+        page.goto(url)
+        page.locator("#runs a", has_text="big.jsonl").click()
+        assert page.locator("#rows tr").count() == 100
+        assert "page 1 of 3" in page.locator(".pager").inner_text()
+        page.get_by_role("link", name="next »").click()
+        assert page.locator("#rows tr td:nth-child(2)").first.inner_text() == "p0100"
+
+
+def hostile_rows_file(tmp: Path) -> Path:
+    return write_jsonl(tmp / "one.jsonl", hostile_rows()[:1])
+
+
+def test_usage_errors_the_host_warning_and_ctrl_c(tmp_path):
+    proc = run_waza("view", tmp_path / "missing")
+    assert proc.returncode == 2
+    assert proc.stderr.decode().strip() == f"waza: {tmp_path / 'missing'}: no such file or directory"
+    # 192.0.2.1 (TEST-NET-1) is not this machine's: the warning, then a one-line error, exit 2
+    proc = run_waza("view", tmp_path, "--host", "192.0.2.1")
+    assert proc.returncode == 2
+    lines = proc.stderr.decode().splitlines()
+    assert lines[0] == "waza: warning: listening on 192.0.2.1: anyone who can reach this address can read these results"
+    assert lines[1].startswith("waza: cannot listen on 192.0.2.1:0: ")
+    with viewer(tmp_path) as (_url, server):
+        pass
+    assert server.returncode == 130
+    assert server.stderr is not None and server.stderr.read().decode() == "waza: interrupted by SIGINT\n"
