@@ -12,7 +12,11 @@ Faults never end the run: a timeout sends ``session/cancel``, answers further
 permission requests ``cancelled``, waits ``CANCEL_GRACE`` seconds for the
 ``cancelled`` stop reason and then kills the agent's process group; a crash or a
 malformed message ends the prompt as an error holding what was captured; in all
-three cases the next prompt starts a fresh agent.
+three cases the next prompt starts a fresh agent. The one exception is a command
+that is not an ACP agent at all: when the first agent a worker starts prints
+something that is not JSON-RPC, or stays silent for ``first_handshake_timeout()``
+seconds, the run stops with a hint (see NotAnAcpAgent): every prompt would fail
+the same way, each after a wait.
 """
 
 from __future__ import annotations
@@ -51,6 +55,10 @@ EXIT_GRACE = 2.0
 #: Seconds an agent has to answer ``initialize``, whatever the prompt timeout: a command that is
 #: not an ACP agent at all must fail with a hint, not hang a run that has no --timeout.
 HANDSHAKE_TIMEOUT = 60.0
+#: The environment variable that sets how long the *first* agent of a worker has to answer
+#: ``initialize`` before the run stops (default FIRST_HANDSHAKE_TIMEOUT seconds).
+FIRST_HANDSHAKE_ENV = "WAZA_ACP_HANDSHAKE_TIMEOUT"
+FIRST_HANDSHAKE_TIMEOUT = 10.0
 STOP_REASONS = get_args(StopReason)
 
 
@@ -64,6 +72,31 @@ class AgentFault(Exception):
     def __init__(self, message: str, *, exited: bool = False) -> None:
         super().__init__(message)
         self.exited = exited
+
+
+class NotAnAcpAgent(ConfigError):
+    """The agent command does not speak ACP: the run stops (exit 2), naming the likely adapter."""
+
+    def __init__(self, command: str, why: str) -> None:
+        super().__init__(
+            f"{command!r} does not look like an ACP agent: {why}. The default adapter speaks ACP "
+            "(JSON-RPC on stdin/stdout); a program that reads the prompt and prints an answer needs "
+            "--adapter exec, an agent CLI with a JSON print mode needs --adapter headless --schema NAME"
+        )
+
+
+def first_handshake_timeout() -> float:
+    """Seconds the first agent of a worker has to answer ``initialize``: $WAZA_ACP_HANDSHAKE_TIMEOUT or 10."""
+    raw = os.environ.get(FIRST_HANDSHAKE_ENV)
+    if raw is None or raw == "":
+        return FIRST_HANDSHAKE_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ConfigError(f"${FIRST_HANDSHAKE_ENV} must be a positive number of seconds, got {raw!r}")
+    return value
 
 
 def _client_info() -> dict[str, str]:
@@ -109,6 +142,7 @@ class AcpAdapter(Adapter):
             raise ConfigError("the acp adapter needs an agent command (after the prompts file or after --)")
         mcp_servers(opts.mcp_servers, opts.mcp_config)
         PermissionPolicy.load(opts.permission, opts.permission_rules)
+        first_handshake_timeout()
         if opts.raw_log is not None:
             acp_rawlog.reset(opts.raw_log)
 
@@ -122,6 +156,8 @@ class AcpAdapter(Adapter):
         self._agent: _Agent | None = None
         self._session: ClientSession | None = None
         self._stderr = _PromptStderr()
+        #: Whether an agent of this worker has answered ``initialize`` (until then, not speaking ACP stops the run).
+        self._answered = False
 
     async def __aenter__(self) -> AcpAdapter:
         await self._stack.__aenter__()
@@ -161,17 +197,28 @@ class AcpAdapter(Adapter):
         self._tg.start_soon(drain, process.stderr, self._stderr)
         self._tg.start_soon(self._end_group_on_exit, process)
         log.debug("agent started", pid=pid, command=self.command)
-        with anyio.move_on_after(HANDSHAKE_TIMEOUT) as handshake:
-            reply = await self._request(agent, "initialize", {
-                "protocolVersion": PROTOCOL_VERSION,
-                "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True},
-                "clientInfo": _client_info(),
-            })
+        limit = HANDSHAKE_TIMEOUT if self._answered else first_handshake_timeout()
+        with anyio.move_on_after(limit) as handshake:
+            try:
+                reply = await self._request(agent, "initialize", {
+                    "protocolVersion": PROTOCOL_VERSION,
+                    "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True},
+                    "clientInfo": _client_info(),
+                })
+            except AgentFault as exc:
+                if not self._answered and agent.rpc.faulted:
+                    await self._stop_agent()
+                    raise NotAnAcpAgent(self.command[0], f"it answered initialize with {agent.rpc.lost}") from None
+                raise
         if handshake.cancelled_caught:
+            if not self._answered:
+                await self._stop_agent()
+                raise NotAnAcpAgent(self.command[0], f"it did not answer initialize within {limit:g}s (${FIRST_HANDSHAKE_ENV})")
             raise AgentFault(
-                f"the agent did not answer initialize within {HANDSHAKE_TIMEOUT:g}s; is {self.command[0]!r} an ACP agent? "
+                f"the agent did not answer initialize within {limit:g}s; is {self.command[0]!r} an ACP agent? "
                 "(a plain command needs --adapter exec)"
             )
+        self._answered = True
         if not isinstance(reply, dict) or reply.get("protocolVersion") != PROTOCOL_VERSION:
             got = reply.get("protocolVersion") if isinstance(reply, dict) else reply
             raise AgentFault(f"the agent answered initialize with protocol version {got!r}; waza speaks {PROTOCOL_VERSION}")

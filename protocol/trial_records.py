@@ -37,6 +37,7 @@ class TrialEntry(Record):
     usage: Usage | None = None
     tool_errors: bool = field(default=False, metadata=doc("Any tool call failed."))
     error: str | None = field(default=None, metadata=doc("Why the trial errored (agent or grader); null otherwise."))
+    stderr: str | None = field(default=None, metadata=doc("The last lines the agent wrote to stderr (a bounded tail)."))
 
 
 @dataclass(slots=True, kw_only=True)

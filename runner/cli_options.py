@@ -22,6 +22,7 @@ from waza.adapters import DEFAULT_ADAPTER, adapter_class
 from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.errors import ConfigError
 
+from .agent_command import resolve_agent_command
 from .grader_runners import GraderRunner, build_runners
 from .judges import JudgeChoice
 
@@ -93,8 +94,9 @@ class AgentOptions:
             local_model=self.local_model,
         )
 
-    def resolve(self, command: list[str]) -> tuple[type[Adapter], AdapterOptions]:
-        """The adapter class and its options, rejecting options that adapter would ignore."""
+    def resolve(self, command: list[str]) -> tuple[type[Adapter], AdapterOptions, list[str]]:
+        """The adapter class, its options (rejecting options that adapter would ignore) and the agent
+        command, checked and made absolute (see agent_command)."""
         cls = adapter_class(self.adapter)
         opts = self.adapter_options()
         ignored = sorted(opts.given() - cls.options)
@@ -105,12 +107,14 @@ class AgentOptions:
             raise ConfigError(f"--adapter {cls.name} needs an agent command: waza capture PROMPTS -- AGENT [ARGS...]")
         if not cls.needs_command and command:
             raise ConfigError(f"--adapter {cls.name} runs no agent command, but one was given: {' '.join(command)!r}")
+        if command:
+            command = resolve_agent_command(command)
         cls.check(command, opts)
         if opts.local_model:  # the runner owns the server: the adapter only sees its URL
             from .local_model import resolve_model, with_local_model
 
             cls = with_local_model(cls, resolve_model(Path(opts.model) if opts.model else None, option="--model"))
-        return cls, opts
+        return cls, opts, command
 
 
 @dataclasses.dataclass

@@ -18,6 +18,7 @@ from waza.protocol.jsonl import JsonlError, dumps, iter_existing, repair_torn_ta
 from waza.protocol.records import CaptureResult
 from waza.protocol.secrets import Redactor
 
+from .error_digest import ErrorDigest
 from .progress import Progress
 
 GATES = ("pass_rate", "score")
@@ -93,12 +94,14 @@ class ResultWriter:
             self._stream = open(self.path, "ab" if append else "wb")  # noqa: SIM115 - closed in close()
         self.redact = Redactor()
         self.tally = Tally()
+        self.errors = ErrorDigest()
         self.progress = progress or Progress(None)
 
     async def __call__(self, result: CaptureResult) -> None:
         self.write(result)
 
     def write(self, result: CaptureResult) -> None:
+        self.errors.add(result)
         self.write_line(dumps(result), result.status, result.score.score if result.score else None)
 
     def write_line(self, line: bytes, status: str, score: float | None) -> None:

@@ -25,6 +25,7 @@ import anyio
 import structlog
 
 from waza.adapters.base import Adapter, AdapterOptions, AgentRun, AgentTask
+from waza.protocol.errors import ConfigError
 from waza.protocol.grading import request_for, settle
 from waza.protocol.records import CaptureResult, Exit, Grade, PromptCase, Timing
 from waza.protocol.trajectory import TrajectoryBuilder
@@ -133,6 +134,8 @@ async def capture_one(adapter: Adapter, item: WorkItem, workspace: Path, setting
     with anyio.move_on_after(limit) as scope:
         try:
             run = await adapter.run(task)
+        except ConfigError:
+            raise  # the agent cannot work at all (e.g. not an ACP agent): the run stops and says why
         except Exception as exc:  # noqa: BLE001 - an adapter bug must not end the run
             log.exception("adapter failed", id=case.id)
             crash = f"adapter {adapter.name} failed: {type(exc).__name__}: {exc}"

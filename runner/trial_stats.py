@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.protocol.trial_records import ErrorPolicy, MeanEstimate, TrialEntry, TrialResult, TrialsSummary
 
+from .error_digest import error_reasons
 from .passk import by_k
 from .stats import bootstrap_ci, mean
 
@@ -39,15 +40,12 @@ def trial_entry(result: CaptureResult) -> TrialEntry:
         usage=result.usage,
         tool_errors=result.tool_errors,
         error=_error_text(result),
+        stderr=result.stderr,
     )
 
 
 def _error_text(result: CaptureResult) -> str | None:
-    if result.status != "error":
-        return None
-    reasons = list(result.errors)
-    reasons += [f"grader {g.name}: {g.error}" for g in result.grades if g.status == "error"]
-    return "; ".join(reasons) or "error"
+    return "; ".join(error_reasons(result)) if result.status == "error" else None
 
 
 def trial_result(

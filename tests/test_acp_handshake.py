@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-from .conftest import read_jsonl, write_jsonl
-
-# The real CLI in a real process, with the 60 s handshake limit shortened so the test is quick.
-SHORT_HANDSHAKE = "import waza.adapters.acp as acp; acp.HANDSHAKE_TIMEOUT = 1.0; from waza.runner.cli import main; main()"
+from .conftest import run_waza, write_jsonl
 
 
-def test_a_plain_command_under_the_acp_adapter_is_an_error_with_a_hint(tmp_path):
+def test_a_silent_command_under_the_acp_adapter_stops_the_run_with_a_hint(tmp_path):
+    """A command that never answers initialize stops the run once, instead of each prompt waiting."""
     prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "hi"}, {"id": "b", "input": "again"}])
-    proc = subprocess.run(
-        [sys.executable, "-c", SHORT_HANDSHAKE, "capture", str(prompts), "--", "sleep", "30"],
-        capture_output=True, timeout=60,
-    )
-    assert proc.returncode == 1, proc.stderr
-    rows = read_jsonl(proc.stdout)
-    assert [r["status"] for r in rows] == ["error", "error"]
-    assert all("did not answer initialize within 1s; is 'sleep' an ACP agent?" in r["errors"][0] for r in rows)
-    assert "--adapter exec" in rows[0]["errors"][0]
+    proc = run_waza("capture", prompts, "--", "sleep", "30", env={"WAZA_ACP_HANDSHAKE_TIMEOUT": "1"}, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    err = proc.stderr.decode()
+    assert "'sleep' does not look like an ACP agent: it did not answer initialize within 1s" in err
+    assert "--adapter exec" in err and "--adapter headless" in err

@@ -51,12 +51,11 @@ def test_authentication_only_with_a_configured_method(tmp_path: Path) -> None:
     assert wrong["errors"] == ["--auth-method 'oauth' is not offered by the agent (offered: token)"]
 
 
-def test_agent_that_cannot_start_is_an_error_not_a_crash(tmp_path: Path) -> None:
+def test_agent_that_cannot_start_is_a_usage_error_not_a_crash(tmp_path: Path) -> None:
     proc = run_waza("capture", write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "x"}, {"id": "b", "input": "y"}]),
                     "--", str(tmp_path / "no-such-agent"))
-    results = read_jsonl(proc.stdout)
-    assert proc.returncode == 1 and [r["status"] for r in results] == ["error", "error"]
-    assert "cannot start agent" in results[0]["errors"][0]
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert b"no-such-agent' cannot be run: No such file or directory" in proc.stderr and b"Traceback" not in proc.stderr
 
 
 def test_bad_permission_rule_names_file_line_and_field(tmp_path: Path) -> None:

@@ -247,11 +247,10 @@ def test_resume_repairs_a_torn_line_and_runs_only_what_is_missing(tmp_path):
 def test_agent_flags_pass_through(tmp_path):
     agent = executable(tmp_path / "argv.py", f"#!{PY}\nimport sys, json\nprint(json.dumps(sys.argv[1:]))\n")
     prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "hi"}])
-    # Options after the agent command that waza does not know go to the agent...
+    # An option waza does not know, before --, is a mistake (it would be lost on the agent)...
     proc = run_waza("capture", prompts, "--adapter", "exec", agent, "--its-flag", "x", "--no-progress")
-    assert proc.returncode == 0, proc.stderr
-    assert orjson.loads(read_jsonl(proc.stdout)[0]["output"]) == ["--its-flag", "x"]
-    # ...and everything after -- goes verbatim, even flags waza has.
+    assert proc.returncode == 2 and b"no such option --its-flag" in proc.stderr
+    # ...and everything after -- goes verbatim to the agent, even flags waza has.
     proc = run_waza("capture", prompts, "--adapter", "exec", "--", agent, "-o", "--timeout", "{prompt}")
     assert proc.returncode == 0, proc.stderr
     assert orjson.loads(read_jsonl(proc.stdout)[0]["output"]) == ["-o", "--timeout", "hi"]

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from ..cli_strict import AGENT_COMMAND
 from ..cli_options import AgentOptions, GraderOptions, OutputOptions, with_groups
 from ..grader_runners import GraderRunner
 from ..inputs import prescan, prompt_cases
@@ -51,7 +52,7 @@ def register(app: typer.Typer) -> None:
     @app.command(
         "capture",
         help=HELP,
-        context_settings={"ignore_unknown_options": True, "allow_interspersed_args": True},
+        **AGENT_COMMAND,
     )
     @with_groups(agent=AgentOptions, graders=GraderOptions, out=OutputOptions)
     def capture(
@@ -70,7 +71,7 @@ async def _capture(
 ) -> int:
     # Everything that can be wrong is found here, before the output file is touched.
     total = prescan(prompts)
-    adapter, opts = agent.resolve(command)
+    adapter, opts, command = agent.resolve(command)
     runners = graders.runners()
     gates = parse_gates(out.fail_under)
     done = {key[0] for key in resume_state(out.output)} if out.resume else set()
@@ -119,6 +120,7 @@ def finish(writer: ResultWriter, gates: dict[str, float], *, skipped: int = 0) -
     if score is not None:
         line += f", mean score {score:.3f}"
     print(f"waza: {line}", file=sys.stderr)
+    writer.errors.print()
     missed = tally.missed_gates(gates)
     if missed:
         print(f"waza: --fail-under not met: {'; '.join(missed)}", file=sys.stderr)

@@ -14,6 +14,7 @@ from waza.adapters import adapter_class
 from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.errors import ConfigError
 
+from ..cli_strict import AGENT_COMMAND
 from ..cli_options import OUTPUT, AgentOptions, GraderOptions, opt, with_groups
 from ..grader_specs import build_specs
 from ..judges import apply as apply_judge
@@ -44,7 +45,7 @@ RUN = "Suite"
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("run", help=HELP, context_settings={"ignore_unknown_options": True, "allow_interspersed_args": True})
+    @app.command("run", help=HELP, **AGENT_COMMAND)
     @with_groups(agent=AgentOptions, graders=GraderOptions)
     def run_command(
         ctx: typer.Context,
@@ -121,7 +122,7 @@ def resolve_agent(
             raise ConfigError(
                 f"adapter {cls.name} needs an agent command: waza run SUITE -- AGENT [ARGS...], or config.command in eval.yaml"
             )
-    adapter, opts = agent.resolve(command)
+    adapter, opts, command = agent.resolve(command)
     if suite.config.model and opts.model is None and "model" in adapter.options:
         opts.model = suite.config.model
     return adapter, command, opts
@@ -201,6 +202,7 @@ async def _run(
     for out in outputs:
         out.write(result)
     print(f"waza: {reporters.one_line(result)}", file=sys.stderr)
+    writer.errors.print()
     for reason in result.summary.missed:
         print(f"waza:   {reason}", file=sys.stderr)
     return EXIT_OK if result.summary.status == "passed" else EXIT_FAILED

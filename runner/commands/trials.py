@@ -29,7 +29,9 @@ from waza.protocol.records import CaptureResult, PromptCase
 from waza.protocol.secrets import Redactor
 from waza.protocol.trial_records import ErrorPolicy, TrialEntry, TrialsSummary, TrialResult
 
+from ..cli_strict import AGENT_COMMAND
 from ..cli_options import AgentOptions, GraderOptions, OutputOptions, with_groups
+from ..error_digest import ErrorDigest
 from ..inputs import prescan, prompt_cases
 from ..outputs import missed_gates, parse_gates
 from ..passk import parse_k_values
@@ -67,7 +69,7 @@ def register(app: typer.Typer) -> None:
     @app.command(
         "trials",
         help=HELP,
-        context_settings={"ignore_unknown_options": True, "allow_interspersed_args": True},
+        **AGENT_COMMAND,
     )
     @with_groups(agent=AgentOptions, graders=GraderOptions, out=OutputOptions)
     def trials(
@@ -184,6 +186,7 @@ class TrialsOutput:
         self.progress = progress
         self.builder = builder
         self.open: dict[str, Collecting] = {}
+        self.errors = ErrorDigest()
 
     def start(self, case: PromptCase, earlier: dict[int, TrialEntry]) -> list[int]:
         """Begin collecting a prompt; returns the trial numbers still to run (none: written now)."""
@@ -197,6 +200,7 @@ class TrialsOutput:
         if self.sidecar is not None:
             self.sidecar.write_bytes(self.redact(dumps(result)))
         self.progress.advance(result.status)
+        self.errors.add(result)
         collecting = self.open[result.id]
         collecting.entries[result.trial or 1] = trial_entry(result)
         if len(collecting.entries) == self.plan.trials:
@@ -232,7 +236,7 @@ async def _trials(
 ) -> int:
     # Everything that can be wrong is found here, before the output file is touched.
     total = prescan(prompts)
-    adapter, opts = agent.resolve(command)
+    adapter, opts, command = agent.resolve(command)
     runners = graders.runners()
     if not runners:
         raise ConfigError("trials needs at least one --grader: pass@k counts the trials that pass")
@@ -281,6 +285,7 @@ async def _trials(
         progress.close()
     if sidecar is not None and not sink.open:
         sidecar.unlink(missing_ok=True)  # every prompt is in the output: nothing left to resume
+    sink.errors.print()
     return report(sink.builder.build(seed=plan.seed), plan, gates, skipped=len(finished))
 
 
