@@ -9,11 +9,12 @@ details carry every check so a user can see what passed too.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from waza.protocol.records import GraderResult
+
+from ._patterns import lenient
 
 
 @dataclass(slots=True)
@@ -58,15 +59,28 @@ def from_checks(
     )
 
 
-def pattern_checks(label: str, patterns: list[re.Pattern[str]], text: str | None, *, wanted: bool) -> list[Check]:
-    """One check per regex: found (``wanted``) or not found in ``text``; a missing text (None) fails them all."""
+def no_workspace(grader: str) -> GraderResult:
+    """The original's verdict when a workspace grader gets a result without a workspace: failed, score 0."""
+    return GraderResult(passed=False, score=0.0, reasoning=f"no workspace directory available for {grader} grading")
+
+
+def pattern_checks(label: str, patterns: list[str], text: str | None, *, wanted: bool, flags: int = 0) -> list[Check]:
+    """One check per regex: found (``wanted``) or not found in ``text``.
+
+    A missing text (None) fails them all; an invalid pattern fails its own
+    check (the original waza's verdict), whatever the text.
+    """
     checks = []
-    for p in patterns:
-        name = f"{label} {p.pattern!r}"
+    for source in patterns:
+        name = f"{label} {source!r}"
+        compiled = lenient(source, flags)
+        if isinstance(compiled, str):
+            checks.append(Check(name, False, compiled))
+            continue
         if text is None:
             checks.append(Check(name, False, "file missing"))
             continue
-        found = p.search(text)
+        found = compiled.search(text)
         if wanted:
             checks.append(Check(name, found is not None, "no match"))
         else:

@@ -1,7 +1,14 @@
-"""Regular expressions from configs: compiled once, a bad one is a ConfigError naming its key."""
+"""Regular expressions from configs.
+
+Where a pattern only checks output (text, regex, file), an invalid one is a
+*failed check* naming the pattern, as in the original waza, so a suite moved
+over gets the same verdict (``lenient``); where a pattern selects what is
+checked (tool_calls, tool_constraint), a bad one is a ConfigError naming its key.
+"""
 
 from __future__ import annotations
 
+import functools
 import re
 
 from waza.protocol.errors import ConfigError
@@ -26,8 +33,13 @@ def compile_one(pattern: str, where: str, flags: int = 0) -> re.Pattern[str]:
         raise ConfigError(f"{where}: invalid regex {pattern!r}: {exc}") from None
 
 
-def compile_all(patterns: list[str], where: str, flags: int = 0) -> list[re.Pattern[str]]:
-    return [compile_one(p, f"{where}[{i}]", flags) for i, p in enumerate(patterns)]
+@functools.lru_cache(maxsize=256)
+def lenient(pattern: str, flags: int = 0) -> re.Pattern[str] | str:
+    """The compiled pattern, or the reason it is invalid (cached: one compile per config, not per result)."""
+    try:
+        return re.compile(pattern, flags)
+    except re.error as exc:
+        return f"invalid regex: {exc}"
 
 
 def require_any(config: dict, keys: tuple[str, ...], grader: str) -> None:

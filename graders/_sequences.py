@@ -17,15 +17,10 @@ from waza.protocol.errors import ConfigError
 
 Mode = Literal["exact", "in_order", "any_order"]
 
-#: Every spelling accepted in a config, mapped to the mode it means.
-MODE_NAMES: dict[str, Mode] = {
-    "exact": "exact",
-    "exact_match": "exact",
-    "in_order": "in_order",
-    "in_order_match": "in_order",
-    "any_order": "any_order",
-    "any_order_match": "any_order",
-}
+#: The original's mode names, per grader (its action_sequence and skill_invocation
+#: spell in-order and any-order differently); each maps to the mode it means.
+ACTION_MODES: dict[str, Mode] = {"exact_match": "exact", "in_order_match": "in_order", "any_order_match": "any_order"}
+SKILL_MODES: dict[str, Mode] = {"exact_match": "exact", "in_order": "in_order", "any_order": "any_order"}
 
 
 @dataclass(slots=True)
@@ -60,11 +55,12 @@ def match(expected: list[str], actual: list[str], mode: Mode) -> Match:
     return Match(matched, tp, precision, recall, f1, len(actual) - tp, missing)
 
 
-def mode_of(config: dict, key: str, alias: str) -> Mode:
-    """The mode from ``config[key]`` (or its other spelling ``alias``); in_order when unset."""
-    if key in config and alias in config:
-        raise ConfigError(f"give {key} or {alias}, not both")
-    return MODE_NAMES[config.get(key, config.get(alias, "in_order"))]
+def mode_of(config: dict, key: str, names: dict[str, Mode]) -> Mode:
+    """The mode named by ``config[key]``; required, as in the original, so a suite never gets a guessed mode."""
+    name = config.get(key)
+    if name not in names:
+        raise ConfigError(f"{key} must be one of {', '.join(names)} (got {name!r})")
+    return names[name]
 
 
 def metrics(m: Match) -> dict[str, float | int]:

@@ -99,6 +99,8 @@ def _event_skill(step: dict[str, Any]) -> str | None:
             for key in SKILL_KEYS:
                 if isinstance(holder.get(key), str) and holder[key]:
                     return holder[key]
+    if isinstance(data, dict) and isinstance(data.get("path"), str) and data["path"]:
+        return ""  # the original counts a nameless invocation that names its SKILL.md
     return None
 
 
@@ -115,7 +117,7 @@ def skills(trajectory: list[Any]) -> tuple[list[str], str]:
         for step in trajectory
         if isinstance(step, dict) and step.get("type") == "event"
         for name in [_event_skill(step)]
-        if name
+        if name is not None
     ]
     if from_events:
         return from_events, "skill events"

@@ -1,10 +1,9 @@
 """action_sequence: the agent's tool calls against an expected sequence of tool names.
 
-Modes (``matching_mode``, also spelled ``mode``; ``exact``/``in_order``/
-``any_order`` and the ``*_match`` names are the same): ``exact_match`` needs the
-same names in the same order and number; ``in_order_match`` needs the expected
-names as a subsequence (extras anywhere allowed); ``any_order_match`` needs
-each expected name at least as often as expected. Default: ``in_order_match``.
+Modes (``matching_mode``, required, as in the original): ``exact_match`` needs
+the same names in the same order and number; ``in_order_match`` needs the
+expected names as a subsequence (extras anywhere allowed); ``any_order_match``
+needs each expected name at least as often as expected.
 Names are compared exactly with each tool call's name.
 
 Score = F1 of precision = TP / len(actual) and recall = TP / len(expected),
@@ -21,7 +20,7 @@ from typing import Any
 from waza.protocol.records import GraderRequest, GraderResult
 
 from ._example import Example
-from ._sequences import match, metrics, mode_of
+from ._sequences import ACTION_MODES, match, metrics, mode_of
 from ._trajectory import tool_names
 
 SUMMARY = "Tool-call names against an expected sequence (exact / in_order / any_order); score = F1."
@@ -40,11 +39,11 @@ EXAMPLE = Example(
 
 
 def check_config(config: dict[str, Any]) -> None:
-    mode_of(config, "matching_mode", "mode")
+    mode_of(config, "matching_mode", ACTION_MODES)
 
 
 def grade(request: GraderRequest) -> GraderResult:
-    mode = mode_of(request.config, "matching_mode", "mode")
+    mode = mode_of(request.config, "matching_mode", ACTION_MODES)
     expected = list(request.config["expected_actions"])
     actual = tool_names(request.trajectory)
     m = match(expected, actual, mode)

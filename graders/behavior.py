@@ -1,15 +1,15 @@
 """behavior: limits on how the agent worked: tool calls, tokens, time, required and forbidden tools.
 
 Each configured limit is one check; score = passed checks / all checks, pass =
-all passed. A limit of 0 means zero (``max_tool_calls: 0``: no tool calls);
-leave a key out for no limit. ``required_tools`` / ``forbidden_tools`` compare
+all passed. A limit of 0 (or less) means "not set", as in the original, so
+``max_tool_calls: 0`` checks nothing (use tool_calls ``max_calls: 0`` to forbid
+every call). ``required_tools`` / ``forbidden_tools`` compare
 tool names exactly (case-sensitive; no patterns: use tool_calls or
 tool_constraint for those), one check per name. Tokens are the result's
 ``usage.totalTokens``, else input + output tokens; duration is
-``timing.total`` (ms). When the agent reported no usage (or no timing), the
-token (duration) check cannot be made: it is reported as a *failed* check with
-the reason "not checkable", never as passed, so the other checks still count
-and the verdict never rests on data that was not there.
+``timing.total`` (ms). When the agent reported no usage (or the result has no
+timing), the token (duration) check counts as passed with the note "not
+checked", as in the original; the details say which checks were not made.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from waza.protocol.errors import ConfigError
 from waza.protocol.records import GraderRequest, GraderResult
 
 from ._checks import Check, from_checks
 from ._example import Example
-from ._patterns import require_any
 from ._trajectory import tool_names
 
 SUMMARY = "Limits on tool calls, tokens and duration; tools that must or must not be called (exact names)."
@@ -40,7 +40,8 @@ EXAMPLE = Example(
 
 
 def check_config(config: dict[str, Any]) -> None:
-    require_any(config, KEYS, "behavior")
+    if not any(config.get(k, 0) > 0 for k in KEYS[:3]) and not config.get("required_tools") and not config.get("forbidden_tools"):
+        raise ConfigError("grader 'behavior' config: give at least one rule (a limit above 0, required_tools or forbidden_tools)")
 
 
 def tokens_used(usage: dict[str, Any] | None) -> int | None:
@@ -56,7 +57,7 @@ def tokens_used(usage: dict[str, Any] | None) -> int | None:
 
 def _limit(name: str, limit: int, value: int | None, unit: str, missing: str) -> Check:
     if value is None:
-        return Check(f"{name} {limit}", False, f"not checkable: {missing}")
+        return Check(f"{name} {limit} (not checked: {missing})", True)
     return Check(f"{name} {limit}", value <= limit, f"{value} {unit}")
 
 
@@ -64,12 +65,12 @@ def grade(request: GraderRequest) -> GraderResult:
     config = request.config
     names = tool_names(request.trajectory)
     checks = []
-    if "max_tool_calls" in config:
+    if config.get("max_tool_calls", 0) > 0:
         checks.append(_limit("max_tool_calls", config["max_tool_calls"], len(names), "tool calls", ""))
-    if "max_tokens" in config:
+    if config.get("max_tokens", 0) > 0:
         used = tokens_used(request.usage)
         checks.append(_limit("max_tokens", config["max_tokens"], used, "tokens", "the agent reported no token usage"))
-    if "max_duration_ms" in config:
+    if config.get("max_duration_ms", 0) > 0:
         total = (request.timing or {}).get("total")
         checks.append(_limit("max_duration_ms", config["max_duration_ms"], total, "ms", "the result has no timing"))
     for tool in config.get("required_tools", []):

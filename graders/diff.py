@@ -6,8 +6,12 @@ check that the file exists; one for the snapshot (byte-for-byte equal to the
 snapshot file, which is relative to ``context_dir``, the suite's fixtures
 directory, or the current directory when unset); one per fragment: ``+text``
 and bare ``text`` must occur in the file, ``-text`` must not (write ``+-x`` to
-require a literal ``-x``). Fragments are case-sensitive substrings of the
-file's text. A missing file fails every check of its entry. Score = passed
+require a literal ``-x``); whitespace around the fragment after its prefix is
+trimmed, and a fragment that is empty after trimming counts as a passed check,
+as in the original. Fragments are case-sensitive substrings of the file's
+text. A missing file fails every check of its entry; a snapshot that cannot
+be read fails its check; a result with no workspace is a failed grade
+(score 0), as in the original. Score = passed
 checks / all checks, pass = all passed; a snapshot mismatch puts the first
 lines of a unified diff in the details. Workspace paths that escape (absolute,
 ``..``, symlinks) are rejected like the file grader's; snapshots must stay
@@ -24,7 +28,7 @@ from typing import Any
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import GraderRequest, GraderResult
 
-from ._checks import Check, from_checks
+from ._checks import Check, from_checks, no_workspace
 from ._example import Example
 from ._paths import check_relative, config_file, inside, workspace
 
@@ -56,10 +60,10 @@ def check_config(config: dict[str, Any]) -> None:
 
 
 def fragment(text: str) -> tuple[bool, str]:
-    """(must be present, the fragment) from a ``+``/``-``/bare entry."""
+    """(must be present, the fragment) from a ``+``/``-``/bare entry, trimmed after its prefix."""
     if text.startswith("-"):
-        return False, text[1:]
-    return True, text[1:] if text.startswith("+") else text
+        return False, text[1:].strip()
+    return True, (text[1:] if text.startswith("+") else text).strip()
 
 
 def _entry_checks(root: Path, entry: dict[str, Any], config: dict[str, Any], details: dict[str, str]) -> list[Check]:
@@ -69,10 +73,17 @@ def _entry_checks(root: Path, entry: dict[str, Any], config: dict[str, Any], det
     checks = [Check(f"{rel} exists", exists, "missing")]
     data = path.read_bytes() if exists else b""
     if "snapshot" in entry:
-        expected = config_file(config, "context_dir", entry["snapshot"], "snapshot", contained=True).read_bytes()
+        snapshot = config_file(config, "context_dir", entry["snapshot"], "snapshot", contained=True)
+        unreadable = ""
+        try:
+            expected: bytes | None = snapshot.read_bytes()
+        except OSError as exc:
+            expected = None
+            unreadable = f"snapshot unreadable: {exc.strerror or exc}"
         same = exists and data == expected
-        checks.append(Check(f"{rel} matches snapshot {entry['snapshot']!r}", same, "file missing" if not exists else "content differs"))
-        if exists and not same:
+        why = "file missing" if not exists else unreadable if expected is None else "content differs"
+        checks.append(Check(f"{rel} matches snapshot {entry['snapshot']!r}", same, why))
+        if exists and expected is not None and not same:
             lines = difflib.unified_diff(
                 expected.decode("utf-8", "replace").splitlines(),
                 data.decode("utf-8", "replace").splitlines(),
@@ -86,6 +97,8 @@ def _entry_checks(root: Path, entry: dict[str, Any], config: dict[str, Any], det
         present, frag = fragment(raw)
         if not exists:
             checks.append(Check(f"{rel} {raw!r}", False, "file missing"))
+        elif not frag:
+            checks.append(Check(f"{rel} {raw!r} (empty fragment)", True))
         elif present:
             checks.append(Check(f"{rel} contains {frag!r}", frag in text, "not found"))
         else:
@@ -94,6 +107,8 @@ def _entry_checks(root: Path, entry: dict[str, Any], config: dict[str, Any], det
 
 
 def grade(request: GraderRequest) -> GraderResult:
+    if not request.cwd:
+        return no_workspace("diff")
     root = workspace(request, "diff")
     diffs: dict[str, str] = {}
     checks = [c for entry in request.config["expected_files"] for c in _entry_checks(root, entry, request.config, diffs)]

@@ -4,25 +4,28 @@ Paths are relative to the result's workspace (the request's ``cwd``); an
 absolute path or a ``..`` escape is a config error, and a path whose symlinks
 lead outside the workspace is a grader error (never read). Each
 ``must_exist`` / ``must_not_exist`` path is one check (a directory counts as
-existing). Each ``content_patterns`` entry adds one check per pattern; its
-regexes are searched in the file's text (UTF-8, undecodable bytes replaced)
-with ``re.MULTILINE`` so ``^`` and ``$`` work per line, case-sensitive unless
-the pattern says ``(?i)``. A missing file fails all its pattern checks.
-Score = passed checks / all checks; pass = all passed.
+existing). Each ``content_patterns`` entry adds a check that its file exists
+plus one check per pattern, as in the original (so a missing file with one
+pattern scores 0 of 2, and the other checks still count); its regexes are
+searched in the file's whole text (UTF-8, undecodable bytes replaced), not
+per line (``^``/``$`` are the text's ends unless the pattern says ``(?m)``),
+case-sensitive unless it says ``(?i)``. An invalid pattern is a failed check.
+An entry may carry a ``description`` (the original's docs write one); it is
+a note, not graded. A result with no workspace is a failed grade (score 0),
+as in the original. Score = passed checks / all checks; pass = all passed.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from typing import Any
 
 from waza.protocol.records import GraderRequest, GraderResult
 
-from ._checks import Check, from_checks, pattern_checks
+from ._checks import Check, from_checks, no_workspace, pattern_checks
 from ._example import Example
 from ._paths import check_relative, inside, workspace
-from ._patterns import compile_all, require_any
+from ._patterns import require_any
 
 SUMMARY = "Files that must (not) exist in the workspace, and regexes their contents must (not) match."
 
@@ -45,11 +48,11 @@ def check_config(config: dict[str, Any]) -> None:
             check_relative(path, f"{key}[{i}]")
     for i, entry in enumerate(config.get("content_patterns", [])):
         check_relative(entry["path"], f"content_patterns[{i}].path")
-        compile_all(entry.get("must_match", []), f"content_patterns[{i}].must_match", re.MULTILINE)
-        compile_all(entry.get("must_not_match", []), f"content_patterns[{i}].must_not_match", re.MULTILINE)
 
 
 def grade(request: GraderRequest) -> GraderResult:
+    if not request.cwd:
+        return no_workspace("file")
     root = workspace(request, "file")
     config = request.config
     checks = [Check(f"must_exist {p!r}", inside(root, p).exists(), "missing") for p in config.get("must_exist", [])]
@@ -57,11 +60,9 @@ def grade(request: GraderRequest) -> GraderResult:
     for i, entry in enumerate(config.get("content_patterns", [])):
         path = inside(root, entry["path"])
         text = path.read_bytes().decode("utf-8", "replace") if path.is_file() else None
-        where = f"content_patterns[{i}]"
-        must = compile_all(entry.get("must_match", []), f"{where}.must_match", re.MULTILINE)
-        must_not = compile_all(entry.get("must_not_match", []), f"{where}.must_not_match", re.MULTILINE)
-        checks += pattern_checks(f"{entry['path']} must_match", must, text, wanted=True)
-        checks += pattern_checks(f"{entry['path']} must_not_match", must_not, text, wanted=False)
+        checks.append(Check(f"{entry['path']} exists", text is not None, "missing"))
+        checks += pattern_checks(f"{entry['path']} must_match", entry.get("must_match", []), text, wanted=True)
+        checks += pattern_checks(f"{entry['path']} must_not_match", entry.get("must_not_match", []), text, wanted=False)
     return from_checks(checks)
 
 

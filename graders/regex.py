@@ -2,53 +2,40 @@
 
 Each pattern is one check (``re.search`` anywhere in the output); score =
 passed checks / all checks, pass = every check passed. Matching is
-case-insensitive by default, as the reference's examples assume (``error``
-also catches ``Error``); ``flags`` replaces the default with any of the letters
-``imsxa`` (Python's inline flags), so ``flags: ""`` is case-sensitive. An
-invalid pattern is a config error before anything runs. Inline flags such as
-``(?i)`` work too.
+case-sensitive by default, as the original's was; ``flags`` takes any of the
+letters ``imsxa`` (Python's inline flags), so ``flags: i`` ignores case, and
+inline flags such as ``(?i)`` work too. An invalid pattern is a failed check
+naming it, as in the original; an empty config passes with 1.0.
 """
 
 from __future__ import annotations
 
-import functools
 import sys
 
 from waza.protocol.records import GraderRequest, GraderResult
 
 from ._checks import from_checks, pattern_checks
 from ._example import Example
-from ._patterns import compile_all, parse_flags, require_any
+from ._patterns import parse_flags
 
-SUMMARY = "Output must match every must_match regex and no must_not_match regex (case-insensitive by default)."
+SUMMARY = "Output must match every must_match regex and no must_not_match regex (case-sensitive unless flags say i)."
 
 EXAMPLE = Example(
-    config={"must_match": [r"deployed to https?://\S+"], "must_not_match": ["error|failed"]},
+    config={"must_match": [r"deployed to https?://\S+"], "must_not_match": ["error|failed"], "flags": "i"},
     request={"output": "Deployed to https://demo.example.net in 42s."},
     result={"pass": True, "score": 1.0},
 )
 
 
-def _compiled(config: dict) -> tuple[list, list]:
-    return _compile(tuple(config.get("must_match", [])), tuple(config.get("must_not_match", [])), config.get("flags", "i"))
-
-
-@functools.lru_cache(maxsize=64)
-def _compile(must_match: tuple[str, ...], must_not_match: tuple[str, ...], flag_text: str) -> tuple[list, list]:
-    """Compiled once per config, not once per result (two thirds of a grade's cost otherwise)."""
-    flags = parse_flags(flag_text, "flags")
-    return compile_all(list(must_match), "must_match", flags), compile_all(list(must_not_match), "must_not_match", flags)
-
-
 def check_config(config: dict) -> None:
-    require_any(config, ("must_match", "must_not_match"), "regex")
-    _compiled(config)
+    parse_flags(config.get("flags", ""), "flags")
 
 
 def grade(request: GraderRequest) -> GraderResult:
-    must, must_not = _compiled(request.config)
-    checks = pattern_checks("must_match", must, request.output, wanted=True)
-    return from_checks(checks + pattern_checks("must_not_match", must_not, request.output, wanted=False))
+    config = request.config
+    flags = parse_flags(config.get("flags", ""), "flags")
+    checks = pattern_checks("must_match", config.get("must_match", []), request.output, wanted=True, flags=flags)
+    return from_checks(checks + pattern_checks("must_not_match", config.get("must_not_match", []), request.output, wanted=False, flags=flags))
 
 
 def main() -> None:

@@ -3,16 +3,18 @@
 Skills come from the trajectory: ``event`` steps of kind ``skill.invoked``
 (name in ``data.name``) when there are any, else tool calls named ``skill``
 (name in ``input.skill``); agents that report both for one invocation are not
-counted twice. Modes (``mode``, also spelled ``matching_mode``): ``exact_match``,
-``in_order`` (required skills as a subsequence) and ``any_order`` (each
-required skill at least as often as required); the ``*_match`` spellings are
-accepted too. Default: ``in_order``.
+counted twice; a ``skill.invoked`` event with an empty name but a ``path``
+counts (as the original does) as an invocation named ``""``. Modes
+(``mode``, required, as in the original): ``exact_match``, ``in_order``
+(required skills as a subsequence) and ``any_order`` (each required skill at
+least as often as required).
 
 Score = F1 of precision = TP / len(invoked) and recall = TP / len(required)
 (TP = required skills found, with multiplicity). ``allow_extra`` (default
-true): when false, invocations beyond the required ones fail the grade and
-cost 0.1 of the score each (score = max(0, F1 - 0.1 x extras)). Pass = the
-mode matches (and no extras when they are not allowed).
+true): when false and more skills were invoked than required, the score is
+F1 x (1 - 0.6 x extra / invoked), where extra = invoked - required counts, as
+in the original; the verdict is the mode's alone, so extras lower the score
+but never fail the grade.
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ from typing import Any
 from waza.protocol.records import GraderRequest, GraderResult
 
 from ._example import Example
-from ._sequences import match, metrics, mode_of
+from ._sequences import SKILL_MODES, match, metrics, mode_of
 from ._trajectory import skills
 
 SUMMARY = "Invoked skills (skill events or skill tool calls) against a required sequence; score = F1, extras penalised."
 
-EXTRA_PENALTY = 0.1
+#: The largest share of the score extras can take when ``allow_extra`` is false.
+EXTRA_PENALTY = 0.6
 
 EXAMPLE = Example(
     config={"mode": "in_order", "required_skills": ["azure-prepare", "azure-deploy"], "allow_extra": True},
@@ -45,25 +48,28 @@ EXAMPLE = Example(
 
 
 def check_config(config: dict[str, Any]) -> None:
-    mode_of(config, "mode", "matching_mode")
+    mode_of(config, "mode", SKILL_MODES)
 
 
 def grade(request: GraderRequest) -> GraderResult:
-    mode = mode_of(request.config, "mode", "matching_mode")
+    mode = mode_of(request.config, "mode", SKILL_MODES)
     required = list(request.config["required_skills"])
     allow_extra = request.config.get("allow_extra", True)
     invoked, source = skills(request.trajectory)
     m = match(required, invoked, mode)
-    score = m.f1 if allow_extra else max(0.0, m.f1 - EXTRA_PENALTY * m.extra)
-    passed = m.matched and (allow_extra or m.extra == 0)
+    extra = len(invoked) - len(required)
+    score = m.f1
+    if not allow_extra and extra > 0:
+        score = m.f1 * (1 - EXTRA_PENALTY * extra / len(invoked))
+    passed = m.matched
     why = "matches" if m.matched else "does not match"
-    if m.matched and not passed:
-        why = f"has {m.extra} extra invocation(s), not allowed"
+    if not allow_extra and extra > 0:
+        why += f" with {extra} extra invocation(s) (allow_extra is false: score reduced)"
     return GraderResult(
         passed=passed,
         score=round(score, 6),
         reasoning=f"skills {invoked} {why} required {required} ({mode}); F1 {m.f1:.2f}, score {score:.2f}",
-        details={"mode": mode, "required": required, "invoked": invoked, "source": source, "extra": m.extra,
+        details={"mode": mode, "required": required, "invoked": invoked, "source": source, "extra": max(extra, 0),
                  "missing": m.missing, **metrics(m)},
     )
 

@@ -1,7 +1,8 @@
 """tool_constraint: tool calls that must happen (``expect_tools``) or must not (``reject_tools``).
 
-An entry names a ``tool`` (a regex that must match the whole tool name or
-kind, case-insensitively: ``bash``, ``edit|write``, ``.*`` for any) and may
+An entry names a ``tool`` (a regex searched in the tool name or kind,
+case-insensitively and unanchored, as in the original: ``bash`` also matches
+``run_bash``; write ``^bash$`` for the exact name, ``.*`` for any) and may
 narrow it with ``command_pattern`` (searched in the input's command:
 ``command``/``cmd``/``commandLine``/``script``/``args``), ``path_pattern``
 (the input's path keys such as ``path``/``file_path``/``filePath`` and the
@@ -52,7 +53,7 @@ class Constraint:
     skill: re.Pattern[str] | None
 
     def matches(self, call: ToolCall) -> bool:
-        if not (self.tool.fullmatch(call.name) or (call.kind and self.tool.fullmatch(call.kind))):
+        if not (self.tool.search(call.name) or (call.kind and self.tool.search(call.kind))):
             return False
         parts = ((self.command, call.input_field(COMMAND_KEYS)), (self.path, call.paths()), (self.skill, call.input_field(SKILL_KEYS)))
         return all(p is None or any(p.search(v) for v in values) for p, values in parts)

@@ -11,12 +11,16 @@ from .graders_support import grade_both
 # (config, output, pass, score)
 REGEX: list[tuple[dict[str, Any], str, bool, float]] = [
     # the reference's example: both required lines present, no error words
-    ({"must_match": ["deployed to https?://.+", "Resource group: .+"], "must_not_match": ["error|failed|exception", "permission denied"]},
-     "Deployed to https://app.example.net\nResource group: rg-demo", True, 1.0),
-    # case-insensitive by default: "Error" is caught by "error"
-    ({"must_not_match": ["error"]}, "Error: disk full", False, 0.0),
-    # flags "" makes it case-sensitive
-    ({"must_not_match": ["error"], "flags": ""}, "Error: disk full", True, 1.0),
+    ({"must_match": ["deployed to https?://.+", "Resource group: .+"], "must_not_match": ["error|failed|exception", "permission denied"],
+      "flags": "i"}, "Deployed to https://app.example.net\nResource group: rg-demo", True, 1.0),
+    # case-sensitive by default, as the original's regex matching: "Error" is not "error"
+    ({"must_not_match": ["error"]}, "Error: disk full", True, 1.0),
+    # flags "i" ignores case
+    ({"must_not_match": ["error"], "flags": "i"}, "Error: disk full", False, 0.0),
+    # an invalid pattern is a failed check, not a config error (the original's text_grader_test invalid-regex case)
+    ({"must_match": ["[a-", "disk"]}, "Error: disk full", False, 0.5),
+    # nothing to check passes (the original's empty text config)
+    ({}, "anything", True, 1.0),
     # one of three checks fails: score 2/3
     ({"must_match": ["alpha", "beta"], "must_not_match": ["gamma"]}, "alpha gamma beta", False, 2 / 3),
     # multiline flag lets ^ anchor lines

@@ -31,9 +31,6 @@ ACTION_SEQUENCE: list[tuple[str, list[str], list[str], bool, float, float, float
     ("in_order_match", ["view", "edit", "view"], ["view", "edit", "bash", "view"], True, 0.75, 1, 6 / 7),
     # no tool calls at all
     ("in_order_match", ["bash"], [], False, 0, 0, 0),
-    # short spellings are the same modes
-    ("in_order", ["bash", "edit"], ["bash", "view", "edit"], True, 2 / 3, 1, 0.8),
-    ("exact", ["bash"], ["bash"], True, 1, 1, 1),
 ]
 
 
@@ -49,7 +46,7 @@ def test_action_sequence(mode, expected, actual, passed, precision, recall, f1):
 
 def test_action_sequence_ignores_steps_that_are_not_tool_calls():
     trajectory = [{"type": "message", "stepId": "m", "timestamp": 0, "role": "agent", "content": "hi"}, *tools("bash")]
-    assert grade_both("action_sequence", {"expected_actions": ["bash"], "mode": "exact_match"}, trajectory=trajectory).passed
+    assert grade_both("action_sequence", {"expected_actions": ["bash"], "matching_mode": "exact_match"}, trajectory=trajectory).passed
 
 
 # --- skill_invocation --------------------------------------------------------------------------------
@@ -75,12 +72,11 @@ SKILLS: list[tuple[str, list[str], list[str], bool, bool, float]] = [
     ("exact_match", [P, D], [D, P], True, False, 1.0),
     ("in_order", [P, D], [D, P], True, False, 1.0),
     ("any_order", [P, D, M], [P, D], True, False, 0.8),
-    # allow_extra false: the extra fails the grade and costs 0.1
-    ("in_order", [P, D], [P, V, D], False, False, 0.7),
+    # allow_extra false: the original passes and scales F1 by 1 - 0.6 x extra/invoked
+    ("in_order", [P, D], [P, V, D], False, True, 0.8 * (1 - 0.6 / 3)),
     ("any_order", [P, D], [D, P], False, True, 1.0),
     # frequency: required twice, invoked once
     ("any_order", [P, P], [P], True, False, 2 / 3),
-    ("in_order_match", [P, D], [P, D], True, True, 1.0),
 ]
 
 
@@ -125,13 +121,14 @@ USAGE = {"inputTokens": 1000, "outputTokens": 200}
 BEHAVIOR: list[tuple[dict[str, Any], list[str], Any, Any, bool, float, str]] = [
     ({"max_tool_calls": 10, "max_tokens": 5000, "max_duration_ms": 300000, "required_tools": ["view"], "forbidden_tools": ["bash", "edit"]},
      ["view", "view"], USAGE, {"start": 0, "end": 900, "total": 900}, True, 1.0, "6/6"),
-    ({"max_tool_calls": 0}, [], None, None, True, 1.0, ""),
-    ({"max_tool_calls": 0}, ["view"], None, None, False, 0.0, "1 tool calls"),
+    # 0 means "not set" (the original's behavior_grader_test zero-limit cases)
+    ({"max_tool_calls": 0, "required_tools": ["view"]}, ["view", "bash"], None, None, True, 1.0, "1/1"),
+    ({"max_tool_calls": 1}, ["view", "view"], None, None, False, 0.0, "2 tool calls"),
     ({"max_tokens": 1100}, [], USAGE, None, False, 0.0, "1200 tokens"),
     ({"max_tokens": 5000}, [], {"totalTokens": 4000, "inputTokens": 9999}, None, True, 1.0, ""),
-    # no usage reported: not checkable, never passed
-    ({"max_tokens": 5000}, [], None, None, False, 0.0, "not checkable: the agent reported no token usage"),
-    ({"max_tokens": 5000, "required_tools": ["view"]}, ["view"], None, None, False, 0.5, "not checkable"),
+    # no usage reported: the original skips the token limit (counted as passed)
+    ({"max_tokens": 5000}, [], None, None, True, 1.0, ""),
+    ({"max_tokens": 5000, "required_tools": ["view"]}, ["view"], None, None, True, 1.0, ""),
     ({"max_duration_ms": 1000}, [], None, {"start": 0, "end": 2500, "total": 2500}, False, 0.0, "2500 ms"),
     # exact names: "Bash" is not "bash"
     ({"forbidden_tools": ["bash"]}, ["Bash"], None, None, True, 1.0, ""),

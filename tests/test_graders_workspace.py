@@ -20,12 +20,16 @@ FILE: list[tuple[dict[str, str], dict[str, Any], bool, float]] = [
      {"must_exist": ["README.md"], "must_not_exist": ["DELETE_ME.txt"],
       "content_patterns": [{"path": "README.md", "must_match": ["(?i)grader[- ]?showcase", "(?i)(installation|install|setup)"],
                             "must_not_match": ["TODO|FIXME|XXX"]}]}, True, 1.0),
-    ({"README.md": README + "TODO: more\n"}, {"content_patterns": [{"path": "README.md", "must_not_match": ["TODO"]}]}, False, 0.0),
-    # a missing file fails all its pattern checks
+    # each content_patterns entry also checks that its file exists (the original's file_grader_test scores)
+    ({"README.md": README + "TODO: more\n"}, {"content_patterns": [{"path": "README.md", "must_not_match": ["TODO"]}]}, False, 0.5),
+    # a missing file fails its existence check and all its pattern checks
     ({}, {"must_exist": ["README.md"], "content_patterns": [{"path": "README.md", "must_match": ["a"], "must_not_match": ["b"]}]}, False, 0.0),
+    # an invalid pattern is a failed check; a description is a note
+    ({"a.txt": "x"}, {"content_patterns": [{"path": "a.txt", "description": "note", "must_match": ["(", "x"]}]}, False, 2 / 3),
     ({"DELETE_ME.txt": "x"}, {"must_not_exist": ["DELETE_ME.txt", "other.txt"]}, False, 0.5),
-    # ^ and $ work per line; patterns are case-sensitive unless (?i)
-    ({"README.md": README}, {"content_patterns": [{"path": "README.md", "must_match": ["^## Installation$", "^# grader"]}]}, False, 0.5),
+    # not multiline (as the original): ^ and $ are the text's ends unless (?m); case-sensitive unless (?i)
+    ({"README.md": README}, {"content_patterns": [{"path": "README.md", "must_match": ["^## Installation$", "^# grader"]}]}, False, 1 / 3),
+    ({"README.md": README}, {"content_patterns": [{"path": "README.md", "must_match": ["(?m)^## Installation$", "(?i)^# grader"]}]}, True, 1.0),
     ({"src/pkg/mod.py": "x = 1\n"}, {"must_exist": ["src/pkg/mod.py", "src/pkg", "./src/pkg/../pkg/mod.py"]}, True, 1.0),
 ]
 
@@ -48,9 +52,11 @@ def test_a_symlink_leading_out_of_the_workspace_is_an_error_never_read(tmp_path)
     assert grade.status == "error" and "outside" in grade.error
 
 
-def test_file_without_a_workspace_is_an_error():
-    grade = grade_both("file", {"must_exist": ["a"]})
-    assert grade.status == "error" and "workspace" in grade.error
+@pytest.mark.parametrize("name,config", [("file", {"must_exist": ["a"]}), ("diff", {"expected_files": [{"path": "a", "contains": ["x"]}]})])
+def test_a_result_without_a_workspace_fails_with_score_0(name, config):
+    """The original's file and diff graders grade "no workspace directory available" as failed, score 0."""
+    grade = grade_both(name, config)
+    assert (grade.passed, grade.score) == (False, 0.0) and "no workspace" in grade.reasoning
 
 
 # --- diff: (workspace files, context files, expected_files, pass, score) -------------------------------
