@@ -116,13 +116,6 @@ CASES = [
         "unknown key 'mustnt'",
     ),
     (
-        "regex that does not compile",
-        GOOD_EVAL,
-        GOOD_TASK + "    graders:\n      - type: regex\n        config:\n          must_match: ['(unclosed']\n",
-        "one.yaml:8",
-        "(unclosed",
-    ),
-    (
         "unknown metric",
         GOOD_EVAL + "    metrics:\n      - name: vibes\n",
         GOOD_TASK,
