@@ -48,13 +48,30 @@ class RpcError(Exception):
         self.code = code
         self.message = message
         self.data = data
-        super().__init__(f"{message} (JSON-RPC error {code})")
+        super().__init__(f"{message} (JSON-RPC error {code})" + _data_note(data))
 
     def to_json(self) -> dict[str, Any]:
         error: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.data is not None:
             error["data"] = self.data
         return error
+
+
+#: How much of an error's ``data`` is kept in the recorded message (an agent controls its size).
+_DATA_LIMIT = 2000
+
+
+def _data_note(data: Any) -> str:
+    """An error's ``data`` as compact JSON, so the agent's own details reach ``errors`` (bounded)."""
+    if data is None:
+        return ""
+    try:
+        text = orjson.dumps(data).decode()
+    except TypeError:
+        text = repr(data)
+    if len(text) > _DATA_LIMIT:
+        text = text[:_DATA_LIMIT] + "…"
+    return f"; data: {text}"
 
 
 class ConnectionLost(Exception):

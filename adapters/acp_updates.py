@@ -88,6 +88,7 @@ def _tool(kind: str, update: dict[str, Any]) -> Event:
         content=content if isinstance(content, list) else None,
         locations=locations if isinstance(locations, list) else None,
         extra=extra or None,
+        announces=kind == "tool_call",
     )
 
 

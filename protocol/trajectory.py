@@ -49,6 +49,9 @@ class ToolCallPatch:
     content: list[Any] | None = None
     locations: list[Any] | None = None
     extra: dict[str, Any] | None = None
+    #: An announcement of a call (ACP ``tool_call``), not an update: when its id names a call that
+    #: has finished or belongs to an earlier turn, it is a new call (agents reuse ids across turns).
+    announces: bool = False
 
 
 @dataclass(slots=True)
@@ -184,7 +187,7 @@ class TrajectoryBuilder:
         if event.message_id is not None:
             key = (kind, event.message_id)
             step = self._by_message.get(key)
-            if step is None:
+            if step is None or step.turn != self.turn:  # an id reused in a later turn is a new message
                 step = self._new_step(kind, at, role=role, content="", message_id=event.message_id)
                 self._by_message[key] = step
             step.content = (step.content or "") + event.text
@@ -200,6 +203,8 @@ class TrajectoryBuilder:
         self._agent_event(at)
         self._open_text = None
         step = self._tools.get(patch.tool_call_id)
+        if step is not None and patch.announces and (step.end is not None or step.turn != self.turn):
+            step = None  # the id is reused for a new call, which belongs to this turn
         if step is None:
             step = self._new_step(
                 "tool_call", at, tool_call_id=patch.tool_call_id, status=patch.status or "pending", start=at

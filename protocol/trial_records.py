@@ -69,7 +69,7 @@ class TrialResult(Record):
     pass_hat_k: dict[str, float | None] = field(
         default_factory=dict, metadata=doc("Probability all of k trials pass (pass^k). " + _BY_K)
     )
-    mean_score: float | None = field(default=None, metadata=doc("Mean score of the trials that have one."))
+    mean_score: float | None = field(default=None, metadata=doc("Mean score of the trials n counts (an error counted as a fail scores 0)."))
     flaky: bool = field(default=False, metadata=doc("Some counted trials passed and some did not (0 < passes < n)."))
     adapter: str | None = None
     trials: list[TrialEntry] = field(default_factory=list, metadata=doc("Every trial, by trial number."))

@@ -58,7 +58,13 @@ def trial_result(
     pending = sum(e.status == "pending" for e in entries)
     n = passes + failed + (errored if policy == "fail" else 0)
     at_k, hat_k = by_k(n, passes, k_values)
-    scores = [e.score for e in entries if e.score is not None]
+    # The mean score is over the trials n counts: an error left out of n leaves the mean too, and one
+    # counted as a fail scores 0 (whatever a grader made of the broken run).
+    scores = [
+        0.0 if e.status == "error" else e.score
+        for e in entries
+        if (e.status in ("passed", "failed") and e.score is not None) or (e.status == "error" and policy == "fail")
+    ]
     return TrialResult(
         id=case.id,
         input=case.input,

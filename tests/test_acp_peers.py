@@ -69,6 +69,16 @@ def test_python_sdk_agent_denied(tmp_path: Path) -> None:
     assert code == 0
 
 
+def test_python_sdk_agent_error_keeps_its_data(tmp_path: Path) -> None:
+    agent = [sys.executable, str(AGENTS / "sdk_acp_agent.py")]
+    _, results = capture(tmp_path, agent, [{"id": "boom", "input": "explode now", "hint": "x"}])
+    boom = results["boom"]
+    assert boom["status"] == "error"
+    [error] = boom["errors"]
+    assert "Internal error (JSON-RPC error -32603)" in error
+    assert 'data: {"reason":"disk full","path":"summary.md"}' in error
+
+
 @pytest.fixture(scope="module")
 def node_agent() -> Path:
     """The Node agent next to an installed copy of the SDK (installed once into a cache directory)."""
@@ -107,3 +117,17 @@ def test_node_sdk_agent(tmp_path: Path, node_agent: Path) -> None:
     assert notes["status"] == "passed"
     assert results["slow"]["exit"]["stopReason"] == "cancelled" and results["slow"]["exit"]["timedOut"] is True
     assert code == 1
+
+
+def test_node_sdk_agent_reusing_ids_across_turns(tmp_path: Path, node_agent: Path) -> None:
+    """The SDK agent reuses its tool-call id and message id every turn: each turn keeps its own steps."""
+    prompts = [{"id": "twice", "input": ["What do the notes say?", "Say it again"], "hint": "Buy milk"}]
+    _, results = capture(tmp_path, ["node", str(node_agent)], prompts)
+    steps = results["twice"]["trajectory"]
+    tools = [s for s in steps if s["type"] == "tool_call"]
+    assert [(t["toolCallId"], t["turn"], t["status"]) for t in tools] == [("node-write", 0, "completed"), ("node-write", 1, "completed")]
+    assert [s["turn"] for s in steps if s["type"] == "permission"] == [0, 1]
+    answers = [s for s in steps if s["type"] == "message" and s["role"] == "agent"]
+    assert [(a["messageId"], a["turn"]) for a in answers] == [("node-m1", 0), ("node-m1", 1)]
+    assert answers[0]["content"] == answers[1]["content"] == "Notes say: Buy milk. Then eggs.. Answer written: true."
+    assert results["twice"]["output"] == answers[1]["content"]

@@ -55,6 +55,7 @@ def test_trials_estimates_errors_flaky_and_summary(tmp_path):
     assert flaky["trials"][1]["exit"]["code"] == 3
     assert (flaky["k"], flaky["n"], flaky["passes"], flaky["errored"]) == (5, 4, 2, 1)
     assert flaky["passRate"] == 0.5 and flaky["flaky"] is True
+    assert flaky["meanScore"] == 0.5  # the crashed trial left n, so it leaves the mean too
     assert flaky["passAtK"] == {"1": pytest.approx(0.5), "3": 1.0, "5": None}  # k > n: undefined
     assert flaky["passHatK"] == {"1": pytest.approx(0.5), "3": 0.0, "5": None}
     assert flaky["trials"][0]["output"] == "ok-answer" and flaky["trials"][0]["grades"][0]["name"] == "hint"
@@ -83,6 +84,7 @@ def test_errors_counted_as_fails_gives_the_unbiased_n5_c2_values(tmp_path):
     results = by_id(read_jsonl(proc.stdout))
     flaky = results["flaky"]
     assert (flaky["n"], flaky["passes"], flaky["errorPolicy"]) == (5, 2, "fail")
+    assert flaky["meanScore"] == pytest.approx(0.4)  # the crash counts as a fail scoring 0
     assert flaky["passAtK"]["5"] == 1.0  # not the plug-in 1 - 0.6^5 = 0.92
     assert flaky["passAtK"]["1"] == pytest.approx(0.4)
     assert flaky["passHatK"]["2"] == pytest.approx(0.1)  # not (2/5)^2 = 0.16

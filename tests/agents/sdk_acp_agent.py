@@ -5,7 +5,8 @@ It proves waza interoperates with an ACP implementation nobody here wrote. Per
 prompt it thinks, reads ``notes.txt`` from the workspace through the client,
 asks permission to write ``summary.md`` and writes it when allowed, counts the
 notes' bytes in a client terminal, and answers in two messages (with ids),
-reporting token usage. A prompt containing ``slow`` waits until cancelled.
+reporting token usage. A prompt containing ``slow`` waits until cancelled; one containing
+``explode`` is answered with a JSON-RPC internal error that carries ``data``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from acp import (
     InitializeResponse,
     NewSessionResponse,
     PromptResponse,
+    RequestError,
     run_agent,
     start_edit_tool_call,
     text_block,
@@ -76,6 +78,8 @@ class NotesAgent(Agent):
         text = "".join(getattr(block, "text", "") for block in prompt)
         cwd = self._cwd[session_id]
         await self._conn.session_update(session_id=session_id, update=update_agent_thought_text(f"Task: {text}"))
+        if "explode" in text:
+            raise RequestError.internal_error({"reason": "disk full", "path": "summary.md"})
         if "slow" in text:
             await self._cancelled[session_id].wait()
             return PromptResponse(stop_reason="cancelled")
