@@ -25,7 +25,7 @@ import orjson
 import pytest
 
 from .analysis_runs import capture, trials
-from .conftest import read_jsonl, run_waza, write_jsonl
+from .conftest import ROOT, read_jsonl, run_waza, write_jsonl
 
 pytest.importorskip("starlette", reason="waza view needs the view extra: pip install '.[view]'")
 pytest.importorskip("uvicorn", reason="waza view needs the view extra: pip install '.[view]'")
@@ -35,6 +35,15 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
         "--disable-sync", "--no-first-run"]
 WAIT_MS = 20_000
 HUGE = 3_000_000
+
+
+@contextlib.contextmanager
+def leaving(page) -> Iterator[None]:
+    """Leave the page before its private viewer stops, so its polling never meets a closed port."""
+    try:
+        yield
+    finally:
+        page.goto("about:blank")
 
 
 @contextlib.contextmanager
@@ -84,6 +93,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     nested.mkdir(parents=True)
     shutil.copy(made / "cand.jsonl", nested / "copy.jsonl")
     (root / "notes.json").write_text('{"not": "a run"}')
+    write_jsonl(root / "<img src=x onerror=window.__pwned=7>.jsonl", hostile_rows()[:1])
+    suite = run_waza("run", ROOT / "tests" / "fixtures" / "suites" / "code-explainer" / "eval.yaml", "--adapter", "mock",
+                     "--no-triggers", "--reporter", f"json:{root / 'suite.json'}", "-o", os.devnull)
+    assert suite.returncode in (0, 1), suite.stderr.decode()
     return root
 
 
@@ -131,7 +144,9 @@ def test_runs_page_lists_every_run_and_sorts(server, page, tmp_path):
     page.goto(server)
     rows = page.locator("#runs tr")
     files = rows.locator("td:first-child a").all_inner_texts()
-    assert sorted(Path(f).name for f in files) == ["base.jsonl", "cand.jsonl", "copy.jsonl", "hostile.jsonl", "trials.jsonl"]
+    assert sorted(Path(f).name for f in files) == [
+        "<img src=x onerror=window.__pwned=7>.jsonl", "base.jsonl", "cand.jsonl", "copy.jsonl", "hostile.jsonl", "suite.json", "trials.jsonl"
+    ]
     base = page.locator("#runs tr", has_text="base.jsonl")
     assert base.locator("td").nth(1).inner_text() == "capture"
     assert base.locator("td").nth(2).inner_text() == "4"
@@ -177,6 +192,22 @@ def test_trials_page_plots_pass_at_k(server, page, tmp_path):
     assert chart.locator("circle").count() == 6  # k = 1..3, pass@k and pass^k
     assert page.locator("#rows tr", has_text="q1").locator("td").nth(7).inner_text() == "2/3"
     shot(page, tmp_path, "trials")
+
+
+def test_a_suite_result_is_a_run(server, runs, page, tmp_path):
+    suite = orjson.loads((runs / "suite.json").read_bytes())
+    trials_run = sum(len(task["trials"]) for task in suite["tasks"])
+    page.goto(server)
+    row = page.locator("#runs tr", has_text="suite.json")
+    assert row.locator("td").nth(1).inner_text() == "suite"
+    assert row.locator("td").nth(2).inner_text() == str(trials_run)
+    row.locator("a").click()
+    assert f"suite {suite['suite']}" in page.inner_text("main")
+    assert page.locator("table.list").first.locator("tbody tr").count() == len(suite["metrics"])
+    assert page.locator("#rows tr").count() == trials_run
+    page.locator("#rows a.pid").first.click()
+    assert page.locator("h1.pid").inner_text() == suite["tasks"][0]["trials"][0]["id"]
+    shot(page, tmp_path, "suite")
 
 
 def test_a_trajectory_opens_with_its_tool_calls(server, page, tmp_path):
@@ -225,7 +256,7 @@ def test_a_run_in_progress_gains_rows(runs, page, tmp_path):
     lines = (runs / "made" / "cand.jsonl").read_bytes().splitlines(keepends=True)
     live = live_dir / "live.jsonl"
     live.write_bytes(lines[0])
-    with viewer(live_dir) as (url, _):
+    with viewer(live_dir) as (url, _), leaving(page):
         page.goto(url)
         page.locator("#runs a", has_text="live.jsonl").click()
         assert page.locator("#rows tr").count() == 1
@@ -270,7 +301,13 @@ def test_hostile_content_stays_inert(server, page, tmp_path):
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(rebound)
     assert refused.value.code == 400
-    assert page.locator("#runs").inner_text().count("exec<script>alert(3)</script>") == 1
+    listed = page.locator("#runs").inner_text()
+    assert listed.count("exec<script>alert(3)</script>") == 2  # hostile.jsonl and the file with a hostile name
+    assert "<img src=x onerror=window.__pwned=7>.jsonl" in listed
+    assert page.locator("#runs img, #runs script").count() == 0
+    page.locator("#runs a", has_text="onerror").click()
+    assert page.locator("h1").inner_text().endswith("<img src=x onerror=window.__pwned=7>.jsonl")
+    assert page.evaluate("window.__pwned") is None
 
 
 def test_calibration_page_shows_kappa_and_confusion(runs, tmp_path, page):
@@ -285,7 +322,7 @@ def test_calibration_page_shows_kappa_and_confusion(runs, tmp_path, page):
     shutil.copy(results, sheet.parent / "results.jsonl")
     report = run_waza("calibrate", sheet.parent / "results.jsonl", "--labels", sheet)
     expected = orjson.loads(report.stdout)["comparisons"][0]
-    with viewer(sheet.parent) as (url, _):
+    with viewer(sheet.parent) as (url, _), leaving(page):
         page.goto(url)
         page.locator("#runs a", has_text="sheet.jsonl").click()
         page.wait_for_url(re.compile(r"/calibration\?"))
@@ -300,7 +337,7 @@ def test_calibration_page_shows_kappa_and_confusion(runs, tmp_path, page):
 def test_paging_over_a_large_file(tmp_path, page):
     row = read_jsonl(hostile_rows_file(tmp_path))[0]
     write_jsonl(tmp_path / "big.jsonl", ({**row, "id": f"p{n:04d}"} for n in range(250)))
-    with viewer(tmp_path / "big.jsonl") as (url, _):
+    with viewer(tmp_path / "big.jsonl") as (url, _), leaving(page):
         page.goto(url)
         page.locator("#runs a", has_text="big.jsonl").click()
         assert page.locator("#rows tr").count() == 100
@@ -317,6 +354,10 @@ def test_usage_errors_the_host_warning_and_ctrl_c(tmp_path):
     proc = run_waza("view", tmp_path / "missing")
     assert proc.returncode == 2
     assert proc.stderr.decode().strip() == f"waza: {tmp_path / 'missing'}: no such file or directory"
+    (tmp_path / "prompts.jsonl").write_text('{"id": "a", "input": "hi"}\n')
+    proc = run_waza("view", tmp_path / "prompts.jsonl")
+    assert proc.returncode == 2
+    assert "prompts.jsonl: not a CaptureResult, TrialResult, suite result" in proc.stderr.decode()
     # 192.0.2.1 (TEST-NET-1) is not this machine's: the warning, then a one-line error, exit 2
     proc = run_waza("view", tmp_path, "--host", "192.0.2.1")
     assert proc.returncode == 2

@@ -50,6 +50,21 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _check_file(path: Path) -> None:
+    """A file named on the command line must be one the viewer shows (an empty one may be a run about to start)."""
+    from ..view.index import open_regular, sniff
+
+    try:
+        open_regular(path).close()
+        kind = sniff(path)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file or directory") from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc}") from None
+    if kind is None and path.stat().st_size > 0:
+        raise ConfigError(f"{path}: not a CaptureResult, TrialResult, suite result, labelled sheet or calibration report file")
+
+
 def _view(paths: list[str], port: int, host: str) -> int:
     roots: list[Path] = []
     files: list[Path] = []
@@ -59,10 +74,9 @@ def _view(paths: list[str], port: int, host: str) -> int:
         path = Path(raw)
         if path.is_dir():
             roots.append(path)
-        elif path.exists():
-            files.append(path)
         else:
-            raise ConfigError(f"{raw}: no such file or directory")
+            _check_file(path)
+            files.append(path)
     try:
         from ..view.server import serve
     except ImportError as exc:

@@ -21,6 +21,7 @@ import math
 import os
 import stat
 import threading
+import time
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -371,9 +372,12 @@ class Registry:
 
     roots: list[Path]
     files: list[Path]
+    #: seconds between passes over the known files, and between walks looking for new ones
     interval: float = 0.5
+    walk_interval: float = 2.0
     indexes: dict[str, Index] = field(default_factory=dict)
     _seen: dict[Path, float] = field(default_factory=dict)
+    _next_walk: float = 0.0
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -389,7 +393,18 @@ class Registry:
                         yield Path(folder) / name
 
     def scan(self) -> None:
-        """Find new files, then read a step of each file that grew (repeated until all caught up)."""
+        """Find new files (at most every :attr:`walk_interval`), then read a step of each file that grew,
+        round the files until all are caught up."""
+        now = time.monotonic()
+        if now >= self._next_walk:
+            self._next_walk = now + self.walk_interval
+            self.discover()
+        while not self._stop.is_set():
+            read = [index.advance() for index in self.listing()]  # every file gets its step, no short-circuit
+            if not any(read):
+                return
+
+    def discover(self) -> None:
         known = {i.path for i in self.indexes.values()}
         for path in self.candidates():
             if path in known:
@@ -409,10 +424,6 @@ class Registry:
                 index = Index(key=str(path), path=path, kind=kind)
                 with self._lock:
                     self.indexes[index.key] = index
-        while not self._stop.is_set():
-            read = [index.advance() for index in self.listing()]  # every file gets its step, no short-circuit
-            if not any(read):
-                return
 
     def get(self, key: str) -> Index | None:
         with self._lock:

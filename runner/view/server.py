@@ -122,7 +122,10 @@ def build_app(registry: Registry, roots: list[str], allowed_hosts: list[str]) ->
         i = _int(request.query_params.get("i"), -1)
         if index is None or not 0 <= i < len(index.columns):
             return not_found("No such result.")
-        return HTMLResponse(prompt_page(index, i))
+        try:
+            return HTMLResponse(prompt_page(index, i))
+        except (OSError, ValueError) as exc:  # the file was replaced or cut since it was indexed
+            return HTMLResponse(page("Changed", f"<h1>The file changed</h1><p>{e(index.key)}: {e(exc)}; it is being indexed again.</p>"), status_code=409)
 
     def compare(request: Request) -> Response:
         p = request.query_params
@@ -161,6 +164,18 @@ def build_app(registry: Registry, roots: list[str], allowed_hosts: list[str]) ->
     return Starlette(routes=routes, middleware=middleware)
 
 
+class Announcing(uvicorn.Server):
+    """A uvicorn server that prints its URL once it accepts connections (and handles Ctrl-C), not before."""
+
+    def __init__(self, config: uvicorn.Config, message: str) -> None:
+        super().__init__(config)
+        self.message = message
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        print(self.message, file=sys.stderr, flush=True)
+
+
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -184,9 +199,8 @@ def serve(roots: list[Path], files: list[Path], host: str, port: int, *, loopbac
     allowed = ["127.0.0.1", "localhost", "::1", "[::1]", host, shown] if loopback else ["*"]
     app = build_app(registry, [str(p) for p in [*roots, *files]], allowed)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False)
-    server = uvicorn.Server(config)
+    server = Announcing(config, f"waza: serving {shown}:{bound}, read-only; open http://{shown}:{bound}/ (Ctrl-C stops)")
     registry.start()
-    print(f"waza: serving {shown}:{bound}, read-only; open http://{shown}:{bound}/ (Ctrl-C stops)", file=sys.stderr, flush=True)
     try:
         server.run(sockets=[sock])
     finally:
