@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import GraderRequest
 
