@@ -59,8 +59,8 @@ class ClientSession:
         #: Set once ``session/cancel`` was sent: permission requests are then answered ``cancelled``.
         self.cancelling = False
         self._methods: dict[str, Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]] = {
-            "fs/read_text_file": self._sync(lambda p: acp_fs.read_text(self.workspace, p)),
-            "fs/write_text_file": self._sync(lambda p: acp_fs.write_text(self.workspace, p)),
+            "fs/read_text_file": lambda p: acp_fs.read_text(self.workspace, p),
+            "fs/write_text_file": lambda p: acp_fs.write_text(self.workspace, p),
             "terminal/create": self.terminals.create,
             "terminal/output": self._sync(self.terminals.output),
             "terminal/wait_for_exit": self.terminals.wait_for_exit,

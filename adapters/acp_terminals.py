@@ -23,7 +23,7 @@ import anyio.abc
 
 from waza.protocol.process import STDOUT_LIMIT, drain, exit_parts, kill_group, reap, spawn
 
-from .acp_fs import confine
+from .acp_fs import confine_dir
 from .acp_rpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError, Spawn
 
 _ids = itertools.count(1)
@@ -83,7 +83,7 @@ class Terminals:
             raise RpcError(INVALID_PARAMS, "command must be a non-empty string")
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise RpcError(INVALID_PARAMS, "args must be a list of strings")
-        cwd = confine(self.workspace, params["cwd"], "cwd") if params.get("cwd") else self.workspace
+        cwd = confine_dir(self.workspace, params["cwd"]) if params.get("cwd") else self.workspace
         env = dict(os.environ)
         for var in params.get("env") or []:
             if not (isinstance(var, dict) and isinstance(var.get("name"), str) and isinstance(var.get("value"), str)):

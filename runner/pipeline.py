@@ -12,9 +12,12 @@ outlives the run.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
+import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -69,23 +72,79 @@ class Workspaces:
     def create(self, item: WorkItem) -> tuple[Path, bool]:
         """(directory, whether to remove it after grading)."""
         if self.root is not None:
-            name = _safe_name(item.case.id) + (f"-t{item.trial}" if item.trial is not None else "")
-            path = (self.root / name).resolve()
-            if path.exists():
-                if not (path / WORKSPACE_MARK).exists():
-                    raise FileExistsError(f"workspace {path} exists and was not made by waza; refusing to reuse it")
-                shutil.rmtree(path)
-            path.mkdir(parents=True)
-            (path / WORKSPACE_MARK).write_text("made by waza; removed and recreated on the next run\n")
-            return path, False
+            name = workspace_name(item.case.id) + (f"-t{item.trial}" if item.trial is not None else "")
+            return make_workspace(self.root, name), False
         if self.fresh:
-            path = Path(tempfile.mkdtemp(prefix=f"waza-{_safe_name(item.case.id)[:40]}-")).resolve()
+            path = Path(tempfile.mkdtemp(prefix=f"waza-{workspace_name(item.case.id)[:60]}-")).resolve()
             return path, not self.keep
         return self.cwd.resolve(), False
 
 
-def _safe_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "prompt"
+_PLAIN = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,79}")
+
+
+def workspace_name(prompt_id: str) -> str:
+    """A file name for ``prompt_id``'s workspace, different for every distinct id.
+
+    An id that is already a plain name (letters, digits, ``._-``, not starting
+    with a dot, at most 80 characters) is used as it is; any other gets a
+    readable slug, ``~`` (never in a plain name) and 12 hex digits of the
+    SHA-256 of the exact id, so ``x/y``, ``x_y``, ``é`` and ``..`` all differ.
+    """
+    if _PLAIN.fullmatch(prompt_id):
+        return prompt_id
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", prompt_id).strip("._-")[:40] or "prompt"
+    digest = hashlib.sha256(prompt_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{slug}~{digest}"
+
+
+def make_workspace(root: Path, name: str) -> Path:
+    """A fresh empty directory ``root/name``; an earlier one waza made there is removed first.
+
+    Nothing here follows a symlink: the entry is looked at with ``lstat``
+    relative to a descriptor of ``root``, so a symlink planted at ``name`` (even
+    one to a directory holding a ``.waza-workspace`` marker) is refused, never
+    wiped or used; removal goes through ``shutil.rmtree``'s descriptor-based walk.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    root = root.resolve()
+    root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            entry = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            entry = None
+        if entry is not None:
+            if not stat.S_ISDIR(entry.st_mode):
+                raise FileExistsError(f"workspace {root / name} exists and is not a directory (a symlink?); refusing to use it")
+            if not _has_mark(root_fd, name):
+                raise FileExistsError(f"workspace {root / name} exists and was not made by waza; refusing to reuse it")
+            shutil.rmtree(name, dir_fd=root_fd)
+        os.mkdir(name, 0o777, dir_fd=root_fd)
+        dir_fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root_fd)
+        try:
+            mark = os.open(WORKSPACE_MARK, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666, dir_fd=dir_fd)
+            with os.fdopen(mark, "w") as f:
+                f.write("made by waza; removed and recreated on the next run\n")
+        finally:
+            os.close(dir_fd)
+    finally:
+        os.close(root_fd)
+    return root / name
+
+
+def _has_mark(root_fd: int, name: str) -> bool:
+    """Whether directory ``name`` (opened without following a symlink) holds waza's marker as a regular file."""
+    try:
+        dir_fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root_fd)
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.stat(WORKSPACE_MARK, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+    finally:
+        os.close(dir_fd)
 
 
 @dataclass

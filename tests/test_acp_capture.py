@@ -138,7 +138,8 @@ def test_fs_is_served_inside_the_workspace_only(scripted: dict[str, Any]) -> Non
     assert (workspace / "sub" / "x.txt").read_text() == "data one"
     said = steps(r, "message")[1]["content"]
     assert "read: data one" in said
-    assert said.count("outside the workspace") == 4  # absolute path, .., symlink read, symlink write
+    assert said.count("outside the workspace") == 2  # absolute path, ..
+    assert said.count("goes through a symlink") == 2  # symlink read, symlink write
     reads = events(r, "fs/read_text_file")
     assert [("error" in e) for e in reads] == [False, True, True, True]
     assert not Path("/etc/evil.txt").exists()

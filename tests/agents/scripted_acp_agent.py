@@ -21,6 +21,9 @@ so tests (and users trying waza) can drive every part of the protocol:
   hang                wait for session/cancel    hang-hard          never answer again
   stop REASON         answer with that stopReason
   symlink NAME TARGET create a symlink in the session cwd (the agent's own doing, not via ACP)
+  mkfifo NAME         make a FIFO in the session cwd     sparse NAME MB   make a sparse file of MB megabytes
+  readpart PATH LINE LIMIT   fs/read_text_file of a slice; says its size and first line
+  flip NAME TARGET N  a child swaps NAME between a file and a symlink to TARGET while N reads ask for NAME
   barrier DIR N       wait (up to 30 s) until N agents have reached DIR, then say whether they did
   cwd | mcp | history | name   say the session cwd, MCP server names, earlier turns, --name
 
@@ -30,6 +33,7 @@ A prompt with no directive is echoed back.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -260,6 +264,45 @@ class Agent:
     def do_symlink(self, sid, session, verb, rest, result):
         name, _, target = rest.partition(" ")
         os.symlink(target, os.path.join(session["cwd"], name))
+
+    def do_mkfifo(self, sid, session, verb, rest, result):
+        os.mkfifo(os.path.join(session["cwd"], rest))
+
+    def do_sparse(self, sid, session, verb, rest, result):
+        name, _, megabytes = rest.partition(" ")
+        with open(os.path.join(session["cwd"], name), "wb") as f:
+            f.truncate(int(megabytes) * 1024 * 1024)
+
+    def do_readpart(self, sid, session, verb, rest, result):
+        path, line, limit = rest.split()
+        res, err = self.call("fs/read_text_file", {"sessionId": sid, "path": path, "line": int(line), "limit": int(limit)})
+        if err:
+            self.say(sid, f"read error: {err['message']}")
+        else:
+            self.say(sid, f"read {len(res['content'])} chars, first line {res['content'].splitlines()[0][:40]!r}")
+
+    def do_flip(self, sid, session, verb, rest, result):
+        name, target, count = rest.split()
+        path = os.path.join(session["cwd"], name)
+        pid = os.fork()
+        if pid == 0:  # the swapper: a regular file one moment, a symlink out the next
+            temp = path + ".new"
+            while True:
+                with open(temp, "w") as f:
+                    f.write("inside\n")
+                os.replace(temp, path)
+                with contextlib.suppress(FileExistsError):
+                    os.symlink(target, temp)
+                os.replace(temp, path)
+        seen = set()
+        try:
+            for _ in range(int(count)):
+                res, err = self.call("fs/read_text_file", {"sessionId": sid, "path": name})
+                seen.add(res["content"].strip() if res else "error")
+        finally:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        self.say(sid, "flip saw: " + ",".join(sorted(seen)))
 
     def do_barrier(self, sid, session, verb, rest, result):
         directory, _, count = rest.partition(" ")

@@ -1,0 +1,116 @@
+"""A hostile ACP agent against the client's file methods: symlinks, a swap race, a FIFO, a huge file.
+
+Each attack is a prompt to the scripted agent (a real program on stdio) in one
+``waza capture`` run; every attempt aims at a file outside the workspace, so
+"it failed" is proven by that file being untouched or its content never seen.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import read_jsonl, run_waza, write_jsonl
+
+AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "scripted_acp_agent.py")]
+SECRET = "outside-secret-content"
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("hostile")
+    outside = tmp / "outside.txt"
+    outside.write_text(SECRET + "\n")
+    outdir = tmp / "outdir"
+    outdir.mkdir()
+    prompts = [
+        {"id": "write-link", "input": f"symlink link {outside}\nwrite link hacked\nread link"},
+        {"id": "dir-link", "input": f"symlink d {outdir}\nwrite d/new.txt hacked\nread d/../link"},
+        {"id": "flip", "input": f"flip flipper {outside} 300"},
+        {"id": "fifo", "input": "mkfifo pipe\nread pipe\nsay still here"},
+        {"id": "big", "input": "sparse big 300\nread big\nreadpart big 1 1"},
+        {"id": "slice", "input": "run seq 1 200000 > nums.txt\nreadpart nums.txt 500 2"},
+    ]
+    proc = run_waza(
+        "capture", write_jsonl(tmp / "prompts.jsonl", prompts), "-j", "2", "--timeout", "60",
+        "--workspace-dir", tmp / "ws", "-o", tmp / "out.jsonl", "--", *AGENT, cwd=tmp, timeout=120,
+    )
+    results = {r["id"]: r for r in read_jsonl(tmp / "out.jsonl")}
+    return {"proc": proc, "results": results, "outside": outside, "outdir": outdir}
+
+
+def said(result: dict[str, Any]) -> str:
+    return "".join(s["content"] for s in result["trajectory"] if s["type"] == "message" and s["role"] == "agent")
+
+
+def test_the_run_finishes_with_every_result(hostile: dict[str, Any]) -> None:
+    assert hostile["proc"].returncode == 0, hostile["proc"].stderr.decode()[-2000:]
+    assert set(hostile["results"]) == {"write-link", "dir-link", "flip", "fifo", "big", "slice"}
+
+
+def test_a_write_through_a_symlink_never_reaches_the_outside_file(hostile: dict[str, Any]) -> None:
+    text = said(hostile["results"]["write-link"])
+    assert "write error: refused:" in text and "symlink" in text
+    assert "read error:" in text and SECRET not in text
+    assert hostile["outside"].read_text() == SECRET + "\n"
+
+
+def test_a_symlinked_directory_is_never_entered(hostile: dict[str, Any]) -> None:
+    text = said(hostile["results"]["dir-link"])
+    assert "write error: refused:" in text
+    assert list(hostile["outdir"].iterdir()) == []
+
+
+def test_swapping_a_file_for_a_symlink_during_reads_never_leaks(hostile: dict[str, Any]) -> None:
+    text = said(hostile["results"]["flip"])
+    assert text.startswith("flip saw: ")
+    assert SECRET not in text
+    assert "inside" in text  # the reads really raced the swapper
+
+
+def test_a_fifo_is_refused_without_blocking(hostile: dict[str, Any]) -> None:
+    r = hostile["results"]["fifo"]
+    text = said(r)
+    assert "read error: refused:" in text and "FIFO" in text
+    assert "still here" in text
+    assert r["status"] != "error"
+
+
+def test_a_file_over_the_read_limit_is_an_error_whole_or_sliced(hostile: dict[str, Any]) -> None:
+    text = said(hostile["results"]["big"])
+    assert text.count("over the 10 MiB read limit") == 2  # the whole file, and its one 300 MB line
+
+
+def test_a_slice_is_served_from_its_line(hostile: dict[str, Any]) -> None:
+    assert "read 8 chars, first line '500'" in said(hostile["results"]["slice"])
+
+
+def test_distinct_ids_get_distinct_workspaces_and_a_planted_symlink_is_refused(tmp_path: Path) -> None:
+    ids = ["x/y", "x_y", "x y", "é", "ü", ".", "..", "plain"]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / ".waza-workspace").write_text("planted\n")
+    (outside / "precious.txt").write_text("keep me\n")
+    workspaces = tmp_path / "ws"
+    workspaces.mkdir()
+    (workspaces / "victim").symlink_to(outside)
+    prompts = [{"id": i, "input": f"write mine.txt {i}\ncwd"} for i in [*ids, "victim"]]
+    proc = run_waza(
+        "capture", write_jsonl(tmp_path / "prompts.jsonl", prompts), "-j", "2", "--workspace-dir", workspaces,
+        "-o", tmp_path / "out.jsonl", "--", *AGENT, cwd=tmp_path,
+    )
+    results = {r["id"]: r for r in read_jsonl(tmp_path / "out.jsonl")}
+    assert set(results) == {*ids, "victim"}, proc.stderr.decode()[-2000:]
+    cwds = {i: Path(results[i]["cwd"]) for i in ids}
+    assert len(set(cwds.values())) == len(ids)
+    for i, cwd in cwds.items():
+        assert cwd.parent == workspaces.resolve()
+        assert (cwd / "mine.txt").read_text() == i  # no other prompt wrote over it or wiped it
+    assert cwds["plain"].name == "plain"
+    victim = results["victim"]
+    assert victim["status"] == "error" and "refusing" in " ".join(victim["errors"])
+    assert sorted(p.name for p in outside.iterdir()) == [".waza-workspace", "precious.txt"]
+    assert (workspaces / "victim").is_symlink()
