@@ -322,6 +322,7 @@ def test_calibration_page_shows_kappa_and_confusion(runs, tmp_path, page):
     shutil.copy(results, sheet.parent / "results.jsonl")
     report = run_waza("calibrate", sheet.parent / "results.jsonl", "--labels", sheet)
     expected = orjson.loads(report.stdout)["comparisons"][0]
+    (sheet.parent / "report.json").write_bytes(report.stdout)  # the CalibrationReport, shown as it is
     with viewer(sheet.parent) as (url, _), leaving(page):
         page.goto(url)
         page.locator("#runs a", has_text="sheet.jsonl").click()
@@ -332,6 +333,10 @@ def test_calibration_page_shows_kappa_and_confusion(runs, tmp_path, page):
         c = expected["confusion"]
         assert counts == [str(c["truePass"]), str(c["falsePass"]), str(c["falseFail"]), str(c["trueFail"])]
         shot(page, tmp_path, "calibration")
+        page.goto(url)
+        page.locator("#runs a", has_text="report.json").click()
+        assert page.locator("b.kappa").first.inner_text() == f"{expected['kappa']:.3f}"
+        assert page.locator("svg.chart").first.locator("text[font-size='18']").all_text_contents() == counts
 
 
 def test_paging_over_a_large_file(tmp_path, page):

@@ -13,6 +13,7 @@ import difflib
 import re
 import threading
 from collections.abc import Sequence
+from itertools import zip_longest
 
 from waza.protocol.analysis_records import Difference, KDifference, PairedComparison
 from waza.protocol.errors import ConfigError
@@ -203,29 +204,33 @@ def _side(label: str, key: str, a: Attempt | None, output: str, steps: str) -> s
     )
 
 
-def _attempt(index: Index | None, id_: str) -> Attempt | None:
+def _attempts(index: Index | None, id_: str) -> list[Attempt]:
+    """The prompt's attempts in one run (one, or one per trial), long texts cut; none when the run lacks it."""
     if index is None:
-        return None
+        return []
     with index.lock:
         i = index.first_line.get(id_[:300])
     if i is None:
-        return None
-    return clipped(next(attempts(index.record(i))))
+        return []
+    return [clipped(a) for a in attempts(index.record(i))]
+
+
+def _pair(a: str, b: str, left: Attempt | None, right: Attempt | None) -> str:
+    out_a, out_b = marked_outputs(left.output if left else "", right.output if right else "")
+    steps_a, steps_b = marked_steps(left.trajectory if left else [], right.trajectory if right else [])
+    return f'<div class="side">{_side("baseline", a, left, out_a, steps_a)}{_side("candidate", b, right, out_b, steps_b)}</div>'
 
 
 def compare_prompt_page(registry: Registry, a: str, b: str, id_: str) -> str | None:
-    base, cand = registry.get(a), registry.get(b)
-    left, right = _attempt(base, id_), _attempt(cand, id_)
-    if left is None and right is None:
+    lefts, rights = _attempts(registry.get(a), id_), _attempts(registry.get(b), id_)
+    if not lefts and not rights:
         return None
-    out_a, out_b = marked_outputs(left.output if left else "", right.output if right else "")
-    steps_a, steps_b = marked_steps(left.trajectory if left else [], right.trajectory if right else [])
-    turns = (left or right).turns  # type: ignore[union-attr]
+    turns = (lefts or rights)[0].turns
+    pairs = list(zip_longest(lefts, rights))  # trials side by side by their place (trial 1 with trial 1, ...)
     body = (
         f'<div class="pager">{link("back to the comparison", "/compare", a=a, b=b)}</div>'
         f'<h1 class="pid">{e(id_[:2000])}</h1><h4>Input</h4><ol class="turns">{"".join(f"<li><pre>{e(t)}</pre></li>" for t in turns)}</ol>'
-        '<p class="muted">Words only one side has are marked in the outputs; steps without a match on the other side are marked in the trajectories. '
-        "For trials files the first trial of each side is shown.</p>"
-        f'<div class="side">{_side("baseline", a, left, out_a, steps_a)}{_side("candidate", b, right, out_b, steps_b)}</div>'
+        '<p class="muted">Words only one side has are marked in the outputs; steps without a match on the other side are marked in the trajectories.</p>'
+        + "".join(_pair(a, b, left, right) for left, right in pairs)
     )
     return page(f"Compare {id_[:60]}", body, active="/compare")

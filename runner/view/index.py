@@ -267,6 +267,7 @@ class Index:
                 self._count_labels(data)
             elif self.kind == "calibration":
                 self.document = CalibrationReport.from_dict(orjson.loads(data))
+                self.totals.results = self.document.items
             else:
                 self._load_suite(SuiteResult.from_dict(orjson.loads(data)))
         except orjson.JSONDecodeError as exc:

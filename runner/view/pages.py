@@ -9,6 +9,7 @@ note, so one huge output cannot make a page unusable.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from typing import Any
 import orjson
 from waza.protocol.records import CaptureResult, TrajectoryStep
 from waza.protocol.suite_records import SuiteResult
-from waza.protocol.trial_records import TrialResult
+from waza.protocol.trial_records import TrialResult, TrialsSummary
 
 from ..attempts import Attempt, attempts
 from ..report_html import attempt_html
@@ -246,12 +247,32 @@ def _status_filters(index: Index, query: Query) -> str:
     return f'<div class="controls">{"".join(links)}<span class="spacer"></span>{form}</div>'
 
 
-def _pass_k_chart(index: Index) -> str:
+_summaries: dict[tuple[str, int], TrialsSummary] = {}
+
+
+def _trials_summary(index: Index) -> TrialsSummary | None:
+    """The run's TrialsSummary as ``waza trials --summary`` computes it (seed 0), cached per result count.
+
+    The bootstrap runs on a copy, outside the index's lock, so the indexer is not held up.
+    """
     with index.lock:
         builder = index.totals.trials
         if builder is None or not builder.k_values:
-            return ""
-        summary = builder.build(seed=0)
+            return None
+        key = (index.key, builder.prompts)
+        if key in _summaries:
+            return _summaries[key]
+        snapshot = copy.deepcopy(builder)
+    summary = snapshot.build(seed=0)
+    _summaries.clear()
+    _summaries[key] = summary
+    return summary
+
+
+def _pass_k_chart(index: Index) -> str:
+    summary = _trials_summary(index)
+    if summary is None:
+        return ""
     series = []
     for name, colour, values in (("pass@", "#2563eb", summary.pass_at_k), ("pass^", "#db2777", summary.pass_hat_k)):
         points = [Point(int(k), v.estimate, v.low, v.high) for k, v in values.items() if v is not None]
