@@ -11,7 +11,7 @@ import pytest
 
 from waza.protocol.schemas import errors
 
-from .conftest import executable, read_jsonl, run_waza, write_jsonl
+from .conftest import compat_path, executable, read_jsonl, run_waza, write_jsonl
 
 FIXTURES = Path(__file__).parent / "fixtures" / "headless"
 ANSWER = "There are two files, a.txt and b.txt; a.txt has 3 lines."
@@ -146,8 +146,9 @@ def test_iterative_mode_sends_earlier_turns_through_the_history_template(cli):
 
 
 def test_acp_harness_schemas_load_unchanged_and_run(cli, tmp_path):
+    harness = compat_path("acp-harness-schemas")
     for name in ("claude-headless.json", "gemini-headless.json"):
-        assert run_waza("adapters", "check", FIXTURES / name).returncode == 0
+        assert run_waza("adapters", "check", harness / name).returncode == 0
     # The stream that schema was written for names the tool on both events and gives no id.
     stream = tmp_path / "named.jsonl"
     write_jsonl(stream, [
@@ -158,7 +159,7 @@ def test_acp_harness_schemas_load_unchanged_and_run(cli, tmp_path):
         {"type": "message", "content": "done"},
         {"type": "result", "content": "A and B"},
     ])
-    proc, [result], _ = cli(ONE, "--schema", str(FIXTURES / "gemini-headless.json"), fixture=str(stream))
+    proc, [result], _ = cli(ONE, "--schema", str(harness / "gemini-headless.json"), fixture=str(stream))
     assert proc.returncode == 0, proc.stderr
     # No id to pair by: each result closes the oldest open call of its name.
     assert [(s["input"], s["output"], s["status"]) for s in steps(result, "tool_call")] == [

@@ -8,9 +8,10 @@ import orjson
 
 from waza.protocol.schemas import errors
 
-from .conftest import read_jsonl, run_waza, write_jsonl
+from .conftest import compat_path, read_jsonl, run_waza, write_jsonl
 
-COPILOT = Path(__file__).parent / "fixtures" / "copilot_events_using_skill.json"
+#: A recorded Copilot session from the reference data (the tests using it skip without ../shared/compat).
+COPILOT_FILE = "waza-transcripts/copilot_events_using_skill.json"
 HORN = {"id": "horn", "input": "use the example horn", "hint": "yes"}
 
 
@@ -23,6 +24,7 @@ def replay(tmp_path: Path, prompts: list[dict], source: Path, *args: str):
 
 
 def test_copilot_events_give_tool_calls_skill_and_usage(tmp_path):
+    COPILOT = compat_path(COPILOT_FILE)
     proc, [result] = replay(tmp_path, [HORN], COPILOT, "--grader", "builtin:hint")
     assert proc.returncode == 0, proc.stderr
     calls = [s for s in result["trajectory"] if s["type"] == "tool_call"]
@@ -40,6 +42,7 @@ def test_copilot_events_give_tool_calls_skill_and_usage(tmp_path):
 
 
 def test_capture_results_replay_to_the_same_record(tmp_path):
+    COPILOT = compat_path(COPILOT_FILE)
     _, [first] = replay(tmp_path, [HORN], COPILOT)
     recorded = write_jsonl(tmp_path / "recorded.jsonl", [first])
     proc, [again] = replay(tmp_path, [HORN], recorded, "--grader", "builtin:hint")
@@ -97,4 +100,9 @@ def test_bad_replay_files_are_usage_errors(tmp_path):
         assert message in proc.stderr, proc.stderr
     proc = run_waza("capture", write_jsonl(tmp_path / "p.jsonl", prompts), "--adapter", "replay")
     assert proc.returncode == 2 and b"--from" in proc.stderr
-    assert orjson.loads(COPILOT.read_bytes()[: COPILOT.read_bytes().index(b"\n}\n") + 2])["type"] == "user.message"
+
+
+def test_the_recorded_copilot_file_is_a_stream_of_pretty_printed_objects():
+    """The format the replay adapter must read: several indented JSON objects, one after another."""
+    copilot = compat_path(COPILOT_FILE).read_bytes()
+    assert orjson.loads(copilot[: copilot.index(b"\n}\n") + 2])["type"] == "user.message"

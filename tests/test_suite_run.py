@@ -1,4 +1,5 @@
-"""``waza run eval.yaml`` end to end through the CLI: the reference suites and our own, with the mock agent.
+"""``waza run eval.yaml`` end to end through the CLI: our suites always, the reference suites
+(../shared/compat, beside the repository) when present, all with the mock agent.
 
 Expected outcomes under the mock agent are documented in tests/fixtures/suites/README.md.
 """
@@ -13,16 +14,16 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.conftest import executable, read_jsonl, run_waza
+from tests.conftest import compat_path, executable, read_jsonl, run_waza
 from waza.protocol.schemas import errors
 
 SUITES = Path(__file__).parent / "fixtures" / "suites"
 
 
-def run_suite(tmp: Path, suite: str, *args: str) -> tuple[int, dict[str, Any], list[dict[str, Any]], str]:
+def run_suite(tmp: Path, suite: str | Path, *args: str) -> tuple[int, dict[str, Any], list[dict[str, Any]], str]:
     """Run a suite; return the exit code, the result document, the JSONL lines and stderr (all schema-checked)."""
     doc, jsonl = tmp / "result.json", tmp / "trials.jsonl"
-    done = run_waza("run", SUITES / suite, "-o", jsonl, "--reporter", f"json:{doc}", "--no-progress", *args, cwd=tmp)
+    done = run_waza("run", SUITES / suite if isinstance(suite, str) else suite, "-o", jsonl, "--reporter", f"json:{doc}", "--no-progress", *args, cwd=tmp)
     assert done.returncode in (0, 1), done.stderr.decode()
     assert done.stdout == b""
     result = orjson.loads(doc.read_bytes())
@@ -43,13 +44,13 @@ def metric(result: dict[str, Any], name: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def code_explainer(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, Any], list[dict[str, Any]], str]:
-    return run_suite(tmp_path_factory.mktemp("ce"), "code-explainer")
+    return run_suite(tmp_path_factory.mktemp("ce"), compat_path("waza-examples/code-explainer"))
 
 
 @pytest.fixture(scope="module")
 def showcase(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, Any], list[dict[str, Any]], str]:
     tmp = tmp_path_factory.mktemp("gs")
-    outcome = run_suite(tmp, "grader-showcase", "--reporter", f"junit:{tmp / 'junit.xml'}", "--reporter", f"markdown:{tmp / 'report.md'}")
+    outcome = run_suite(tmp, compat_path("waza-examples/grader-showcase"), "--reporter", f"junit:{tmp / 'junit.xml'}", "--reporter", f"markdown:{tmp / 'report.md'}")
     return (*outcome, tmp)  # type: ignore[return-value]
 
 
@@ -139,6 +140,30 @@ def test_junit_and_markdown_reports_render_the_same_run(showcase: Any) -> None:
     assert markdown.startswith("# grader-showcase: failed\n")
     assert "| code-demo-001 | passed | 1.000 | 1.000 | 1 |" in markdown
     assert "| task_completion | 0.167 | 0.8 | FAIL |" in markdown
+
+
+def test_our_suite_in_the_original_format_runs_and_reports(tmp_path: Path) -> None:
+    """snippet-explainer: the original tool's eval.yaml, task and trigger formats, written by us."""
+    code, result, lines, stderr = run_suite(
+        tmp_path, "snippet-explainer", "--reporter", f"junit:{tmp_path / 'junit.xml'}", "--reporter", f"markdown:{tmp_path / 'report.md'}"
+    )
+    assert code == 1 and result["adapter"] == "mock" and result["model"] == "mock-model-1" and result["trialsPerTask"] == 2
+    assert {t["id"]: t["status"] for t in result["tasks"]} == {"shell-pipeline-001": "passed", "python-generator-001": "failed"}
+    trial = by_id(result)["python-generator-001"]["trials"][0]
+    assert {g["name"]: g["status"] for g in trial["grades"]} == {
+        "says_something": "passed", "no_stack_trace": "passed", "mentions_yield": "failed",
+        "expected_output_contains": "failed", "expected_output_contains_any": "failed", "expected_behavior": "passed",
+    }
+    assert trial["metadata"]["context"] == {"language": "python", "level": "intermediate"}
+    assert [c["triggered"] for c in result["triggers"]["cases"]] == [True, False, False, False]
+    assert len(lines) == 4 + 4  # every trial and every trigger prompt
+    assert metric(result, "task_completion")["value"] == 0.5 and "task python-generator-001 failed" in stderr
+    root = ET.parse(tmp_path / "junit.xml").getroot()
+    tasks = root.find("testsuite")
+    assert tasks is not None and tasks.get("tests") == "2" and tasks.get("failures") == "1"
+    markdown = (tmp_path / "report.md").read_text()
+    assert markdown.startswith("# snippet-explainer-eval: failed\n")
+    assert "| task_completion | 0.500 | 0.5 | pass |" in markdown and "| shell-pipeline-001 | passed | 1.000 | 1.000 | 2 |" in markdown
 
 
 def test_every_grader_type_judges_mock_trials(every: Any) -> None:
