@@ -89,6 +89,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     trials(made, "trials.jsonl", 3, "q1=1,3")
     (made / "prompts.jsonl").unlink()  # a prompts file is not a run and is not listed
     write_jsonl(root / "hostile.jsonl", hostile_rows())
+    with (root / "hostile.jsonl").open("ab") as f:  # two bad lines: listed with their line numbers, the rest still shown
+        f.write(b"<script>not json</script>\n" + orjson.dumps({"id": 5, "input": "x", "output": ""}) + b"\n")
     nested = root / "deep" / "er"
     nested.mkdir(parents=True)
     shutil.copy(made / "cand.jsonl", nested / "copy.jsonl")
@@ -277,6 +279,9 @@ def test_a_run_in_progress_gains_rows(runs, page, tmp_path):
         with live.open("ab") as f:
             f.write(lines[0].replace(b'"q1"', b'"q5"', 1))
         page.locator("#runs tr td:nth-child(3)", has_text="5").wait_for()
+        (live_dir / "started.jsonl").write_bytes(lines[0])  # a run that starts while the list is open
+        page.locator("#runs a", has_text="started.jsonl").wait_for()
+        assert page.url == url
 
 
 def test_hostile_content_stays_inert(server, page, tmp_path):
@@ -284,6 +289,10 @@ def test_hostile_content_stays_inert(server, page, tmp_path):
     page.locator("#runs a", has_text="hostile.jsonl").click()
     ids = page.locator("#rows tr td:nth-child(2)").all_inner_texts()
     assert ids == ["<script>window.__pwned=3</script>", "huge"]
+    problems = page.locator("ul.problems li").all_inner_texts()
+    assert [p.split(": ", 1)[0].rsplit("/", 1)[-1] for p in problems] == ["hostile.jsonl:3", "hostile.jsonl:4"]
+    assert "invalid JSON" in problems[0]
+    assert "field 'id'" in problems[1]
     for i in range(2):
         page.locator("#rows a.pid").nth(i).click()
         page.wait_for_url(re.compile(r"/prompt\?"))

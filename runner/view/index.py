@@ -183,14 +183,6 @@ class Index:
     growing: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    @property
-    def done(self) -> bool:
-        return self.scanned >= self.size
-
-    @property
-    def source(self) -> str:
-        return self.key
-
     def problem(self, number: int, message: str) -> None:
         self.bad_lines += 1
         if len(self.problems) < PROBLEM_LIMIT:
