@@ -14,13 +14,14 @@ from waza.runner.suites.execute import require_graders
 from waza.runner.suites.loader import load_suite
 
 SUITES = Path(__file__).parent / "fixtures" / "suites"
+EXAMPLES = Path(__file__).parent.parent / "examples"
 
 
 @pytest.mark.parametrize("name", ["snippet-explainer", "every-grader", "code-explainer", "grader-showcase"])
 def test_example_suites_pass_check(name: str) -> None:
     """Our suites (in the original format) always; the reference suites when ../shared/compat is present."""
-    ours = SUITES / name
-    suite = ours if ours.is_dir() else compat_path(f"waza-examples/{name}")
+    ours = next((d / name for d in (SUITES, EXAMPLES) if (d / name).is_dir()), None)
+    suite = ours or compat_path(f"waza-examples/{name}")
     done = run_waza("check", suite / "eval.yaml")
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout == b""

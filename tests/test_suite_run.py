@@ -145,7 +145,7 @@ def test_junit_and_markdown_reports_render_the_same_run(showcase: Any) -> None:
 def test_our_suite_in_the_original_format_runs_and_reports(tmp_path: Path) -> None:
     """snippet-explainer: the original tool's eval.yaml, task and trigger formats, written by us."""
     code, result, lines, stderr = run_suite(
-        tmp_path, "snippet-explainer", "--reporter", f"junit:{tmp_path / 'junit.xml'}", "--reporter", f"markdown:{tmp_path / 'report.md'}"
+        tmp_path, SUITES.parent.parent.parent / "examples" / "snippet-explainer", "--reporter", f"junit:{tmp_path / 'junit.xml'}", "--reporter", f"markdown:{tmp_path / 'report.md'}"
     )
     assert code == 1 and result["adapter"] == "mock" and result["model"] == "mock-model-1" and result["trialsPerTask"] == 2
     assert {t["id"]: t["status"] for t in result["tasks"]} == {"shell-pipeline-001": "passed", "python-generator-001": "failed"}

@@ -21,7 +21,7 @@ exits 2; prints a summary and exits 0 when the suite is valid. Runs no agent.
 
 Examples:
 
-  waza check examples/code-explainer/eval.yaml
+  waza check examples/snippet-explainer/eval.yaml
 
   waza check eval.yaml --context-dir ./shared-fixtures && waza run eval.yaml --adapter mock
 """

@@ -36,7 +36,7 @@ Exit 0 when every task passed and every metric met its threshold, 1 when not,
 
 Examples:
 
-  waza run examples/code-explainer/eval.yaml --adapter mock --reporter json:result.json -o trials.jsonl
+  waza run examples/snippet-explainer/eval.yaml --adapter mock --reporter json:result.json -o trials.jsonl
 
   waza run eval.yaml --task 'explain-*' --tags python --trials 1 --reporter markdown:report.md -- python agent.py
 """
