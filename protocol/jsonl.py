@@ -9,7 +9,9 @@ resumed run) only ever sees whole lines, except after a hard kill, which
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,11 +69,29 @@ def iter_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
             yield number, line
 
 
+#: A run of 20 or more digits: the only way a JSON integer can exceed 64 bits.
+LONG_DIGITS = re.compile(rb"\d{20}")
+
+
+def _check_int(text: str) -> int:
+    value = int(text)
+    if not -(1 << 63) <= value < (1 << 64):
+        raise ValueError(f"integer {text[:30]}{'...' if len(text) > 30 else ''} does not fit in 64 bits")
+    return value
+
+
 def parse_line(source: str, number: int, line: bytes) -> Any:
+    """One JSON value; an integer beyond 64 bits is refused rather than silently made a float."""
     try:
-        return orjson.loads(line)
+        value = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         raise JsonlError(source, number, f"invalid JSON ({exc.msg} at column {exc.colno})") from None
+    if LONG_DIGITS.search(line):  # rare: confirm with a parser that sees integers as written
+        try:
+            json.loads(line, parse_int=_check_int)
+        except ValueError as exc:
+            raise JsonlError(source, number, f"{exc} (write it as a string to keep it exact)") from None
+    return value
 
 
 def decode_line(source: str, number: int, line: bytes, cls: type[R]) -> R:

@@ -7,7 +7,9 @@ every ``waza`` invocation in a script or a benchmark would otherwise pay.
 
 from __future__ import annotations
 
+import errno
 import importlib
+import os
 import sys
 from typing import Annotated
 
@@ -90,5 +92,36 @@ def _command_name(argv: list[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
+def _os_error(exc: BaseException) -> OSError | None:
+    """The OSError behind a failure, looking inside the exception groups the event loop raises."""
+    if isinstance(exc, OSError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _os_error(inner)
+            if found is not None:
+                return found
+    return None
+
+
 def main() -> None:
-    build(_command_name(sys.argv[1:]))()
+    """Run a command; an output that cannot be written is one line on stderr, not a traceback.
+
+    A reader that went away (``waza ... | head -1``) ends waza quietly with 141, as a
+    shell reports a process ended by SIGPIPE. Any other write or open failure (a
+    directory given as ``-o``, a missing directory, a full disk) prints what failed
+    and exits 2 when nothing could be opened, 1 when it happened mid-run.
+    """
+    try:
+        build(_command_name(sys.argv[1:]))()
+    except BaseException as exc:  # noqa: BLE001 - only OS errors are turned into messages
+        found = _os_error(exc)
+        if found is None:
+            raise
+        if found.errno == errno.EPIPE:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # so the exit-time flush does not fail again
+            sys.exit(141)
+        what = f"cannot write {found.filename}" if found.filename else "cannot write output"
+        print(f"waza: {what}: {found.strerror or found}", file=sys.stderr)
+        sys.exit(2 if found.filename else 1)

@@ -25,6 +25,7 @@ from waza.protocol.errors import ConfigError
 from .agent_command import resolve_agent_command
 from .grader_runners import GraderRunner, build_runners
 from .judges import JudgeChoice
+from .option_values import finite_number, positive_seconds
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,7 +41,7 @@ def opt(*names: str, help: str, panel: str, **kw: Any) -> Any:
 @dataclasses.dataclass
 class AgentOptions:
     adapter: Annotated[str, opt("--adapter", help="exec, acp, headless, http, replay.", panel=AGENT)] = DEFAULT_ADAPTER
-    timeout: Annotated[float | None, opt("--timeout", help="Per-prompt limit in seconds (a prompt's own `timeout` wins).", panel=AGENT)] = None
+    timeout: Annotated[float | None, opt("--timeout", help="Per-prompt limit in seconds (a prompt's own `timeout` wins).", panel=AGENT, parser=positive_seconds)] = None
     concurrency: Annotated[int, opt("-j", "--concurrency", help="Prompts run at once (one agent each).", panel=AGENT, min=1)] = 1
     cwd: Annotated[Path | None, opt("--cwd", help="Directory the agent runs in (default: here).", panel=AGENT)] = None
     workspace_dir: Annotated[Path | None, opt("--workspace-dir", help="Give each prompt a fresh DIR/<id> as its workspace.", panel=AGENT)] = None
@@ -57,7 +58,7 @@ class AgentOptions:
     model: Annotated[str | None, opt("--model", help="http: model name.", panel=AGENT)] = None
     api_key_env: Annotated[str | None, opt("--api-key-env", help="http: env var holding the API key.", panel=AGENT)] = None
     system_prompt: Annotated[str | None, opt("--system-prompt", help="http: system message.", panel=AGENT)] = None
-    temperature: Annotated[float | None, opt("--temperature", help="http: sampling temperature.", panel=AGENT)] = None
+    temperature: Annotated[float | None, opt("--temperature", help="http: sampling temperature.", panel=AGENT, parser=finite_number(0))] = None
     max_tokens: Annotated[int | None, opt("--max-tokens", help="http: max tokens per reply.", panel=AGENT)] = None
     stream: Annotated[bool, opt("--stream", help="http: use streaming responses.", panel=AGENT)] = False
     local_model: Annotated[bool, opt("--local-model", help="http: start a local model server as the agent (--model FILE.gguf picks the model).", panel=AGENT)] = False
@@ -122,7 +123,7 @@ class GraderOptions:
     grader: Annotated[list[str] | None, opt("--grader", "-g", help="Grader: PATH, FILE.py:FUNC, module:FUNC, builtin:NAME, worker:PATH; NAME=SPEC names it (repeatable).", panel=GRADING)] = None
     grader_config: Annotated[list[str] | None, opt("--grader-config", help="NAME=JSON config for a grader (bare JSON with one grader).", panel=GRADING)] = None
     grader_weight: Annotated[list[str] | None, opt("--grader-weight", help="NAME=W weight in the aggregate score (default 1).", panel=GRADING)] = None
-    grader_timeout: Annotated[float, opt("--grader-timeout", help="Seconds a grader may take per result.", panel=GRADING)] = 60.0
+    grader_timeout: Annotated[float, opt("--grader-timeout", help="Seconds a grader may take per result.", panel=GRADING, parser=positive_seconds)] = 60.0
     isolate: Annotated[bool, opt("--isolate", help="Run built-in graders as subprocesses instead of in-process.", panel=GRADING)] = False
     judge: Annotated[str | None, opt("--judge", help="LLM graders: 'local' starts a local model server as their judge (no API key).", panel=GRADING)] = None
     judge_base_url: Annotated[str | None, opt("--judge-base-url", help="LLM graders: OpenAI-compatible endpoint, e.g. https://api.openai.com/v1.", panel=GRADING)] = None

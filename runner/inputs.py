@@ -10,6 +10,7 @@ the event loop.
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from itertools import islice
 from pathlib import Path
@@ -48,6 +49,10 @@ def iter_prompts(path: str | Path) -> Iterator[tuple[int, PromptCase]]:
                 raise JsonlError(source, number, f"duplicate id {case.id!r} (first on line {seen[case.id]})", "id")
             if not case.turns or not all(isinstance(t, str) for t in case.turns):
                 raise JsonlError(source, number, "must be a string or a non-empty list of strings", "input")
+            if "\0" in case.id:
+                raise JsonlError(source, number, "must not contain a NUL character", "id")
+            if case.timeout is not None and not (math.isfinite(case.timeout) and case.timeout > 0):
+                raise JsonlError(source, number, f"must be a number of seconds greater than 0, got {case.timeout!r}", "timeout")
             seen[case.id] = number
             yield number, case
     finally:

@@ -13,12 +13,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import typer
+
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import JsonlError, dumps, iter_existing, repair_torn_tail
 from waza.protocol.records import CaptureResult
 from waza.protocol.secrets import Redactor
 
 from .error_digest import ErrorDigest
+from .option_values import finite_number
 from .progress import Progress
 
 GATES = ("pass_rate", "score")
@@ -33,9 +36,9 @@ def parse_gates(text: str | None) -> dict[str, float]:
         if not sep or name not in GATES:
             raise ConfigError(f"--fail-under takes pass_rate=X and/or score=X, got {part.strip()!r}")
         try:
-            gates[name] = float(value)
-        except ValueError:
-            raise ConfigError(f"--fail-under {name} must be a number, got {value!r}") from None
+            gates[name] = finite_number()(value)
+        except typer.BadParameter:
+            raise ConfigError(f"--fail-under {name} must be a finite number, got {value!r}") from None
     return gates
 
 

@@ -33,6 +33,7 @@ from ..grader_runners import GraderRunner
 from ..inputs import in_batches
 from ..runs import check_readable
 from ..runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
+from ..option_values import finite_number
 from .capture import entered
 from .grade import grade_stream
 
@@ -77,7 +78,7 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option("--seed", help="Seed of the sample.")] = 0,
         labels: Annotated[str | None, typer.Option("--labels", help="The labelled sheet (JSONL with pass true/false).")] = None,
         markdown: Annotated[Path | None, typer.Option("--markdown", help="Also write the sheet as Markdown to FILE.")] = None,
-        min_kappa: Annotated[float | None, typer.Option("--min-kappa", help="Exit 1 when kappa is below this.")] = None,
+        min_kappa: Annotated[float | None, typer.Option("--min-kappa", help="Exit 1 when kappa is below this.", parser=finite_number(-1, 1))] = None,
         concurrency: Annotated[int, typer.Option("-j", "--concurrency", help="Items re-graded at once.", min=1)] = 1,
         output: Annotated[str, typer.Option("-o", "--output", help="Sheet or report file, or - for stdout.")] = "-",
         *,

@@ -15,6 +15,7 @@ from ..markdown import ids, num, signed, table
 from ..runs import check_readable
 from ..sink import output_stream
 from ..sync_command import run_sync
+from ..option_values import finite_number
 
 HELP = """Compare runs of the same prompts: every run against the first (the baseline).
 
@@ -44,7 +45,7 @@ def register(app: typer.Typer) -> None:
         errors: Annotated[Literal["exclude", "fail"], typer.Option("--errors", help="Errored results: exclude (from pass statistics) or fail (count as fails).")] = "exclude",
         seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resampling.")] = 0,
         resamples: Annotated[int, typer.Option("--resamples", help="Bootstrap resamples.", min=100)] = 2000,
-        level: Annotated[float, typer.Option("--level", help="Confidence level of the intervals.", min=0.5, max=0.999)] = 0.95,
+        level: Annotated[float, typer.Option("--level", help="Confidence level of the intervals.", parser=finite_number(0.5, 0.999))] = 0.95,
         output: Annotated[str, typer.Option("-o", "--output", help="Write here instead of stdout.")] = "-",
     ) -> None:
         raise typer.Exit(

@@ -12,6 +12,7 @@ from waza.protocol.errors import ConfigError
 
 from ..conformance import check, describe, resolve
 from ..runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
+from ..option_values import positive_seconds
 
 HELP = """Run a grader through the protocol's rules and report, per rule, pass, fail or warning with the evidence.
 
@@ -36,7 +37,7 @@ def register(app: typer.Typer) -> None:
         config: Annotated[str | None, typer.Option("--config", help="The grader's config (a JSON object), sent in every request.")] = None,
         worker: Annotated[bool, typer.Option("--worker", help="Check worker mode too (one process, one request per line).")] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print the ConformanceReport as JSON on stdout.")] = False,
-        timeout: Annotated[float, typer.Option("--timeout", help="Seconds the grader gets per request.", min=0.1)] = 30.0,
+        timeout: Annotated[float, typer.Option("--timeout", help="Seconds the grader gets per request.", parser=positive_seconds)] = 30.0,
     ) -> None:
         raise typer.Exit(run(lambda interrupt: _check(grader, config, worker, as_json, timeout, interrupt)))
 
