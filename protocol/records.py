@@ -52,7 +52,9 @@ class TrajectoryStep(Record):
     _omit_none: ClassVar[bool] = True
 
     type: StepType = field(metadata=doc("message, thought, tool_call, plan, permission, or event (anything else)."))
-    step_id: str = field(metadata=doc("Stable id of the step within its result."))
+    step_id: str | None = field(
+        default=None, metadata=doc("Stable id of the step within its result (waza writes one; other tools may not).")
+    )
     timestamp: int = field(metadata=doc("Milliseconds since the prompt started, taken when the event arrived."))
     turn: int | None = field(default=None, metadata=doc("Index of the user turn this step belongs to."))
     role: Literal["agent", "user"] | None = field(default=None, metadata=doc("Who spoke, on message steps."))
@@ -62,7 +64,9 @@ class TrajectoryStep(Record):
     name: str | None = field(default=None, metadata=doc("Tool name (for ACP agents, the title)."))
     title: str | None = field(default=None, metadata=doc("Human-readable tool call title."))
     kind: str | None = field(default=None, metadata=doc("Tool kind: read, edit, execute, search, fetch, think, other..."))
-    status: ToolStatus | None = field(default=None, metadata=doc("Tool call status."))
+    status: str | None = field(
+        default=None, metadata=doc("Tool call status: waza writes pending, in_progress, completed or failed; read as any string.")
+    )
     input: Any = field(default=None, metadata=doc("Tool call input (raw arguments)."))
     output: Any = field(default=None, metadata=doc("Tool call output (raw result)."))
     tool_content: list[Any] | None = field(default=None, metadata=doc("Tool content blocks: text, diffs, terminals."))
@@ -79,6 +83,8 @@ class TrajectoryStep(Record):
 @dataclass(slots=True, kw_only=True)
 class Timing(Record):
     """When things happened: epoch milliseconds for start/end, durations in ms."""
+
+    _omit_none: ClassVar[bool] = True  # an unknown figure is left out (acp-harness refuses null here)
 
     start: int = field(metadata=doc("Epoch ms when the prompt started."))
     end: int = field(metadata=doc("Epoch ms when the agent finished."))
@@ -148,6 +154,7 @@ class CaptureResult(Record):
     """One prompt's run: what the agent did, how it ended, and what the graders said."""
 
     _passthrough: ClassVar[str | None] = "unknown"
+    _omit_none: ClassVar[bool] = True  # an absent optional field is left out, never null (as acp-harness reads it)
 
     id: str
     input: str | list[str]
@@ -162,7 +169,7 @@ class CaptureResult(Record):
     tool_errors: bool = field(default=False, metadata=doc("Any tool call failed."))
     errors: list[str] = field(default_factory=list, metadata=doc("Agent-side errors; non-empty means status error."))
     grades: list[Grade] = field(default_factory=list)
-    score: Verdict | None = field(default=None, metadata=doc("Aggregate verdict; null when ungraded."))
+    score: Verdict | None = field(default=None, metadata=doc("Aggregate verdict; absent when ungraded."))
     outcome: dict[str, Any] = field(default_factory=dict, metadata=doc("Graders' outcome objects, merged."))
     status: ResultStatus = "ungraded"
     trial: int | None = field(default=None, metadata=doc("Trial number (trials command), from 1."))

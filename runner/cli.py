@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "validate-refs": "validate_refs",
     "compare": "compare",
     "summarize": "summarize",
+    "export": "export",
     "balance": "balance",
     "report": "report",
     "view": "view",

@@ -1,7 +1,8 @@
 """Reading a results file whose kind is not declared: CaptureResult or TrialResult lines.
 
 The analysis commands take what ``waza capture`` and ``waza trials`` wrote
-without a flag saying which: the first line decides (a TrialResult has a
+without a flag saying which (and what acp-harness wrote, read through
+:mod:`.harness_format`): the first line decides (a TrialResult has a
 ``trials`` list and counts ``k``/``n``/``passes``), and every later line must
 be of the same kind, so a file mixing both is an error at the line that breaks
 the pattern rather than a silently wrong statistic.
@@ -18,6 +19,8 @@ from waza.protocol.codec import RecordError
 from waza.protocol.jsonl import JsonlError, display_name, iter_lines, open_input, parse_line
 from waza.protocol.records import CaptureResult
 from waza.protocol.trial_records import TrialResult
+
+from .harness_format import from_harness
 
 Result = CaptureResult | TrialResult
 
@@ -60,7 +63,7 @@ class ResultsFile:
                         self.source, number, f"is a {kind} result, but the file started with {self.kind} results"
                     )
                 try:
-                    record = _record_class(kind).from_dict(value)
+                    record = _record_class(kind).from_dict(from_harness(value, kind))
                 except RecordError as exc:
                     raise JsonlError(self.source, number, exc.message, exc.path) from None
                 yield number, record
