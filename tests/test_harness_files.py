@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from .conftest import executable, read_jsonl, run_waza, write_jsonl
+from .conftest import compat_path, executable, read_jsonl, run_waza, write_jsonl
 
 HARNESS = "@plaited/agent-eval-harness@0.12.2"
 BUN = "bun@1"
@@ -131,7 +131,7 @@ def test_waza_trials_read_by_acp_harness(tmp_path: Path, harness_bin: Path) -> N
 
 
 def harness_run(tmp: Path, bin_dir: Path, command: str, *args: str) -> Path:
-    """acp-harness capturing (or trialling) a fake `claude` CLI through its own claude schema."""
+    """acp-harness capturing (or trialling) a fake `claude` CLI through its own claude schema (reference data)."""
     fake = tmp / "fake-bin"
     fake.mkdir(exist_ok=True)
     executable(fake / "claude", f'#!/bin/sh\nexec "{sys.executable}" "{HEADLESS / "fake_cli.py"}" "$@"\n')
@@ -141,7 +141,7 @@ def harness_run(tmp: Path, bin_dir: Path, command: str, *args: str) -> Path:
         {"id": "two", "input": ["one", "two"], "hint": "not said"},
     ])
     out = tmp / f"harness-{command}.jsonl"
-    harness(bin_dir, command, prompts, "-s", HEADLESS / "claude-headless.json", "-g", grader, "-o", out, *args,
+    harness(bin_dir, command, prompts, "-s", compat_path("acp-harness-schemas/claude-headless.json"), "-g", grader, "-o", out, *args,
             cwd=tmp, extra_path=fake, env={"FAKE_CLI_FIXTURE": str(HEADLESS / "claude-code.jsonl")})
     return out
 
