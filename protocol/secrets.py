@@ -1,10 +1,17 @@
 """Keeping secrets out of what waza writes and out of what graders see.
 
 A variable is secret-like when its name contains KEY, TOKEN, SECRET, PASSWORD,
-PASSWD, CREDENTIAL or AUTH (any case). Graders run with such variables removed
-from their environment; agents keep theirs (they need their API keys), but any
-secret value that shows up in a record, a raw log or a log line is replaced by
-``[REDACTED]`` before it is written.
+PASSWD, CREDENTIAL or AUTH (any case), or when it was named as holding a key
+(``--api-key-env``, ``--judge-api-key-env``: :func:`mark_secret_env`). Graders
+run with such variables removed from their environment; agents keep theirs
+(they need their API keys), but any secret value that shows up in a record, a
+raw log or a log line is replaced by ``[REDACTED]`` before it is written.
+
+A value is masked in every form it can take: as written, JSON-escaped (a value
+holding ``"`` or ``\\``), and line by line (a PEM key spread over a multi-line
+string). In JSON lines only string *values* are masked, after decoding, so any
+escaping an agent chose is seen through and a secret equal to a field name
+(``output``) cannot corrupt a record; object keys are left as they are.
 """
 
 from __future__ import annotations
@@ -12,14 +19,28 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+__all__ = ["MASK", "Redactor", "is_secret_name", "mark_secret_env", "scrubbed_env"]
 
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 MIN_SECRET_LENGTH = 6
 MASK = b"[REDACTED]"
+_MASK_TEXT = MASK.decode()
+
+#: Variables named on the command line as holding a key: secret whatever their name or length.
+_marked: set[str] = set()
+
+
+def mark_secret_env(name: str) -> None:
+    """Treat ``name``'s value as a secret from now on (masked even when short, hidden from graders)."""
+    _marked.add(name)
 
 
 def is_secret_name(name: str) -> bool:
-    return bool(SECRET_NAME.search(name))
+    return name in _marked or bool(SECRET_NAME.search(name))
 
 
 def scrubbed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -29,20 +50,83 @@ def scrubbed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 class Redactor:
-    """Masks the values of secret-like variables in bytes about to be written."""
+    """Masks the values of secret-like variables in bytes or text about to be written."""
 
     def __init__(self, env: Mapping[str, str] | None = None, extra: list[str] | None = None) -> None:
-        env = os.environ if env is None else env
-        values = {v for k, v in env.items() if is_secret_name(k) and len(v) >= MIN_SECRET_LENGTH}
-        values.update(v for v in (extra or []) if len(v) >= MIN_SECRET_LENGTH)
-        # Longest first, so a secret that contains another is masked whole.
-        self._needles = sorted((v.encode() for v in values), key=len, reverse=True)
+        self._env = env
+        self._extra = list(extra or [])
+        self._generation = -1
+        self._texts: list[str] = []
+        self._needles: list[bytes] = []
+        self._refresh()
 
-    def __call__(self, data: bytes) -> bytes:
-        for needle in self._needles:
-            if needle in data:
+    def _refresh(self) -> None:
+        if self._generation == len(_marked):
+            return
+        self._generation = len(_marked)
+        env = os.environ if self._env is None else self._env
+        values = {v for k, v in env.items() if v and (k in _marked or (is_secret_name(k) and len(v) >= MIN_SECRET_LENGTH))}
+        values.update(v for v in self._extra if len(v) >= MIN_SECRET_LENGTH)
+        texts = set(values)
+        for value in values:
+            texts.update(s for line in value.splitlines() if len(s := line.strip()) >= MIN_SECRET_LENGTH)
+        # Longest first, so a secret that contains another is masked whole.
+        self._texts = sorted(texts, key=len, reverse=True)
+        forms = {t.encode() for t in texts} | {orjson.dumps(t)[1:-1] for t in texts}
+        self._needles = sorted(forms, key=len, reverse=True)
+
+    @property
+    def longest(self) -> int:
+        self._refresh()
+        return len(self._texts[0]) if self._texts else 0
+
+    def mask_text(self, value: str) -> str:
+        """``value`` with every secret (and every line of a multi-line one) replaced by the mask."""
+        self._refresh()
+        for text in self._texts:
+            if text in value:
+                value = value.replace(text, _MASK_TEXT)
+        return value
+
+    def mask_json(self, value: Any) -> Any:
+        """A decoded JSON value with its strings masked; keys and other values kept as they are."""
+        if isinstance(value, str):
+            return self.mask_text(value)
+        if isinstance(value, list):
+            return [self.mask_json(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.mask_json(v) for k, v in value.items()}
+        return value
+
+    def __call__(self, data: bytes, *, decode: bool = False) -> bytes:
+        """Mask ``data``: JSON lines value by value, anything else byte by byte.
+
+        ``decode`` forces the JSON route even when no secret is seen in the bytes
+        (for JSON written by someone else, who may have escaped a secret's characters).
+        """
+        self._refresh()
+        if not self._needles or not (decode or any(n in data for n in self._needles)):
+            return data
+        lines = data.split(b"\n")
+        try:
+            masked = [orjson.dumps(self.mask_json(orjson.loads(line))) if line.strip() else line for line in lines]
+        except orjson.JSONDecodeError:
+            for needle in self._needles:
                 data = data.replace(needle, MASK)
-        return data
+            return data
+        return b"\n".join(masked)
 
     def text(self, value: str) -> str:
-        return self(value.encode()).decode("utf-8", "replace") if self._needles else value
+        return self.mask_text(value)
+
+    def continuing(self, before: str, text: str) -> str:
+        """``text`` with the end of any secret that began in ``before`` (the previous chunk) masked."""
+        self._refresh()
+        joined = before + text
+        cut = 0
+        for secret in self._texts:
+            start = joined.find(secret, max(0, len(before) - len(secret) + 1))
+            while 0 <= start < len(before):
+                cut = max(cut, start + len(secret) - len(before))
+                start = joined.find(secret, start + 1)
+        return _MASK_TEXT + text[cut:] if cut else text

@@ -21,6 +21,7 @@ import typer
 from waza.adapters import DEFAULT_ADAPTER, adapter_class
 from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.errors import ConfigError
+from waza.protocol.secrets import mark_secret_env
 
 from .agent_command import resolve_agent_command
 from .grader_runners import GraderRunner, build_runners
@@ -75,6 +76,8 @@ class AgentOptions:
             if not isinstance(value, dict):
                 raise ConfigError("--mcp-server must be a JSON object")
             servers.append(value)
+        if self.api_key_env:
+            mark_secret_env(self.api_key_env)
         return AdapterOptions(
             events=self.events,
             mcp_servers=servers,
@@ -140,6 +143,8 @@ class GraderOptions:
         )
 
     def judge_choice(self) -> JudgeChoice:
+        if self.judge_api_key_env:
+            mark_secret_env(self.judge_api_key_env)
         return JudgeChoice(
             judge=self.judge,
             base_url=self.judge_base_url,

@@ -130,3 +130,14 @@ def test_options_are_checked_before_anything_runs(tmp_path, server):
         proc = run_waza("capture", prompts, "--adapter", "http", *args)
         assert proc.returncode == 2, (args, proc.stderr)
         assert message in proc.stderr
+
+
+@pytest.mark.parametrize("stream", [[], ["--stream"]])
+def test_a_server_reusing_one_completion_id_never_merges_turns(capture, stream):
+    proc, (result,), _ = capture([{"id": "same", "input": ["first [sameid]", "second"]}], *stream)
+    assert proc.returncode == 0, proc.stderr
+    steps = [(s["role"], s["turn"], s["content"].split(" |")[0]) for s in result["trajectory"] if s["type"] == "message"]
+    assert steps == [
+        ("user", 0, "first [sameid]"), ("agent", 0, "echo first [sameid]"), ("user", 1, "second"), ("agent", 1, "echo second"),
+    ]
+    assert result["output"].startswith("echo second")

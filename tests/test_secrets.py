@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
+
+import pytest
 
 from .conftest import executable, read_jsonl, run_waza, write_jsonl
 
@@ -40,3 +44,85 @@ print(json.dumps({{"pass": True, "score": 1, "reasoning": "secret-like vars: " +
     assert row["output"] == "my key is [REDACTED]"  # the agent had its key; the record does not
     assert "[REDACTED]" in row["stderr"]
     assert row["grades"][0]["reasoning"] == "secret-like vars: "  # the grader saw none of them
+
+
+PEM = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n-----END PRIVATE KEY-----"
+QUOTED = 'pa"ss\\wo\trd-42'
+
+
+def _forms(value: str) -> list[bytes]:
+    """Every way a value can be seen in an output: raw, JSON-escaped, and each line of it."""
+    forms = {value.encode(), json.dumps(value)[1:-1].encode()}
+    for line in value.splitlines():
+        if len(line.strip()) >= 6:
+            forms.update({line.encode(), json.dumps(line)[1:-1].encode()})
+    return sorted(forms)
+
+
+def _leaks(value: str, *outputs: bytes) -> list[bytes]:
+    return [form for form in _forms(value) for out in outputs if form in out]
+
+
+def test_quoted_multiline_and_named_secrets_are_masked_in_every_form(tmp_path):
+    agent = executable(
+        tmp_path / "leaky.py",
+        f"""#!{PY}
+import os, sys
+for name in ("MY_API_KEY", "DEPLOY_TOKEN", "PLAIN"):
+    print(name, os.environ[name])
+    sys.stderr.write(name + " " + os.environ[name] + "\\n")
+""",
+    )
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "leak", "input": "go"}])
+    out = tmp_path / "out.jsonl"
+    env = {"MY_API_KEY": QUOTED, "DEPLOY_TOKEN": PEM, "PLAIN": "hunter"}
+    proc = run_waza("-vv", "capture", prompts, "--adapter", "exec", "-o", out, "--", agent, env=env)
+    assert proc.returncode == 0, proc.stderr
+    outputs = (out.read_bytes(), proc.stdout, proc.stderr)
+    assert _leaks(QUOTED, *outputs) == [] and _leaks(PEM, *outputs) == []
+    (row,) = read_jsonl(out)
+    assert "MY_API_KEY [REDACTED]" in row["output"] and "PLAIN hunter" in row["output"]
+
+
+def test_a_variable_named_by_api_key_env_is_masked_whatever_its_name(tmp_path):
+    from .conftest import loopback_server
+
+    server = Path(__file__).parent / "fixtures" / "http" / "chat_server.py"
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "the word is zq9"}])
+    with loopback_server(server, tmp_path / "requests.jsonl") as (base_url, _):
+        proc = run_waza(
+            "capture", prompts, "--adapter", "http", "--base-url", base_url, "--model", "m", "--api-key-env", "MODEL_ACCESS",
+            env={"MODEL_ACCESS": "zq9"},
+        )
+    assert proc.returncode == 0, proc.stderr
+    (row,) = read_jsonl(proc.stdout)
+    assert b"zq9" not in proc.stdout + proc.stderr
+    assert row["output"].startswith("echo the word is [REDACTED]")
+
+
+@pytest.mark.parametrize("word", ["output", "passed", "status"])
+def test_a_secret_equal_to_a_field_name_leaves_the_record_whole(tmp_path, word):
+    agent = executable(tmp_path / "a.py", f"#!{PY}\nprint('the status is fine')\n")
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "x"}])
+    proc = run_waza("capture", prompts, "--adapter", "exec", "-g", "builtin:hint", "--", agent, env={"WORD_SECRET": word})
+    (row,) = read_jsonl(proc.stdout)  # still one valid record with every field
+    assert {"id", "output", "status", "trajectory"} <= row.keys()
+    assert row["status"] in ("passed", "failed", "error", "ungraded", "pending")
+
+
+def test_a_secret_split_across_message_chunks_is_not_in_the_raw_log(tmp_path):
+    secret = "split-secret-0123456789"
+    agent = [PY, str(Path(__file__).parent / "agents" / "scripted_acp_agent.py")]
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": f"say {secret}"}])
+    raw, out = tmp_path / "raw.jsonl", tmp_path / "out.jsonl"
+    proc = run_waza("capture", prompts, "--raw-log", raw, "-o", out, "--", *agent, env={"CHUNK_TOKEN": secret})
+    assert proc.returncode == 0, proc.stderr
+    chunks = "".join(
+        m["message"]["params"]["update"]["content"]["text"]
+        for m in read_jsonl(raw)
+        if m["dir"] == "in" and m.get("message", {}).get("method") == "session/update"
+        and m["message"]["params"]["update"].get("sessionUpdate") == "agent_message_chunk"
+    )
+    assert chunks and secret not in chunks and "[REDACTED]" in chunks
+    for data in (raw.read_bytes(), out.read_bytes(), proc.stderr):
+        assert secret.encode() not in data
