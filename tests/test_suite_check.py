@@ -247,3 +247,17 @@ def test_fixture_symlink_leading_outside_the_root_is_rejected(tmp_path: Path) ->
         load_suite(path)
     message = str(caught.value)
     assert "one.yaml:5: field 'inputs.files[0].path'" in message and "outside" in message
+
+
+def test_fixture_directory_holding_a_symlink_out_is_rejected_by_check(tmp_path: Path) -> None:
+    outside = tmp_path / "secret.txt"
+    outside.write_text("not for the agent\n")
+    path = write_suite(tmp_path / "suite", GOOD_EVAL, {"one.yaml": GOOD_TASK.replace("a.txt", "tree")})
+    tree = tmp_path / "suite" / "fixtures" / "tree"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "ok.txt").write_text("fine\n")
+    (tree / "sub" / "leak.txt").symlink_to(outside)
+    done = run_waza("check", path)
+    assert done.returncode == 2, done.stderr.decode()
+    [line] = done.stderr.decode().strip().splitlines()
+    assert "one.yaml:5: field 'inputs.files[0].path'" in line and "tree/sub/leak.txt" in line and "outside" in line

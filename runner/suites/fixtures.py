@@ -4,8 +4,9 @@ A task names files relative to its fixture root (``--context-dir``, the task's
 ``context_dir``, or ``fixtures/`` beside eval.yaml); each is copied to the same
 relative place in the workspace, or written there from inline ``content``.
 Paths are checked twice: when the suite loads (relative, no ``..`` climbing
-out, present), and again when copying, with symlinks resolved, so a fixture
-tree cannot smuggle in a link to a file outside its root. A task graded by
+out, present, and every entry of a fixture directory resolving inside the
+root), and again when copying, with symlinks resolved, so a fixture tree
+cannot smuggle in a link to a file outside its root. A task graded by
 the ``git`` grader also gets its starting state committed, so the grader sees
 exactly what the agent changed.
 """
@@ -35,6 +36,14 @@ def check(root: Path, item: FixtureFile, where: str) -> None:
         raise ConfigError(f"{where}: {exc}") from None
     if not source.exists():
         raise ConfigError(f"{where}: fixture {item.path!r} not found in {root}")
+    if source.is_dir():
+        for top, dirs, names in os.walk(source):
+            for name in [*dirs, *names]:
+                relative = Path(top, name).relative_to(root.resolve()).as_posix()
+                try:
+                    inside(root, relative)
+                except PathEscape as exc:
+                    raise ConfigError(f"{where}: fixture directory {item.path!r} holds {relative!r}: {exc}") from None
 
 
 def preparer(task: Task) -> Callable[[Path], None]:
