@@ -4,8 +4,10 @@ Each terminal is a process group started in the workspace (or a directory
 inside it), its stdout and stderr merged into one buffer that keeps the last
 ``outputByteLimit`` bytes (cut at a character boundary, ``truncated`` set). When
 the command exits its group goes too, and when the prompt ends every terminal
-still running is killed and reaped, so nothing an agent started outlives its
-prompt. A command with no ``args`` is run by ``/bin/sh -c``, since agents
+still running is killed and reaped, and so is every process still carrying
+the prompt's tag in its environment (one that escaped its group with
+``setsid``), so nothing an agent started outlives its prompt unless it also
+cleared its environment. A command with no ``args`` is run by ``/bin/sh -c``, since agents
 commonly send a whole shell line as ``command``.
 """
 
@@ -21,7 +23,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from waza.protocol.process import STDOUT_LIMIT, drain, exit_parts, kill_group, reap, spawn
+from waza.protocol.process import STDOUT_LIMIT, TAG_VAR, drain, exit_parts, kill_group, kill_tagged, new_tag, reap, spawn
 
 from .acp_fs import confine_dir
 from .acp_rpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError, Spawn
@@ -70,6 +72,8 @@ class Terminals:
         self.workspace = workspace
         self._spawn_task = spawn_task
         self._terminals: dict[str, Terminal] = {}
+        #: Tags every terminal command of this prompt, so one that left its process group still dies at the end.
+        self._tag = new_tag()
 
     def _get(self, params: dict[str, Any]) -> Terminal:
         terminal = self._terminals.get(params.get("terminalId"))  # type: ignore[arg-type]
@@ -92,6 +96,7 @@ class Terminals:
         limit = params.get("outputByteLimit")
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
             raise RpcError(INVALID_PARAMS, "outputByteLimit must be a non-negative integer")
+        env[TAG_VAR] = self._tag
         argv = [command, *args] if args else ["/bin/sh", "-c", command]
         try:
             process = await spawn(argv, cwd=cwd, env=env, stdin=False)
@@ -131,3 +136,4 @@ class Terminals:
         terminals, self._terminals = list(self._terminals.values()), {}
         for terminal in terminals:
             await reap(terminal.process)
+        kill_tagged(self._tag)  # a `setsid cmd &` left its group but not its environment

@@ -25,12 +25,15 @@ from waza.protocol.codec import RecordError
 from waza.protocol.errors import ConfigError
 from waza.protocol.process import (
     LINE_LIMIT,
+    TAG_VAR,
     LineReader,
     LineTooLong,
     Tail,
     drain,
     exit_parts,
     kill_group,
+    kill_tagged,
+    new_tag,
     reap,
     run_once,
     send_and_close,
@@ -147,6 +150,7 @@ class ExecAdapter(Adapter):
             run.errors.append(f"timed out before turn {turn}")
             return "", False
         data = b"" if substitute else text.encode()
+        tag = env[TAG_VAR] = new_tag()
         try:
             if self.opts.events:
                 returncode, timed_out, problems = await self._streamed(argv, env, data, remaining, task, stderr)
@@ -164,6 +168,8 @@ class ExecAdapter(Adapter):
             run.errors.append(f"cannot start agent {argv[0]!r}: {exc.strerror or exc}")
             run.exit = Exit(code=None)
             return "", False
+        finally:
+            kill_tagged(tag)  # what the agent left running, even in a session of its own
         code, sig = exit_parts(returncode)
         run.exit = Exit(code=None if timed_out else code, signal=None if timed_out else sig, timed_out=timed_out)
         run.errors.extend(problems)
@@ -216,6 +222,8 @@ class ExecAdapter(Adapter):
                 with anyio.move_on_after(remaining) as scope:
                     await process.wait()
                 kill_group(process)
+                # A daemon that left the group may hold the pipes: its tag finds it, so reading ends.
+                kill_tagged(env[TAG_VAR])
         finally:
             await reap(process)
         return process.returncode, scope.cancelled_caught, problems

@@ -126,6 +126,46 @@ def kill_group(process: anyio.abc.Process, sig: int = signal.SIGKILL) -> None:
         pass
 
 
+#: The environment variable that tags every process a turn started (see :func:`new_tag`, :func:`kill_tagged`).
+TAG_VAR = "WAZA_PROCESS_TAG"
+#: Seconds a child's pipes may stay open after it exited (a daemon it left holds them) before waza stops reading.
+EXIT_GRACE = 1.0
+
+
+def new_tag() -> str:
+    """A fresh value for :data:`TAG_VAR`: every descendant of a child started with it inherits it.
+
+    A process group does not hold a child that calls ``setsid``; the tag does,
+    unless the process clears or rewrites its environment (a documented limit).
+    """
+    return f"{os.getpid()}-{time.monotonic_ns()}-{os.urandom(4).hex()}"
+
+
+def kill_tagged(tag: str) -> int:
+    """SIGKILL every process of this user whose environment carries ``tag``; how many. Linux (/proc) only."""
+    needle = b"\0" + f"{TAG_VAR}={tag}".encode() + b"\0"
+    killed = 0
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return 0
+    for pid in pids:
+        if pid == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = b"\0" + f.read(1 << 20) + b"\0"
+        except OSError:  # gone, or another user's
+            continue
+        if needle in environ:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+    return killed
+
+
 async def reap(process: anyio.abc.Process) -> None:
     """Kill the group and wait, shielded so that cancellation never leaves a zombie or an orphan."""
     with anyio.CancelScope(shield=True):
@@ -227,6 +267,7 @@ def _run_blocking(
     timed_out = overflow = False
     deadline = None if timeout is None else time.monotonic() + timeout
     pending = memoryview(stdin or b"")
+    exited_at: float | None = None
     with selectors.DefaultSelector() as selector:
         if process.stdin is not None:
             if pending:
@@ -242,9 +283,14 @@ def _run_blocking(
                 timed_out = True
                 break
             ready = selector.select(wait)
-            if not ready and process.poll() is not None:
-                # The child has exited but something (a grandchild) holds our pipes: end its group.
-                _killpg(process.pid)
+            if process.poll() is not None:
+                if exited_at is None:
+                    exited_at = time.monotonic()
+                elif not ready:
+                    # The child has exited but something (a grandchild) holds our pipes: end its group.
+                    _killpg(process.pid)
+                if not ready and time.monotonic() - exited_at > EXIT_GRACE:
+                    break  # a silent daemon in a session of its own holds the pipes: the child is done
             for key, _ in ready:
                 stream = key.fileobj
                 if stream is process.stdin:

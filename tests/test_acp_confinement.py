@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import read_jsonl, run_waza, write_jsonl
+from .conftest import executable, read_jsonl, run_waza, write_jsonl
 
 AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "scripted_acp_agent.py")]
 SECRET = "outside-secret-content"
@@ -114,3 +114,38 @@ def test_distinct_ids_get_distinct_workspaces_and_a_planted_symlink_is_refused(t
     assert victim["status"] == "error" and "refusing" in " ".join(victim["errors"])
     assert sorted(p.name for p in outside.iterdir()) == [".waza-workspace", "precious.txt"]
     assert (workspaces / "victim").is_symlink()
+
+
+def gone(pid: int) -> bool:
+    """Whether ``pid`` no longer runs (a zombie waiting for a non-reaping init counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+def test_a_terminal_command_that_left_its_session_dies_with_the_prompt(tmp_path: Path) -> None:
+    prompts = [{"id": "daemon", "input": "spawn setsid sleep 1000 & echo $! > daemon.pid; echo ready; exec sleep 1000"}]
+    proc = run_waza(
+        "capture", write_jsonl(tmp_path / "prompts.jsonl", prompts), "--workspace-dir", tmp_path / "ws",
+        "-o", tmp_path / "out.jsonl", "--", *AGENT, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    pid = int((tmp_path / "ws" / "daemon" / "daemon.pid").read_text())
+    assert gone(pid)
+
+
+@pytest.mark.parametrize("events", [False, True])
+def test_an_exec_agent_whose_daemon_holds_stdout_ends_its_turn_when_it_exits(tmp_path: Path, events: bool) -> None:
+    answer = '{"type": "message", "content": "answer"}' if events else "answer"
+    agent = executable(tmp_path / "agent.sh", f"#!/bin/sh\nsetsid sleep 1000 &\necho $! > {tmp_path}/daemon.pid\necho '{answer}'\n")
+    args = ["--events"] if events else []
+    proc = run_waza(
+        "capture", write_jsonl(tmp_path / "prompts.jsonl", [{"id": "d", "input": "go"}]), "--adapter", "exec", *args,
+        "-o", tmp_path / "out.jsonl", "--", agent, cwd=tmp_path, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    [row] = read_jsonl(tmp_path / "out.jsonl")
+    assert row["output"] == "answer" and row["status"] != "error"
+    assert gone(int((tmp_path / "daemon.pid").read_text()))
