@@ -36,12 +36,13 @@ RESULT_GRACE = 3.0
 
 
 def render_prompt(schema: HeadlessSchema, history: list[tuple[str, str]], text: str) -> str:
-    """iterative mode: the earlier turns through the history template, then the new prompt."""
+    """iterative mode: the earlier turns through the history template, then the new prompt as a
+    ``User:`` line, the way acp-harness builds it (so the CLI sees the same text under both tools)."""
     if not history:
         return text
     blocks = [schema.history_system] if schema.history_system else []
     blocks += [schema.history_turn.replace("{{input}}", q).replace("{{output}}", a) for q, a in history]
-    return "\n\n".join([*blocks, text])
+    return "\n\n".join([*blocks, f"User: {text}"])
 
 
 def build_argv(schema: HeadlessSchema, prompt: str, session_id: str | None, workspace: Path) -> list[str]:

@@ -79,8 +79,10 @@ class LineMapper:
         for mapping in self.schema.mappings:
             if not mapping.matches(line):
                 continue
+            parts = mapping.parts(line)
+            if mapping.part_conditions and not parts:
+                continue
             touched = True
-            parts = mapping.each.select(line) if mapping.each is not None else [line]
             for part in parts:
                 event = self._event(mapping, part)
                 if event is not None:

@@ -43,12 +43,19 @@ EXTRACT_FIELDS: dict[str, frozenset[str]] = {
     ),
 }
 
+#: Extract fields that take one value: a path that can select several would silently keep the first.
+SCALAR_FIELDS = frozenset({"toolCallId", "name", "title", "kind", "status", "messageId"})
+
 DEFAULT_HISTORY = "User: {{input}}\nAssistant: {{output}}"
+
+#: A match or result value meaning "any value that is not null" (acp-harness's wildcard).
+ANY_NON_NULL = "*"
 
 
 @dataclass(frozen=True, slots=True)
 class Condition:
-    """Holds when any value the path selects equals ``value`` (or, with no value, when it selects anything)."""
+    """Holds when any value the path selects equals ``value``; with ``"*"``, when it selects a non-null
+    value; with no value, when it selects anything."""
 
     path: Selector
     value: Any = None
@@ -58,6 +65,8 @@ class Condition:
         found = self.path.select(node)
         if self.any_value:
             return bool(found)
+        if self.value == ANY_NON_NULL:
+            return any(v is not None for v in found)
         return any(v == self.value and type(v) is type(self.value) for v in found)
 
 
@@ -70,9 +79,39 @@ class Mapping:
     emit_as: Literal["message", "thought", "tool_call", "plan", "usage"]
     extract: dict[str, Selector]
     each: Selector | None = None
+    #: Conditions each selected part must meet (from a wildcard match path), relative to the part.
+    part_conditions: tuple[Condition, ...] = ()
 
     def matches(self, line: Any) -> bool:
         return all(c.holds(line) for c in self.conditions)
+
+    def parts(self, line: Any) -> list[Any]:
+        """The parts of a matching line this mapping emits for: each selected one that meets its conditions."""
+        parts = self.each.select(line) if self.each is not None else [line]
+        return [p for p in parts if all(c.holds(p) for c in self.part_conditions)]
+
+
+@dataclass(frozen=True, slots=True)
+class ItemCondition:
+    """A match path ending at a wildcard (``$.content[*]``): an item matches when it equals the value,
+    or is an object whose ``type`` does (acp-harness's reading)."""
+
+    value: Any
+
+    def holds(self, node: Any) -> bool:
+        if self.value == ANY_NON_NULL:
+            return node is not None
+        if isinstance(node, dict) and "type" in node:
+            return bool(node["type"] == self.value)
+        return bool(node == self.value and type(node) is type(self.value))
+
+
+def split_wildcard(path: str) -> tuple[str, str] | None:
+    """``$.a.content[*].type`` -> (``$.a.content[*]``, ``$.type``): the items, and the path within each."""
+    at = path.rfind("[*]")
+    if at < 0:
+        return None
+    return path[: at + 3], "$" + path[at + 3 :]
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,8 +209,23 @@ def compile_schema(value: Any, source: str) -> HeadlessSchema:
                     f"emitAs {emit_as!r} does not use {key!r} (it uses: {allowed})", source=source, field=f"{base}.extract.{key}"
                 )
             extract[key] = selector(text, f"{base}.extract.{key}")
+            if key in SCALAR_FIELDS and not extract[key].singular:
+                raise ConfigError(
+                    f"{text!r} can select several values, but {key!r} takes one (select the items with each "
+                    "or a wildcard match path, and extract relative to each)",
+                    source=source, field=f"{base}.extract.{key}",
+                )
         each = selector(entry["each"], f"{base}.each") if "each" in entry else None
-        mappings.append(Mapping(i, conditions, emit_as, extract, each))
+        part_conditions: tuple[Any, ...] = ()
+        split = split_wildcard(raw_conditions[0]["path"]) if len(raw_conditions) == 1 and each is None else None
+        if split is not None and "value" in raw_conditions[0]:
+            # A wildcard match path selects items: each matching item is emitted, extract read relative to it.
+            items, within = split
+            each = selector(items, f"{base}.match.path")
+            wanted = raw_conditions[0]["value"]
+            part = ItemCondition(wanted) if within == "$" else Condition(selector(within, f"{base}.match.path"), wanted)
+            conditions, part_conditions = (), (part,)
+        mappings.append(Mapping(i, conditions, emit_as, extract, each, part_conditions))
 
     result = value["result"]
     resume = value.get("resume")

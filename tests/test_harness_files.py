@@ -178,3 +178,23 @@ def test_acp_harness_trials_read_by_waza(tmp_path: Path, harness_bin: Path) -> N
     assert [(r["trial"], r["status"]) for r in files] == [(1, "passed"), (2, "passed")]
     assert "files" in ok(run_waza("report", theirs)).decode()
     ok(run_waza("compare", theirs, theirs, "--label", "x", "--label", "y"))
+
+
+def test_iterative_turns_reach_the_cli_as_acp_harness_sends_them(tmp_path: Path, harness_bin: Path) -> None:
+    """The same two-turn prompt through acp-harness's gemini schema, under both tools: same argv."""
+    schema = compat_path("acp-harness-schemas/gemini-headless.json")
+    fake = tmp_path / "fake-bin"
+    fake.mkdir()
+    executable(fake / "gemini", f'#!/bin/sh\nexec "{sys.executable}" "{HEADLESS / "fake_cli.py"}" "$@"\n')
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "two", "input": ["How many files?", "And lines?"]}])
+    env = {"FAKE_CLI_FIXTURE": str(HEADLESS / "gemini-cli.jsonl")}
+    harness(harness_bin, "capture", prompts, "-s", schema, "-o", tmp_path / "theirs.jsonl", cwd=tmp_path, extra_path=fake,
+            env={**env, "FAKE_CLI_LOG": str(tmp_path / "theirs.log")})
+    ok(run_waza("capture", prompts, "--adapter", "headless", "--schema", schema, "-o", tmp_path / "ours.jsonl", cwd=tmp_path,
+                env={**env, "FAKE_CLI_LOG": str(tmp_path / "ours.log"), "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"}))
+    theirs = [orjson.loads(x)["argv"] for x in (tmp_path / "theirs.log").read_bytes().splitlines()]
+    ours = [orjson.loads(x)["argv"] for x in (tmp_path / "ours.log").read_bytes().splitlines()]
+    assert [a[:-1] for a in ours] == [a[:-1] for a in theirs] and ours[0][-1] == theirs[0][-1] == "How many files?"
+    # the history's shape is the same; the answer in it is each tool's own output of turn 1
+    for second in (ours[1][-1], theirs[1][-1]):
+        assert second.startswith("User: How many files?\nAssistant: ") and second.endswith("\n\nUser: And lines?")

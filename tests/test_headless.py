@@ -142,7 +142,7 @@ def test_iterative_mode_sends_earlier_turns_through_the_history_template(cli):
     proc, [result], calls = cli(prompts, "--schema", "gemini-cli", fixture="gemini-cli.jsonl")
     assert proc.returncode == 0, proc.stderr
     assert calls[0]["argv"][-1] == "How many files?"
-    assert calls[1]["argv"][-1] == f"User: How many files?\nAssistant: {ANSWER}\n\nAnd lines?"
+    assert calls[1]["argv"][-1] == f"User: How many files?\nAssistant: {ANSWER}\n\nUser: And lines?"
 
 
 def test_acp_harness_schemas_load_unchanged_and_run(cli, tmp_path):
@@ -245,3 +245,43 @@ def test_bad_schemas_are_usage_errors_naming_file_and_field(cli, tmp_path):
     assert proc.returncode == 2 and b"--schema" in proc.stderr
     proc, _, _ = cli(ONE, "--schema", "claude-code", "--events", fixture="codex.jsonl")
     assert proc.returncode == 2 and b"--events does nothing" in proc.stderr
+
+
+def test_acp_harness_wildcard_match_and_any_value(cli, tmp_path):
+    """acp-harness's forms: a wildcard match path selects each matching item (extract relative to it),
+    and "*" as a match or result value means any non-null value."""
+    schema = {
+        "version": 1, "name": "wild", "command": ["claude"], "sessionMode": "stream",
+        "prompt": {"flag": "-p"}, "output": {"flag": "--output-format", "value": "stream-json"},
+        "outputEvents": [
+            {"match": {"path": "$.message.content[*].type", "value": "tool_use"}, "emitAs": "tool_call",
+             "extract": {"toolCallId": "$.id", "name": "$.name", "status": "'pending'", "input": "$.input"}},
+            {"match": {"path": "$.message.content[*]", "value": "tool_result"}, "emitAs": "tool_call",
+             "extract": {"toolCallId": "$.tool_use_id", "status": "'completed'", "output": "$.content"}},
+            {"match": {"path": "$.message.id", "value": "*"}, "emitAs": "message",
+             "extract": {"content": "$.message.content[?@.type == 'text'].text"}},
+        ],
+        "result": {"matchPath": "$.result", "matchValue": "*", "contentPath": "$.result"},
+    }
+    path = tmp_path / "wild.json"
+    path.write_bytes(orjson.dumps(schema))
+    assert run_waza("adapters", "check", path).returncode == 0
+    proc, [result], _ = cli(ONE, "--schema", str(path), fixture="claude-code.jsonl")
+    assert proc.returncode == 0, proc.stderr
+    calls = tools(result)
+    assert calls["toolu_01"]["name"] == "Bash" and calls["toolu_01"]["input"] == {"command": "ls"}
+    assert calls["toolu_02"]["input"] == {"command": "wc -l a.txt"} and calls["toolu_02"]["status"] == "completed"
+    assert calls["toolu_01"]["output"] == "a.txt\nb.txt"
+    assert "I'll list the files and count lines." in [s["content"] for s in steps(result, "message")]
+    assert result["output"] == ANSWER and result["errors"] == []
+
+
+def test_adapters_check_refuses_a_scalar_extract_that_selects_several(tmp_path):
+    schema = orjson.loads((FIXTURES.parent.parent.parent / "adapters" / "headless_schemas" / "claude-code.json").read_bytes())
+    schema["outputEvents"][2] = {"match": {"path": "$.type", "value": "assistant"}, "emitAs": "tool_call",
+                                 "extract": {"name": "$.message.content[*].name"}}
+    path = tmp_path / "bad.json"
+    path.write_bytes(orjson.dumps(schema))
+    proc = run_waza("adapters", "check", path)
+    assert proc.returncode == 2
+    assert "outputEvents.2.extract.name" in proc.stderr.decode() and "takes one" in proc.stderr.decode()
