@@ -108,13 +108,11 @@ def build_app(registry: Registry, roots: list[str], allowed_hosts: list[str]) ->
         index = index_of(request)
         if index is None:
             return Response(b'{"error":"no such run"}', status_code=404, media_type="application/json")
-        html, end = rows_fragment(index, request.query_params.get("status", ""), max(0, _int(request.query_params.get("from"), 0)))
-        with index.lock:
-            total = len(index.columns)
-        status = f"{total} results so far" if html else None
+        status = request.query_params.get("status", "")
+        html, end = rows_fragment(index, status, max(0, _int(request.query_params.get("from"), 0)))
         body: dict[str, object] = {"html": html, "next": end}
-        if status:
-            body["status"] = status
+        if html and not status:
+            body["status"] = f"{end} results so far"
         return Response(orjson.dumps(body), media_type="application/json")
 
     def prompt(request: Request) -> Response:
