@@ -25,6 +25,7 @@ from waza.protocol.secrets import mark_secret_env
 
 from .agent_command import resolve_agent_command
 from .grader_runners import GraderRunner, build_runners
+from .inputs import TimeoutUnit
 from .judges import JudgeChoice
 from .option_values import finite_number, positive_seconds
 
@@ -43,6 +44,7 @@ def opt(*names: str, help: str, panel: str, **kw: Any) -> Any:
 class AgentOptions:
     adapter: Annotated[str, opt("--adapter", help="exec, acp, headless, http, replay.", panel=AGENT)] = DEFAULT_ADAPTER
     timeout: Annotated[float | None, opt("--timeout", help="Per-prompt limit in seconds (a prompt's own `timeout` wins).", panel=AGENT, parser=positive_seconds)] = None
+    prompt_timeout_unit: Annotated[str, opt("--prompt-timeout-unit", help="Unit of a prompt's own `timeout`: s, ms (acp-harness files), or auto (seconds; 1000 or more is refused as ambiguous).", panel=AGENT)] = "auto"
     concurrency: Annotated[int, opt("-j", "--concurrency", help="Prompts run at once (one agent each).", panel=AGENT, min=1)] = 1
     cwd: Annotated[Path | None, opt("--cwd", help="Directory the agent runs in (default: here).", panel=AGENT)] = None
     workspace_dir: Annotated[Path | None, opt("--workspace-dir", help="Give each prompt a fresh DIR/<id> as its workspace.", panel=AGENT)] = None
@@ -97,6 +99,11 @@ class AgentOptions:
             stream=self.stream,
             local_model=self.local_model,
         )
+
+    def timeout_unit(self) -> TimeoutUnit:
+        if self.prompt_timeout_unit not in ("auto", "s", "ms"):
+            raise ConfigError(f"--prompt-timeout-unit takes auto, s or ms, got {self.prompt_timeout_unit!r}")
+        return self.prompt_timeout_unit  # type: ignore[return-value]
 
     def resolve(self, command: list[str]) -> tuple[type[Adapter], AdapterOptions, list[str]]:
         """The adapter class, its options (rejecting options that adapter would ignore) and the agent

@@ -14,7 +14,7 @@ import math
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from itertools import islice
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import anyio
 
@@ -22,6 +22,11 @@ from waza.protocol.jsonl import JsonlError, decode_line, display_name, iter_line
 from waza.protocol.records import PromptCase
 
 T = TypeVar("T")
+
+#: How a prompt's ``timeout`` is read: ``s`` (waza's unit), ``ms`` (acp-harness's), or ``auto``: seconds,
+#: refusing a value of AMBIGUOUS_TIMEOUT or more, which is far likelier an acp-harness file's milliseconds.
+TimeoutUnit = Literal["auto", "s", "ms"]
+AMBIGUOUS_TIMEOUT = 1000
 
 BATCH = 256
 
@@ -37,8 +42,9 @@ async def in_batches(source: Iterable[T], size: int = BATCH) -> AsyncIterator[T]
             yield value
 
 
-def iter_prompts(path: str | Path) -> Iterator[tuple[int, PromptCase]]:
-    """Decode prompts lazily, rejecting a repeated id at the line that repeats it."""
+def iter_prompts(path: str | Path, timeout_unit: TimeoutUnit | None = None) -> Iterator[tuple[int, PromptCase]]:
+    """Decode prompts lazily, rejecting a repeated id at the line that repeats it; with a
+    ``timeout_unit``, a prompt's ``timeout`` is converted to seconds (None: left as written)."""
     source = display_name(path)
     stream = open_input(path)
     seen: dict[str, int] = {}
@@ -54,25 +60,42 @@ def iter_prompts(path: str | Path) -> Iterator[tuple[int, PromptCase]]:
             if case.timeout is not None and not (math.isfinite(case.timeout) and case.timeout > 0):
                 raise JsonlError(source, number, f"must be a number of seconds greater than 0, got {case.timeout!r}", "timeout")
             seen[case.id] = number
+            if timeout_unit is not None and case.timeout is not None:
+                case.timeout = _seconds(case.timeout, timeout_unit, source, number)
             yield number, case
     finally:
         if str(path) != "-":
             stream.close()
 
 
-def prescan(path: str | Path) -> int:
+def _seconds(value: float, unit: TimeoutUnit, source: str, number: int) -> float:
+    if unit == "ms":
+        return value / 1000
+    if unit == "auto" and value >= AMBIGUOUS_TIMEOUT:
+        raise JsonlError(
+            source, number,
+            f"{value:g} is ambiguous: waza reads seconds, acp-harness files milliseconds; "
+            "pass --prompt-timeout-unit s or ms",
+            "timeout",
+        )
+    return value
+
+
+def prescan(path: str | Path, timeout_unit: TimeoutUnit | None = None) -> int:
     """Validate a whole prompts file (not stdin) before running; returns the number of prompts."""
     if str(path) == "-":
         return -1
     count = 0
-    for _ in iter_prompts(path):
+    for _ in iter_prompts(path, timeout_unit):
         count += 1
     if count == 0:
         raise JsonlError(display_name(path), 0, "holds no prompts")
     return count
 
 
-async def prompt_cases(path: str | Path, keep: Callable[[PromptCase], bool] = lambda c: True) -> AsyncIterator[PromptCase]:
-    async for _, case in in_batches(iter_prompts(path)):
+async def prompt_cases(
+    path: str | Path, keep: Callable[[PromptCase], bool] = lambda c: True, timeout_unit: TimeoutUnit | None = None
+) -> AsyncIterator[PromptCase]:
+    async for _, case in in_batches(iter_prompts(path, timeout_unit)):
         if keep(case):
             yield case

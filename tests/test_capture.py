@@ -297,3 +297,18 @@ def test_demo_runs_with_no_network(tmp_path):
     rows = {r["id"]: r for r in valid(read_jsonl(proc.stdout))}
     assert rows["boiling-point"]["status"] == "failed"
     assert all(rows[i]["status"] == "passed" for i in ("arithmetic", "capital", "memory"))
+
+
+def test_prompt_timeout_units_acp_harness_ms_or_refused_when_ambiguous(tmp_path):
+    """acp-harness prompt files give timeout in ms: read with --prompt-timeout-unit ms; 1000+ in auto is refused."""
+    agent = [sys.executable, "-c", "import sys, time; time.sleep(30 if 'wait' in sys.stdin.read() else 0); print('ok')"]
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "x"}, {"id": "slow", "input": "wait", "timeout": 1500}])
+    refused = run_waza("capture", prompts, "--adapter", "exec", "--", *agent)
+    assert refused.returncode == 2 and refused.stdout == b""
+    message = refused.stderr.decode()
+    assert "p.jsonl:2: field 'timeout'" in message and "--prompt-timeout-unit" in message
+    done = run_waza("capture", prompts, "--adapter", "exec", "--timeout", "60", "--prompt-timeout-unit", "ms", "--", *agent)
+    results = {r["id"]: r for r in read_jsonl(done.stdout)}
+    assert results["slow"]["exit"]["timedOut"] is True and results["a"]["output"] == "ok"
+    bad = run_waza("capture", prompts, "--adapter", "exec", "--prompt-timeout-unit", "min", "--", *agent)
+    assert bad.returncode == 2 and "--prompt-timeout-unit takes auto, s or ms" in bad.stderr.decode()

@@ -70,7 +70,8 @@ async def _capture(
     prompts: str, command: list[str], agent: AgentOptions, graders: GraderOptions, out: OutputOptions, interrupt: Interrupt
 ) -> int:
     # Everything that can be wrong is found here, before the output file is touched.
-    total = prescan(prompts)
+    unit = agent.timeout_unit()
+    total = prescan(prompts, unit)
     adapter, opts, command = agent.resolve(command)
     runners = graders.runners()
     gates = parse_gates(out.fail_under)
@@ -96,7 +97,7 @@ async def _capture(
     )
 
     async def items() -> AsyncIterator[WorkItem]:
-        async for case in prompt_cases(prompts, keep=lambda c: c.id not in done):
+        async for case in prompt_cases(prompts, keep=lambda c: c.id not in done, timeout_unit=unit):
             yield WorkItem(case=case)
 
     try:

@@ -113,6 +113,8 @@ def resolve_agent(
     """The command line's adapter and command win over the suite's executor and command."""
     if agent.cwd is not None:
         raise ConfigError("--cwd does nothing with waza run: every trial gets a fresh workspace (see --keep-workspaces)")
+    if agent.prompt_timeout_unit != "auto":
+        raise ConfigError("--prompt-timeout-unit does nothing with waza run: a suite gives its timeouts in its own fields")
     if not adapter_given and suite.config.executor:
         agent.adapter = suite.config.executor
     cls = adapter_class(agent.adapter)

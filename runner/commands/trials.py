@@ -235,7 +235,8 @@ async def _trials(
     interrupt: Interrupt,
 ) -> int:
     # Everything that can be wrong is found here, before the output file is touched.
-    total = prescan(prompts)
+    unit = agent.timeout_unit()
+    total = prescan(prompts, unit)
     adapter, opts, command = agent.resolve(command)
     runners = graders.runners()
     if not runners:
@@ -273,7 +274,7 @@ async def _trials(
     )
 
     async def items() -> AsyncIterator[WorkItem]:
-        async for case in prompt_cases(prompts, keep=lambda c: c.id not in finished):
+        async for case in prompt_cases(prompts, keep=lambda c: c.id not in finished, timeout_unit=unit):
             for trial in sink.start(case, partial.pop(case.id, {})):
                 yield WorkItem(case=case, trial=trial, prepare=prepare)
 
