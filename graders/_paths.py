@@ -2,15 +2,20 @@
 
 Config paths are relative and stay inside their root: an absolute path or a
 ``..`` that climbs out is a config error, found before anything runs. At grade
-time a path is resolved with symlinks followed, and one that lands outside the
-root (an agent could plant ``README.md -> /etc/passwd`` to pass a check) is an
-error, never read.
+time a file's content is read with no symlink followed at all (an agent could
+plant ``README.md -> /etc/passwd`` to pass a check, or swap one in while the
+grader looks): a symlink on the path is an error, never read. Existence checks
+resolve symlinks and are an error when the target lands outside the root.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from waza.protocol.confined import Refused, open_regular, relative_parts
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import GraderRequest
@@ -40,6 +45,35 @@ def inside(root: Path, relative: str) -> Path:
     if target != base and base not in target.parents:
         raise PathEscape(f"{relative!r} resolves to {target}, outside {base} (symlink or '..' escape)")
     return target
+
+
+#: Most bytes a grader reads from one workspace file; a larger file is a grader error, not a verdict.
+READ_LIMIT = 64 * 1024 * 1024
+
+
+def read_inside(root: Path, relative: str) -> bytes | None:
+    """The bytes of regular file ``root/relative`` (None when it is missing or a directory).
+
+    Opened relative to ``root`` with no symlink followed at any step
+    (:mod:`waza.protocol.confined`), so an agent still running cannot swap the
+    file for a symlink between a check and the read. A symlink on the path, a
+    FIFO or device, or a file over :data:`READ_LIMIT` is PathEscape / ValueError.
+    """
+    try:
+        fd = open_regular(root, relative_parts(root, relative))
+    except FileNotFoundError:
+        return None
+    except Refused as exc:
+        if exc.errno == errno.EISDIR:
+            return None
+        raise PathEscape(f"{relative!r} is a symlink, leads outside {root.resolve()} or is not a regular file: {exc.strerror}") from None
+    except NotADirectoryError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(READ_LIMIT + 1)
+    if len(data) > READ_LIMIT:
+        raise ValueError(f"{relative!r} is over the {READ_LIMIT // (1024 * 1024)} MiB a grader reads")
+    return data
 
 
 def workspace(request: GraderRequest, grader: str) -> Path:

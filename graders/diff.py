@@ -30,7 +30,7 @@ from waza.protocol.records import GraderRequest, GraderResult
 
 from ._checks import Check, from_checks, no_workspace
 from ._example import Example
-from ._paths import check_relative, config_file, inside, workspace
+from ._paths import check_relative, config_file, read_inside, workspace
 
 SUMMARY = "Workspace files against byte-exact snapshots and +/- line fragments; score = passed / total."
 
@@ -68,10 +68,10 @@ def fragment(text: str) -> tuple[bool, str]:
 
 def _entry_checks(root: Path, entry: dict[str, Any], config: dict[str, Any], details: dict[str, str]) -> list[Check]:
     rel = entry["path"]
-    path = inside(root, rel)
-    exists = path.is_file()
+    content = read_inside(root, rel)
+    exists = content is not None
     checks = [Check(f"{rel} exists", exists, "missing")]
-    data = path.read_bytes() if exists else b""
+    data = content or b""
     if "snapshot" in entry:
         snapshot = config_file(config, "context_dir", entry["snapshot"], "snapshot", contained=True)
         unreadable = ""

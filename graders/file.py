@@ -24,7 +24,7 @@ from waza.protocol.records import GraderRequest, GraderResult
 
 from ._checks import Check, from_checks, no_workspace, pattern_checks
 from ._example import Example
-from ._paths import check_relative, inside, workspace
+from ._paths import check_relative, inside, read_inside, workspace
 from ._patterns import require_any
 
 SUMMARY = "Files that must (not) exist in the workspace, and regexes their contents must (not) match."
@@ -58,8 +58,8 @@ def grade(request: GraderRequest) -> GraderResult:
     checks = [Check(f"must_exist {p!r}", inside(root, p).exists(), "missing") for p in config.get("must_exist", [])]
     checks += [Check(f"must_not_exist {p!r}", not inside(root, p).exists(), "exists") for p in config.get("must_not_exist", [])]
     for i, entry in enumerate(config.get("content_patterns", [])):
-        path = inside(root, entry["path"])
-        text = path.read_bytes().decode("utf-8", "replace") if path.is_file() else None
+        data = read_inside(root, entry["path"])
+        text = None if data is None else data.decode("utf-8", "replace")
         checks.append(Check(f"{entry['path']} exists", text is not None, "missing"))
         checks += pattern_checks(f"{entry['path']} must_match", entry.get("must_match", []), text, wanted=True)
         checks += pattern_checks(f"{entry['path']} must_not_match", entry.get("must_not_match", []), text, wanted=False)

@@ -177,7 +177,8 @@ def open_regular(root: Path, parts: list[str]) -> int:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
-            raise Refused(errno.EINVAL, f"{'/'.join(parts)!r} is {kind}; only regular files are read")
+            code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
+            raise Refused(code, f"{'/'.join(parts)!r} is {kind}; only regular files are read")
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)

@@ -153,3 +153,18 @@ def test_git_without_commits_counts_every_file_as_created(tmp_path):
 def test_git_outside_a_repository_is_an_error(tmp_path):
     grade = grade_both("git", {"expect_created": ["a"]}, cwd=tmp_path)
     assert grade.status == "error" and "not inside a git work tree" in grade.error
+
+
+def test_a_symlink_is_never_read_and_a_fifo_never_blocks(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "real").mkdir(parents=True)
+    (ws / "real" / "notes.md").write_text("password\n")
+    os.symlink("real", ws / "via")  # points inside, but could be retargeted while the grader reads
+    os.mkfifo(ws / "pipe.md")
+    for path in ("via/notes.md", "pipe.md"):
+        for name, config in (
+            ("file", {"content_patterns": [{"path": path, "must_match": ["password"]}]}),
+            ("diff", {"expected_files": [{"path": path, "contains": ["password"]}]}),
+        ):
+            grade = grade_both(name, config, cwd=ws)
+            assert grade.status == "error" and ("symlink" in grade.error or "FIFO" in grade.error), grade
