@@ -10,6 +10,7 @@ A Copilot recording is a sequence of ``{"type", "data", "id", "parentId",
 | ``assistant.message`` | ``reasoningText`` -> thought; ``content`` -> agent message (unless deltas of that ``messageId`` already carried it); each ``toolRequests[]`` -> a pending tool call (``toolCallId``, ``name``, ``arguments`` as input) |
 | ``tool.execution_start`` | tool call in_progress (``toolName``, ``arguments``) |
 | ``tool.execution_complete`` | tool call completed (``success``) or failed; ``result.content`` -> output; ``result.detailedContent`` and ``toolTelemetry`` -> ``extra`` |
+| ``report_intent`` tool requests and executions | one ``event`` step named ``report_intent`` (its arguments), not a tool call: the original waza's collector drops these, so tool-call graders see the same calls on the same recording |
 | ``skill.invoked`` | an ``event`` step named ``skill.invoked`` with the skill ``name`` and ``path`` (the invocation itself is also the ``skill`` tool call, input ``{"skill": NAME}``) |
 | ``session.usage_info`` | usage ``contextUsed``/``contextSize`` (``currentTokens``/``tokenLimit``), and an ``event`` step |
 | ``assistant.usage`` | usage tokens and cost (added up), and an ``event`` step |
@@ -23,6 +24,10 @@ from typing import Any
 
 from waza.protocol.records import Usage
 from waza.protocol.trajectory import Event, MessageChunk, RawUpdate, ThoughtChunk, ToolCallPatch, UsageUpdate
+
+
+#: Copilot's "what I am about to do" pseudo-tool: an event here, not a tool call (as in the original waza).
+INTENT_TOOL = "report_intent"
 
 
 def is_copilot_event(value: Any) -> bool:
@@ -48,6 +53,7 @@ class CopilotMapper:
 
     def __init__(self) -> None:
         self._streamed: set[str] = set()
+        self._intents: set[str] = set()
 
     def events(self, value: dict[str, Any]) -> list[Event]:
         kind, data = value["type"], value["data"]
@@ -60,6 +66,8 @@ class CopilotMapper:
             return [MessageChunk(str(data.get("deltaContent", "")), mid if isinstance(mid, str) else None)]
         if kind == "assistant.message":
             return self._assistant(data)
+        if kind in ("tool.execution_start", "tool.execution_complete") and self._intent(data, data.get("toolName")):
+            return []
         if kind == "tool.execution_start":
             return [
                 ToolCallPatch(
@@ -95,6 +103,15 @@ class CopilotMapper:
             return [UsageUpdate(usage), RawUpdate(kind, data)]
         return [RawUpdate(kind, data)]
 
+    def _intent(self, data: dict[str, Any], name: Any) -> bool:
+        """Whether this request/execution belongs to a report_intent call (remembered by its toolCallId)."""
+        call_id = data.get("toolCallId")
+        if name == INTENT_TOOL:
+            if isinstance(call_id, str):
+                self._intents.add(call_id)
+            return True
+        return isinstance(call_id, str) and call_id in self._intents
+
     def _assistant(self, data: dict[str, Any]) -> list[Event]:
         mid = data.get("messageId") if isinstance(data.get("messageId"), str) else None
         out: list[Event] = []
@@ -104,7 +121,9 @@ class CopilotMapper:
         if isinstance(content, str) and content and mid not in self._streamed:
             out.append(MessageChunk(content, mid))
         for request in data.get("toolRequests") or []:
-            if isinstance(request, dict) and request.get("toolCallId"):
+            if isinstance(request, dict) and self._intent(request, request.get("name")):
+                out.append(RawUpdate(INTENT_TOOL, {"arguments": request.get("arguments")}))
+            elif isinstance(request, dict) and request.get("toolCallId"):
                 out.append(
                     ToolCallPatch(
                         tool_call_id=str(request["toolCallId"]),

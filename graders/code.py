@@ -8,12 +8,13 @@ reversed enumerate zip range abs round map filter isinstance repr`` and ``re``
 (its functions and flags). Generator expressions and comprehensions work
 (``any(kw in output for kw in ['azure', 'deploy'])``). An assertion passes
 when its value is truthy; one that raises fails with the exception in the
-reasoning. Score = passed / total; pass = all passed.
+reasoning, and so does a Python assertion that does not parse (as the
+original's evaluator grades it). Score = passed / total; pass = all passed;
+no assertions at all pass with 1.0, as in the original.
 
 Isolation: assertions never run in the runner's process. Python ones run in a
 separate ``python -I`` process (see ``_sandbox``): no names or attributes
-starting with ``_`` (a config error, found before anything runs, like a syntax
-error), no file access, no imports, no new processes, 1 GiB of memory, and a
+starting with ``_`` (a config error, found before anything runs), no file access, no imports, no new processes, 1 GiB of memory, and a
 time limit (``timeout``, default 10 s, for all assertions together); running
 out of time is a grader *error*, not a fail. ``language: javascript`` runs
 them in node (see ``_javascript``) with the same context (no ``re``: use
@@ -22,6 +23,7 @@ regex literals); JavaScript syntax errors are reported per assertion.
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 from typing import Any
@@ -70,10 +72,19 @@ def check_config(config: dict[str, Any]) -> None:
     if config.get("language", "python") == "javascript":
         _javascript.argv()
         return
-    for i, text in enumerate(config["assertions"]):
-        why = problem(text)
+    for i, text in enumerate(config.get("assertions", [])):
+        why = None if _syntax_error(text) else problem(text)
         if why:
             raise ConfigError(f"assertions[{i}] {text!r}: {why}")
+
+
+def _syntax_error(text: str) -> str | None:
+    """Why a Python assertion does not parse (it then fails, as in the original), or None."""
+    try:
+        ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        return f"syntax error: {exc.msg}"
+    return None
 
 
 def _argv(language: str) -> list[str]:
@@ -83,8 +94,13 @@ def _argv(language: str) -> list[str]:
 
 
 async def grade(request: GraderRequest) -> GraderResult:
-    assertions: list[str] = list(request.config["assertions"])
     language = request.config.get("language", "python")
+    broken: dict[int, str] = {}
+    if language == "python":
+        broken = {i: why for i, text in enumerate(request.config.get("assertions", [])) if (why := _syntax_error(text))}
+    assertions = [t for i, t in enumerate(request.config.get("assertions", [])) if i not in broken]
+    if not assertions:
+        return from_checks([Check(t, False, broken[i]) for i, t in enumerate(request.config.get("assertions", []))])
     timeout = float(request.config.get("timeout", DEFAULT_TIMEOUT))
     payload = orjson.dumps({"assertions": assertions, "context": context(request), "timeout": timeout})
     out = await run_once(_argv(language), stdin=payload, env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}, timeout=timeout + STARTUP_GRACE)
@@ -95,10 +111,14 @@ async def grade(request: GraderRequest) -> GraderResult:
     except (orjson.JSONDecodeError, KeyError, TypeError):
         tail = out.stderr_tail.strip().splitlines()[-1:] or ["no output"]
         raise AssertionsFailedToRun(f"the {language} evaluator exited with code {out.code}: {tail[0]}") from None
-    checks = [
-        Check(text, r["pass"], r["error"] or "was false")
-        for text, r in zip(assertions, results, strict=True)
-    ]
+    answers = iter(zip(assertions, results, strict=True))
+    checks = []
+    for i, text in enumerate(request.config.get("assertions", [])):
+        if i in broken:
+            checks.append(Check(text, False, broken[i]))
+        else:
+            _, r = next(answers)
+            checks.append(Check(text, r["pass"], r["error"] or "was false"))
     return from_checks(checks)
 
 

@@ -1,6 +1,16 @@
 """prompt: an LLM judge with a multi-criteria rubric, replying in JSON (or text with a score line).
 
-``rubric`` (required) is inline text, a text file, or a structured rubric YAML
+The original waza's form is accepted too: ``prompt`` (instead of ``rubric``)
+holds instructions that tell the judge when to call ``set_waza_grade_pass``
+and ``set_waza_grade_fail``. waza's judges answer in JSON, so the judge lists
+the calls it makes (``{"reasoning", "calls": [{"tool", "description",
+"reason"}]}``); score = passes / (passes + fails), pass = at least one pass
+and no fail, and no call at all is a fail with score 0, as in the original.
+``model`` names the judge model; ``continue_session: true`` (the judge in the
+agent's own session) and ``mode: pairwise`` are not available: the judge sees
+the task, output and trajectory, and a suite that sets them is told so.
+
+``rubric`` is inline text, a text file, or a structured rubric YAML
 file with its own rating scale (see ``_rubric``; the reference's rubric files
 work as ``rubric: path.yaml``). With a plain rubric:
 
@@ -52,8 +62,68 @@ EXAMPLE = Example(
 _SCORE_LINE = re.compile(r"^\s*\**(?:overall[_ ]score|score)\**\s*[:=]\s*(?P<n>-?\d+(?:\.\d+)?)\s*$", re.IGNORECASE)
 
 
+PASS_TOOL, FAIL_TOOL = "set_waza_grade_pass", "set_waza_grade_fail"
+
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "reasoning": {"type": "string"},
+        "calls": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"tool": {"enum": [PASS_TOOL, FAIL_TOOL]}, "description": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["tool", "description", "reason"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    "required": ["reasoning", "calls"],
+    "additionalProperties": False,
+}
+
+VERDICT_LEAD = (
+    "You grade an AI agent's work by following the grader instructions below. Where they say to call "
+    f"{PASS_TOOL} or {FAIL_TOOL}, list each such call, in order, in 'calls' (tool, description, reason)."
+)
+
+
+def unsupported(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """Keys of the original's form this judge cannot honour, with why (reported by waza check and run)."""
+    out = []
+    if config.get("continue_session"):
+        out.append(("continue_session", "the judge sees the task, output and trajectory, not the agent's session"))
+    if config.get("mode") == "pairwise":
+        out.append(("mode", "pairwise judging is not available; use llm_comparison"))
+    return out
+
+
+async def _verdict_calls(request: GraderRequest) -> GraderResult:
+    instructions = f"{VERDICT_LEAD}\n\n## Grader instructions\n{request.config['prompt']}"
+    done = await _judging.exchange(request, instructions, VERDICT_SCHEMA)
+    calls = done.reply["calls"]
+    passes = sum(c["tool"] == PASS_TOOL for c in calls)
+    fails = len(calls) - passes
+    score = passes / len(calls) if calls else 0.0
+    reasoning = done.reply.get("reasoning") or ""
+    if not calls:
+        reasoning = f"the judge made no pass/fail call; {reasoning}".strip()
+    return GraderResult(
+        passed=passes > 0 and fails == 0,
+        score=round(score, 6),
+        reasoning=reasoning,
+        details={**done.details, "passes": passes, "fails": fails, "calls": calls},
+    )
+
+
 def check_config(config: dict[str, Any]) -> None:
     _judging.check_judge_config(config)
+    if "prompt" in config:
+        plain = {"criteria", "score_type", "response_format", "threshold"} & set(config)
+        if plain:
+            raise ConfigError(f"{sorted(plain)[0]!r} belongs to the rubric form; the prompt form's judge decides pass/fail itself",
+                              field=sorted(plain)[0])
+        return
     clash = {"reasoning", "overall_score"} & set(config.get("criteria", []))
     if clash:
         raise ConfigError(f"criterion name {sorted(clash)[0]!r} is taken by the reply itself; rename it", field="criteria")
@@ -94,6 +164,8 @@ def score_from_text(text: str, raw: bool) -> tuple[float, str]:
 
 async def grade(request: GraderRequest) -> GraderResult:
     config = request.config
+    if "prompt" in config:
+        return await _verdict_calls(request)
     rubric = _rubric.load(config["rubric"])
     if rubric.levels:
         return await _judging.rubric_grade(request, rubric, LEAD)

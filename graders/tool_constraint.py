@@ -7,7 +7,8 @@ narrow it with ``command_pattern`` (searched in the input's command:
 ``command``/``cmd``/``commandLine``/``script``/``args``), ``path_pattern``
 (the input's path keys such as ``path``/``file_path``/``filePath`` and the
 step's locations) and ``skill_pattern`` (``skill``/``name``); all given parts
-must match the same call, and a call without the field does not match. Each
+must match the same call; a call without the field is matched as empty text,
+as in the original (``.*`` matches it, ``pytest`` does not). Each
 entry is one check: an expect entry passes when some call matches, a reject
 entry when none does. Score = passed checks / all checks; pass = all passed.
 """
@@ -56,7 +57,8 @@ class Constraint:
         if not (self.tool.search(call.name) or (call.kind and self.tool.search(call.kind))):
             return False
         parts = ((self.command, call.input_field(COMMAND_KEYS)), (self.path, call.paths()), (self.skill, call.input_field(SKILL_KEYS)))
-        return all(p is None or any(p.search(v) for v in values) for p, values in parts)
+        # a call without the field is searched as empty text, as in the original (so ".*" matches it)
+        return all(p is None or any(p.search(v) for v in values or [""]) for p, values in parts)
 
 
 def _constraints(config: dict[str, Any], key: str) -> list[Constraint]:

@@ -108,8 +108,15 @@ def test_a_runaway_assertion_is_a_grader_error_not_a_hang():
 def test_an_unsafe_assertion_is_a_config_error_before_anything_runs():
     with pytest.raises(ConfigError, match=r"assertions\[1\].*'__class__' is not allowed"):
         code.check_config({"assertions": ["True", "output.__class__"]})
-    with pytest.raises(ConfigError, match="not a Python expression"):
-        code.check_config({"assertions": ["len(output) >"]})
+
+
+def test_original_semantics_syntax_error_fails_its_assertion_and_no_assertions_pass():
+    """The original's inline_script_grader_test: a syntax error is a failed assertion; no assertions pass with 1.0."""
+    code.check_config({"assertions": ["len(output) >"]})  # not a config error
+    grade = grade_both("code", {"assertions": ["len(output) >", "len(output) > 0"]}, output="x")
+    assert (grade.passed, grade.score) == (False, 0.5) and "syntax error" in grade.reasoning
+    grade = grade_both("code", {}, output="x")
+    assert (grade.passed, grade.score) == (True, 1.0)
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")

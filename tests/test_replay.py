@@ -28,12 +28,11 @@ def test_copilot_events_give_tool_calls_skill_and_usage(tmp_path):
     proc, [result] = replay(tmp_path, [HORN], COPILOT, "--grader", "builtin:hint")
     assert proc.returncode == 0, proc.stderr
     calls = [s for s in result["trajectory"] if s["type"] == "tool_call"]
-    assert [(c["name"], c["status"], c["input"]) for c in calls] == [
-        ("report_intent", "completed", {"intent": "Using example skill"}),
-        ("skill", "completed", {"skill": "example"}),
-    ]
-    assert calls[1]["output"].startswith('Skill "example" loaded') and calls[1]["duration"] == 45  # from the recorded times
+    # report_intent is an event, not a tool call: the original waza's collector drops it, so graders count the same calls
+    assert [(c["name"], c["status"], c["input"]) for c in calls] == [("skill", "completed", {"skill": "example"})]
+    assert calls[0]["output"].startswith('Skill "example" loaded') and calls[0]["duration"] == 45  # from the recorded times
     events = {s["name"]: s for s in result["trajectory"] if s["type"] == "event"}
+    assert events["report_intent"]["extra"]["data"] == {"arguments": {"intent": "Using example skill"}}
     assert events["skill.invoked"]["extra"]["data"]["name"] == "example"
     assert "session.usage_info" in events and result["usage"] == {"contextUsed": 10787, "contextSize": 168000}
     # The answer came as a delta and again whole: recorded once.

@@ -38,6 +38,8 @@ def register(app: typer.Typer) -> None:
             require_graders([t for t in loaded.tasks if t.enabled], [])
         except ConfigError as exc:
             raise typer.Exit(fail(str(exc))) from None
+        for notice in loaded.notices:
+            print(f"waza: {notice}", file=sys.stderr)
         enabled = [t for t in loaded.tasks if t.enabled]
         graders = sum(len(t.graders) for t in enabled)
         triggers = f", {len(loaded.triggers.prompts)} trigger prompts" if loaded.triggers else ""

@@ -184,6 +184,8 @@ async def _run(
     # Everything that can be wrong is found before any output is touched.
     suite = load_suite(suite_path, context_dir=options.context_dir)
     plan = plan_for(suite, command, options, agent, graders)
+    for notice in suite.notices:
+        print(f"waza: {notice}", file=sys.stderr)
     outputs = reporters.parse(options.reporters, jsonl_on_stdout=options.output == "-")
     progress = Progress(plan.total, enabled=wanted(options.progress), label=suite.name)
     writer = ResultWriter(options.output, progress=progress)

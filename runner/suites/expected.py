@@ -5,9 +5,12 @@ them. Here each becomes one grader named ``expected_<key>`` that shows up in
 the trial's grades like any other:
 
 - ``output_contains``: a ``text`` grader, every string must appear (case-insensitive).
+- ``output_not_contains``: a ``text`` grader, no string may appear (case-insensitive).
 - ``output_contains_any``: a ``regex`` grader, at least one must appear (case-insensitive).
 - ``outcomes: [{type: task_completed}]``: a ``code`` grader, the agent reported no
-  error and gave a non-empty answer.
+  error and gave a non-empty answer; other outcome types of the original are
+  reported as unsupported (see ``unsupported``), and only when a
+  ``task_completed`` entry is present is the grader added.
 - ``behavior``: a ``behavior`` grader; ``max_response_time_ms`` is its ``max_duration_ms``.
 """
 
@@ -35,14 +38,17 @@ def expected_graders(expected: dict[str, Any]) -> list[tuple[str, GraderSpec]]:
     out: list[tuple[str, GraderSpec]] = []
     if "output_contains" in expected:
         out.append(("output_contains", _spec("output_contains", "text", {"contains": list(expected["output_contains"])})))
+    if "output_not_contains" in expected:
+        out.append(("output_not_contains", _spec("output_not_contains", "text", {"not_contains": list(expected["output_not_contains"])})))
     if "output_contains_any" in expected:
         either = "|".join(re.escape(s) for s in expected["output_contains_any"])
         out.append(("output_contains_any", _spec("output_contains_any", "regex", {"must_match": [f"(?:{either})"], "flags": "i"})))
-    if "outcomes" in expected:
+    if any(o.get("type") == "task_completed" for o in expected.get("outcomes", [])):
         out.append(("outcomes", _spec("outcomes", "code", {"assertions": list(TASK_COMPLETED)})))
     if "behavior" in expected:
-        config = {BEHAVIOR_KEYS[k]: v for k, v in expected["behavior"].items()}
-        out.append(("behavior", _spec("behavior", "behavior", config)))
+        config = {BEHAVIOR_KEYS[k]: v for k, v in expected["behavior"].items() if k in BEHAVIOR_KEYS}
+        if config:
+            out.append(("behavior", _spec("behavior", "behavior", config)))
     return out
 
 

@@ -20,15 +20,19 @@ from typing import Any
 from waza.graders import _config as builtin_config
 from waza.graders import canonical
 from waza.graders import load as load_builtin
+from waza.protocol import schemas
 from waza.protocol.errors import ConfigError
 
 from ..grader_runners import make_runner
 from ..grader_specs import GraderSpec
 from .located import Located, PathKey
+from .unsupported import config_notice, grader_notice
 from .validate import first_problem
 
 #: Reference-format keys written beside ``config`` that belong inside it.
 FOLDED = ("assertions", "rubric", "model")
+#: Of those, the ones the original allows on any grader: folded only where the grader has the key, else reported.
+FOLDED_IF_KNOWN = ("model", "script")
 #: Graders whose ``rubric`` may name a file and whose judge ``command`` may be a relative program.
 JUDGES = ("llm", "llm_comparison", "prompt")
 #: Graders that resolve their relative files and programs against ``base_dir``.
@@ -43,17 +47,26 @@ class Roots:
     fixtures: Path
 
 
-def build(doc: Located, where: PathKey, raw: dict[str, Any], roots: Roots) -> GraderSpec:
-    """One declaration as a GraderSpec, or a ConfigError at the line of what is wrong."""
+def build(doc: Located, where: PathKey, raw: dict[str, Any], roots: Roots, notices: list[str] | None = None) -> GraderSpec:
+    """One declaration as a GraderSpec, or a ConfigError at the line of what is wrong.
+
+    A top-level ``model`` or ``script`` on a grader that has no such key (the
+    original's schema allows both on every grader) is added to ``notices``.
+    """
     kind = raw["type"]
     try:
-        load_builtin(kind)
+        module = load_builtin(kind)
     except ConfigError as exc:
         raise doc.error((*where, "type"), exc.message) from None
     if canonical(kind) == "hint":
         raise doc.error((*where, "type"), "the hint grader needs a prompt's hint, which suite tasks do not have; use expected.output_contains")
     config = dict(raw.get("config") or {})
-    for key in FOLDED:
+    known = schemas.load(builtin_config.schema_name(canonical(kind))).get("properties", {})
+    folded = [k for k in FOLDED if k not in FOLDED_IF_KNOWN or k in known] + [k for k in FOLDED_IF_KNOWN if k not in FOLDED and k in known]
+    for key in FOLDED_IF_KNOWN:
+        if key in raw and key not in known and notices is not None:
+            notices.append(grader_notice(doc, where, key, canonical(kind)))
+    for key in folded:
         if key in raw:
             if key in config:
                 raise doc.error((*where, key), f"{key!r} is given both here and under config; keep one")
@@ -61,7 +74,7 @@ def build(doc: Located, where: PathKey, raw: dict[str, Any], roots: Roots) -> Gr
     name = canonical(kind)
 
     def place(inner: PathKey) -> PathKey:
-        return (*where, *inner) if inner and inner[0] in FOLDED and inner[0] in raw else (*where, "config", *inner)
+        return (*where, *inner) if inner and inner[0] in folded and inner[0] in raw else (*where, "config", *inner)
 
     problem = first_problem(doc, builtin_config.schema_name(name), config, place, prefix=f"grader {kind!r} config")
     if problem is not None:
@@ -78,6 +91,9 @@ def build(doc: Located, where: PathKey, raw: dict[str, Any], roots: Roots) -> Gr
         make_runner(spec)
     except ConfigError as exc:
         raise doc.error((*where, "config"), exc.message) from None
+    if notices is not None:
+        for key, why in getattr(module, "unsupported", lambda _: [])(config):
+            notices.append(config_notice(doc, place((key,)), why))
     return spec
 
 
@@ -89,7 +105,9 @@ def _absolute_paths(kind: str, config: dict[str, Any], roots: Roots) -> dict[str
         out["base_dir"] = str((roots.here / out.get("base_dir", ".")).resolve())
     if kind in JUDGES:
         if isinstance(out.get("rubric"), str):
-            from waza.graders._rubric import is_file_reference  # only the LLM judges have rubrics
+            from waza.graders._rubric import (
+                is_file_reference,  # only the LLM judges have rubrics
+            )
 
             if is_file_reference(out["rubric"]):
                 out["rubric"] = str((roots.here / out["rubric"].strip()).resolve())

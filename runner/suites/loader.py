@@ -21,13 +21,25 @@ from waza.protocol.errors import ConfigError
 
 from ..grader_runners import make_runner
 from ..grader_specs import GraderSpec
-from . import fixtures, validate
+from . import fixtures, unsupported, validate
 from .expected import expected_graders
-from .graders import Roots, build
+from .graders import JUDGES, Roots, build
 from .located import Located, PathKey, load_yaml
-from .models import BEHAVIOUR_GRADERS, FixtureFile, Metric, Suite, SuiteConfig, Task, TriggerPrompt, TriggerTests
+from .metrics import MEASURES
+from .models import (
+    FixtureFile,
+    Metric,
+    Suite,
+    SuiteConfig,
+    Task,
+    TriggerPrompt,
+    TriggerTests,
+)
 
+KNOWN_METRICS = frozenset(MEASURES)
 EVAL_FILE = "eval.yaml"
+#: The original waza's Copilot SDK executor: accepted, reported, and replaced by the command line's adapter.
+ORIGINAL_EXECUTOR = "copilot-sdk"
 TRIGGER_FILES = ("trigger_tests.yaml", "trigger_tests.yml")
 FIXTURES_DIR = "fixtures"
 
@@ -44,7 +56,8 @@ def load_suite(path: Path, *, context_dir: Path | None = None) -> Suite:
     raw: dict[str, Any] = doc.value
     here = path.resolve().parent
     fixtures_root = (context_dir or here / FIXTURES_DIR).resolve()
-    config = _config(doc, raw.get("config", {}), here)
+    notices = unsupported.suite_notices(doc)
+    config = _config(doc, raw.get("config", {}), here, notices)
     suite = Suite(
         name=raw["name"],
         file=path,
@@ -53,18 +66,32 @@ def load_suite(path: Path, *, context_dir: Path | None = None) -> Suite:
         skill=raw.get("skill"),
         version=None if raw.get("version") is None else str(raw["version"]),
         metrics=_metrics(doc, raw.get("metrics", [])),
+        notices=notices,
     )
-    suite.graders = [build(doc, ("graders", i), g, Roots(here, fixtures_root)) for i, g in enumerate(raw.get("graders", []))]
+    suite.graders = [build(doc, ("graders", i), g, Roots(here, fixtures_root), notices) for i, g in enumerate(raw.get("graders", []))]
     _unique_names(doc, ("graders",), suite.graders, [])
     for task_file in _task_files(doc, here):
         suite.tasks.append(_task(task_file, fixtures_root, suite))
+    if "range" in raw:
+        start, end = raw["range"]
+        if start > end:
+            raise doc.error(("range",), f"range start {start} is after its end {end}")
+        suite.tasks = suite.tasks[start : end + 1]
+    _judge_model(suite)
     suite.triggers = _triggers(here, suite.skill)
     _check_metrics(doc, suite)
     return suite
 
 
-def _config(doc: Located, raw: dict[str, Any], here: Path) -> SuiteConfig:
-    config = SuiteConfig(**{k: v for k, v in raw.items() if k != "command"})
+def _config(doc: Located, raw: dict[str, Any], here: Path, notices: list[str]) -> SuiteConfig:
+    ours = {k: v for k, v in raw.items() if k != "command" and k not in unsupported.CONFIG_KEYS}
+    config = SuiteConfig(**ours)
+    if config.executor == ORIGINAL_EXECUTOR:
+        notices.append(
+            f"{doc.source}:{doc.line(('config', 'executor'))}: config.executor: {ORIGINAL_EXECUTOR} is the original waza's "
+            "Copilot engine; waza runs the agent given by --adapter (or config.command) instead"
+        )
+        config.executor = None
     if config.executor is not None:
         try:
             adapter_class(config.executor)
@@ -92,14 +119,19 @@ def _task_files(doc: Located, here: Path) -> list[Path]:
     """Task files the globs match, in a stable order; the suite's own files never count as tasks."""
     own = {(here / name).resolve() for name in (EVAL_FILE, *TRIGGER_FILES)} | {Path(doc.source).resolve()}
     files: list[Path] = []
-    for i, pattern in enumerate(doc.value["tasks"]):
+    patterns = [(("tasks", i), p) for i, p in enumerate(doc.value.get("tasks", []))]
+    if "tasks_from" in doc.value:
+        patterns.append((("tasks_from",), doc.value["tasks_from"]))
+    if not patterns:
+        raise doc.error((), "give tasks or tasks_from")
+    for where, pattern in patterns:
         matched = sorted(
             Path(p)
             for p in glob.glob(str(here / pattern), recursive=True)
             if Path(p).is_file() and Path(p).resolve() not in own
         )
         if not matched:
-            raise doc.error(("tasks", i), f"{pattern!r} matches no task file (relative to {here})")
+            raise doc.error(where, f"{pattern!r} matches no task file (relative to {here})")
         files += [p for p in matched if p not in files]
     return files
 
@@ -116,11 +148,12 @@ def _task(path: Path, fixtures_root: Path, suite: Suite) -> Task:
     doc = load_yaml(path, shown(path))
     validate.check(doc, "eval-task")
     raw: dict[str, Any] = doc.value
+    suite.notices += unsupported.task_notices(doc)
     clash = next((t.file for t in suite.tasks if t.id == raw["id"]), None)
     if clash:
         raise doc.error(("id",), f"task id {raw['id']!r} is also used by {clash}")
     here = path.resolve().parent
-    root = (here / raw["context_dir"]).resolve() if "context_dir" in raw else fixtures_root
+    root = _context_dir(here, raw["context_dir"]) if "context_dir" in raw else fixtures_root
     if "context_dir" in raw and not root.is_dir():
         raise doc.error(("context_dir",), f"{raw['context_dir']!r} is not a directory (looked for {root})")
     inputs = raw["inputs"]
@@ -151,10 +184,18 @@ def _task(path: Path, fixtures_root: Path, suite: Suite) -> Task:
             make_runner(spec)
         except ConfigError as exc:
             raise doc.error(where, exc.message) from None
-    own = [build(doc, ("graders", i), g, Roots(here, root)) for i, g in enumerate(raw.get("graders", []))]
+    own = [build(doc, ("graders", i), g, Roots(here, root), suite.notices) for i, g in enumerate(raw.get("graders", []))]
     task.graders = [*suite.graders, *(spec for _, spec in expected), *own]
     _unique_names(doc, ("graders",), own, [*suite.graders, *(spec for _, spec in expected)])
     return task
+
+
+def _context_dir(here: Path, value: str) -> Path:
+    """A task's context_dir: relative to the task file; else, as the original resolves it, to the working directory."""
+    beside = (here / value).resolve()
+    if not beside.is_dir() and (Path.cwd() / value).is_dir():
+        return (Path.cwd() / value).resolve()
+    return beside
 
 
 def _unique_names(doc: Located, where: PathKey, specs: list[GraderSpec], earlier: list[GraderSpec]) -> None:
@@ -195,16 +236,23 @@ def _triggers(here: Path, skill: str | None) -> TriggerTests | None:
 
 
 def _check_metrics(doc: Located, suite: Suite) -> None:
-    """Reject a metric the suite gives no data for: it could never be computed."""
-    behaviour = any(t.grader_type(s.name) in BEHAVIOUR_GRADERS for t in suite.tasks if t.enabled for s in t.graders)
+    """Reject a metric the suite gives no data for; one the original allows but waza cannot compute is reported."""
     for i, metric in enumerate(suite.metrics):
         if not metric.enabled:
             continue
         if metric.name == "trigger_accuracy" and suite.triggers is None:
             raise doc.error(("metrics", i, "name"), f"trigger_accuracy needs {TRIGGER_FILES[0]} beside eval.yaml")
-        if metric.name in ("behavior_quality", "efficiency") and not behaviour:
-            kinds = ", ".join(sorted(BEHAVIOUR_GRADERS))
-            raise doc.error(
-                ("metrics", i, "name"),
-                f"{metric.name} averages behaviour graders ({kinds}, or expected.behavior) and no enabled task has one",
+        if metric.name not in KNOWN_METRICS:
+            suite.notices.append(
+                f"{doc.source}:{doc.line(('metrics', i, 'name'))}: metrics[{i}].name: waza does not compute {metric.name!r}; "
+                "it is listed with no value"
             )
+
+
+def _judge_model(suite: Suite) -> None:
+    """config.judge_model: the model of every LLM grader that names none (the original's judge override)."""
+    if suite.config.judge_model is None:
+        return
+    for spec in [*suite.graders, *(s for t in suite.tasks for s in t.graders)]:
+        if spec.kind == "builtin" and spec.target in JUDGES and "model" not in spec.config:
+            spec.config["model"] = suite.config.judge_model

@@ -11,7 +11,9 @@
 - ``grader_validation``: the share of all grades over all trials that passed;
   errored grades count as not passed, pending ones are left out.
 
-A metric passes when its value is at or above its threshold. A metric with no
+Any other name (the original allows any) has no value and the detail "waza
+does not compute this metric"; ``behavior_quality`` in a suite without a
+behaviour grader likewise has no value. A metric passes when its value is at or above its threshold. A metric with no
 data in this run (trigger tests skipped, every task filtered away) has no
 value and neither passes nor fails; ``detail`` says why.
 """
@@ -33,7 +35,7 @@ def compute(
 ) -> list[SuiteMetric]:
     out = []
     for metric in metrics:
-        value, detail = (None, "disabled") if not metric.enabled else MEASURES[metric.name](tasks, triggers)
+        value, detail = (None, "disabled") if not metric.enabled else MEASURES.get(metric.name, _unknown)(tasks, triggers)
         passed = None if value is None or metric.threshold is None else value >= metric.threshold
         out.append(
             SuiteMetric(
@@ -95,6 +97,10 @@ def _grades(tasks: list[tuple[Task, SuiteTask]], keep: Callable[[Task, Grade], b
     for task, result in tasks:
         for trial in result.trials:
             yield from (g for g in trial.grades if keep(task, g))
+
+
+def _unknown(_: list[tuple[Task, SuiteTask]], __: TriggerReport | None) -> Value:
+    return None, "waza does not compute this metric"
 
 
 MEASURES: dict[str, Callable[[list[tuple[Task, SuiteTask]], TriggerReport | None], Value]] = {

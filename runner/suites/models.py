@@ -32,6 +32,7 @@ class SuiteConfig:
     executor: str | None = None
     command: list[str] = field(default_factory=list)
     model: str | None = None
+    judge_model: str | None = None
 
 
 @dataclass(slots=True)
@@ -108,3 +109,5 @@ class Suite:
     metrics: list[Metric] = field(default_factory=list)
     tasks: list[Task] = field(default_factory=list)
     triggers: TriggerTests | None = None
+    #: Keys of the original waza's format that waza accepts but does not act on, one line each.
+    notices: list[str] = field(default_factory=list)

@@ -58,12 +58,10 @@ def report(tests: TriggerTests, results: dict[str, CaptureResult]) -> TriggerRep
     tn = sum(c.weight for c in cases if not c.should_trigger and c.correct)
     fp = sum(c.weight for c in cases if not c.should_trigger and not c.correct)
     total = tp + fn + tn + fp
-    precision = tp / (tp + fp) if tp + fp else None
-    recall = tp / (tp + fn) if tp + fn else None
-    if precision is None or recall is None:
-        f1 = None
-    else:
-        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    # undefined ratios (nothing predicted / nothing to find) are 0.0, as the original waza reports them
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return TriggerReport(
         skill=tests.skill,
         file=tests.file,
