@@ -119,10 +119,10 @@ async def _verdict_calls(request: GraderRequest) -> GraderResult:
 def check_config(config: dict[str, Any]) -> None:
     _judging.check_judge_config(config)
     if "prompt" in config:
-        plain = {"criteria", "score_type", "response_format", "threshold"} & set(config)
-        if plain:
-            raise ConfigError(f"{sorted(plain)[0]!r} belongs to the rubric form; the prompt form's judge decides pass/fail itself",
-                              field=sorted(plain)[0])
+        rubric_only = sorted({"criteria", "score_type", "response_format", "threshold"} & set(config))
+        if rubric_only:
+            raise ConfigError(f"{rubric_only[0]!r} belongs to the rubric form; the prompt form's judge decides pass/fail itself",
+                              field=rubric_only[0])
         return
     clash = {"reasoning", "overall_score"} & set(config.get("criteria", []))
     if clash:

@@ -119,7 +119,7 @@ def _task_files(doc: Located, here: Path) -> list[Path]:
     """Task files the globs match, in a stable order; the suite's own files never count as tasks."""
     own = {(here / name).resolve() for name in (EVAL_FILE, *TRIGGER_FILES)} | {Path(doc.source).resolve()}
     files: list[Path] = []
-    patterns = [(("tasks", i), p) for i, p in enumerate(doc.value.get("tasks", []))]
+    patterns: list[tuple[PathKey, str]] = [(("tasks", i), p) for i, p in enumerate(doc.value.get("tasks", []))]
     if "tasks_from" in doc.value:
         patterns.append((("tasks_from",), doc.value["tasks_from"]))
     if not patterns:
