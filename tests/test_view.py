@@ -96,7 +96,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copy(made / "cand.jsonl", nested / "copy.jsonl")
     (root / "notes.json").write_text('{"not": "a run"}')
     write_jsonl(root / "<img src=x onerror=window.__pwned=7>.jsonl", hostile_rows()[:1])
-    suite = run_waza("run", ROOT / "tests" / "fixtures" / "suites" / "snippet-explainer" / "eval.yaml", "--adapter", "mock",
+    suite = run_waza("run", ROOT / "examples" / "snippet-explainer" / "eval.yaml", "--adapter", "mock",
                      "--no-triggers", "--reporter", f"json:{root / 'suite.json'}", "-o", os.devnull)
     assert suite.returncode in (0, 1), suite.stderr.decode()
     return root
