@@ -4,6 +4,8 @@
   ``builtin:NAME``           a built-in grader (in-process; ``--isolate`` runs it as a process)
   ``worker:CMD``             an executable in persistent worker mode (JSONL in, JSONL out)
   ``FILE.py:FUNC`` / ``pkg.module:FUNC``   a Python callable, imported and called in-process
+  ``FILE.ts`` / ``.js`` / ``.mjs`` / ``.cjs`` / ``.mts``   a module exporting ``grade`` (acp-harness's form),
+                             run per result under Bun, Node or tsx (see :mod:`.module_graders`)
   ``PATH [ARGS...]``         any executable: one process per result (shell-split when it has spaces)
 ``--grader-config`` and ``--grader-weight`` take ``NAME=VALUE``, or a bare value
 when there is exactly one grader.
@@ -21,6 +23,8 @@ from typing import Any, Literal
 import orjson
 
 from waza.protocol.errors import ConfigError
+
+from .module_graders import MODULE_SUFFIXES, module_argv
 
 Kind = Literal["builtin", "python", "exec", "worker"]
 
@@ -68,6 +72,9 @@ def parse_grader(text: str) -> GraderSpec:
         elif not re.match(r"^[A-Za-z_][\w.]*$", target):
             raise ConfigError(f"{text!r} is neither FILE.py:FUNC nor package.module:FUNC", field="--grader")
         return GraderSpec(name=name or func, kind="python", target=target, func=func)
+    if text.endswith(MODULE_SUFFIXES) and Path(text).is_file():
+        argv = module_argv(Path(text))
+        return GraderSpec(name=name or Path(text).name, kind="exec", target=str(Path(text).resolve()), argv=argv)
     argv = _executable_argv(text)
     return GraderSpec(name=name or Path(argv[0]).name, kind="exec", target=argv[0], argv=argv)
 

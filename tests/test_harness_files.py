@@ -130,12 +130,12 @@ def test_waza_trials_read_by_acp_harness(tmp_path: Path, harness_bin: Path) -> N
     assert report["capability"]["a"]["avgPassAtK"] == 1.0
 
 
-def harness_run(tmp: Path, bin_dir: Path, command: str, *args: str) -> Path:
+def harness_run(tmp: Path, bin_dir: Path, command: str, *args: str, grader: Path | None = None) -> Path:
     """acp-harness capturing (or trialling) a fake `claude` CLI through its own claude schema (reference data)."""
     fake = tmp / "fake-bin"
     fake.mkdir(exist_ok=True)
     executable(fake / "claude", f'#!/bin/sh\nexec "{sys.executable}" "{HEADLESS / "fake_cli.py"}" "$@"\n')
-    grader = executable(tmp / "grade.py", GRADER)
+    grader = grader or executable(tmp / "grade.py", GRADER)
     prompts = write_jsonl(tmp / "hp.jsonl", [
         {"id": "files", "input": "list files", "hint": "a.txt has 3 lines"},
         {"id": "two", "input": ["one", "two"], "hint": "not said"},
@@ -198,3 +198,54 @@ def test_iterative_turns_reach_the_cli_as_acp_harness_sends_them(tmp_path: Path,
     # the history's shape is the same; the answer in it is each tool's own output of turn 1
     for second in (ours[1][-1], theirs[1][-1]):
         assert second.startswith("User: How many files?\nAssistant: ") and second.endswith("\n\nUser: And lines?")
+
+
+GRADE_TS = """
+type Req = { output: string; hint?: string; expected?: string }
+export const grade = async ({ output, hint }: Req): Promise<{ pass: boolean; score: number; reasoning: string }> => {
+  const pass: boolean = output.includes(hint ?? "")
+  return { pass, score: pass ? 1 : 0, reasoning: pass ? "has the hint" : "hint missing" }
+}
+"""
+
+
+def test_typescript_grader_module_runs_under_bun_as_acp_harness_runs_it(tmp_path: Path, harness_bin: Path) -> None:
+    module = tmp_path / "grade.ts"
+    module.write_text(GRADE_TS)
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "yes", "input": "say yes", "hint": "yes"},
+                                                 {"id": "no", "input": "say no", "hint": "absent"}])
+    agent = [sys.executable, "-c", "import sys; print(sys.stdin.read())"]
+    env = {"PATH": f"{harness_bin}{os.pathsep}{os.environ['PATH']}"}
+    proc = run_waza("capture", prompts, "--adapter", "exec", "-g", module, "--", *agent, env=env)
+    results = {r["id"]: r for r in read_jsonl(ok(proc))}
+    assert results["yes"]["status"] == "passed" and results["yes"]["grades"][0]["reasoning"] == "has the hint"
+    assert results["no"]["status"] == "failed" and results["no"]["grades"][0]["name"] == "grade.ts"
+    # the same module under acp-harness's own capture (its fake claude CLI) gives the same verdict
+    theirs = harness_run(tmp_path, harness_bin, "capture", grader=module)
+    verdicts = {r["id"]: r["score"] for r in read_jsonl(theirs.read_bytes())}
+    assert verdicts["files"] == {"pass": True, "score": 1, "reasoning": "has the hint"}
+    assert verdicts["two"]["pass"] is False
+
+
+def test_grader_module_without_a_runtime_names_what_to_install(tmp_path: Path) -> None:
+    module = tmp_path / "grade.ts"
+    module.write_text(GRADE_TS)
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "x"}])
+    proc = run_waza("capture", prompts, "--adapter", "exec", "-g", module, "--", sys.executable, "-c", "print(1)",
+                    env={"PATH": str(tmp_path / "empty")})
+    assert proc.returncode == 2
+    message = proc.stderr.decode()
+    assert "TypeScript module" in message and "Bun" in message and "tsx" in message and "Traceback" not in message
+
+
+def test_javascript_grader_module_runs_under_node(tmp_path: Path) -> None:
+    if not shutil.which("node"):
+        pytest.skip("node is needed for a JavaScript grader module")
+    module = tmp_path / "grade.mjs"
+    module.write_text("export const grade = async ({ output }) => ({ pass: output.includes('ok'), score: 1 })\n")
+    node_dir = Path(shutil.which("node")).parent  # node only: no bun on this PATH
+    proc = run_waza("capture", write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "ok"}]), "--adapter", "exec",
+                    "-g", module, "--", sys.executable, "-c", "import sys; print(sys.stdin.read())",
+                    env={"PATH": f"{node_dir}{os.pathsep}/usr/bin{os.pathsep}/bin"})
+    [result] = read_jsonl(ok(proc))
+    assert result["status"] == "passed" and result["grades"][0]["score"] == 1
