@@ -43,7 +43,7 @@ def capture_loop(prompts: str, agent: str, grader: str, jobs: int) -> None:
     def one(line: bytes) -> bytes:
         case = orjson.loads(line)
         output = spawn_one([agent], case["input"].encode()).decode()
-        request = {"protocol": "1", "id": case["id"], "input": case["input"], "output": output, "hint": case.get("hint")}
+        request = {"protocol": "2", "id": case["id"], "input": case["input"], "output": output, "hint": case.get("hint")}
         return spawn_one([grader], orjson.dumps(request))
 
     with open(prompts, "rb") as f, ThreadPoolExecutor(jobs) as pool:

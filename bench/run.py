@@ -36,7 +36,7 @@ import sys
 
 for line in sys.stdin:  # one-shot: one request; worker: one per line
     request = json.loads(line)
-    print(json.dumps({{"pass": bool(request.get("output")), "score": 1.0}}), flush=True)
+    print(json.dumps({{"pass": bool(request.get("output")), "score": 1.0, "requestId": request.get("requestId")}}), flush=True)
 """
 FUNCTION = """def grade(request):
     return {"pass": "alpha" in request["output"], "score": 1.0}

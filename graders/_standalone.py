@@ -6,8 +6,8 @@ overrides key by key. A bad request or config exits 2 with one line on stderr;
 a bug in the grader exits 1; either way stdout says ``{"error": "why"}``.
 
 ``--worker`` serves the worker protocol instead: one request per stdin line,
-one answer per stdout line, flushed, until stdin closes. A request it cannot
-grade gets ``{"error": "why"}`` (and a traceback on stderr for a grader bug)
+one answer per stdout line, flushed, until stdin closes, each echoing the
+request's ``requestId`` (protocol 2). A request it cannot grade gets ``{"error": "why"}`` (and a traceback on stderr for a grader bug)
 and the worker keeps serving: one bad request must not cost the others.
 """
 
@@ -26,6 +26,7 @@ import orjson
 
 from waza.protocol.codec import RecordError
 from waza.protocol.errors import ConfigError
+from waza.protocol.grading import echo_request_id
 from waza.protocol.records import GraderRequest
 
 from . import _config
@@ -67,7 +68,7 @@ def answer(module: ModuleType, name: str, raw: bytes, base: dict[str, Any]) -> b
     result = module.grade(request)
     if inspect.isawaitable(result):  # graders that wait on I/O (LLM judges) are async
         result = anyio.run(_awaited, result)
-    return orjson.dumps(result.to_dict()) + b"\n"
+    return orjson.dumps(echo_request_id(value, result.to_dict())) + b"\n"
 
 
 def serve(module: ModuleType, name: str, base: dict[str, Any]) -> None:
@@ -80,15 +81,21 @@ def serve(module: ModuleType, name: str, base: dict[str, Any]) -> None:
             out.write(answer(module, name, raw, base))
             out.flush()
         except (ConfigError, RecordError) as exc:
-            _refuse(str(exc))
+            _refuse(str(exc), raw)
         except Exception as exc:  # noqa: BLE001 - a grader bug is this request's error, not the worker's end
             traceback.print_exc()
-            _refuse(f"grader raised {type(exc).__name__}: {exc}")
+            _refuse(f"grader raised {type(exc).__name__}: {exc}", raw)
 
 
-def _refuse(reason: str) -> None:
-    """Say on stdout, in the protocol's words, why there is no result (stderr has the details)."""
-    sys.stdout.buffer.write(orjson.dumps({"error": reason}) + b"\n")
+def _refuse(reason: str, raw: bytes = b"") -> None:
+    """Say on stdout, in the protocol's words, why there is no result (stderr has the details).
+
+    In worker mode the refusal echoes the request's ``requestId`` when the line can be read at all."""
+    try:
+        request = orjson.loads(raw) if raw else None
+    except orjson.JSONDecodeError:
+        request = None
+    sys.stdout.buffer.write(orjson.dumps(echo_request_id(request, {"error": reason})) + b"\n")
     sys.stdout.buffer.flush()
 
 

@@ -37,6 +37,17 @@ def parse_result_bytes(raw: bytes) -> GraderResult:
     return normalize_result(value)
 
 
+def echo_request_id(request: Any, answer: dict[str, Any]) -> dict[str, Any]:
+    """``answer`` carrying the request's ``requestId`` (protocol 2), which every worker answer must echo.
+
+    ``request`` is the decoded request, or anything a worker could not read as
+    one (then there is no id to echo and the answer goes as it is)."""
+    rid = request.get("requestId") if isinstance(request, dict) else None
+    if rid is not None:
+        answer["requestId"] = rid
+    return answer
+
+
 def normalize_result(value: Any) -> GraderResult:
     """Check a decoded grader answer and bring either dialect to the canonical record."""
     if isinstance(value, GraderResult):

@@ -12,7 +12,8 @@ from typing import Any, ClassVar, Literal
 
 from .codec import Record, doc
 
-PROTOCOL_VERSION = "1"
+#: Grader protocol version. "2" added ``requestId``: worker answers must echo it (README, Worker mode).
+PROTOCOL_VERSION = "2"
 
 StepType = Literal["message", "thought", "tool_call", "plan", "permission", "event"]
 ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
@@ -202,6 +203,9 @@ class GraderRequest(Record):
     errors: list[str] = field(default_factory=list)
     tool_errors: bool = False
     trial: int | None = None
+    request_id: str | None = field(
+        default=None, metadata=doc("Worker mode: this exchange's id, unique per worker grader; the answer must echo it. Null in one-shot mode.")
+    )
     unknown: dict[str, Any] = field(default_factory=dict)
 
 
@@ -217,3 +221,4 @@ class GraderResult(Record):
     outcome: dict[str, Any] | None = None
     details: dict[str, Any] | None = None
     status: Literal["pending"] | None = field(default=None, metadata=doc("'pending': awaiting human review."))
+    request_id: str | None = field(default=None, metadata=doc("Worker mode: the requestId of the request answered (required there)."))

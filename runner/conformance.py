@@ -5,8 +5,9 @@ is, ``builtin:NAME`` as its standalone executable (``python -m
 waza.graders.NAME``) and ``file.py:fn`` through :mod:`waza.runner.python_host`,
 so stray stdout, exit codes and crashes are judged the same way for all. In
 worker mode a single-request probe is the request as one line followed by the
-end of stdin, which a conforming worker answers and then exits on; three more
-rules then drive one long-lived process.
+end of stdin, which a conforming worker answers and then exits on; four more
+rules then drive one long-lived process. In worker mode every request carries
+a ``requestId`` (protocol 2) that its answer must echo.
 """
 
 from __future__ import annotations
@@ -33,12 +34,12 @@ from waza.protocol.conformance_records import ConformanceEvidence, ConformanceRe
 from waza.protocol.errors import ConfigError
 from waza.protocol.grading import GraderProtocolError, normalize_result, parse_result_bytes
 from waza.protocol.process import ProcessOutcome, Tail, exit_parts, reap, run_once, spawn
-from waza.protocol.records import GraderResult, TrajectoryStep
+from waza.protocol.records import PROTOCOL_VERSION, GraderResult, TrajectoryStep
 from waza.protocol.secrets import scrubbed_env
 
 from .grader_runners import builtin_argv
 from .grader_specs import parse_grader
-from .worker_pool import Worker, WorkerFault
+from .worker_pool import Worker, WorkerFault, decode_answer
 
 PREVIEW = 240
 LARGE_TRAJECTORY = 5 * 1024 * 1024
@@ -114,7 +115,7 @@ def base_request(target: Target, cwd: str) -> dict[str, Any]:
     """A request with every field a grader may use, small and plausible (the example's fields win)."""
     step = TrajectoryStep(type="message", step_id=0, timestamp=5, turn=0, role="agent", content="2 + 2 = 4")
     return {
-        "protocol": "1",
+        "protocol": PROTOCOL_VERSION,
         "id": "conformance-minimal",
         "input": "What is 2 + 2?",
         "output": "2 + 2 = 4",
@@ -217,9 +218,15 @@ class Kit:
         #: sparse rule) cannot make it write files where the user ran the kit.
         self.scratch: str | None = None
 
+    def line(self, request: dict[str, Any]) -> bytes:
+        """A request as sent: in worker mode one line, with a ``requestId`` (here its ``id``) to echo."""
+        if not self.target.worker:
+            return orjson.dumps(request)
+        return orjson.dumps({**request, "requestId": request.get("id")}) + b"\n"
+
     async def probe(self, request: dict[str, Any] | bytes) -> Probe:
-        payload = request if isinstance(request, bytes) else orjson.dumps(request)
-        if self.target.worker:
+        payload = request if isinstance(request, bytes) else self.line(request)
+        if self.target.worker and isinstance(request, bytes):
             payload += b"\n"  # a worker's request is a line; the end of stdin then tells it to exit
         try:
             outcome = await run_once(self.target.argv, stdin=payload, cwd=self.scratch, env=self.env, timeout=self.timeout)
@@ -334,7 +341,7 @@ class Kit:
 
     async def reports_errors(self) -> None:
         description = "signals a request it cannot grade (non-zero exit or {\"error\": ...}), never silence"
-        probe = await self.probe(b'{"protocol": "1", "id": "conformance-truncated", "output": ')
+        probe = await self.probe(b'{"protocol": "%s", "id": "conformance-truncated", "output": ' % PROTOCOL_VERSION.encode())
         signalled = self.signalled_error(probe)
         if signalled:
             self.verdict("reports-errors", description, "pass", f"signalled an error ({signalled})", probe)
@@ -360,6 +367,7 @@ class Kit:
     # ------------------------------------------------------------ worker rules
 
     async def worker_rules(self, base: dict[str, Any], fresh: list[tuple[dict[str, Any], Probe]]) -> None:
+        await self.echoes_request_id(base)
         await self.in_order(fresh)
         await self.after_reject(base)
         await self.exits_on_eof(base)
@@ -371,21 +379,48 @@ class Kit:
         assert process.stdout is not None
         worker = Worker(process, BufferedByteReceiveStream(process.stdout), Tail(), anyio.Event())
         answers: list[bytes] = []
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(worker.drain_stderr)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(worker.drain_stderr)
+            try:
                 problem = await body(worker, answers)
-                await self._close(process)
-        finally:
-            await reap(process)
+                await self._close(process, self.grace)
+            finally:
+                # Whatever happened (a worker that ignores the end of stdin and SIGTERM included), its
+                # group is killed here, inside the task group, and the stderr drain is not waited on
+                # past a moment: a child of it that holds stderr open must not keep the kit waiting.
+                await reap(process)
+                with anyio.move_on_after(0.5):
+                    await worker.drained.wait()
+                tg.cancel_scope.cancel()
         sent = b"".join(lines)
         code, signal = exit_parts(process.returncode)
         return problem, evidence(sent, b"".join(answers), code, signal, worker.stderr.text(), (time.perf_counter() - started) * 1000)
 
+    async def echoes_request_id(self, base: dict[str, Any]) -> None:
+        """Two requests on one process, each answer echoing its own ``requestId`` (protocol 2)."""
+        description = "worker: every answer echoes its request's requestId"
+        requests = [{**base, "requestId": f"check-{n}-{base['id']}"} for n in (1, 2)]
+        lines = [orjson.dumps(r) + b"\n" for r in requests]
+
+        async def body(worker: Worker, answers: list[bytes]) -> str | None:
+            for n, (line, request) in enumerate(zip(lines, requests, strict=True), start=1):
+                try:
+                    answers.append(await worker.exchange(line, self.timeout) + b"\n")
+                except WorkerFault as fault:
+                    return f"request {n} of {len(lines)}: {fault}"
+                try:
+                    decode_answer(answers[-1], request["id"], request["requestId"])
+                except WorkerFault as fault:
+                    return f"answer {n}: {fault}; waza would take it for an error, kill the worker and start another"
+            return None
+
+        problem, ev = await self.session(lines, body)
+        self._worker_verdict("worker-request-id", description, problem, "both answers echo their requestId", ev)
+
     async def in_order(self, fresh: list[tuple[dict[str, Any], Probe]]) -> None:
         """Requests already answered by fresh processes, now all through one: the answers must not change."""
         description = "worker: answers several requests in order on one process, as a fresh process would"
-        lines = [orjson.dumps(request) + b"\n" for request, _ in fresh]
+        lines = [self.line(request) for request, _ in fresh]
         alone = [probe for _, probe in fresh]
 
         async def body(worker: Worker, answers: list[bytes]) -> str | None:
@@ -403,7 +438,7 @@ class Kit:
 
     async def after_reject(self, base: dict[str, Any]) -> None:
         description = "worker: keeps serving after a request it rejects"
-        lines = [orjson.dumps({**base, "id": "before"}) + b"\n", b'{"id": "broken", "output": \n', orjson.dumps({**base, "id": "after"}) + b"\n"]
+        lines = [self.line({**base, "id": "before"}), b'{"id": "broken", "output": \n', self.line({**base, "id": "after"})]
 
         async def body(worker: Worker, answers: list[bytes]) -> str | None:
             labels = ("the request before", "the malformed request", "the request after")
@@ -423,7 +458,7 @@ class Kit:
 
     async def exits_on_eof(self, base: dict[str, Any]) -> None:
         description = "worker: exits with code 0 when stdin closes"
-        lines = [orjson.dumps(base) + b"\n"]
+        lines = [self.line(base)]
 
         async def body(worker: Worker, answers: list[bytes]) -> str | None:
             try:
@@ -432,23 +467,28 @@ class Kit:
                 return str(fault)
             assert worker.process.stdin is not None
             await worker.process.stdin.aclose()
-            with anyio.move_on_after(EXIT_WAIT):
+            with anyio.move_on_after(self.grace):
                 code = await worker.process.wait()
                 return None if code == 0 else f"exited with code {code} when stdin closed"
-            return f"still running {EXIT_WAIT:g}s after stdin closed"
+            return f"still running {self.grace:g}s after stdin closed; its process group was killed"
 
         problem, ev = await self.session(lines, body)
         self._worker_verdict("worker-exits-on-eof", description, problem, "exited 0", ev)
 
+    @property
+    def grace(self) -> float:
+        """How long a worker gets to exit after stdin closes: EXIT_WAIT, or ``--timeout`` when shorter."""
+        return min(EXIT_WAIT, self.timeout)
+
     @staticmethod
-    async def _close(process: anyio.abc.Process) -> None:
+    async def _close(process: anyio.abc.Process, grace: float) -> None:
         """End of stdin, then a moment to exit by itself, so the exit code in the evidence is its own."""
         if process.returncode is None and process.stdin is not None:
             try:
                 await process.stdin.aclose()
             except (anyio.BrokenResourceError, OSError):
                 pass
-            with anyio.move_on_after(EXIT_WAIT):
+            with anyio.move_on_after(grace):
                 await process.wait()
 
     def _worker_verdict(self, rule_id: str, description: str, problem: str | None, ok: str, ev: ConformanceEvidence) -> None:

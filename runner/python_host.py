@@ -21,25 +21,35 @@ import orjson
 
 from waza.protocol.codec import Record
 from waza.protocol.errors import ConfigError
+from waza.protocol.grading import echo_request_id
 
 from .grader_runners import _import_callable
 from .grader_specs import parse_grader
 
 
 def call(fn: Callable[[Any], Any], raw: bytes) -> bytes:
-    """One request line in, one answer line out; ``{"error": ...}`` when it cannot be graded."""
+    """One request line in, one answer line out (echoing ``requestId``); ``{"error": ...}`` when it cannot be graded.
+
+    ``sys.exit()`` or any BaseException but KeyboardInterrupt in the function is
+    this request's error too: a worker must not end because one request did."""
     try:
-        value = fn(orjson.loads(raw))
+        request = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return orjson.dumps({"error": f"request is not valid JSON: {exc}"}) + b"\n"
+    try:
+        value = fn(request if not isinstance(request, dict) else dict(request))
         if inspect.isawaitable(value):
             value = anyio.run(lambda: value)  # type: ignore[arg-type,return-value]
         if isinstance(value, Record):
             value = value.to_dict()
-        return orjson.dumps(value) + b"\n"
-    except orjson.JSONDecodeError as exc:
-        return orjson.dumps({"error": f"request is not valid JSON: {exc}"}) + b"\n"
-    except Exception as exc:  # noqa: BLE001 - the function's failure is this request's error grade
+        if not isinstance(value, dict):
+            value = {"error": f"grader returned {type(value).__name__}, not an object"}
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the function's failure (sys.exit included) is this request's error grade
         traceback.print_exc()
-        return orjson.dumps({"error": f"grader raised {type(exc).__name__}: {exc}"}) + b"\n"
+        value = {"error": f"grader raised {type(exc).__name__}: {exc}"}
+    return orjson.dumps(echo_request_id(request, value)) + b"\n"
 
 
 def main(argv: list[str] | None = None) -> None:

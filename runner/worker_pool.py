@@ -5,14 +5,17 @@ Python grader) every time; a worker pays it once. The protocol (README,
 "Worker mode"): waza writes one GraderRequest per line on the worker's stdin
 and reads exactly one answer line on its stdout before it sends the next, until
 it closes stdin. An answer is a grader result, or ``{"error": "why"}`` for a
-request the worker rejects (it keeps serving). An answer may echo the request's
-``id``; when it does it must match.
+request the worker rejects (it keeps serving). Every request carries a
+``requestId`` unique within this runner, and its answer must echo it
+(protocol 2): a line without it (a stray debug print, a late answer to an
+earlier request) can then never be taken for the answer to this request. An
+answer may also echo the request's ``id``; when it does it must match.
 
 The pool grows lazily: a request takes an idle worker or starts a new one, so
 it never holds more processes than requests in flight at once, which ``-j``
 bounds: one worker per concurrency slot. Anything that leaves a worker's
 stream in doubt (a crash, a hang past the timeout, a line that is not an
-answer, an answer for another id, a second line for one request, a cancelled
+answer, an answer without this request's ``requestId`` or for another id, a second line for one request, a cancelled
 exchange) costs that one request an error grade and the worker its life: its
 process group is killed and the next request starts a fresh one, so no later
 answer can be attributed to the wrong request.
@@ -20,6 +23,7 @@ answer can be attributed to the wrong request.
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +35,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from waza.protocol.grading import GraderProtocolError, grade_from_result, normalize_result
 from waza.protocol.process import STDOUT_LIMIT, Tail, drain, kill_group, reap, spawn
-from waza.protocol.records import Grade, GraderRequest
+from waza.protocol.records import PROTOCOL_VERSION, Grade, GraderRequest
 from waza.protocol.secrets import scrubbed_env
 
 from .grader_runners import GraderRunner
@@ -89,15 +93,24 @@ class Worker:
         return f"grader exited with code {code} before answering"
 
 
-def decode_answer(raw: bytes, request_id: str) -> dict[str, Any]:
-    """Decode one answer line into an object for this request, or raise WorkerFault (out of step)."""
+def decode_answer(raw: bytes, request_id: str, exchange_id: str) -> dict[str, Any]:
+    """Decode one answer line into an object for this request, or raise WorkerFault (out of step).
+
+    ``request_id`` is the result's ``id``, ``exchange_id`` the ``requestId`` the answer must echo."""
+    preview = raw[:80].decode("utf-8", "replace")
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        preview = raw[:80].decode("utf-8", "replace")
         raise WorkerFault(f"grader answer is not one JSON object; it starts {preview!r}") from None
     if not isinstance(value, dict):
         raise WorkerFault(f"grader answer must be a JSON object, got {type(value).__name__}")
+    echoed_exchange = value.get("requestId")
+    if echoed_exchange is None:
+        raise WorkerFault(
+            f"grader answer does not echo requestId {exchange_id!r} (worker protocol {PROTOCOL_VERSION}); it starts {preview!r}"
+        )
+    if echoed_exchange != exchange_id:
+        raise WorkerFault(f"grader answered requestId {echoed_exchange!r} while grading requestId {exchange_id!r}")
     echoed = value.get("id")
     if echoed is not None and echoed != request_id:
         raise WorkerFault(f"grader answered for id {echoed!r} while grading {request_id!r}")
@@ -114,6 +127,7 @@ class WorkerRunner(GraderRunner):
         self._idle: list[Worker] = []
         self._all: set[Worker] = set()
         self._tg: anyio.abc.TaskGroup | None = None
+        self._exchanges = itertools.count(1)
         self.started = 0
 
     async def __aenter__(self) -> WorkerRunner:
@@ -165,13 +179,15 @@ class WorkerRunner(GraderRunner):
         await reap(worker.process)
 
     async def _grade(self, request: GraderRequest, started: float) -> Grade:
-        line = orjson.dumps(request.to_dict()) + b"\n"
+        payload = request.to_dict()
+        payload["requestId"] = exchange_id = str(next(self._exchanges))
+        line = orjson.dumps(payload) + b"\n"
         worker = self._idle.pop() if self._idle else None
         try:
             if worker is None:
                 worker = await self._start()
             raw = await worker.exchange(line, self.timeout)
-            value = decode_answer(raw, request.id)
+            value = decode_answer(raw, request.id, exchange_id)
         except OSError as exc:
             return self._error(f"cannot start grader {self.argv[0]!r}: {exc.strerror or exc}", started)
         except WorkerFault as fault:

@@ -9,6 +9,9 @@ function grade(request) {
 
 require("readline").createInterface({ input: process.stdin }).on("line", (line) => {
   let answer;
-  try { answer = grade(JSON.parse(line)); } catch (e) { answer = { error: `bad request: ${e.message}` }; }
+  try {
+    const request = JSON.parse(line);
+    answer = { ...grade(request), requestId: request.requestId }; // worker mode: every answer echoes requestId
+  } catch (e) { answer = { error: `bad request: ${e.message}` }; }
   process.stdout.write(JSON.stringify(answer) + "\n"); // exactly one line per request
 });

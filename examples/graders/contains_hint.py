@@ -14,7 +14,9 @@ def grade(request):
 
 for line in sys.stdin:  # one-shot: a single request; worker: one request per line until stdin closes
     try:
-        answer = grade(json.loads(line))
+        request = json.loads(line)
+        answer = grade(request)
+        answer["requestId"] = request.get("requestId")  # worker mode: every answer echoes the request's requestId
     except ValueError as exc:  # a request it cannot read is this request's error, not the worker's end
         answer = {"error": f"bad request: {exc}"}
     print(json.dumps(answer), flush=True)  # exactly one line per request, flushed

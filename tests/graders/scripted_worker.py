@@ -13,6 +13,7 @@ import time
 for line in sys.stdin:
     request = json.loads(line)
     rid = request["id"]
+    echo = request["requestId"]
     sys.stderr.write(f"grading {rid}\n" + ("x" * 200_000 + "\n" if rid.startswith("noisy") else ""))
     sys.stderr.flush()
     if rid.startswith("crash"):
@@ -25,14 +26,14 @@ for line in sys.stdin:
         print("this is not json", flush=True)
         continue
     if rid.startswith("double"):
-        print('{"pass": true, "score": 1}\n{"pass": true, "score": 1}', flush=True)
+        print(json.dumps({"requestId": echo, "pass": True, "score": 1}) + "\n" + json.dumps({"pass": True, "score": 1}), flush=True)
         continue
     if rid.startswith("wrongid"):
-        print(json.dumps({"id": "someone-else", "pass": True, "score": 1}), flush=True)
+        print(json.dumps({"id": "someone-else", "requestId": echo, "pass": True, "score": 1}), flush=True)
         continue
     if rid.startswith("reject"):
-        print(json.dumps({"error": "cannot grade this one"}), flush=True)
+        print(json.dumps({"requestId": echo, "error": "cannot grade this one"}), flush=True)
         continue
     found = request.get("hint", "") in request.get("output", "")
-    answer = {"id": rid, "pass": found, "score": 1.0 if found else 0.0, "reasoning": f"graded {rid}", "outcome": {"pid": os.getpid(), "for": rid}}
+    answer = {"id": rid, "requestId": echo, "pass": found, "score": 1.0 if found else 0.0, "reasoning": f"graded {rid}", "outcome": {"pid": os.getpid(), "for": rid}}
     print(json.dumps(answer), flush=True)
