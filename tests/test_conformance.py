@@ -70,7 +70,7 @@ def test_evidence_shows_what_was_sent_and_received(waza):
     ev = rule(report, "exit-code")["evidence"][0]
     assert ev["exitCode"] == 3
     assert ev["received"] == '{"pass": true, "score": 1}\n'
-    assert ev["sent"].startswith('{"protocol":"1","id":"conformance-minimal"')
+    assert ev["sent"].startswith('{"protocol":"2","id":"conformance-minimal"')
     assert "exiting with 3" in ev["stderrTail"]
     assert ev["duration"] > 0
 
@@ -86,6 +86,7 @@ def test_the_tip_for_a_grader_that_crashes_on_an_absent_field(waza):
         ("stateful_worker.py", "worker-in-order", "answer 2 differs from a fresh process's answer to the same request"),
         ("dies_on_bad_line_worker.py", "worker-after-reject", "the malformed request: grader exited with code 1 before answering"),
         ("bad_exit_worker.py", "worker-exits-on-eof", "exited with code 4 when stdin closed"),
+        ("no_request_id_worker.py", "worker-request-id", "answer 1: grader answer does not echo requestId 'check-1-conformance-minimal'"),
     ],
 )
 def test_a_worker_breaking_one_worker_rule_is_caught(waza, grader, rule_id, reason):
@@ -94,7 +95,19 @@ def test_a_worker_breaking_one_worker_rule_is_caught(waza, grader, rule_id, reas
     verdict = rule(report, rule_id)
     assert verdict["status"] == "fail"
     assert verdict["reason"].startswith(reason)
+    others = {r["id"] for r in report["rules"] if r["status"] != "pass"} - {rule_id, "exit-code"}
+    assert others == set(), others  # each breaks one rule only (a bad exit on EOF is also a bad one-shot exit)
     assert code == 1
+
+
+def test_a_worker_ignoring_eof_and_sigterm_is_killed_and_the_check_returns(waza):
+    proc = waza("graders", "check", str(BROKEN / "ignores_eof_worker.py"), "--worker", "--json", "--timeout", "1")
+    assert proc.returncode == 1, proc.stderr.decode()
+    report = orjson.loads(proc.stdout)
+    verdict = rule(report, "worker-exits-on-eof")
+    assert verdict["status"] == "fail"
+    assert verdict["reason"] == "still running 1s after stdin closed; its process group was killed"
+    assert verdict["evidence"][0]["signal"] == 9
 
 
 def test_the_example_graders_conform_in_both_modes_and_the_summary_reads_well(waza):

@@ -19,6 +19,7 @@ from .conftest import ROOT, read_jsonl, write_jsonl
 
 EXAMPLES = ROOT / "examples" / "graders"
 SCRIPTED = ROOT / "tests" / "graders" / "scripted_worker.py"
+LEFTOVER = ROOT / "tests" / "graders" / "leftover_worker.py"
 
 
 def results_file(tmp_path: Path, ids: list[str]) -> Path:
@@ -98,15 +99,30 @@ def test_a_hung_worker_is_killed_at_the_timeout_and_the_rest_are_graded(waza, tm
         ("garbage", "grader answer is not one JSON object; it starts 'this is not json'"),
         ("double", "grader wrote more than one line for one request"),
         ("wrongid", "grader answered for id 'someone-else' while grading 'wrongid'"),
+        ("noid", """grader answer does not echo requestId '2' (worker protocol 2); it starts '{"pass": true, "score": 1}'"""),
+        ("stale", "grader answered requestId '1' while grading requestId '2'"),
     ],
 )
 def test_an_answer_out_of_step_is_an_error_and_the_worker_is_replaced(waza, tmp_path, bad, reason):
     ids = ["c1", bad, "c2", "c3"]
-    rows = graded(waza, results_file(tmp_path, ids), "-g", f"worker:{SCRIPTED}")
+    rows = graded(waza, results_file(tmp_path, ids), "-g", f"worker:{SCRIPTED}", "-j", "1")
     assert rows[bad]["grades"][0]["error"] == reason
     for i in ("c1", "c2", "c3"):
         assert rows[i]["grades"][0]["outcome"]["for"] == i
     assert rows["c1"]["grades"][0]["outcome"]["pid"] != rows["c2"]["grades"][0]["outcome"]["pid"]
+
+
+def test_a_leftover_line_never_becomes_the_verdict_of_the_next_request(waza, tmp_path):
+    """The issue's case: good, bad, bad, bad, and a stray pass line in place of each worker's 2nd answer."""
+    rows = [{"id": "good", "input": "q", "output": "the answer is 42", "hint": "42"}]
+    rows += [{"id": f"bad{n}", "input": "q", "output": "no idea", "hint": "42"} for n in (1, 2, 3)]
+    graded_rows = graded(waza, write_jsonl(tmp_path / "results.jsonl", rows), "-g", f"worker:{LEFTOVER}", "-j", "1")
+    assert graded_rows["good"]["status"] == "passed"
+    # The stray line costs the request in flight an error and the worker its life; the next
+    # request gets a fresh worker, whose own stray line (its 2nd answer) costs the last one.
+    assert [graded_rows[i]["status"] for i in ("bad1", "bad2", "bad3")] == ["error", "failed", "error"]
+    for i in ("bad1", "bad3"):
+        assert graded_rows[i]["grades"][0]["error"].startswith("grader answer does not echo requestId")
 
 
 def test_a_rejected_request_is_an_error_and_the_worker_keeps_serving(waza, tmp_path):

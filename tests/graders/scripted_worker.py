@@ -10,6 +10,7 @@ import os
 import sys
 import time
 
+previous = None
 for line in sys.stdin:
     request = json.loads(line)
     rid = request["id"]
@@ -31,6 +32,13 @@ for line in sys.stdin:
     if rid.startswith("wrongid"):
         print(json.dumps({"id": "someone-else", "requestId": echo, "pass": True, "score": 1}), flush=True)
         continue
+    if rid.startswith("noid"):  # a protocol-1 answer: right, but without the requestId
+        print(json.dumps({"pass": True, "score": 1}), flush=True)
+        continue
+    if rid.startswith("stale"):  # as a late answer to the request before would look
+        print(json.dumps({"requestId": previous, "pass": True, "score": 1}), flush=True)
+        continue
+    previous = echo
     if rid.startswith("reject"):
         print(json.dumps({"requestId": echo, "error": "cannot grade this one"}), flush=True)
         continue
