@@ -6,7 +6,9 @@ disabled (no ``eval``/``Function`` in any realm, which closes the usual
 ``this.constructor.constructor`` escape). The context is parsed from JSON
 *inside* a fresh ``vm`` context with a null-prototype global, so assertions
 never touch an object of the evaluator's realm; each assertion runs with a vm
-timeout, and error messages are formatted inside the context too.
+timeout, and error messages are formatted inside the context too. An
+assertion that runs out of time stops the evaluator with ``{"error": "why"}``:
+a timeout says nothing about the agent's output, so it is an *error* grade.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ process.stdin.on('end', () => {
     ctx, { timeout: ms });
   const results = [];
   for (const text of req.assertions) {
+    const began = process.hrtime.bigint();
     try {
       // Truthiness is decided inside the context (under the timeout); a Promise is truthy but decides nothing.
       const value = vm.runInContext(
@@ -41,6 +44,12 @@ process.stdin.on('end', () => {
       if (value === 'promise') results.push({ pass: false, error: 'assertion returned a Promise; assertions must be synchronous' });
       else results.push({ pass: value === true, error: null });
     } catch (err) {
+      // Told by the clock, not by the error: what an assertion throws is its own object (a getter or
+      // a Proxy would run its code here), and vm's timeout error is not one of this realm's Errors.
+      if (Number(process.hrtime.bigint() - began) / 1e6 >= ms) {
+        process.stdout.write(JSON.stringify({ error: `assertion ${JSON.stringify(text.slice(0, 200))} did not finish within ${req.timeout}s` }));
+        return;
+      }
       let message = 'error';
       try {
         sandbox.__err = err;

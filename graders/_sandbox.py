@@ -1,7 +1,9 @@
 """The isolated evaluator of the ``code`` grader's Python assertions.
 
 Run as ``python -I _sandbox.py`` with ``{"assertions", "context", "timeout"}``
-on stdin; answers ``{"results": [{"pass", "error"}...]}`` on stdout. This file
+on stdin; answers ``{"results": [{"pass", "error"}...]}`` on stdout, or
+``{"error": "why"}`` when an assertion ran out of memory: that says nothing
+about the agent's output, so the grade is an *error*, not a failed assertion. This file
 imports only the standard library so that it can run as a bare script.
 
 Layers, each enough to stop the common escapes on its own:
@@ -107,6 +109,8 @@ def evaluate(assertions: list[str], context: dict[str, Any], seconds: float) -> 
             continue
         try:
             results.append({"pass": bool(eval(code, namespace)), "error": None})  # noqa: S307 - the point of this module
+        except MemoryError:
+            raise
         except BaseException as exc:  # noqa: BLE001 - every failure, MemoryError and RecursionError included, is reported
             results.append({"pass": False, "error": f"{type(exc).__name__}: {exc}"[:500]})
     return results
@@ -114,8 +118,11 @@ def evaluate(assertions: list[str], context: dict[str, Any], seconds: float) -> 
 
 def main() -> None:
     request = json.loads(sys.stdin.buffer.read())
-    results = evaluate(request["assertions"], request["context"], float(request["timeout"]))
-    sys.stdout.write(json.dumps({"results": results}))
+    try:
+        answer: dict[str, Any] = {"results": evaluate(request["assertions"], request["context"], float(request["timeout"]))}
+    except MemoryError:
+        answer = {"error": f"an assertion ran out of memory (limit {MEMORY_LIMIT >> 20} MiB)"}
+    sys.stdout.write(json.dumps(answer))
     sys.stdout.flush()
 
 

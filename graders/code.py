@@ -16,7 +16,7 @@ Isolation: assertions never run in the runner's process. Python ones run in a
 separate ``python -I`` process (see ``_sandbox``): no names or attributes
 starting with ``_`` (a config error, found before anything runs), no file access, no imports, no new processes, 1 GiB of memory, and a
 time limit (``timeout``, default 10 s, for all assertions together); running
-out of time is a grader *error*, not a fail. ``language: javascript`` runs
+out of time (Python or JavaScript) or memory is a grader *error*, not a fail. ``language: javascript`` runs
 them in node (see ``_javascript``) with the same context (no ``re``: use
 regex literals); JavaScript syntax errors are reported per assertion.
 """
@@ -107,7 +107,10 @@ async def grade(request: GraderRequest) -> GraderResult:
     if out.timed_out or out.signal is not None:
         raise AssertionsFailedToRun(f"assertions did not finish within {timeout:g}s (or ran out of memory)")
     try:
-        results = orjson.loads(out.stdout)["results"]
+        answer = orjson.loads(out.stdout)
+        if isinstance(answer, dict) and isinstance(answer.get("error"), str):  # timed out or out of memory
+            raise AssertionsFailedToRun(answer["error"])
+        results = answer["results"]
     except (orjson.JSONDecodeError, KeyError, TypeError):
         tail = out.stderr_tail.strip().splitlines()[-1:] or ["no output"]
         raise AssertionsFailedToRun(f"the {language} evaluator exited with code {out.code}: {tail[0]}") from None

@@ -220,7 +220,11 @@ async def run_once(
     that costs half the CPU of asyncio's subprocess transports (measured: 0.5 ms
     against 1.0 ms a spawn), which is the whole budget of a grader called per
     result. Cancelling the call (an interrupt) kills the child's group at once,
-    which ends the thread.
+    which ends the thread. The run ends when the child exits, even when a
+    descendant that left its process group (``setsid cmd &``) still holds the
+    pipes: reading stops after EXIT_GRACE of silence, and nothing it writes
+    later is read. That descendant is not killed here (a caller that tags the
+    child's environment can, see :func:`kill_tagged`).
     """
     started: list[subprocess.Popen[bytes]] = []
     job = functools.partial(

@@ -7,6 +7,8 @@ trusted all become an *error* grade with the reason and the stderr tail.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import dataclasses
 import importlib
 import importlib.util
@@ -84,11 +86,39 @@ class GraderRunner:
         )
 
 
+_stdout_borrowers = 0
+_real_stdout: Any = None
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Any:
+    """While any in-process grader runs, ``print()`` goes to stderr, not into ``-o -``'s JSONL.
+
+    Counted rather than nested (``contextlib.redirect_stdout``) because async
+    graders overlap: the first to start swaps ``sys.stdout``, the last to end
+    restores it. The result writer holds the real stdout's buffer, so its own
+    lines are unaffected."""
+    global _stdout_borrowers, _real_stdout
+    if _stdout_borrowers == 0:
+        _real_stdout, sys.stdout = sys.stdout, sys.stderr
+    _stdout_borrowers += 1
+    try:
+        yield
+    finally:
+        _stdout_borrowers -= 1
+        if _stdout_borrowers == 0:
+            sys.stdout, _real_stdout = _real_stdout, None
+
+
 class InProcessRunner(GraderRunner):
     """A Python function called in the event loop: sync functions inline (the fast path), async awaited.
 
     A sync function cannot be interrupted, so it has no timeout; an async one
-    gets the grader timeout. Exceptions become error grades.
+    gets the grader timeout. Whatever it raises, ``sys.exit()`` included (every
+    BaseException but KeyboardInterrupt and waza's own cancellation), is an
+    error grade for that one result. A user's function gets a deep copy of the
+    request, so mutating it cannot change the record written; what it prints
+    goes to stderr.
     """
 
     def __init__(self, spec: GraderSpec, fn: Callable[[Any], Any], *, wants_record: bool) -> None:
@@ -98,19 +128,23 @@ class InProcessRunner(GraderRunner):
         self.is_async = inspect.iscoroutinefunction(fn)
 
     async def _grade(self, request: GraderRequest, started: float) -> Grade:
-        arg: Any = request if self.wants_record else request.to_dict()
+        # Built-ins (waza's own code) read the record; a user's function gets a copy of its own.
+        arg: Any = request if self.wants_record else copy.deepcopy(request.to_dict())
         try:
-            if self.is_async:
-                with anyio.fail_after(self.timeout):
-                    value = await self.fn(arg)
-            else:
-                value = self.fn(arg)
-                if inspect.isawaitable(value):
+            with _stdout_to_stderr():
+                if self.is_async:
                     with anyio.fail_after(self.timeout):
-                        value = await value
+                        value = await self.fn(arg)
+                else:
+                    value = self.fn(arg)
+                    if inspect.isawaitable(value):
+                        with anyio.fail_after(self.timeout):
+                            value = await value
         except TimeoutError:
             return self._error(f"grader timed out after {self.timeout:g}s", started)
-        except Exception as exc:  # noqa: BLE001 - any grader failure is an error grade
+        except (KeyboardInterrupt, anyio.get_cancelled_exc_class()):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - any grader failure, sys.exit() included, is an error grade
             return self._error(f"grader raised {type(exc).__name__}: {exc}", started)
         if isinstance(value, Record):
             value = value.to_dict()
@@ -167,7 +201,9 @@ def _import_callable(spec: GraderSpec) -> Callable[[Any], Any]:
             module = importlib.import_module(spec.target)
     except ConfigError:
         raise
-    except Exception as exc:  # noqa: BLE001 - report any import failure as a config error
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - report any import failure (sys.exit() at import too) as a config error
         raise ConfigError(f"cannot import grader {spec.target!r}: {type(exc).__name__}: {exc}") from None
     fn = getattr(module, spec.func, None)
     if not callable(fn):

@@ -1,0 +1,125 @@
+"""Buggy graders cannot end a run, rewrite a record or corrupt ``-o -``, nor hang on a detached child.
+
+Each test runs ``waza grade`` as a user would, with a grader that misbehaves in
+one way, and checks that the fault costs exactly the result it happened on.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from waza.protocol.schemas import errors
+
+from .conftest import executable, read_jsonl, write_jsonl
+
+PY = sys.executable
+
+EXITING = '''
+import sys
+
+
+class Boom(BaseException):
+    pass
+
+
+def grade(request):
+    if request["id"] == "exits":
+        sys.exit(3)
+    if request["id"] == "boom":
+        raise Boom("not an Exception")
+    return {"pass": True, "score": 1.0}
+'''
+
+
+def results(tmp_path: Path, ids: list[str]) -> Path:
+    rows = [
+        {"id": i, "input": "q", "output": f"answer {i}", "hint": "answer", "metadata": {"team": "red"}, "errors": []}
+        for i in ids
+    ]
+    return write_jsonl(tmp_path / "results.jsonl", rows)
+
+
+def graded(waza, source: Path, *args: str) -> tuple[dict[str, dict], bytes]:
+    proc = waza("grade", source, *args)
+    assert proc.returncode in (0, 1), proc.stderr.decode()
+    rows = read_jsonl(proc.stdout)
+    for row in rows:
+        assert errors("CaptureResult", row) == []
+    return {r["id"]: r for r in rows}, proc.stderr
+
+
+def test_sys_exit_in_an_imported_grader_is_an_error_for_that_result_only(waza, tmp_path):
+    grader = tmp_path / "g.py"
+    grader.write_text(EXITING)
+    rows, _ = graded(waza, results(tmp_path, ["a", "exits", "boom", "b"]), "--grader", f"{grader}:grade")
+    assert list(rows) == ["a", "exits", "boom", "b"]  # the run went on past both
+    assert rows["exits"]["status"] == "error"
+    assert rows["exits"]["grades"][0]["error"] == "grader raised SystemExit: 3"
+    assert rows["boom"]["grades"][0]["error"] == "grader raised Boom: not an Exception"
+    assert rows["a"]["status"] == rows["b"]["status"] == "passed"
+
+
+def test_sys_exit_in_a_hosted_worker_grader_is_an_error_and_the_worker_serves_on(waza, tmp_path):
+    grader = tmp_path / "g.py"
+    grader.write_text(EXITING)
+    host = executable(
+        tmp_path / "host.py", f"#!{PY}\nfrom waza.runner.python_host import main\nmain(['{grader}:grade', '--worker'])\n"
+    )
+    rows, _ = graded(waza, results(tmp_path, ["a", "exits", "b"]), "--grader", f"worker:{host}", "-j", "1")
+    assert rows["exits"]["grades"][0]["error"] == "grader reported an error: grader raised SystemExit: 3"
+    assert rows["a"]["status"] == rows["b"]["status"] == "passed"
+
+
+def test_a_grader_mutating_its_request_cannot_change_the_record(waza, tmp_path):
+    grader = tmp_path / "g.py"
+    grader.write_text(
+        "def grade(request):\n"
+        "    request['metadata']['team'] = 'tampered'\n"
+        "    request['errors'].append('tampered')\n"
+        "    request['output'] = 'tampered'\n"
+        "    return {'pass': True, 'score': 1.0}\n"
+    )
+    rows, _ = graded(waza, results(tmp_path, ["a", "b"]), "--grader", f"{grader}:grade")
+    for i in ("a", "b"):
+        assert rows[i]["metadata"] == {"team": "red"}
+        assert rows[i]["errors"] == []
+        assert rows[i]["output"] == f"answer {i}"
+        assert rows[i]["status"] == "passed"
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_grader_that_prints_cannot_corrupt_results_on_stdout(waza, tmp_path, kind):
+    grader = tmp_path / "g.py"
+    prefix = "async " if kind == "async" else ""
+    grader.write_text(
+        f"{prefix}def grade(request):\n"
+        "    print('debug: looking at', request['id'])\n"
+        "    print('{\"id\": \"forged\", \"pass\": true}')\n"
+        "    return {'pass': True, 'score': 1.0}\n"
+    )
+    rows, stderr = graded(waza, results(tmp_path, ["a", "b", "c"]), "--grader", f"{grader}:grade", "-o", "-", "-j", "2")
+    assert sorted(rows) == ["a", "b", "c"]  # every stdout line is a whole result, nothing else
+    assert b"debug: looking at a" in stderr  # what it printed is shown as a diagnostic
+
+
+def test_a_detached_child_holding_the_graders_stdout_does_not_hang_the_grade(waza, tmp_path):
+    pidfile = tmp_path / "detached.pid"
+    grader = executable(
+        tmp_path / "detaches.sh",
+        f"#!/bin/sh\nsetsid sleep 1000 &\necho $! > {pidfile}\necho '{{\"pass\": true, \"score\": 1}}'\n",
+    )
+    try:
+        rows, _ = graded(waza, results(tmp_path, ["a"]), "--grader", str(grader), "--grader-timeout", "60")
+        # Graded as soon as the grader exited, not timed out while the child held the pipe.
+        assert rows["a"]["status"] == "passed", rows["a"]["grades"]
+    finally:
+        if pidfile.exists():
+            try:
+                os.kill(int(pidfile.read_text()), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
