@@ -92,7 +92,9 @@ def _executable_argv(text: str) -> list[str]:
             raise ConfigError(f"grader {exe!r} does not exist", field="--grader")
         if not os.access(path, os.X_OK):
             raise ConfigError(f"grader {exe!r} is not executable (chmod +x it)", field="--grader")
-        argv[0] = str(path.resolve())
+        # Absolute (graders run in the workspace), but not through symlinks: a venv's python is
+        # a symlink whose own path is what makes it the venv's.
+        argv[0] = os.path.abspath(exe)
     else:
         import shutil
 
