@@ -25,7 +25,7 @@ import orjson
 import pytest
 
 from .analysis_runs import capture, trials
-from .conftest import ROOT, read_jsonl, run_waza, write_jsonl
+from .conftest import read_jsonl, run_waza, write_jsonl
 
 pytest.importorskip("starlette", reason="waza view needs the view extra: pip install '.[view]'")
 pytest.importorskip("uvicorn", reason="waza view needs the view extra: pip install '.[view]'")
@@ -79,6 +79,35 @@ def hostile_rows() -> list[dict]:
     ]
 
 
+TINY_SUITE = """\
+name: tiny-eval
+config:
+  trials_per_task: 2
+  executor: mock
+metrics:
+  - name: task_completion
+    threshold: 0.5
+graders:
+  - type: code
+    name: says_something
+    config:
+      assertions:
+        - "len(output) > 5"
+tasks:
+  - "tasks/*.yaml"
+"""
+
+
+def tiny_suite(folder: Path) -> Path:
+    """An eval.yaml with two tasks for the mock agent (2 trials each)."""
+    (folder / "tasks").mkdir(parents=True)
+    for n, what in ((1, "a loop"), (2, "a list")):
+        (folder / "tasks" / f"t{n}.yaml").write_text(f'id: explain-00{n}\nname: Explain {what}\ninputs:\n  prompt: "Explain {what}"\n')
+    eval_yaml = folder / "eval.yaml"
+    eval_yaml.write_text(TINY_SUITE)
+    return eval_yaml
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("runs")
@@ -96,8 +125,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copy(made / "cand.jsonl", nested / "copy.jsonl")
     (root / "notes.json").write_text('{"not": "a run"}')
     write_jsonl(root / "<img src=x onerror=window.__pwned=7>.jsonl", hostile_rows()[:1])
-    suite = run_waza("run", ROOT / "examples" / "snippet-explainer" / "eval.yaml", "--adapter", "mock",
-                     "--no-triggers", "--reporter", f"json:{root / 'suite.json'}", "-o", os.devnull)
+    suite = run_waza("run", tiny_suite(root.parent / "suite"), "--reporter", f"json:{root / 'suite.json'}", "-o", os.devnull)
     assert suite.returncode in (0, 1), suite.stderr.decode()
     return root
 
