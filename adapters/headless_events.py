@@ -76,6 +76,11 @@ class LineMapper:
     def read(self, line: Any) -> LineReading:
         reading = LineReading()
         touched = False
+        if self.schema.passthrough is not None:
+            event = self._passthrough(line)
+            if event is not None:
+                reading.events.append(event)
+                touched = True
         for mapping in self.schema.mappings:
             if not mapping.matches(line):
                 continue
@@ -103,6 +108,33 @@ class LineMapper:
             reading.events.append(RawUpdate("unmatched", line))
         return reading
 
+    def _passthrough(self, line: Any) -> Event | None:
+        """passthrough mode: the line's type names the step; content, name/title and status are its own fields."""
+        assert self.schema.passthrough is not None
+        kind = self.schema.passthrough.step_type(line)
+        if kind is None:
+            return None
+        if kind in ("message", "thought"):
+            content = line.get("content")
+            if not isinstance(content, str) or not content:
+                return None
+            return MessageChunk(content) if kind == "message" else ThoughtChunk(content)
+        if kind == "plan":
+            entries = line.get("entries")
+            return PlanUpdate(entries) if isinstance(entries, list) else None
+        name = line.get("name") if isinstance(line.get("name"), str) else line.get("title")
+        name = name if isinstance(name, str) else None
+        raw_status = line.get("status") if isinstance(line.get("status"), str) else None
+        status = raw_status if raw_status in STATUSES else None
+        return ToolCallPatch(
+            tool_call_id=self._pair(name or "", status),
+            name=name,
+            status=status,  # type: ignore[arg-type]
+            input=line.get("input"),
+            output=line.get("output"),
+            extra={"rawStatus": raw_status} if raw_status is not None and status is None else None,
+        )
+
     def _event(self, mapping: Mapping, part: Any) -> Event | None:
         ex = mapping.extract
         if mapping.emit_as in ("message", "thought"):
@@ -126,9 +158,12 @@ class LineMapper:
             value = ex[key].first(part) if key in ex else None
             return None if value is None else str(value)
 
-        name, title, status_raw = text("name"), text("title"), text("status")
+        name, title, status_raw = text("name") or text("toolName"), text("title"), text("status")
         status = status_raw if status_raw in STATUSES else None
-        extra = {"rawStatus": status_raw} if status_raw is not None and status is None else None
+        extra: dict[str, Any] | None = {"rawStatus": status_raw} if status_raw is not None and status is None else None
+        server = text("mcpServer")
+        if server is not None:
+            extra = {**(extra or {}), "mcpServer": server}
         call_id = text("toolCallId") or self._pair(name or title or "", status)
         return ToolCallPatch(
             tool_call_id=call_id,

@@ -27,7 +27,7 @@ SHIPPED_DIR = "headless_schemas"
 EXTRACT_FIELDS: dict[str, frozenset[str]] = {
     "message": frozenset({"content", "messageId"}),
     "thought": frozenset({"content", "messageId"}),
-    "tool_call": frozenset({"toolCallId", "name", "title", "kind", "status", "input", "output"}),
+    "tool_call": frozenset({"toolCallId", "name", "toolName", "title", "kind", "status", "input", "output", "mcpServer"}),
     "plan": frozenset({"entries"}),
     "usage": frozenset(
         {
@@ -44,7 +44,7 @@ EXTRACT_FIELDS: dict[str, frozenset[str]] = {
 }
 
 #: Extract fields that take one value: a path that can select several would silently keep the first.
-SCALAR_FIELDS = frozenset({"toolCallId", "name", "title", "kind", "status", "messageId"})
+SCALAR_FIELDS = frozenset({"toolCallId", "name", "toolName", "title", "kind", "status", "messageId", "mcpServer"})
 
 DEFAULT_HISTORY = "User: {{input}}\nAssistant: {{output}}"
 
@@ -115,6 +115,24 @@ def split_wildcard(path: str) -> tuple[str, str] | None:
 
 
 @dataclass(frozen=True, slots=True)
+class Passthrough:
+    """acp-harness's passthrough mode: a line's own type field names its step type."""
+
+    type_field: str = "type"
+    type_values: dict[str, str] = field(default_factory=dict)
+
+    def step_type(self, line: Any) -> str | None:
+        kind = line.get(self.type_field) if isinstance(line, dict) else None
+        if not isinstance(kind, str):
+            return None
+        mapped = self.type_values.get(kind, kind)
+        return mapped if mapped in PASSTHROUGH_TYPES else None
+
+
+PASSTHROUGH_TYPES = ("thought", "tool_call", "message", "plan")
+
+
+@dataclass(frozen=True, slots=True)
 class HeadlessSchema:
     """A validated adapter schema: how to start the CLI and how to read what it prints."""
 
@@ -136,6 +154,8 @@ class HeadlessSchema:
     history_system: str | None = None
     history_turn: str = DEFAULT_HISTORY
     timeout_ms: float | None = None
+    #: passthrough mode (outputMode "passthrough"): the type field, and the CLI's type values -> step types.
+    passthrough: Passthrough | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -188,8 +208,20 @@ def compile_schema(value: Any, source: str) -> HeadlessSchema:
         except ValueError as exc:
             raise ConfigError(str(exc), source=source, field=where) from None
 
+    passthrough = None
+    if value.get("outputMode") == "passthrough":
+        type_map = value.get("passthroughTypeMap")
+        if type_map is None:
+            raise ConfigError("outputMode 'passthrough' needs passthroughTypeMap", source=source, field="passthroughTypeMap")
+        if value.get("outputEvents"):
+            raise ConfigError("outputEvents are not read with outputMode 'passthrough'", source=source, field="outputEvents")
+        passthrough = Passthrough(type_map.get("typeField", "type"), dict(type_map.get("typeValues") or {}))
+    elif "passthroughTypeMap" in value:
+        raise ConfigError("passthroughTypeMap is used only with outputMode 'passthrough'", source=source, field="passthroughTypeMap")
+    elif not value.get("outputEvents"):
+        raise ConfigError("is required (unless outputMode is 'passthrough')", source=source, field="outputEvents")
     mappings = []
-    for i, entry in enumerate(value["outputEvents"]):
+    for i, entry in enumerate(value.get("outputEvents") or []):
         base = f"outputEvents.{i}"
         emit_as = entry["emitAs"]
         raw_conditions = entry["match"] if isinstance(entry["match"], list) else [entry["match"]]
@@ -238,6 +270,8 @@ def compile_schema(value: Any, source: str) -> HeadlessSchema:
     elif isinstance(template, dict):
         system, turn = template.get("system"), template["turnFormat"]
     prompt = value["prompt"]
+    if "stdinFormat" in prompt and not prompt.get("stdin"):
+        raise ConfigError("stdinFormat is used only with prompt.stdin true", source=source, field="prompt.stdinFormat")
     return HeadlessSchema(
         name=value["name"],
         source=source,
@@ -257,5 +291,6 @@ def compile_schema(value: Any, source: str) -> HeadlessSchema:
         history_system=system,
         history_turn=turn,
         timeout_ms=value.get("timeout"),
+        passthrough=passthrough,
         raw=value,
     )

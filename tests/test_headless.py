@@ -285,3 +285,45 @@ def test_adapters_check_refuses_a_scalar_extract_that_selects_several(tmp_path):
     proc = run_waza("adapters", "check", path)
     assert proc.returncode == 2
     assert "outputEvents.2.extract.name" in proc.stderr.decode() and "takes one" in proc.stderr.decode()
+
+
+def test_acp_harness_passthrough_mode_extra_extract_keys_and_stdin_format(cli, tmp_path):
+    """Schema features valid in acp-harness: outputMode passthrough with passthroughTypeMap,
+    extract keys toolName and mcpServer, prompt.stdinFormat."""
+    stream = write_jsonl(tmp_path / "typed.jsonl", [
+        {"kind": "reasoning", "content": "look first"},
+        {"kind": "tool", "name": "Bash", "status": "pending", "input": {"command": "ls"}},
+        {"kind": "tool", "name": "Bash", "status": "completed", "output": "a.txt"},
+        {"kind": "text", "content": "one file"},
+        {"kind": "done", "result": "one file"},
+    ])
+    schema = {
+        "version": 1, "name": "typed", "command": ["codex"], "sessionMode": "stream",
+        "prompt": {"stdin": True, "stdinFormat": "text"}, "output": {"flag": "", "value": ""},
+        "outputMode": "passthrough",
+        "passthroughTypeMap": {"typeField": "kind", "typeValues": {"reasoning": "thought", "tool": "tool_call", "text": "message"}},
+        "result": {"matchPath": "$.kind", "matchValue": "done", "contentPath": "$.result"},
+    }
+    path = tmp_path / "typed.json"
+    path.write_bytes(orjson.dumps(schema))
+    assert run_waza("adapters", "check", path).returncode == 0
+    proc, [result], calls = cli(ONE, "--schema", str(path), fixture=str(stream))
+    assert proc.returncode == 0, proc.stderr
+    assert calls[0]["stdin"] == ONE[0]["input"]
+    assert [s["type"] for s in result["trajectory"] if s["type"] != "message" or s["role"] != "user"] == ["thought", "tool_call", "message"]
+    [call] = steps(result, "tool_call")
+    assert (call["name"], call["status"], call["input"], call["output"]) == ("Bash", "completed", {"command": "ls"}, "a.txt")
+    assert result["output"] == "one file"
+
+    extra_keys = orjson.loads((FIXTURES.parent.parent.parent / "adapters" / "headless_schemas" / "claude-code.json").read_bytes())
+    extra_keys["outputEvents"][2]["extract"] = {"toolCallId": "$.id", "toolName": "$.name", "mcpServer": "'files'",
+                                                "status": "'pending'", "input": "$.input"}
+    path.write_bytes(orjson.dumps(extra_keys))
+    proc, [result], _ = cli(ONE, "--schema", str(path), fixture="claude-code.jsonl")
+    assert proc.returncode == 0, proc.stderr
+    assert tools(result)["toolu_01"]["name"] == "Bash" and tools(result)["toolu_01"]["extra"]["mcpServer"] == "files"
+
+    schema["prompt"] = {"flag": "-p", "stdinFormat": "json"}
+    path.write_bytes(orjson.dumps(schema))
+    refused = run_waza("adapters", "check", path)
+    assert refused.returncode == 2 and "prompt.stdinFormat" in refused.stderr.decode()
