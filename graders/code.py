@@ -1,8 +1,9 @@
 """code: assertions (Python expressions, or JavaScript) over the result context; score = passed / total.
 
-Each assertion is an expression over ``output``, ``outcome``, ``transcript``
-(also ``trajectory``), ``tool_calls``, ``errors``, ``duration_ms``, ``input``,
-``hint``, ``reference``, ``usage``, ``metadata`` and ``tool_errors``, with the
+Each assertion is an expression over ``output``, ``outcome``, ``transcript``,
+``tool_calls``, ``errors`` and ``duration_ms`` in the original waza's shapes (see
+``_context``), waza's own ``trajectory``, ``tool_steps`` and ``agent_errors``,
+and ``input``, ``hint``, ``reference``, ``usage``, ``metadata`` and ``tool_errors``, with the
 builtins ``len any all str int float bool list dict set tuple min max sum sorted
 reversed enumerate zip range abs round map filter isinstance repr`` and ``re``
 (its functions and flags). Generator expressions and comprehensions work

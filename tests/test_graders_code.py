@@ -31,10 +31,14 @@ PYTHON: list[tuple[str, bool]] = [
     ("'azure' in output.lower()", True),
     # generator expressions and comprehensions see the context (the reference's NameError is fixed)
     ("any(kw in output.lower() for kw in ['azure', 'deploy'])", True),
-    ("all(c['status'] == 'completed' for c in tool_calls)", True),
+    ("all(c['status'] == 'completed' for c in tool_steps)", True),
     ("[c['name'] for c in tool_calls] == ['bash', 'view']", True),
-    ("{c['name'] for c in transcript} == {'bash', 'view'}", True),
-    ("len(errors) == 0", True),
+    # the original's shapes (internal/models/events.go ToolCall, TranscriptEvent; data/eval_wrapper.py errors)
+    ("tool_calls[0]['arguments']['command'] == 'azd up' and tool_calls[1]['arguments']['path'] == 'a.py'", True),
+    ("all(c['success'] for c in tool_calls)", True),
+    ("[t['tool_name'] for t in transcript if t['type'] == 'tool.execution_start'] == ['bash', 'view']", True),
+    ("[s['name'] for s in trajectory] == ['bash', 'view']", True),
+    ("len(errors) == 0 and len(agent_errors) == 0", True),
     ("duration_ms < 30000", True),
     ("re.search(r'(\\d+) files', output).group(1) == '2'", True),
     ("sum(1 for c in tool_calls if c['name'] == 'bash') == 2", False),

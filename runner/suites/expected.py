@@ -30,7 +30,7 @@ BEHAVIOR_KEYS = {
     "forbidden_tools": "forbidden_tools",
 }
 
-TASK_COMPLETED = ["len(errors) == 0", "len(output.strip()) > 0"]
+TASK_COMPLETED = ["len(agent_errors) == 0", "len(output.strip()) > 0"]
 
 
 def expected_graders(expected: dict[str, Any]) -> list[tuple[str, GraderSpec]]:
