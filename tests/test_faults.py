@@ -115,7 +115,8 @@ AGENT_FAULTS = {
 @pytest.fixture(scope="module")
 def agent_runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("agents")
-    prompts = write_jsonl(tmp / "p.jsonl", [{"id": "p", "input": "go", "timeout": 2}])
+    # 5 s: long enough for a 50 MB message on a loaded machine, short enough for the hang case.
+    prompts = write_jsonl(tmp / "p.jsonl", [{"id": "p", "input": "go", "timeout": 5}])
     runs = {}
     for name, (body, _) in AGENT_FAULTS.items():
         agent = executable(tmp / name, body)
