@@ -33,7 +33,9 @@ def _request(case: dict[str, Any], workspace: Path) -> GraderRequest:
         data = {"name": name, "path": f"/skills/{name or 'unnamed'}/SKILL.md"}
         trajectory.append({"type": "event", "stepId": f"e{i}", "timestamp": i, "name": "skill.invoked",
                            "extra": {"kind": "skill.invoked", "data": data}})
-    fields["trajectory"] = trajectory
+    fields["trajectory"] = trajectory + case.get("steps", [])
+    if "outcome" in case:
+        fields["unknown"] = {"outcome": case["outcome"]}
     if case.get("tokens") is not None:
         fields["usage"] = {"inputTokens": case["tokens"], "outputTokens": 0}
     if case.get("duration") is not None:
@@ -46,8 +48,9 @@ def _request(case: dict[str, Any], workspace: Path) -> GraderRequest:
 
 def verdict(case: dict[str, Any], workspace: Path) -> tuple[Any, float | None, str]:
     """(our verdict, our score, why) for one case: True/False, or "config" for a config error."""
+    config = {**case["config"], **({"language": case["language"]} if "language" in case else {})}
     try:
-        grade = in_process(case["grader"], case["config"], _request(case, workspace))
+        grade = in_process(case["grader"], config, _request(case, workspace))
     except ConfigError as exc:
         return "config", None, str(exc)
     if grade.status == "error":

@@ -27,6 +27,7 @@ S = "skill_invocation_grader_test.go"
 B = "behavior_grader_test.go"
 C = "tool_constraint_grader_test.go"
 F = "file_grader_test.go"
+I = "inline_script_grader_test.go"
 
 
 def text(src: str, config: dict[str, Any], output: str, expect: bool, score: float | None) -> Case:
@@ -57,6 +58,12 @@ def constraint(src: str, config: dict[str, Any], calls: list[Any], expect: bool 
 
 def file(src: str, config: dict[str, Any], files: dict[str, str], expect: bool | str, score: float | None) -> Case:
     return {"src": f"{F}: {src}", "grader": "file", "config": config, "files": files, "expect": expect, "score": score}
+
+
+def code(src: str, assertions: list[str] | None, expect: bool | str, score: float | None, **request: Any) -> Case:
+    """``request``: output, steps (trajectory steps), outcome, duration; ``assertions`` None = no key at all."""
+    config: dict[str, Any] = {} if assertions is None else {"assertions": assertions}
+    return {"src": f"{I}: {src}", "grader": "code", "config": config, "expect": expect, "score": score, **request}
 
 
 RF, WF = "read_file", "write_file"
@@ -240,6 +247,25 @@ CASES: list[Case] = [
     file("Grade/absolute path", {"must_exist": ["/etc/passwd"]}, {}, "config", None),
     file("ViaCreate", {"must_exist": ["hello.txt"], "must_not_exist": ["bad.txt"], "content_patterns": [{"path": "hello.txt", "must_match": ["hello"]}]},
          {"hello.txt": "hello world"}, True, 1.0),
+]
+
+CASES += [
+    # --- code (inline_script) -----------------------------------------------------------------------
+    code("InlineScriptGrader/basic_success", ["1 == 1"], True, 1.0),
+    code("InlineScriptGrader/basic_failure", ["1 == 0"], False, 0.0),
+    code("InlineScriptGrader/partial_pass_fail", ["1 == 1", "2 == 3", "3 == 3", "4 == 5"], False, 0.5),
+    code("InlineScriptGrader/with_context_output", ['"hello" in output', "len(output) > 0"], True, 1.0, output="hello world"),
+    code("EmptyAssertions", [], True, 1.0),
+    code("WithRealContextPython (one completed tool call with a result)",
+         ["len(errors) == 0", "len(tool_calls) == 1", "outcome['hello'] == 'world'", "output == 'hello world'",
+          "duration_ms < 102 and duration_ms > 100", "len(tool_calls[0]['result']['content']) > 0"], True, 1.0,
+         output="hello world", outcome={"hello": "world"}, duration=101,
+         steps=[{"type": "tool_call", "stepId": "s1", "timestamp": 1, "toolCallId": "t1", "name": "view", "status": "completed",
+                 "input": {"path": "a.py"}, "output": "print('hi')"}]),
+    code("WithError (an assistant message mentioning an error)", ["len(transcript) == 1", "len(errors) == 1", "len(tool_calls) == 0"],
+         True, 1.0, steps=[{"type": "message", "stepId": "m1", "timestamp": 1, "role": "agent", "content": "oh no there was a fake error"}]),
+    code("WithSyntaxError/python", ["what language is this, anyways?"], False, 0.0),
+    code("UnsupportedLanguage", ["true"], "config", None, language="ruby"),
 ]
 
 #: Cases of the same test files that our records cannot state, with the reason.
