@@ -211,6 +211,10 @@ def test_run_page_filter_search_and_plots(server, page, tmp_path):
     page.press("input[name=q]", "Enter")
     page.wait_for_url(re.compile(r"q=agent"))
     assert page.locator("#rows tr td:nth-child(2)").all_inner_texts() == ["q4"]
+    page.fill("input[name=q]", "<SCRIPT>alert")
+    page.press("input[name=q]", "Enter")
+    page.wait_for_url(re.compile(r"q=%3CSCRIPT"))
+    assert page.locator("#rows tr td:nth-child(2)").all_inner_texts() == ["q3"]
     shot(page, tmp_path, "run")
 
 

@@ -229,6 +229,7 @@ class Index:
                 self.size, self.mtime = info.st_size, info.st_mtime
                 if self.kind in ("suite", "calibration", "labels"):
                     return self._load_document(f)
+                self.error = None  # readable again
                 return self._read_lines(f)
         except (OSError, ValueError) as exc:
             self.error = f"cannot be read: {exc}"

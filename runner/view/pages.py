@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import string
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -174,13 +175,18 @@ def _texts(record: CaptureResult | TrialResult) -> list[str]:
     return out
 
 
+#: Characters every JSON writer leaves as they are; a needle made of others (quotes, backslashes, slashes,
+#: ``<>&`` which some writers escape, non-ASCII) skips the raw-bytes test and is looked for in decoded text only.
+RAW_SAFE = frozenset(string.ascii_lowercase + string.digits + " -_.,:;!?()[]{}=+*#@$%^~|'`")
+
+
 def search(index: Index, needle: str, upto: int) -> list[int]:
     """Indexes of the records among the first ``upto`` whose texts contain ``needle`` (case-insensitive).
 
     The file is streamed; a raw-bytes test skips lines that cannot match before any is decoded.
     """
     low = needle.lower()
-    raw_test = low.encode() if low.isascii() and low.isprintable() and '"' not in low and "\\" not in low else None
+    raw_test = low.encode() if all(ch in RAW_SAFE for ch in low) else None
     found = []
     for i, raw in index.raw_lines(upto):
         if raw_test is not None and raw_test not in raw.lower():
