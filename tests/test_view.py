@@ -314,6 +314,11 @@ def test_a_run_in_progress_gains_rows(runs, page, tmp_path):
         (live_dir / "started.jsonl").write_bytes(lines[0])  # a run that starts while the list is open
         page.locator("#runs a", has_text="started.jsonl").wait_for()
         assert page.url == url
+        # the file is written again from the start (a new run to the same -o), longer than before: indexed anew
+        live.write_bytes(lines[3] + lines[2] + lines[1] + lines[0] + lines[0].replace(b'"q1"', b'"q5"', 1) + lines[1].replace(b'"q2"', b'"q6"', 1))
+        page.locator("#runs tr", has_text="live.jsonl").locator("td:nth-child(3)", has_text="6").wait_for()
+        page.locator("#runs a", has_text="live.jsonl").click()
+        assert page.locator("#rows tr td:nth-child(2)").all_inner_texts() == ["q4", "q3", "q2", "q1", "q5", "q6"]
 
 
 def test_hostile_content_stays_inert(server, page, tmp_path):

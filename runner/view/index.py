@@ -7,8 +7,9 @@ kept, and the record is dropped. Later reads seek to the offset, so a 1 GB
 file opens at once and pages are served while the rest is still being
 indexed. When the file grows (a run in progress), the next pass continues
 from where the last one stopped; a line still being written (no newline yet,
-and not a whole JSON value) waits for the next pass. A shrunk or replaced file
-is indexed again from the start.
+and not a whole JSON value) waits for the next pass. A file that shrank, was
+replaced (another inode), or was written again from the start (its first
+64 KiB changed, or a line end moved) is indexed again from the start.
 
 Files are opened read-only, one open per read (never "check, then open"), and
 anything but a regular file is refused; a line longer than :data:`LINE_LIMIT`
@@ -17,6 +18,7 @@ and a document larger than :data:`DOC_LIMIT` are reported, not read.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import stat
@@ -51,6 +53,9 @@ STEP_BYTES = 8 * 1024 * 1024
 #: Problems (bad lines) remembered per file; the count goes on.
 PROBLEM_LIMIT = 100
 SUFFIXES = (".jsonl", ".json", ".ndjson")
+#: The first bytes of a growing file are checked again when it changes size: a file written anew
+#: from the start (a new run to the same output) is indexed again.
+HEAD_BYTES = 64 * 1024
 
 
 class NotRegular(OSError):
@@ -68,6 +73,11 @@ def open_regular(path: Path) -> IO[bytes]:
     except BaseException:
         os.close(fd)
         raise
+
+
+def _digest(f: IO[bytes], length: int) -> bytes:
+    f.seek(0)
+    return hashlib.blake2b(f.read(length), digest_size=16).digest()
 
 
 def _first_line(path: Path) -> bytes:
@@ -181,6 +191,10 @@ class Index:
     bad_lines: int = 0
     error: str | None = None
     growing: bool = False
+    inode: int | None = None
+    head_len: int = 0
+    head_digest: bytes = b""
+    line_ended: bool = True  # the last line read ended with a newline (not a whole JSON value at the end)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def problem(self, number: int, message: str) -> None:
@@ -223,21 +237,48 @@ class Index:
         try:
             with open_regular(self.path) as f:
                 info = os.fstat(f.fileno())
-                if info.st_size < self.scanned or (info.st_mtime != self.mtime and self.kind in ("suite", "calibration", "labels")):
+                if self._replaced(f, info):
                     self._reset()
+                self.inode = info.st_ino
                 self.growing = info.st_size != self.size and self.size != 0
                 self.size, self.mtime = info.st_size, info.st_mtime
                 if self.kind in ("suite", "calibration", "labels"):
                     return self._load_document(f)
                 self.error = None  # readable again
-                return self._read_lines(f)
+                read = self._read_lines(f)
+                self._remember_head(f)
+                return read
         except (OSError, ValueError) as exc:
             self.error = f"cannot be read: {exc}"
             return False
 
+    def _replaced(self, f: IO[bytes], info: os.stat_result) -> bool:
+        """Another file, a shorter one, a rewritten document, or a line end that is no longer where it was."""
+        if self.inode is not None and info.st_ino != self.inode:
+            return True
+        if self.kind in ("suite", "calibration", "labels"):
+            return info.st_mtime != self.mtime
+        if info.st_size < self.scanned:
+            return True
+        if info.st_size == self.size or not self.scanned:
+            return False
+        if self.head_len and _digest(f, self.head_len) != self.head_digest:
+            return True  # written again from the start
+        if self.line_ended:
+            f.seek(self.scanned - 1)
+            return f.read(1) != b"\n"
+        return False
+
+    def _remember_head(self, f: IO[bytes]) -> None:
+        if self.head_len < HEAD_BYTES and self.scanned > self.head_len:
+            self.head_len = min(self.scanned, HEAD_BYTES)
+            self.head_digest = _digest(f, self.head_len)
+
     def _reset(self) -> None:
         with self.lock:
             self.scanned = 0
+            self.head_len = 0
+            self.line_ended = True
             self.line_number = 0
             self.columns = Columns()
             self.totals = FileTotals()
@@ -314,6 +355,7 @@ class Index:
             if not ended and not self._whole(text):
                 break  # still being written
             self.scanned = start + len(line)
+            self.line_ended = ended
             budget -= len(line)
             self.line_number += 1
             read_any = True
@@ -329,6 +371,7 @@ class Index:
             cut = chunk.find(b"\n")
             if cut >= 0:
                 self.scanned = f.tell() - len(chunk) + cut + 1
+                self.line_ended = True
                 return True
         return False
 
