@@ -24,6 +24,7 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.secrets import mark_secret_env
 
 from .agent_command import resolve_agent_command
+from .datasets import TableOptions, parse_map
 from .grader_runners import GraderRunner, build_runners
 from .inputs import TimeoutUnit
 from .judges import JudgeChoice
@@ -45,6 +46,8 @@ class AgentOptions:
     adapter: Annotated[str, opt("--adapter", help="exec, acp, headless, http, replay.", panel=AGENT)] = DEFAULT_ADAPTER
     timeout: Annotated[float | None, opt("--timeout", help="Per-prompt limit in seconds (a prompt's own `timeout` wins).", panel=AGENT, parser=positive_seconds)] = None
     prompt_timeout_unit: Annotated[str, opt("--prompt-timeout-unit", help="Unit of a prompt's own `timeout`: s, ms (acp-harness files), or auto (seconds; 1000 or more is refused as ambiguous).", panel=AGENT)] = "auto"
+    prompts_format: Annotated[str | None, opt("--prompts-format", help="Prompts file format: jsonl, csv or parquet (default: by extension).", panel=AGENT)] = None
+    column_map: Annotated[list[str] | None, opt("--map", help="CSV/Parquet: FIELD=COLUMN, e.g. input=question,hint=answer (other columns go into metadata).", panel=AGENT)] = None
     concurrency: Annotated[int, opt("-j", "--concurrency", help="Prompts run at once (one agent each).", panel=AGENT, min=1)] = 1
     cwd: Annotated[Path | None, opt("--cwd", help="Directory the agent runs in (default: here).", panel=AGENT)] = None
     workspace_dir: Annotated[Path | None, opt("--workspace-dir", help="Give each prompt a fresh DIR/<id> as its workspace.", panel=AGENT)] = None
@@ -104,6 +107,10 @@ class AgentOptions:
         if self.prompt_timeout_unit not in ("auto", "s", "ms"):
             raise ConfigError(f"--prompt-timeout-unit takes auto, s or ms, got {self.prompt_timeout_unit!r}")
         return self.prompt_timeout_unit  # type: ignore[return-value]
+
+    def table(self) -> TableOptions:
+        """How to read the prompts file: --prompts-format (checked with the file) and --map."""
+        return TableOptions(format=self.prompts_format, columns=parse_map(self.column_map))  # type: ignore[arg-type]
 
     def resolve(self, command: list[str]) -> tuple[type[Adapter], AdapterOptions, list[str]]:
         """The adapter class, its options (rejecting options that adapter would ignore) and the agent

@@ -56,7 +56,7 @@ def register(app: typer.Typer) -> None:
     )
     @with_groups(agent=AgentOptions, graders=GraderOptions, out=OutputOptions)
     def capture(
-        prompts: Annotated[str, typer.Argument(help="Prompts JSONL file, or - for stdin.", show_default=False)],
+        prompts: Annotated[str, typer.Argument(help="Prompts file (JSONL, CSV or Parquet), or - for stdin.", show_default=False)],
         command: Annotated[list[str] | None, typer.Argument(help="Agent command and its arguments.", show_default=False)] = None,
         *,
         agent: AgentOptions,
@@ -71,7 +71,8 @@ async def _capture(
 ) -> int:
     # Everything that can be wrong is found here, before the output file is touched.
     unit = agent.timeout_unit()
-    total = prescan(prompts, unit)
+    table = agent.table()
+    total = prescan(prompts, unit, table)
     adapter, opts, command = agent.resolve(command)
     runners = graders.runners()
     gates = parse_gates(out.fail_under)
@@ -97,7 +98,7 @@ async def _capture(
     )
 
     async def items() -> AsyncIterator[WorkItem]:
-        async for case in prompt_cases(prompts, keep=lambda c: c.id not in done, timeout_unit=unit):
+        async for case in prompt_cases(prompts, keep=lambda c: c.id not in done, timeout_unit=unit, table=table):
             yield WorkItem(case=case)
 
     try:

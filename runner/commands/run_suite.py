@@ -115,6 +115,8 @@ def resolve_agent(
         raise ConfigError("--cwd does nothing with waza run: every trial gets a fresh workspace (see --keep-workspaces)")
     if agent.prompt_timeout_unit != "auto":
         raise ConfigError("--prompt-timeout-unit does nothing with waza run: a suite gives its timeouts in its own fields")
+    if agent.prompts_format is not None or agent.column_map:
+        raise ConfigError("--prompts-format and --map do nothing with waza run: a suite's tasks are YAML files")
     if not adapter_given and suite.config.executor:
         agent.adapter = suite.config.executor
     cls = adapter_class(agent.adapter)

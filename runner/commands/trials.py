@@ -73,7 +73,7 @@ def register(app: typer.Typer) -> None:
     )
     @with_groups(agent=AgentOptions, graders=GraderOptions, out=OutputOptions)
     def trials(
-        prompts: Annotated[str, typer.Argument(help="Prompts JSONL file, or - for stdin.", show_default=False)],
+        prompts: Annotated[str, typer.Argument(help="Prompts file (JSONL, CSV or Parquet), or - for stdin.", show_default=False)],
         command: Annotated[list[str] | None, typer.Argument(help="Agent command and its arguments.", show_default=False)] = None,
         k: Annotated[int, typer.Option("-k", "--trials", help="Trials per prompt.", min=1)] = 5,
         k_values: Annotated[str | None, typer.Option("--k-values", help="k values to estimate, e.g. 1,3,5 (default: 1..k).")] = None,
@@ -236,7 +236,8 @@ async def _trials(
 ) -> int:
     # Everything that can be wrong is found here, before the output file is touched.
     unit = agent.timeout_unit()
-    total = prescan(prompts, unit)
+    table = agent.table()
+    total = prescan(prompts, unit, table)
     adapter, opts, command = agent.resolve(command)
     runners = graders.runners()
     if not runners:
@@ -274,7 +275,7 @@ async def _trials(
     )
 
     async def items() -> AsyncIterator[WorkItem]:
-        async for case in prompt_cases(prompts, keep=lambda c: c.id not in finished, timeout_unit=unit):
+        async for case in prompt_cases(prompts, keep=lambda c: c.id not in finished, timeout_unit=unit, table=table):
             for trial in sink.start(case, partial.pop(case.id, {})):
                 yield WorkItem(case=case, trial=trial, prepare=prepare)
 
