@@ -5,7 +5,8 @@
   ``worker:CMD``             an executable in persistent worker mode (JSONL in, JSONL out)
   ``FILE.py:FUNC`` / ``pkg.module:FUNC``   a Python callable, imported and called in-process
   ``FILE.ts`` / ``.js`` / ``.mjs`` / ``.cjs`` / ``.mts``   a module exporting ``grade`` (acp-harness's form),
-                             run per result under Bun, Node or tsx (see :mod:`.module_graders`)
+                             run per result under Bun, Node or tsx (see :mod:`.module_graders`),
+                             unless it is an executable script with a ``#!`` line
   ``PATH [ARGS...]``         any executable: one process per result (shell-split when it has spaces)
 ``--grader-config`` and ``--grader-weight`` take ``NAME=VALUE``, or a bare value
 when there is exactly one grader.
@@ -24,7 +25,7 @@ import orjson
 
 from waza.protocol.errors import ConfigError
 
-from .module_graders import MODULE_SUFFIXES, module_argv
+from .module_graders import is_module, module_argv
 
 Kind = Literal["builtin", "python", "exec", "worker"]
 
@@ -72,7 +73,7 @@ def parse_grader(text: str) -> GraderSpec:
         elif not re.match(r"^[A-Za-z_][\w.]*$", target):
             raise ConfigError(f"{text!r} is neither FILE.py:FUNC nor package.module:FUNC", field="--grader")
         return GraderSpec(name=name or func, kind="python", target=target, func=func)
-    if text.endswith(MODULE_SUFFIXES) and Path(text).is_file():
+    if is_module(Path(text)):
         argv = module_argv(Path(text))
         return GraderSpec(name=name or Path(text).name, kind="exec", target=str(Path(text).resolve()), argv=argv)
     argv = _executable_argv(text)

@@ -12,6 +12,7 @@ type stripping), or ``tsx``. With none, the error names what to install.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import shutil
 import subprocess
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from waza.protocol.errors import ConfigError
 
-__all__ = ["MODULE_SUFFIXES", "module_argv"]
+__all__ = ["MODULE_SUFFIXES", "is_module", "module_argv"]
 
 MODULE_SUFFIXES = (".ts", ".mts", ".js", ".mjs", ".cjs")
 _TYPESCRIPT = (".ts", ".mts")
@@ -39,6 +40,20 @@ def _node_strips_types(node: str) -> bool:
         return False
     found = re.match(rb"v(\d+)\.(\d+)", done.stdout)
     return found is not None and (int(found[1]), int(found[2])) >= (22, 6)
+
+
+def is_module(path: Path) -> bool:
+    """A grader module: a file with a module suffix, except an executable script with a ``#!`` line
+    (a stdin/stdout grader written in JavaScript, run as such)."""
+    if not path.name.endswith(MODULE_SUFFIXES) or not path.is_file():
+        return False
+    if not os.access(path, os.X_OK):
+        return True
+    try:
+        with path.open("rb") as f:
+            return f.read(2) != b"#!"
+    except OSError:
+        return True
 
 
 def module_argv(path: Path) -> list[str]:
