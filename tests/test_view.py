@@ -199,6 +199,13 @@ def test_run_page_filter_search_and_plots(server, page, tmp_path):
     assert page.locator("#rows tr").count() == 4
     assert page.locator("svg.chart").count() == 4  # scores, per-grader pass rates, durations, tokens
     assert "Pass rate per grader" in page.locator(".charts").inner_text()
+    page.locator("th a", has_text="tokens").click()  # most tokens first; q4 (no usage) last
+    page.wait_for_url(re.compile(r"sort=tokens"))
+    assert page.locator("#rows tr td:nth-child(2)").all_inner_texts()[-1] == "q4"
+    page.locator("th a", has_text="score").click()
+    page.locator("th a", has_text="score ▼").click()  # lowest score first
+    page.wait_for_url(re.compile(r"sort=score(?!.*dir=desc)"))
+    assert page.locator("#rows tr td:nth-child(2)").all_inner_texts()[0] == "q4"
     page.locator("a.filter[data-filter=error]").click()
     page.wait_for_url(re.compile(r"status=error"))
     assert page.locator("#rows tr td:nth-child(2)").all_inner_texts() == ["q4"]

@@ -162,6 +162,33 @@ class Query:
     status: str = ""
     q: str = ""
     page: int = 1
+    sort: str = ""
+    desc: bool = False
+
+    def link(self, **change: object) -> str:
+        """This page's URL with some parameters changed (the page number back to 1 unless given)."""
+        params: dict[str, object] = {"f": self.key, "status": self.status, "q": self.q, "sort": self.sort,
+                                     "dir": "desc" if self.desc and self.sort else "", "page": None}
+        params.update(change)
+        return href("/run", **params)
+
+
+#: Sortable result columns: header, column name in :class:`Columns`, and the value meaning "unknown".
+RESULT_SORTS = {"score": ("score", "scores"), "duration": ("duration", "durations"), "tokens": ("tokens", "tokens"),
+                "tools": ("tool calls", "tools")}
+
+
+def _sorted(index: Index, chosen: list[int], sort: str, desc: bool) -> list[int]:
+    """``chosen`` ordered by a column; unknown values (no score, no duration) last either way."""
+    with index.lock:
+        column = list(getattr(index.columns, RESULT_SORTS[sort][1]))
+
+    def known(i: int) -> bool:
+        v = column[i]
+        return not (math.isnan(v) if isinstance(v, float) else v < 0)
+
+    have = sorted((i for i in chosen if known(i)), key=lambda i: column[i], reverse=desc)
+    return have + [i for i in chosen if not known(i)]
 
 
 def _texts(record: CaptureResult | TrialResult) -> list[str]:
@@ -213,6 +240,8 @@ def selected(index: Index, query: Query) -> tuple[list[int], int]:
     chosen = range(count) if not query.q else search(index, query.q, count)
     if query.status:
         chosen = [i for i in chosen if statuses[i] == query.status]
+    if query.sort in RESULT_SORTS:
+        return _sorted(index, list(chosen), query.sort, query.desc), count
     return list(chosen), count
 
 
@@ -240,14 +269,15 @@ def rows_fragment(index: Index, status: str, start: int) -> tuple[str, int]:
 def _status_filters(index: Index, query: Query) -> str:
     with index.lock:
         counts = dict(index.totals.statuses)
-    links = [f'<a class="filter{"" if query.status else " on"}" href="{href("/run", f=index.key, q=query.q)}">all ({sum(counts.values())})</a>']
+    links = [f'<a class="filter{"" if query.status else " on"}" href="{query.link(status="")}">all ({sum(counts.values())})</a>']
     for s in STATUS_ORDER:
         if counts.get(s):
             on = " on" if query.status == s else ""
-            links.append(f'<a class="filter{on}" data-filter="{s}" href="{href("/run", f=index.key, status=s, q=query.q)}">{s} ({counts[s]})</a>')
+            links.append(f'<a class="filter{on}" data-filter="{s}" href="{query.link(status=s)}">{s} ({counts[s]})</a>')
+    hidden = {"f": index.key, "status": query.status, "sort": query.sort, "dir": "desc" if query.desc else ""}
     form = (
-        f'<form method="get" action="/run"><input type="hidden" name="f" value="{e(index.key)}">'
-        + (f'<input type="hidden" name="status" value="{e(query.status)}">' if query.status else "")
+        '<form method="get" action="/run">'
+        + "".join(f'<input type="hidden" name="{name}" value="{e(value)}">' for name, value in hidden.items() if value)
         + f'<input type="search" name="q" value="{e(query.q)}" placeholder="search ids, inputs, outputs, reasoning"><button type="submit">search</button></form>'
     )
     return f'<div class="controls">{"".join(links)}<span class="spacer"></span>{form}</div>'
@@ -326,6 +356,15 @@ def _suite_head(suite: SuiteResult) -> str:
     )
 
 
+def _sort_head(query: Query, key: str) -> str:
+    """A header that sorts by its column: most first on the first click, then the other way."""
+    label = RESULT_SORTS[key][0]
+    if query.sort != key:
+        return f'<a href="{query.link(sort=key, dir="desc")}">{e(label)}</a>'
+    arrow = " ▼" if query.desc else " ▲"
+    return f'<a class="sorted" href="{query.link(sort=key, dir="" if query.desc else "desc")}">{e(label)}{arrow}</a>'
+
+
 def run_page(index: Index, query: Query) -> str:
     chosen, count = selected(index, query)
     pages = max(1, math.ceil(len(chosen) / PAGE_SIZE))
@@ -339,8 +378,8 @@ def run_page(index: Index, query: Query) -> str:
         problems = list(index.problems)
         bad = index.bad_lines
         document = index.document
-    head_cells = ["line", "id", "status", "score", "duration", "tokens", "tool calls"] + (["passes/n"] if index.kind == "trials" else [])
-    follows = not query.q and current == pages and index.kind != "suite"
+    head_cells = ["line", "id", "status"] + [_sort_head(query, key) for key in RESULT_SORTS] + (["passes/n"] if index.kind == "trials" else [])
+    follows = not query.q and not query.sort and current == pages and index.kind != "suite"
     body_id = "rows"
     listing = table(head_cells, rows, "list", body_id)
     if follows:
@@ -349,8 +388,8 @@ def run_page(index: Index, query: Query) -> str:
     what = f"{len(chosen)} of {count} results" + (f" matching “{e(query.q)}”" if query.q else "") + (f" with status {e(query.status)}" if query.status else "")
     pager = ""
     if pages > 1:
-        prev = link("« previous", "/run", f=index.key, status=query.status, q=query.q, page=current - 1) if current > 1 else ""
-        nxt = link("next »", "/run", f=index.key, status=query.status, q=query.q, page=current + 1) if current < pages else ""
+        prev = f'<a href="{query.link(page=current - 1)}">« previous</a>' if current > 1 else ""
+        nxt = f'<a href="{query.link(page=current + 1)}">next »</a>' if current < pages else ""
         pager = f'<div class="pager">{prev}<span>page {current} of {pages}</span>{nxt}</div>'
     trouble = ""
     if problems:

@@ -101,7 +101,7 @@ def build_app(registry: Registry, roots: list[str], allowed_hosts: list[str]) ->
         if index is None or index.kind not in ("capture", "trials", "suite"):
             return not_found("No such run: pick one on the Runs page.")
         p = request.query_params
-        query = Query(index.key, p.get("status", ""), p.get("q", ""), _int(p.get("page"), 1))
+        query = Query(index.key, p.get("status", ""), p.get("q", ""), _int(p.get("page"), 1), p.get("sort", ""), p.get("dir") == "desc")
         return HTMLResponse(run_page(index, query))
 
     def api_rows(request: Request) -> Response:
