@@ -59,9 +59,30 @@ def open_input(path: str | Path) -> IO[bytes]:
         raise JsonlError(str(path), 0, f"cannot be read: {exc.strerror or exc}") from None
 
 
-def iter_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
-    """Non-blank lines with their 1-based numbers; a leading BOM and CRLF endings are accepted."""
-    for number, line in enumerate(stream, start=1):
+#: The longest line any JSONL input may hold (``--max-line-mb`` raises it): an endless
+#: line (``/dev/zero``) is an error at this size instead of unbounded memory.
+DEFAULT_MAX_LINE_MB = 64
+_max_line_bytes = DEFAULT_MAX_LINE_MB << 20
+
+
+def set_max_line_mb(megabytes: int) -> None:
+    """Raise (or lower) the line limit for every reader in this process."""
+    global _max_line_bytes
+    _max_line_bytes = megabytes << 20
+
+
+def iter_lines(stream: IO[bytes], source: str = "<input>") -> Iterator[tuple[int, bytes]]:
+    """Non-blank lines with their 1-based numbers; a leading BOM and CRLF endings are accepted.
+
+    A line is read with a bound: one longer than the limit is a JsonlError naming
+    ``source`` and the line, never a read without end.
+    """
+    limit = _max_line_bytes
+    number = 0
+    while line := stream.readline(limit + 3):
+        number += 1
+        if len(line.rstrip(b"\r\n")) > limit:
+            raise JsonlError(source, number, f"line longer than {limit >> 20} MB (raise the limit with --max-line-mb)")
         if number == 1 and line.startswith(BOM):
             line = line[len(BOM) :]
         line = line.strip()
@@ -107,7 +128,7 @@ def read_records(path: str | Path, cls: type[R]) -> Iterator[tuple[int, R]]:
     source = display_name(path)
     stream = open_input(path)
     try:
-        for number, line in iter_lines(stream):
+        for number, line in iter_lines(stream, source):
             yield number, decode_line(source, number, line, cls)
     finally:
         if stream is not sys.stdin.buffer:
@@ -190,7 +211,7 @@ def iter_existing(path: str | Path) -> Iterator[dict[str, Any]]:
     if not p.exists():
         return
     with p.open("rb") as f:
-        for number, line in iter_lines(f):
+        for number, line in iter_lines(f, str(path)):
             value = parse_line(str(path), number, line)
             if isinstance(value, dict):
                 yield value

@@ -21,6 +21,7 @@ import typer
 from waza.adapters import DEFAULT_ADAPTER, adapter_class
 from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.errors import ConfigError
+from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB, set_max_line_mb
 from waza.protocol.secrets import mark_secret_env
 
 from .agent_command import resolve_agent_command
@@ -175,6 +176,10 @@ class OutputOptions:
     resume: Annotated[bool, opt("--resume", help="Skip results already in -o FILE (a torn last line is repaired).", panel=OUTPUT)] = False
     progress: Annotated[bool | None, opt("--progress/--no-progress", help="Progress bar on stderr (default: when stderr is a terminal).", panel=OUTPUT, show_default=False)] = None
     fail_under: Annotated[str | None, opt("--fail-under", help="Exit 1 below these: pass_rate=0.8,score=0.5.", panel=OUTPUT)] = None
+    max_line_mb: Annotated[int, opt("--max-line-mb", help="Longest input line read, in MB (an endless line is an error, not endless memory).", panel=OUTPUT, min=1, max=1 << 20)] = DEFAULT_MAX_LINE_MB
+
+    def __post_init__(self) -> None:
+        set_max_line_mb(self.max_line_mb)  # every reader of this command honours it
 
 
 def with_groups(**groups: type) -> Callable[[F], F]:

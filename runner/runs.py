@@ -53,7 +53,7 @@ class ResultsFile:
         """(line number, record) lazily; the kind is fixed by the first line."""
         stream = open_input(self.path)
         try:
-            for number, line in iter_lines(stream):
+            for number, line in iter_lines(stream, self.source):
                 value = parse_line(self.source, number, line)
                 kind = kind_of(value)
                 if self.kind is None:

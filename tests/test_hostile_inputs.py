@@ -5,8 +5,11 @@ Each test runs the real ``waza`` command on real files, pipes and FIFOs.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -57,7 +60,7 @@ def test_other_number_options_reject_nan(tmp_path, option):
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        (b'{"id": "a", "input": "x", "timeout": -1}\n', "field 'timeout': must be a number of seconds greater than 0"),
+        (b'{"id": "a", "input": "x", "timeout": -1}\n', "field 'timeout': must be a number greater than 0"),
         (b'{"id": "a", "input": "x", "timeout": 0}\n', "field 'timeout'"),
         (b'{"id": "a\\u0000b", "input": "x"}\n', "field 'id': must not contain a NUL character"),
         (b'{"id": "a", "input": "x", "metadata": {"n": 123456789012345678901234567890}}\n', "does not fit in 64 bits"),
@@ -111,3 +114,116 @@ def test_a_reader_that_goes_away_ends_waza_quietly(tmp_path):
     assert read_jsonl(proc.stdout)[0]["id"] == "p0"
     err = _no_traceback(proc)
     assert "BrokenPipe" not in err and "status 141" in err, err
+
+
+def _bash(script: str, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["bash", "-c", script], capture_output=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("command", [["capture"], ["trials", "-k", "2", "-g", "builtin:text"]])
+def test_a_prompts_pipe_is_read_once_and_fully(tmp_path, command):
+    prompts = _prompts(tmp_path, 3)
+    agent = " ".join(AGENT)
+    proc = _bash(f"{sys.executable} -m waza {command[0]} <(cat {prompts}) {' '.join(command[1:])} --adapter exec -- {agent}")
+    assert proc.returncode in (0, 1), proc.stderr
+    assert sorted(r["id"] for r in read_jsonl(proc.stdout)) == ["p0", "p1", "p2"]
+
+
+def _blocked_in_open(pid: int) -> bool:
+    """Some thread of ``pid`` sits in openat(2) (syscall 257 on x86-64), as on a FIFO with no writer."""
+    tasks = Path(f"/proc/{pid}/task")
+    try:
+        return any((t / "syscall").read_text().startswith("257 ") for t in tasks.iterdir())
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or os.uname().machine != "x86_64", reason="reads /proc syscall numbers of x86-64 Linux")
+def test_sigterm_ends_a_read_from_a_fifo_no_one_writes(tmp_path):
+    fifo = tmp_path / "prompts.fifo"
+
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([sys.executable, "-m", "waza", "capture", str(fifo), "--adapter", "exec", "--", *AGENT],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not _blocked_in_open(proc.pid) and time.monotonic() < deadline:  # waza is waiting for a writer
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, err
+    assert b"interrupted by SIGTERM" in err and b"Traceback" not in err
+
+
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_an_endless_line_is_an_error_at_the_line_limit(tmp_path, source):
+    if source == "file":
+        proc = run_waza("capture", "/dev/zero", "--max-line-mb", "1", "--adapter", "exec", "--", *AGENT, timeout=60)
+        where = "/dev/zero:1:"
+    else:
+        agent = " ".join(AGENT)
+        proc = _bash(f"head -c 5000000 /dev/zero | {sys.executable} -m waza capture - --max-line-mb 1 --adapter exec -- {agent}")
+        where = "<stdin>:1:"
+    assert proc.returncode == 2
+    err = _no_traceback(proc)
+    assert where in err and "longer than 1 MB" in err and "--max-line-mb" in err, err
+
+
+def test_a_line_under_a_raised_limit_is_read(tmp_path):
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_bytes(b'{"id": "big", "input": "' + b"x" * (2 << 20) + b'"}\n')
+    small = run_waza("capture", prompts, "--max-line-mb", "1", "--adapter", "exec", "--", *AGENT)
+    assert small.returncode == 2 and f"{prompts}:1:" in small.stderr.decode()
+    raised = run_waza("capture", prompts, "--max-line-mb", "3", "--adapter", "exec", "--", *AGENT)
+    assert raised.returncode == 0, raised.stderr
+    assert read_jsonl(raised.stdout)[0]["id"] == "big"
+
+
+def test_resume_refuses_an_output_of_another_prompts_file(tmp_path):
+    out = tmp_path / "r.jsonl"
+    stray = b'{"id": "not-a-prompt", "input": "x", "output": "x", "status": "passed"}\n'
+    out.write_bytes(stray)
+    proc = run_waza("capture", _prompts(tmp_path), "--adapter", "exec", "-o", out, "--resume", "--", *AGENT)
+    assert proc.returncode == 2
+    err = _no_traceback(proc)
+    assert "not-a-prompt" in err and str(out) in err, err
+    assert out.read_bytes() == stray
+
+
+@pytest.mark.parametrize("command", [["grade", "-g", "builtin:text"], ["summarize"]])
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_an_empty_results_file_is_an_error(tmp_path, command, source):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"\n\n")
+    if source == "file":
+        proc = run_waza(command[0], empty, *command[1:])
+    else:
+        proc = run_waza(command[0], "-", *command[1:], input=b"")
+    assert proc.returncode == 2
+    assert "holds no results" in _no_traceback(proc)
+
+
+BOMB = "name: bomb\na: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefg", "bcdefgh")
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (BOMB, "refused as an alias bomb"),
+        ("a: " + "[" * 20000 + "]" * 20000 + "\n", "nested too deeply"),
+        ("name: n\nconfig:\n  timeout_seconds: .nan\n", "field 'config.timeout_seconds': must be a finite number"),
+        ("name: n\nmetrics:\n  - name: task_completion\n    threshold: .nan\n", "field 'metrics[0].threshold': must be a finite number"),
+        ("name: n\nconfig:\n  trials_per_task: " + str(10**30) + "\n", "field 'config.trials_per_task': integer does not fit in 64 bits"),
+    ],
+)
+def test_hostile_suite_files_are_one_line_errors(tmp_path, text, expected):
+    suite = tmp_path / "eval.yaml"
+    suite.write_text(text)
+    proc = run_waza("check", suite, timeout=60)
+    assert proc.returncode == 2
+    err = _no_traceback(proc)
+    assert err.count("\n") == 1 and str(suite) in err and expected in err, err

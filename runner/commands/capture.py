@@ -11,9 +11,11 @@ from typing import Annotated
 import typer
 
 from ..cli_strict import AGENT_COMMAND
+from waza.protocol.records import PromptCase
+
 from ..cli_options import AgentOptions, GraderOptions, OutputOptions, with_groups
 from ..grader_runners import GraderRunner
-from ..inputs import prescan, prompt_cases
+from ..inputs import check_resumed, prescan, prompt_cases
 from ..outputs import ResultWriter, parse_gates, resume_state
 from ..pipeline import Settings, WorkItem, Workspaces, run_items
 from ..progress import Progress, wanted
@@ -72,11 +74,12 @@ async def _capture(
     # Everything that can be wrong is found here, before the output file is touched.
     unit = agent.timeout_unit()
     table = agent.table()
-    total = prescan(prompts, unit, table)
+    ids = prescan(prompts, unit, table)
     adapter, opts, command = agent.resolve(command)
     runners = graders.runners()
     gates = parse_gates(out.fail_under)
-    done = {key[0] for key in resume_state(out.output)} if out.resume else set()
+    done = {key[0] for key in resume_state(out.output) if isinstance(key[0], str)} if out.resume else set()
+    check_resumed(out.output, done, ids, prompts)
     settings = Settings(
         adapter=adapter,
         command=command,
@@ -88,7 +91,7 @@ async def _capture(
     )
     if agent.workspace_dir is not None:
         agent.workspace_dir.mkdir(parents=True, exist_ok=True)
-    todo = None if total < 0 else total - len(done)
+    todo = None if ids is None else len(ids) - len(done)
     progress = Progress(todo, enabled=wanted(out.progress), label="capture")
     writer = ResultWriter(out.output, append=out.resume, progress=progress)
     interrupt.summary = lambda: (
@@ -97,8 +100,16 @@ async def _capture(
         + ("; rerun with --resume to finish" if out.output != "-" else "")
     )
 
+    skipped: list[str] = []
+
+    def keep(case: PromptCase) -> bool:
+        if case.id in done:
+            skipped.append(case.id)  # counted only when the prompt is really there
+            return False
+        return True
+
     async def items() -> AsyncIterator[WorkItem]:
-        async for case in prompt_cases(prompts, keep=lambda c: c.id not in done, timeout_unit=unit, table=table):
+        async for case in prompt_cases(prompts, keep=keep, timeout_unit=unit, table=table):
             yield WorkItem(case=case)
 
     try:
@@ -107,7 +118,7 @@ async def _capture(
     finally:
         writer.close()
         progress.close()
-    return finish(writer, gates, skipped=len(done))
+    return finish(writer, gates, skipped=len(skipped))
 
 
 def finish(writer: ResultWriter, gates: dict[str, float], *, skipped: int = 0) -> int:

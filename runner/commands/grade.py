@@ -16,11 +16,11 @@ from waza.protocol.records import CaptureResult
 from ..cli_options import GraderOptions, OutputOptions, with_groups
 from ..fanout import fan_out
 from ..grader_runners import GraderRunner
-from ..inputs import in_batches
+from ..inputs import in_batches, require_lines
 from ..outputs import ResultWriter, parse_gates
 from ..pipeline import grade_result
 from ..progress import Progress, wanted
-from ..runtime import Interrupt, run
+from ..runtime import Interrupt, fail, run
 from .capture import entered, finish
 
 HELP = """Grade CaptureResult lines again with other graders; earlier grades are replaced.
@@ -54,7 +54,7 @@ def read_results(path: str, skipped: list[str]) -> AsyncIterator[CaptureResult]:
     def lines() -> object:
         stream = open_input(path)
         try:
-            yield from iter_lines(stream)
+            yield from iter_lines(stream, source)
         finally:
             if path != "-":
                 stream.close()
@@ -82,6 +82,7 @@ async def _grade(
     gates = parse_gates(out.fail_under)
     if results != "-":
         open_input(results).close()  # an unreadable input fails before the output is opened
+    require_lines(results, "results")
     progress = Progress(None, enabled=wanted(out.progress), label="grade")
     writer = ResultWriter(out.output, progress=progress)
     skipped: list[str] = [] if skip_invalid else None  # type: ignore[assignment]
@@ -94,6 +95,8 @@ async def _grade(
         progress.close()
     if skipped:
         print(f"waza: skipped {len(skipped)} invalid lines; first: {skipped[0]}", file=sys.stderr)
+    elif writer.tally.total == 0:
+        return fail(f"{display_name(results)}: holds no results")
     return finish(writer, gates)
 
 

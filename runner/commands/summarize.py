@@ -6,9 +6,11 @@ from typing import Annotated
 
 import typer
 
-from waza.protocol.jsonl import dumps
+from waza.protocol.jsonl import display_name, dumps
 
+from ..inputs import require_lines
 from ..runs import ResultsFile, check_readable
+from ..runtime import fail
 from ..sink import output_stream
 from ..summaries import summaries, summary_markdown
 from ..sync_command import run_sync
@@ -43,9 +45,14 @@ def register(app: typer.Typer) -> None:
 
 def _summarize(results: str, markdown: bool, width: int, output: str) -> int:
     check_readable(results)
+    require_lines(results, "results")
+    count = 0
     with output_stream(output) as out:
         for _, result in ResultsFile(results):
+            count += 1
             for summary in summaries(result, width):
                 out.write(summary_markdown(summary).encode() if markdown else dumps(summary))
                 out.flush()
+    if count == 0:  # a stream that held nothing
+        return fail(f"{display_name(results)}: holds no results")
     return 0

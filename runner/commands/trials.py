@@ -32,7 +32,7 @@ from waza.protocol.trial_records import ErrorPolicy, TrialEntry, TrialsSummary, 
 from ..cli_strict import AGENT_COMMAND
 from ..cli_options import AgentOptions, GraderOptions, OutputOptions, with_groups
 from ..error_digest import ErrorDigest
-from ..inputs import prescan, prompt_cases
+from ..inputs import check_resumed, prescan, prompt_cases
 from ..outputs import missed_gates, parse_gates
 from ..passk import parse_k_values
 from ..pipeline import Settings, WorkItem, Workspaces, run_items
@@ -237,7 +237,7 @@ async def _trials(
     # Everything that can be wrong is found here, before the output file is touched.
     unit = agent.timeout_unit()
     table = agent.table()
-    total = prescan(prompts, unit, table)
+    ids = prescan(prompts, unit, table)
     adapter, opts, command = agent.resolve(command)
     runners = graders.runners()
     if not runners:
@@ -254,6 +254,7 @@ async def _trials(
         if sidecar is None:
             raise ConfigError("--resume needs -o FILE (it reads what that file already holds)")
         finished = load_finished(out.output, plan, builder)
+        check_resumed(out.output, finished, ids, prompts)
         partial = load_partial(sidecar, finished, plan.trials)
     if agent.workspace_dir is not None:
         agent.workspace_dir.mkdir(parents=True, exist_ok=True)
@@ -266,7 +267,7 @@ async def _trials(
         timeout=agent.timeout,
         workspaces=Workspaces(root=agent.workspace_dir, fresh=True),
     )
-    todo = None if total < 0 else (total - len(finished)) * plan.trials - sum(map(len, partial.values()))
+    todo = None if ids is None else (len(ids) - len(finished)) * plan.trials - sum(map(len, partial.values()))
     progress = Progress(todo, enabled=wanted(out.progress), label="trials")
     sink = TrialsOutput(plan, adapter.name, out.output, append=out.resume, progress=progress, builder=builder)
     interrupt.summary = lambda: (

@@ -10,6 +10,7 @@ would silently keep the last one, which is exactly the dead config we reject.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,9 @@ def load_yaml(path: Path, display: str | None = None) -> Located:
         node = loader.get_single_node()
         located = Located(source, None)
         if node is not None:
-            located.value = _build(loader, node, (), located)
+            located.value = _build(loader, node, (), located, [MAX_NODES])
+    except RecursionError:
+        raise ConfigError("nested too deeply to be a suite file", source=source) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -76,7 +79,22 @@ def load_yaml(path: Path, display: str | None = None) -> Located:
     return located
 
 
-def _build(loader: yaml.SafeLoader, node: yaml.Node, path: PathKey, out: Located) -> Any:
+#: Values a YAML file may expand to, aliases counted each time they are used: an alias bomb
+#: (a few lines that expand to billions of values) is refused instead of hanging ``waza check``.
+MAX_NODES = 100_000
+#: Nesting deeper than this is no suite file (and would exhaust Python's recursion).
+MAX_DEPTH = 100
+
+
+def _build(loader: yaml.SafeLoader, node: yaml.Node, path: PathKey, out: Located, budget: list[int]) -> Any:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ConfigError(
+            f"expands to more than {MAX_NODES:,} values (YAML aliases repeat what they name); refused as an alias bomb",
+            source=out.source, line=node.start_mark.line + 1,
+        )
+    if len(path) > MAX_DEPTH:
+        raise ConfigError(f"nested deeper than {MAX_DEPTH} levels", source=out.source, line=node.start_mark.line + 1)
     out.lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         loader.flatten_mapping(node)  # resolves YAML merge keys (<<: *base)
@@ -92,8 +110,13 @@ def _build(loader: yaml.SafeLoader, node: yaml.Node, path: PathKey, out: Located
                     f"key {key!r} appears twice (first on line {first})", source=out.source, line=line, field=dotted((*path, key))
                 )
             out.lines[(*path, key)] = line
-            result[key] = _build(loader, value_node, (*path, key), out)
+            result[key] = _build(loader, value_node, (*path, key), out, budget)
         return result
     if isinstance(node, yaml.SequenceNode):
-        return [_build(loader, item, (*path, i), out) for i, item in enumerate(node.value)]
-    return loader.construct_object(node, deep=True)
+        return [_build(loader, item, (*path, i), out, budget) for i, item in enumerate(node.value)]
+    value = loader.construct_object(node, deep=True)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise out.error(path, f"must be a finite number, got {node.value!r}")
+    if isinstance(value, int) and not isinstance(value, bool) and not -(1 << 63) <= value < (1 << 63):
+        raise out.error(path, "integer does not fit in 64 bits")
+    return value
