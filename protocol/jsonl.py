@@ -20,26 +20,22 @@ from typing import IO, Any, TypeVar
 import orjson
 
 from .codec import Record, RecordError
+from .errors import ConfigError
 
 R = TypeVar("R", bound=Record)
 
 BOM = b"\xef\xbb\xbf"
 
 
-class JsonlError(Exception):
-    """A bad line in an input file: printed as ``file:line: field 'x': message``."""
+class JsonlError(ConfigError):
+    """A bad line in an input file: printed as ``file:line: field 'x': message`` (line 0: the whole file)."""
+
+    source: str
+    line: int
+    field: str
 
     def __init__(self, source: str, line: int, message: str, field: str = "") -> None:
-        self.source = source
-        self.line = line
-        self.message = message
-        self.field = field
-        super().__init__(source, line, message, field)
-
-    def __str__(self) -> str:
-        where = f"{self.source}:{self.line}" if self.line else self.source
-        what = f"field {self.field!r}: {self.message}" if self.field else self.message
-        return f"{where}: {what}"
+        super().__init__(message, source=source, line=line, field=field)
 
 
 def display_name(path: str | Path) -> str:

@@ -18,18 +18,29 @@ from typing import Annotated, Any, TypeVar, get_type_hints
 
 import typer
 
-from waza.adapters import DEFAULT_ADAPTER, adapter_class
+from waza.adapters import DEFAULT_ADAPTER
 from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB, set_max_line_mb
 from waza.protocol.secrets import mark_secret_env
 
-from .agent_command import resolve_agent_command
+from .api import build_graders, resolve_agent
+from .grader_runners import GraderRunner
+from .grader_specs import build_specs
 from .datasets import TableOptions, parse_map
-from .grader_runners import GraderRunner, build_runners
 from .inputs import TimeoutUnit
 from .judges import JudgeChoice
+from .judges import apply as apply_judge
 from .option_values import finite_number, positive_seconds
+from .specs import (
+    AgentSpec,
+    GraderSpecT,
+    Judge,
+    Output,
+    Timeouts,
+    agent_spec,
+    from_internal,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -113,27 +124,17 @@ class AgentOptions:
         """How to read the prompts file: --prompts-format (checked with the file) and --map."""
         return TableOptions(format=self.prompts_format, columns=parse_map(self.column_map))  # type: ignore[arg-type]
 
-    def resolve(self, command: list[str]) -> tuple[type[Adapter], AdapterOptions, list[str]]:
-        """The adapter class, its options (rejecting options that adapter would ignore) and the agent
-        command, checked and made absolute (see agent_command)."""
-        cls = adapter_class(self.adapter)
-        opts = self.adapter_options()
-        ignored = sorted(opts.given() - cls.options)
-        if ignored:
-            flags = ", ".join("--" + ("from" if n == "replay_from" else n.replace("_", "-")) for n in ignored)
-            raise ConfigError(f"{flags} does nothing with --adapter {cls.name}; remove it or choose another adapter")
-        if cls.needs_command and not command:
-            raise ConfigError(f"--adapter {cls.name} needs an agent command: waza capture PROMPTS -- AGENT [ARGS...]")
-        if not cls.needs_command and command:
-            raise ConfigError(f"--adapter {cls.name} runs no agent command, but one was given: {' '.join(command)!r}")
-        if command:
-            command = resolve_agent_command(command)
-        cls.check(command, opts)
-        if opts.local_model:  # the runner owns the server: the adapter only sees its URL
-            from .local_model import resolve_model, with_local_model
+    def spec(self, command: list[str]) -> AgentSpec:
+        """The agent spec these options describe; an option the adapter would ignore is a ConfigError."""
+        return agent_spec(self.adapter, command, self.adapter_options())
 
-            cls = with_local_model(cls, resolve_model(Path(opts.model) if opts.model else None, option="--model"))
+    def resolve(self, command: list[str]) -> tuple[type[Adapter], AdapterOptions, list[str]]:
+        """The adapter class, its options and the agent command (made absolute), checked."""
+        cls, command, opts = resolve_agent(self.spec(command))
         return cls, opts, command
+
+    def timeouts(self, grader: float) -> Timeouts:
+        return Timeouts(prompt=self.timeout, grader=grader, prompt_unit=self.timeout_unit())
 
 
 @dataclasses.dataclass
@@ -150,11 +151,31 @@ class GraderOptions:
     judge_command: Annotated[str | None, opt("--judge-command", help="LLM graders: a judge program (prompt on stdin, reply on stdout).", panel=GRADING)] = None
     judge_model_path: Annotated[Path | None, opt("--judge-model-path", help="--judge local: the GGUF model file to serve.", panel=GRADING)] = None
 
+    def specs(self, *, judge: bool = True) -> list[GraderSpecT]:
+        """Every ``--grader`` parsed into an API spec, judge options merged in (unless ``judge`` is false):
+        the one way commands name graders."""
+        parsed = build_specs(self.grader or [], self.grader_config, self.grader_weight)
+        if judge:
+            apply_judge(parsed, self.judge_choice())
+        return [from_internal(s, isolate=self.isolate) for s in parsed]
+
     def runners(self) -> list[GraderRunner]:
-        """Every grader parsed and checked, judge options merged in: the one way commands build graders."""
-        return build_runners(
-            self.grader, self.grader_config, self.grader_weight,
-            timeout=self.grader_timeout, isolate=self.isolate, judge=self.judge_choice(),
+        """The graders of :meth:`specs`, checked and ready to enter."""
+        return build_graders(self.specs(), Timeouts(grader=self.grader_timeout))
+
+    def judge_spec(self) -> Judge | None:
+        """The --judge-* options as a Judge spec (for a suite's own LLM graders); None when none is given."""
+        choice = self.judge_choice()
+        choice.check()
+        if not choice.config():
+            return None
+        return Judge(
+            local=choice.judge == "local",
+            base_url=choice.base_url,
+            model=choice.model,
+            api_key_env=choice.api_key_env,
+            command=choice.command,
+            model_path=choice.model_path,
         )
 
     def judge_choice(self) -> JudgeChoice:
@@ -180,6 +201,9 @@ class OutputOptions:
 
     def __post_init__(self) -> None:
         set_max_line_mb(self.max_line_mb)  # every reader of this command honours it
+
+    def spec(self) -> Output:
+        return Output(self.output, resume=self.resume, progress=self.progress)
 
 
 def with_groups(**groups: type) -> Callable[[F], F]:

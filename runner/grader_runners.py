@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import orjson
@@ -34,9 +34,6 @@ from waza.protocol.records import Grade, GraderRequest
 from waza.protocol.secrets import scrubbed_env
 
 from .grader_specs import GraderSpec
-
-if TYPE_CHECKING:
-    from .judges import JudgeChoice
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -226,30 +223,9 @@ def make_runner(spec: GraderSpec, *, isolate: bool = False) -> GraderRunner:
             return WorkerRunner(spec, [*builtin_argv(spec.target), "--worker"])
         return InProcessRunner(spec, module.grade, wants_record=True)
     if spec.kind == "python":
-        return InProcessRunner(spec, _import_callable(spec), wants_record=False)
+        return InProcessRunner(spec, spec.fn or _import_callable(spec), wants_record=False)
     if spec.kind == "worker":
         from .worker_pool import WorkerRunner
 
         return WorkerRunner(spec, spec.argv)
     return ProcessRunner(spec, spec.argv)
-
-
-def build_runners(
-    graders: list[str] | None,
-    configs: list[str] | None = None,
-    weights: list[str] | None = None,
-    *,
-    timeout: float | None = None,
-    isolate: bool = False,
-    judge: JudgeChoice | None = None,
-) -> list[GraderRunner]:
-    """Parse and check every ``--grader`` before anything runs (ConfigError on the first problem).
-
-    ``judge`` (the --judge-* options) is merged into the LLM graders' configs first.
-    """
-    from .grader_specs import build_specs
-    from .judges import apply, finish
-
-    specs = build_specs(graders or [], configs, weights, timeout)
-    apply(specs, judge)
-    return [finish(make_runner(s, isolate=isolate)) for s in specs]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -45,6 +46,8 @@ class GraderSpec:
     config: dict[str, Any] = field(default_factory=dict)
     weight: float = 1.0
     timeout: float | None = None
+    #: A python grader given as a callable (the API), called instead of importing ``target:func``.
+    fn: Callable[[Any], Any] | None = None
 
 
 def parse_grader(text: str) -> GraderSpec:
@@ -64,14 +67,8 @@ def parse_grader(text: str) -> GraderSpec:
     if text.startswith("worker:"):
         argv = _executable_argv(text[len("worker:") :])
         return GraderSpec(name=name or Path(argv[0]).name, kind="worker", target=argv[0], argv=argv)
-    match = _CALLABLE.match(text)
-    if match and not os.path.exists(text):
-        target, func = match["target"], match["func"]
-        if target.endswith(".py"):
-            if not Path(target).is_file():
-                raise ConfigError(f"grader file {target!r} does not exist", field="--grader")
-        elif not re.match(r"^[A-Za-z_][\w.]*$", target):
-            raise ConfigError(f"{text!r} is neither FILE.py:FUNC nor package.module:FUNC", field="--grader")
+    if _CALLABLE.match(text) and not os.path.exists(text):
+        target, func = check_python_target(text)
         return GraderSpec(name=name or func, kind="python", target=target, func=func)
     if is_module(Path(text)):
         argv = module_argv(Path(text))
@@ -80,9 +77,28 @@ def parse_grader(text: str) -> GraderSpec:
     return GraderSpec(name=name or Path(argv[0]).name, kind="exec", target=argv[0], argv=argv)
 
 
+def check_python_target(text: str) -> tuple[str, str]:
+    """(target, function) of ``FILE.py:FUNC`` or ``package.module:FUNC``; ConfigError when it is neither."""
+    match = _CALLABLE.match(text)
+    if not match:
+        raise ConfigError(f"{text!r} is neither FILE.py:FUNC nor package.module:FUNC", field="--grader")
+    target, func = match["target"], match["func"]
+    if target.endswith(".py"):
+        if not Path(target).is_file():
+            raise ConfigError(f"grader file {target!r} does not exist", field="--grader")
+    elif not re.match(r"^[A-Za-z_][\w.]*$", target):
+        raise ConfigError(f"{text!r} is neither FILE.py:FUNC nor package.module:FUNC", field="--grader")
+    return target, func
+
+
 def _executable_argv(text: str) -> list[str]:
-    argv = shlex.split(text) if any(c.isspace() for c in text) else [text]
-    if not argv:
+    return resolve_argv(shlex.split(text) if any(c.isspace() for c in text) else [text])
+
+
+def resolve_argv(argv: list[str]) -> list[str]:
+    """``argv`` with its program resolved to an absolute path (ConfigError when it cannot run)."""
+    argv = list(argv)
+    if not argv or not argv[0]:
         raise ConfigError("--grader needs a value")
     exe = argv[0]
     path = Path(exe)

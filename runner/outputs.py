@@ -137,3 +137,23 @@ def resume_state(output: str | None, key: tuple[str, ...] = ("id",)) -> set[tupl
     except JsonlError as exc:
         raise ConfigError(f"cannot resume: {exc}") from None
     return done
+
+
+def finish_run(tally: Tally, gates: dict[str, float], *, skipped: int = 0, errors: ErrorDigest | None = None) -> int:
+    """Print a run's summary (and why results errored) on stderr; its exit code (1: a gate missed or a result errored)."""
+    line = tally.describe()
+    if skipped:
+        line += f" ({skipped} already done, skipped)"
+    rate, score = tally.pass_rate(), tally.mean_score()
+    if rate is not None:
+        line += f"; pass rate {rate:.3f}"
+    if score is not None:
+        line += f", mean score {score:.3f}"
+    print(f"waza: {line}", file=sys.stderr)
+    if errors is not None:
+        errors.print()
+    missed = tally.missed_gates(gates)
+    if missed:
+        print(f"waza: --fail-under not met: {'; '.join(missed)}", file=sys.stderr)
+        return 1
+    return 1 if tally.statuses["error"] else 0

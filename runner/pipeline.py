@@ -20,15 +20,16 @@ import shutil
 import stat
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeAlias, TypeVar
 
 import anyio
 import structlog
 
 from waza.adapters.base import Adapter, AdapterOptions, AgentRun, AgentTask
-from waza.protocol.errors import ConfigError
+from waza.protocol.errors import AgentError, ConfigError, GraderError, WazaError
 from waza.protocol.grading import request_for, settle
 from waza.protocol.records import CaptureResult, Exit, Grade, PromptCase, Timing
 from waza.protocol.trajectory import TrajectoryBuilder
@@ -158,7 +159,41 @@ class Settings:
     workspaces: Workspaces = field(default_factory=Workspaces)
 
 
-Sink = Callable[[CaptureResult], Awaitable[None]]
+T = TypeVar("T")
+#: Where a run hands each result as it finishes.
+Sink: TypeAlias = Callable[[T], Awaitable[None]]
+
+
+@contextlib.asynccontextmanager
+async def entered(runners: Sequence[GraderRunner]) -> AsyncIterator[Sequence[GraderRunner]]:
+    """Start every grader runner (worker pools) for the run and stop them after.
+
+    A grader that cannot start stops the run with a GraderError naming it.
+    """
+    async with contextlib.AsyncExitStack() as stack:
+        for r in runners:
+            try:
+                await stack.enter_async_context(r)
+            except WazaError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - named and re-raised as the run's error
+                raise GraderError(f"grader {r.name!r} cannot start: {type(exc).__name__}: {exc}") from exc
+        yield runners
+
+
+@contextlib.asynccontextmanager
+async def open_adapter(settings: Settings) -> AsyncIterator[Adapter]:
+    """One adapter (one agent) for a worker; an agent that cannot start stops the run with an AgentError."""
+    adapter = settings.adapter(settings.command, settings.opts)
+    try:
+        await adapter.__aenter__()
+    except WazaError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - named and re-raised as the run's error
+        raise AgentError(f"agent adapter {settings.adapter.name} cannot start: {type(exc).__name__}: {exc}") from exc
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_exit(adapter.__aexit__)
+        yield adapter
 
 
 async def grade_result(result: CaptureResult, graders: list[GraderRunner]) -> CaptureResult:
@@ -233,19 +268,20 @@ async def capture_one(adapter: Adapter, item: WorkItem, workspace: Path, setting
     )
 
 
-async def run_items(items: AsyncIterator[WorkItem], settings: Settings, sink: Sink) -> None:
+async def run_items(items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]) -> None:
     """Capture and grade every item with ``settings.concurrency`` workers, each owning one adapter
     (one agent); results go to ``sink`` in the order they finish."""
 
     @contextlib.asynccontextmanager
     async def worker() -> AsyncIterator[Callable[[WorkItem], Awaitable[CaptureResult]]]:
-        async with settings.adapter(settings.command, settings.opts) as adapter:
-            yield lambda item: _run_item(adapter, item, settings)
+        async with open_adapter(settings) as adapter:
+            yield lambda item: run_item(adapter, item, settings)
 
     await fan_out(items, worker, settings.concurrency, sink)
 
 
-async def _run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> CaptureResult:
+async def run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> CaptureResult:
+    """One item in its workspace through an open adapter, graded; a fault is this record's error."""
     try:
         workspace, remove = settings.workspaces.create(item)
         if item.prepare is not None:
@@ -269,3 +305,19 @@ async def _run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> Cap
     finally:
         if remove:
             shutil.rmtree(workspace, ignore_errors=True)
+
+
+async def grade_stream(
+    results: AsyncIterator[CaptureResult], runners: list[GraderRunner], concurrency: int, sink: Sink[CaptureResult]
+) -> None:
+    """Grade with ``concurrency`` workers between bounded streams; ``sink`` sees completion order."""
+    if concurrency == 1:
+        async for result in results:
+            await sink(await grade_result(result, runners))
+        return
+
+    @contextlib.asynccontextmanager
+    async def worker() -> AsyncIterator[Callable[[CaptureResult], Awaitable[CaptureResult]]]:
+        yield lambda result: grade_result(result, runners)
+
+    await fan_out(results, worker, concurrency, sink)

@@ -2,7 +2,8 @@
 
 Exit codes (every command):
   0    done, and nothing errored
-  1    done, but a gate failed (--fail-under, --min-kappa, ...) or a result errored
+  1    done, but a gate failed (--fail-under, --min-kappa, ...) or a result errored;
+       or the agent or a grader could not be started (AgentError, GraderError)
   2    usage or configuration error, found before anything ran (or a bad input line on stdin)
   130  interrupted by SIGINT; 143 interrupted by SIGTERM. Every line already
        written is complete; in-flight agents and graders were stopped.
@@ -18,8 +19,7 @@ from dataclasses import dataclass, field
 import anyio
 import structlog
 
-from waza.protocol.errors import ConfigError
-from waza.protocol.jsonl import JsonlError
+from waza.protocol.errors import AgentError, GraderError, UsageError, WazaError
 from waza.protocol.secrets import Redactor
 
 EXIT_OK = 0
@@ -36,13 +36,26 @@ class Interrupt:
     received: int | None = field(default=None)
 
 
-def fail(message: str) -> int:
-    print(f"waza: {message}", file=sys.stderr)
-    return EXIT_USAGE
+#: The one place errors become exit codes (the first matching class wins).
+EXIT_CODES: tuple[tuple[type[WazaError], int], ...] = (
+    (UsageError, EXIT_USAGE),  # ConfigError and JsonlError included
+    (AgentError, EXIT_FAILED),
+    (GraderError, EXIT_FAILED),
+    (WazaError, EXIT_FAILED),
+)
 
 
-def _user_error(exc: BaseException) -> BaseException | None:
-    if isinstance(exc, (ConfigError, JsonlError)):
+def fail(error: WazaError | str) -> int:
+    """Print the error as one line on stderr; its exit code (a plain message is a usage error)."""
+    print(f"waza: {error}", file=sys.stderr)
+    if isinstance(error, str):
+        return EXIT_USAGE
+    return next(code for cls, code in EXIT_CODES if isinstance(error, cls))
+
+
+def _user_error(exc: BaseException) -> WazaError | None:
+    """The WazaError behind ``exc`` (also inside an exception group), or None for a bug."""
+    if isinstance(exc, WazaError):
         return exc
     if isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
@@ -78,7 +91,7 @@ def run(body: Callable[[Interrupt], Awaitable[int]]) -> int:
         found = _user_error(exc)
         if found is None:
             raise
-        return fail(str(found))
+        return fail(found)
     if interrupt.received is not None:
         name = signal.Signals(interrupt.received).name
         done = interrupt.summary() if interrupt.summary else ""

@@ -15,8 +15,7 @@ import signal
 import sys
 from collections.abc import Callable
 
-from waza.protocol.errors import ConfigError
-from waza.protocol.jsonl import JsonlError
+from waza.protocol.errors import WazaError
 
 from .runtime import EXIT_SIGNAL_BASE, fail
 
@@ -33,8 +32,8 @@ def run_sync(body: Callable[[], int]) -> int:
     previous = signal.signal(signal.SIGTERM, _on_term)
     try:
         return body()
-    except (ConfigError, JsonlError) as exc:
-        return fail(str(exc))
+    except WazaError as exc:
+        return fail(exc)
     except KeyboardInterrupt:
         print("waza: interrupted by SIGINT", file=sys.stderr)
         return EXIT_SIGNAL_BASE + signal.SIGINT

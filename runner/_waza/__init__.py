@@ -1,8 +1,104 @@
-"""waza: evaluate AI agents.
+"""waza: evaluate AI agents, from the command line or from Python.
+
+``import waza`` is the Python API (README, "Using waza from Python"): typed
+specs of agents and graders, and the engine's runs (``capture``, ``trials``,
+``grade``, ``run_one``, ``run_suite``, ``calibrate``, ``compare``), each with an
+async form. The names are loaded on first use, so ``import waza`` (and every
+``waza`` command, which imports this package) stays cheap.
 
 The distribution installs several packages under this one namespace
 (``waza.runner``, ``waza.protocol``, ``waza.adapters``, ``waza.graders``,
 ``waza.schemas``) so that nothing generic lands in site-packages.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+#: public name -> module that defines it (relative to ``waza``).
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(
+        ["acapture", "agrade", "arun_one", "atrials", "capture", "grade", "run_one", "trials", "summarize_trials",
+         "CaptureRun", "GradeRun", "TrialsRun"],
+        "runner.api",
+    ),
+    **dict.fromkeys(["arun_suite", "run_suite", "SuiteRun"], "runner.suites.run"),
+    **dict.fromkeys(["acalibrate", "calibrate", "compare", "CalibrationRun"], "runner.api_analysis"),
+    **dict.fromkeys(
+        ["AcpAgent", "AgentSpec", "Builtin", "ExecAgent", "Executable", "GraderSpecT", "HeadlessAgent", "HttpAgent",
+         "Judge", "MockAgent", "Output", "PythonGrader", "ReplayAgent", "Timeouts", "Worker", "Workspace"],
+        "runner.specs",
+    ),
+    **dict.fromkeys(["pass_at_k", "pass_hat_k"], "runner.passk"),
+    **dict.fromkeys(["CaptureResult", "PromptCase", "Grade", "GraderRequest"], "protocol.records"),
+    **dict.fromkeys(["TrialResult", "TrialsSummary", "CalibrationReport"], "protocol.trial_records"),
+    **dict.fromkeys(["AgentError", "ConfigError", "GraderError", "UsageError", "WazaError"], "protocol.errors"),
+}  # fmt: skip
+
+__all__ = ["__version__", *sorted(_EXPORTS)]
+
+if TYPE_CHECKING:
+    from waza.protocol.errors import (
+        AgentError,
+        ConfigError,
+        GraderError,
+        UsageError,
+        WazaError,
+    )
+    from waza.protocol.records import CaptureResult, Grade, GraderRequest, PromptCase
+    from waza.protocol.trial_records import (
+        CalibrationReport,
+        TrialResult,
+        TrialsSummary,
+    )
+    from waza.runner.api import (
+        CaptureRun,
+        GradeRun,
+        TrialsRun,
+        acapture,
+        agrade,
+        arun_one,
+        atrials,
+        capture,
+        grade,
+        run_one,
+        summarize_trials,
+        trials,
+    )
+    from waza.runner.api_analysis import CalibrationRun, acalibrate, calibrate, compare
+    from waza.runner.suites.run import SuiteRun, arun_suite, run_suite
+    from waza.runner.passk import pass_at_k, pass_hat_k
+    from waza.runner.specs import (
+        AcpAgent,
+        AgentSpec,
+        Builtin,
+        ExecAgent,
+        Executable,
+        GraderSpecT,
+        HeadlessAgent,
+        HttpAgent,
+        Judge,
+        MockAgent,
+        Output,
+        PythonGrader,
+        ReplayAgent,
+        Timeouts,
+        Worker,
+        Workspace,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'waza' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"waza.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

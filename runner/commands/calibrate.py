@@ -15,32 +15,32 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from waza.protocol.errors import ConfigError
-from waza.protocol.jsonl import JsonlError, JsonlWriter, display_name, dumps, read_records
-from waza.protocol.records import CaptureResult
-from waza.protocol.trial_records import Agreement, CalibrationLabel, CalibrationReport
+from waza.protocol.jsonl import (
+    JsonlWriter,
+    display_name,
+    dumps,
+)
+from waza.protocol.trial_records import CalibrationReport
 
-from ..agreement import Pair, agreement
-from ..calibration import StratifiedSample, items, markdown_sheet, reasoning, sheet_item, verdict
+from ..api_analysis import CalibrationRun, show_key
+from ..calibration import (
+    StratifiedSample,
+    items,
+    markdown_sheet,
+    sheet_item,
+)
 from ..cli_options import GraderOptions, with_groups
-from ..grader_runners import GraderRunner
-from ..inputs import in_batches
 from ..runs import check_readable
-from ..runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
 from ..option_values import finite_number
-from .capture import entered
-from .grade import grade_stream
+from ..runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
+from ..specs import Timeouts
 
-Key = tuple[str, int | None]
-
-HUMAN = "human"
-VERDICT = "verdict"
 SHOWN_DISAGREEMENTS = 10
 
 HELP = """Check a grader against human labels (or another grader): agreement, kappa, error rates.
@@ -101,9 +101,9 @@ class Options:
 
 
 async def _calibrate(opts: Options, graders: GraderOptions, interrupt: Interrupt) -> int:
-    runners = graders.runners()
-    check_readable(opts.results)
-    if opts.labels is None and not runners:
+    specs = graders.specs()
+    if opts.labels is None and not specs:
+        check_readable(opts.results)
         if opts.sample is None:
             raise ConfigError("calibrate needs --sample N (write a sheet), --labels SHEET or --grader NEW")
         if opts.min_kappa is not None:
@@ -111,139 +111,19 @@ async def _calibrate(opts: Options, graders: GraderOptions, interrupt: Interrupt
         return write_sheet(opts)
     if opts.markdown is not None:
         raise ConfigError("--markdown writes the labelling sheet; it does nothing with --labels or --grader")
-    if opts.labels is not None and opts.sample is not None:
-        raise ConfigError("--sample draws a new sheet; with --labels the labelled items are the ones compared")
-    if opts.labels == "-" and opts.results == "-":
-        raise ConfigError("the results and the labels cannot both come from stdin")
-    labels, unlabelled = load_labels(opts.labels) if opts.labels else ({}, 0)
-    new_name = " + ".join(r.name for r in runners) + " (new)" if runners else None
-    tally = Comparisons.ordered(new_name, labelled=opts.labels is not None)
-    found: set[Key] = set()
-
-    def judge(old: CaptureResult, new: CaptureResult | None) -> None:
-        key = (old.id, old.trial)
-        found.add(key)
-        label = labels.get(key)
-        tally.add(old, new, label, new_name)
-
-    scope = _scope(opts, labels)
-    if runners:
-        interrupt.summary = lambda: f"{tally.items} items re-graded; no report written"
-        async with entered(runners):
-            await regrade(scope, runners, opts.concurrency, judge)
-    else:
-        async for result in in_batches(scope):
-            judge(result, None)
-    report = CalibrationReport(
-        results=display_name(opts.results),
-        items=tally.items,
-        unlabelled=unlabelled,
-        unmatched=[_show(k) for k in labels if k not in found],
-        skipped=tally.skipped,
-        comparisons=tally.agreements(),
+    calibration = CalibrationRun.prepare(
+        opts.results,
+        labels=opts.labels,
+        graders=specs,
+        sample=opts.sample,
+        seed=opts.seed,
         min_kappa=opts.min_kappa,
+        concurrency=opts.concurrency,
+        timeouts=Timeouts(grader=graders.grader_timeout),
     )
-    return finish(report, opts.output)
-
-
-def _scope(opts: Options, labels: dict[Key, CalibrationLabel]) -> Iterable[CaptureResult]:
-    """The items compared: the labelled ones, a fresh stratified sample, or all of them."""
-    if opts.labels is not None:
-        return (r for r in items(opts.results) if (r.id, r.trial) in labels)
-    if opts.sample is not None:
-        sampler = StratifiedSample(opts.sample, opts.seed)
-        for result in items(opts.results):
-            sampler.offer(result)
-        return sampler.draw()
-    return items(opts.results)
-
-
-def _show(key: Key) -> str:
-    return key[0] if key[1] is None else f"{key[0]}#{key[1]}"
-
-
-def load_labels(path: str) -> tuple[dict[Key, CalibrationLabel], int]:
-    """Labels by (id, trial); lines still null are counted, a repeated (id, trial) is an error."""
-    labels: dict[Key, CalibrationLabel] = {}
-    lines: dict[Key, int] = {}
-    unlabelled = 0
-    for number, label in read_records(path, CalibrationLabel):
-        key = (label.id, label.trial)
-        if key in lines:
-            raise JsonlError(display_name(path), number, f"{_show(key)} is labelled twice (first on line {lines[key]})", "id")
-        lines[key] = number
-        if label.passed is None:
-            unlabelled += 1
-        else:
-            labels[key] = label
-    if not labels:
-        raise ConfigError(f"{display_name(path)}: no line has \"pass\" set to true or false yet")
-    return labels, unlabelled
-
-
-@dataclasses.dataclass
-class Comparisons:
-    """Pairs per (grader, reference), in report order; an item missing a verdict it needs is skipped."""
-
-    pairs: dict[tuple[str, str], list[Pair]]
-    items: int = 0
-    skipped: int = 0
-
-    @classmethod
-    def ordered(cls, new: str | None, *, labelled: bool) -> Comparisons:
-        keys = []
-        if labelled:
-            keys += [(new, HUMAN)] if new else []
-            keys += [(VERDICT, HUMAN)]
-        if new:
-            keys += [(new, VERDICT)]
-        return cls(pairs={k: [] for k in keys})  # type: ignore[misc]
-
-    def add(self, old: CaptureResult, new: CaptureResult | None, label: CalibrationLabel | None, new_name: str | None) -> None:
-        self.items += 1
-        before = verdict(old)
-        after = verdict(new) if new is not None else None
-        if before is None or (new is not None and after is None):
-            self.skipped += 1
-            return
-        key = (old.id, old.trial)
-        if label is not None:
-            truth = bool(label.passed)
-            if new is not None and after is not None:
-                self._pair(new_name, HUMAN, key, truth, after, reasoning(new), label.notes)
-            self._pair(VERDICT, HUMAN, key, truth, before, reasoning(old), label.notes)
-            if len({g.name for g in old.grades}) > 1:
-                for g in old.grades:
-                    self._pair(g.name, HUMAN, key, truth, bool(g.passed), g.reasoning, label.notes)
-        if new is not None and after is not None:
-            self._pair(new_name, VERDICT, key, before, after, reasoning(new), "")
-
-    def _pair(self, grader: str | None, reference: str, key: Key, truth: bool, said: bool, why: str, notes: str) -> None:
-        self.pairs.setdefault((grader or VERDICT, reference), []).append(
-            Pair(id=key[0], trial=key[1], reference=truth, verdict=said, reasoning=why, notes=notes)
-        )
-
-    def agreements(self) -> list[Agreement]:
-        return [agreement(p, grader=g, reference=r) for (g, r), p in self.pairs.items()]
-
-
-async def regrade(
-    scope: Iterable[CaptureResult], runners: list[GraderRunner], concurrency: int, judge: Callable[[CaptureResult, CaptureResult], None]
-) -> None:
-    """Grade a copy of every item with the new graders; ``judge`` gets (original, re-graded)."""
-    originals: dict[int, CaptureResult] = {}
-
-    async def copies() -> AsyncIterator[CaptureResult]:
-        async for result in in_batches(scope):
-            copy = dataclasses.replace(result)
-            originals[id(copy)] = result
-            yield copy
-
-    class Judge:
-        def write(self, new: CaptureResult) -> None:
-            judge(originals.pop(id(new)), new)
-
-    await grade_stream(copies(), runners, concurrency, Judge())  # type: ignore[arg-type]
+    if calibration.runners:
+        interrupt.summary = lambda: f"{calibration.comparisons.items} items re-graded; no report written"
+    return finish(await calibration.run(), opts.output)
 
 
 def write_sheet(opts: Options) -> int:
@@ -266,10 +146,7 @@ def write_sheet(opts: Options) -> int:
 
 
 def finish(report: CalibrationReport, output: str) -> int:
-    """Write the report, print it readably on stderr, apply --min-kappa to the first comparison."""
-    if report.comparisons and report.min_kappa is not None:
-        kappa = report.comparisons[0].kappa
-        report.gate = "passed" if kappa is not None and kappa >= report.min_kappa else "failed"
+    """Write the report, print it readably on stderr; exit 1 when --min-kappa failed."""
     with JsonlWriter(output) as writer:
         writer.write_bytes(dumps(report))
     for line in describe(report):
@@ -299,7 +176,7 @@ def describe(report: CalibrationReport) -> list[str]:
         for d in a.disagreements[:SHOWN_DISAGREEMENTS]:
             said = "pass" if d.verdict else "fail"
             truth = "pass" if d.reference else "fail"
-            lines.append(f"  {_show((d.id, d.trial))}: {a.grader} {said}, {a.reference} {truth}: {d.reasoning[:160]}")
+            lines.append(f"  {show_key((d.id, d.trial))}: {a.grader} {said}, {a.reference} {truth}: {d.reasoning[:160]}")
         if len(a.disagreements) > SHOWN_DISAGREEMENTS:
             lines.append(f"  and {len(a.disagreements) - SHOWN_DISAGREEMENTS} more disagreements (all in the report)")
     if report.gate is not None:

@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
-import sys
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from ..api import CaptureRun
 from ..cli_strict import AGENT_COMMAND
-from waza.protocol.records import PromptCase
-
 from ..cli_options import AgentOptions, GraderOptions, OutputOptions, with_groups
-from ..grader_runners import GraderRunner
-from ..inputs import check_resumed, prescan, prompt_cases
-from ..outputs import ResultWriter, parse_gates, resume_state
-from ..pipeline import Settings, WorkItem, Workspaces, run_items
-from ..progress import Progress, wanted
-from ..runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
+from ..outputs import finish_run, parse_gates
+from ..runtime import Interrupt, run
+from ..specs import Workspace
 
 HELP = """Run each prompt through an agent, record what it did, and grade the result.
 
@@ -39,15 +31,6 @@ Examples:
 
   waza capture prompts.jsonl --adapter replay --from old-results.jsonl --grader ./new_grader.py
 """
-
-
-@contextlib.asynccontextmanager
-async def entered(runners: list[GraderRunner]) -> AsyncIterator[list[GraderRunner]]:
-    """Start every grader runner (worker pools) for the run and stop them after."""
-    async with contextlib.AsyncExitStack() as stack:
-        for r in runners:
-            await stack.enter_async_context(r)
-        yield runners
 
 
 def register(app: typer.Typer) -> None:
@@ -72,73 +55,23 @@ async def _capture(
     prompts: str, command: list[str], agent: AgentOptions, graders: GraderOptions, out: OutputOptions, interrupt: Interrupt
 ) -> int:
     # Everything that can be wrong is found here, before the output file is touched.
-    unit = agent.timeout_unit()
-    table = agent.table()
-    ids = prescan(prompts, unit, table)
-    adapter, opts, command = agent.resolve(command)
-    runners = graders.runners()
     gates = parse_gates(out.fail_under)
-    done = {key[0] for key in resume_state(out.output) if isinstance(key[0], str)} if out.resume else set()
-    check_resumed(out.output, done, ids, prompts)
-    settings = Settings(
-        adapter=adapter,
-        command=command,
-        opts=opts,
-        graders=runners,
+    capture = CaptureRun.prepare(
+        prompts,
+        agent.spec(command),
+        graders.specs(),
+        timeouts=agent.timeouts(graders.grader_timeout),
         concurrency=agent.concurrency,
-        timeout=agent.timeout,
-        workspaces=Workspaces(cwd=(agent.cwd or Path.cwd()), root=agent.workspace_dir),
+        workspace=Workspace(cwd=agent.cwd, root=agent.workspace_dir),
+        output=out.spec(),
+        table=agent.table(),
     )
-    if agent.workspace_dir is not None:
-        agent.workspace_dir.mkdir(parents=True, exist_ok=True)
-    todo = None if ids is None else len(ids) - len(done)
-    progress = Progress(todo, enabled=wanted(out.progress), label="capture")
-    writer = ResultWriter(out.output, append=out.resume, progress=progress)
+    todo = capture.todo
     interrupt.summary = lambda: (
-        f"{writer.tally.total} results written to {out.output}"
-        + (f", {todo - writer.tally.total} prompts not run" if todo is not None else "")
+        f"{capture.tally.total} results written to {out.output}"
+        + (f", {todo - capture.tally.total} prompts not run" if todo is not None else "")
         + ("; rerun with --resume to finish" if out.output != "-" else "")
     )
-
-    skipped: list[str] = []
-
-    def keep(case: PromptCase) -> bool:
-        if case.id in done:
-            skipped.append(case.id)  # counted only when the prompt is really there
-            return False
-        return True
-
-    async def items() -> AsyncIterator[WorkItem]:
-        async for case in prompt_cases(prompts, keep=keep, timeout_unit=unit, table=table):
-            yield WorkItem(case=case)
-
-    try:
-        async with entered(runners):
-            await run_items(items(), settings, writer)
-    finally:
-        writer.close()
-        progress.close()
-    return finish(writer, gates, skipped=len(skipped))
-
-
-def finish(writer: ResultWriter, gates: dict[str, float], *, skipped: int = 0) -> int:
-    """Print the run summary on stderr and choose the exit code."""
-    tally = writer.tally
-    line = tally.describe()
-    if skipped:
-        line += f" ({skipped} already done, skipped)"
-    rate, score = tally.pass_rate(), tally.mean_score()
-    if rate is not None:
-        line += f"; pass rate {rate:.3f}"
-    if score is not None:
-        line += f", mean score {score:.3f}"
-    print(f"waza: {line}", file=sys.stderr)
-    writer.errors.print()
-    missed = tally.missed_gates(gates)
-    if missed:
-        print(f"waza: --fail-under not met: {'; '.join(missed)}", file=sys.stderr)
-        return EXIT_FAILED
-    if tally.statuses["error"]:
-        return EXIT_FAILED
-    return EXIT_OK
-
+    async for _ in capture.stream():
+        pass
+    return finish_run(capture.tally, gates, skipped=len(capture.skipped), errors=capture.errors)

@@ -6,13 +6,17 @@ from typing import Annotated, Literal
 
 import typer
 
-from waza.protocol.analysis_records import ComparisonReport, Difference, KDifference, PairedComparison
-from waza.protocol.errors import ConfigError
+from waza.protocol.analysis_records import (
+    ComparisonReport,
+    Difference,
+    KDifference,
+    PairedComparison,
+)
 from waza.protocol.jsonl import dumps
 
-from ..comparison import Bootstrap, compare, labels_for, load_run
+from ..api_analysis import compare
+from ..comparison import Bootstrap
 from ..markdown import ids, num, signed, table
-from ..runs import check_readable
 from ..sink import output_stream
 from ..sync_command import run_sync
 from ..option_values import finite_number
@@ -56,21 +60,7 @@ def register(app: typer.Typer) -> None:
 def _compare(
     paths: list[str], label: list[str] | None, markdown: bool, errors: Literal["exclude", "fail"], boot: Bootstrap, output: str
 ) -> int:
-    if len(paths) < 2:
-        raise ConfigError("compare needs at least two runs: a baseline and a candidate")
-    if paths.count("-") > 1:
-        raise ConfigError("stdin (-) can be only one of the runs")
-    for path in paths:
-        check_readable(path)
-    labels = labels_for(paths, label)
-    loaded = [load_run(path, name, errors) for path, name in zip(paths, labels, strict=True)]
-    report = ComparisonReport(
-        runs=[r.info for r in loaded],
-        errors=errors,
-        seed=boot.seed,
-        resamples=boot.resamples,
-        comparisons=[compare(loaded[0], other, boot) for other in loaded[1:]],
-    )
+    report = compare(paths, labels=label, errors=errors, seed=boot.seed, resamples=boot.resamples, level=boot.level)
     with output_stream(output) as out:
         out.write(render_markdown(report).encode() if markdown else dumps(report))
     return 0

@@ -10,9 +10,10 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from ..cli_options import AgentOptions, GraderOptions, OutputOptions
-from ..runtime import run
-from .capture import _capture
+from ..api import CaptureRun
+from ..outputs import finish_run
+from ..runtime import Interrupt, run
+from ..specs import Builtin, ExecAgent, Output, PythonGrader, Timeouts
 
 PROMPTS = [
     {"id": "arithmetic", "input": "What is 17 + 25?", "hint": "42"},
@@ -39,6 +40,21 @@ def concise(request: dict[str, Any]) -> dict[str, Any]:
     return {"pass": ok, "score": 1.0 if ok else 0.0, "reasoning": "short and clean" if ok else "too long or a tool failed"}
 
 
+async def _demo(prompts: Path, output: str, interrupt: Interrupt) -> int:
+    capture = CaptureRun.prepare(
+        prompts,
+        ExecAgent(command=(sys.executable, "-m", "waza.runner.demo_agent"), events=True),
+        [Builtin(grader="hint"), PythonGrader(fn=f"{__name__}:concise")],
+        timeouts=Timeouts(prompt=30),
+        output=Output(output),
+    )
+    interrupt.summary = lambda: f"{capture.tally.total} results written to {output}"
+    async for _ in capture.stream():
+        pass
+    # The gate expects exactly the one deliberate failure: 3 of 4 must pass, and nothing may error.
+    return finish_run(capture.tally, {"pass_rate": 0.75}, errors=capture.errors)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("demo", help=HELP)
     def demo(
@@ -47,11 +63,6 @@ def register(app: typer.Typer) -> None:
         with tempfile.TemporaryDirectory(prefix="waza-demo-") as tmp:
             prompts = Path(tmp) / "prompts.jsonl"
             prompts.write_bytes(b"".join(orjson.dumps(p) + b"\n" for p in PROMPTS))
-            agent = AgentOptions(adapter="exec", events=True, timeout=30)
-            graders = GraderOptions(grader=["builtin:hint", f"{__name__}:concise"])
-            # The gate expects exactly the one deliberate failure: 3 of 4 must pass, and nothing may error.
-            out = OutputOptions(output=output, progress=False, fail_under="pass_rate=0.75")
-            command = [sys.executable, "-m", "waza.runner.demo_agent"]
-            code = run(lambda interrupt: _capture(str(prompts), command, agent, graders, out, interrupt))
+            code = run(lambda interrupt: _demo(prompts, output, interrupt))
         print("waza: the demo's 'boiling-point' prompt fails on purpose; that is what a failing grade looks like.", file=sys.stderr)
         raise typer.Exit(code)

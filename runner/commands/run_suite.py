@@ -2,30 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass
-import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from waza.adapters import adapter_class
-from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.errors import ConfigError
 
 from ..cli_strict import AGENT_COMMAND
 from ..cli_options import OUTPUT, AgentOptions, GraderOptions, opt, with_groups
-from ..grader_specs import build_specs
-from ..judges import apply as apply_judge
-from ..outputs import ResultWriter
-from ..pipeline import Settings, Workspaces
-from ..progress import Progress, wanted
 from ..runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
-from ..suites import document, reporters
-from ..suites.execute import Plan, execute, require_graders, select
+from ..specs import AgentSpec, Output
+from ..suites import reporters
 from ..suites.loader import load_suite
 from ..suites.models import Suite
+from ..suites.run import SuiteRun
 
 HELP = """Run an eval suite: every task's trials in fresh workspaces, graded, then the trigger tests.
 
@@ -107,9 +101,7 @@ class RunOptions:
     workers_given: bool
 
 
-def resolve_agent(
-    suite: Suite, command: list[str], agent: AgentOptions, adapter_given: bool
-) -> tuple[type[Adapter], list[str], AdapterOptions]:
+def agent_for(suite: Suite, command: list[str], agent: AgentOptions, adapter_given: bool) -> AgentSpec:
     """The command line's adapter and command win over the suite's executor and command."""
     if agent.cwd is not None:
         raise ConfigError("--cwd does nothing with waza run: every trial gets a fresh workspace (see --keep-workspaces)")
@@ -117,67 +109,23 @@ def resolve_agent(
         raise ConfigError("--prompt-timeout-unit does nothing with waza run: a suite gives its timeouts in its own fields")
     if agent.prompts_format is not None or agent.column_map:
         raise ConfigError("--prompts-format and --map do nothing with waza run: a suite's tasks are YAML files")
+    if agent.prompts_format is not None or agent.column_map:
+        raise ConfigError("--prompts-format and --map do nothing with waza run: a suite's tasks are YAML files")
     if not adapter_given and suite.config.executor:
         agent.adapter = suite.config.executor
-    cls = adapter_class(agent.adapter)
-    if not command and cls.needs_command:
-        command = suite.config.command
-        if not command:
-            raise ConfigError(
-                f"adapter {cls.name} needs an agent command: waza run SUITE -- AGENT [ARGS...], or config.command in eval.yaml"
-            )
-    adapter, opts, command = agent.resolve(command)
-    if suite.config.model and opts.model is None and "model" in adapter.options:
-        opts.model = suite.config.model
-    return adapter, command, opts
+    return agent.spec(command)
 
 
-def plan_for(suite: Suite, command: list[str], options: RunOptions, agent: AgentOptions, graders: GraderOptions) -> Plan:
-    adapter, command, opts = resolve_agent(suite, command, agent, options.adapter_given)
-    tasks, filtered = select(suite, options.task, options.tags)
-    extra = build_specs(graders.grader or [], graders.grader_config, graders.grader_weight, graders.grader_timeout)
-    require_graders(tasks, extra)
-    for spec in extra:
-        if any(spec.name == s.name for t in tasks for s in t.graders):
-            raise ConfigError(f"--grader {spec.name!r} has the name of a suite grader; name it with NAME=SPEC")
-    for spec in [s for t in tasks for s in t.graders]:
-        if spec.timeout is None:
-            spec.timeout = graders.grader_timeout
-    apply_judge([*extra, *(s for t in tasks for s in t.graders)], graders.judge_choice())
+def concurrency_for(suite: Suite, options: RunOptions, agent: AgentOptions) -> int:
+    """-j / --workers / --parallel merged with the suite's parallel and max_workers."""
     config = suite.config
     if options.workers is not None and options.workers_given and options.workers != agent.concurrency:
         raise ConfigError("-j/--concurrency and --workers are the same setting; give one")
     parallel = config.parallel if options.parallel is None else options.parallel
     workers = options.workers or (agent.concurrency if options.workers_given else None)
     if options.parallel is False:
-        concurrency = 1  # --no-parallel wins over any worker count
-    else:
-        concurrency = workers or (config.max_workers if parallel else 1)
-    if agent.workspace_dir is not None:
-        agent.workspace_dir.mkdir(parents=True, exist_ok=True)
-    settings = Settings(
-        adapter=adapter,
-        command=command,
-        opts=opts,
-        graders=[],
-        concurrency=concurrency,
-        timeout=agent.timeout if agent.timeout is not None else config.timeout_seconds,
-        workspaces=Workspaces(root=agent.workspace_dir, fresh=True, keep=options.keep_workspaces),
-    )
-    if adapter.name != "mock" and any(t.mock is not None for t in tasks):
-        print(f"waza: mock scripts in task files are not used with --adapter {adapter.name}", file=sys.stderr)
-    return Plan(
-        suite=suite,
-        tasks=tasks,
-        settings=settings,
-        trials=options.trials or config.trials_per_task,
-        fail_fast=config.fail_fast if options.fail_fast is None else options.fail_fast,
-        run_triggers=options.triggers,
-        model=config.model,
-        extra_graders=extra,
-        isolate=graders.isolate,
-        filtered=filtered,
-    )
+        return 1  # --no-parallel wins over any worker count
+    return workers or (config.max_workers if parallel else 1)
 
 
 async def _run(
@@ -185,30 +133,37 @@ async def _run(
 ) -> int:
     # Everything that can be wrong is found before any output is touched.
     suite = load_suite(suite_path, context_dir=options.context_dir)
-    plan = plan_for(suite, command, options, agent, graders)
+    spec = agent_for(suite, command, agent, options.adapter_given)
+    run = SuiteRun.prepare(
+        suite,
+        spec,
+        graders.specs(judge=False),  # the judge options go to the suite's LLM graders too, below
+        tasks=options.task,
+        tags=options.tags,
+        trials=options.trials,
+        concurrency=concurrency_for(suite, options, agent),
+        fail_fast=options.fail_fast,
+        keep_workspaces=options.keep_workspaces,
+        workspace_root=agent.workspace_dir,
+        triggers=options.triggers,
+        timeouts=agent.timeouts(graders.grader_timeout),
+        judge=graders.judge_spec(),
+        isolate=graders.isolate,
+        output=Output(options.output, progress=options.progress),
+    )
     for notice in suite.notices:
         print(f"waza: {notice}", file=sys.stderr)
     outputs = reporters.parse(options.reporters, jsonl_on_stdout=options.output == "-")
-    progress = Progress(plan.total, enabled=wanted(options.progress), label=suite.name)
-    writer = ResultWriter(options.output, progress=progress)
-    record = document.RunRecord(
-        adapter=plan.settings.adapter.name,
-        model=plan.model,
-        trials_per_task=plan.trials,
-        started=int(time.time() * 1000),
-        filtered=plan.filtered,
-    )
-    interrupt.summary = lambda: f"{writer.tally.total} of {plan.total} results written to {options.output}; no report written"
-    try:
-        await execute(plan, writer, record)
-    finally:
-        writer.close()
-        progress.close()
-    result = document.build(suite, record)
+    total = run.plan.total
+    interrupt.summary = lambda: f"{run.tally.total} of {total} results written to {options.output}; no report written"
+    async with contextlib.aclosing(run.stream()) as results:
+        async for _ in results:
+            pass
+    result = run.result()
     for out in outputs:
         out.write(result)
     print(f"waza: {reporters.one_line(result)}", file=sys.stderr)
-    writer.errors.print()
+    run.errors.print()
     for reason in result.summary.missed:
         print(f"waza:   {reason}", file=sys.stderr)
     return EXIT_OK if result.summary.status == "passed" else EXIT_FAILED

@@ -21,9 +21,8 @@ from waza.protocol.records import CaptureResult
 from ..cli_options import GraderOptions, with_groups
 from ..inputs import prescan, prompt_cases
 from ..outputs import ResultWriter
+from ..pipeline import entered, grade_stream
 from ..runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
-from .capture import entered
-from .grade import grade_stream
 
 SHOWN = 50
 

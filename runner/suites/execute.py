@@ -22,12 +22,10 @@ import orjson
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult, PromptCase
 
-from ..commands.capture import entered
 from ..grader_runners import GraderRunner, make_runner
-from ..judges import finish as finish_judge
 from ..grader_specs import GraderSpec
-from ..outputs import ResultWriter
-from ..pipeline import Settings, WorkItem, run_items
+from ..judges import finish as finish_judge
+from ..pipeline import Settings, Sink, WorkItem, entered, run_items
 from . import triggers as trigger_tests
 from .document import RunRecord
 from .fixtures import preparer
@@ -104,8 +102,8 @@ class _Runners:
         return self.by_key[key]
 
 
-async def execute(plan: Plan, writer: ResultWriter, record: RunRecord) -> None:
-    """Run the plan, writing each result to ``writer`` and gathering it into ``record``."""
+async def execute(plan: Plan, out: Sink[CaptureResult], record: RunRecord) -> None:
+    """Run the plan, handing each result to ``out`` and gathering it into ``record``."""
     runners = _Runners(plan.isolate)
     graders = {t.id: [runners.get(s) for s in [*t.graders, *plan.extra_graders]] for t in plan.tasks}
     trigger_items = trigger_tests.work_items(plan.suite.triggers) if plan.suite.triggers and plan.run_triggers else []
@@ -123,7 +121,7 @@ async def execute(plan: Plan, writer: ResultWriter, record: RunRecord) -> None:
     with anyio.CancelScope() as scope:
 
         async def sink(result: CaptureResult) -> None:
-            writer.write(result)
+            await out(result)
             if result.trial is None and result.id in trigger_ids:
                 trigger_results[result.id] = result
                 return

@@ -1,0 +1,229 @@
+"""An eval.yaml suite as an API run: the suite's config merged with the caller's specs, then executed.
+
+What the caller gives wins over the suite's config: an agent spec over
+``config.executor`` / ``config.command`` / ``config.model``, ``trials`` over
+``trials_per_task``, ``concurrency`` over ``parallel`` / ``max_workers``,
+``timeouts.prompt`` over ``timeout_seconds``, ``fail_fast`` over ``fail_fast``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from waza.protocol.errors import ConfigError
+from waza.protocol.records import CaptureResult
+from waza.protocol.suite_records import SuiteResult
+
+from ..api import _as_stream, resolve_agent
+from ..error_digest import ErrorDigest
+from ..outputs import ResultWriter, Tally
+from ..pipeline import Settings, Sink, Workspaces
+from ..progress import Progress, wanted
+from ..specs import AGENTS, AgentSpec, GraderSpecT, HttpAgent, Judge, Output, Timeouts
+from . import document
+from .execute import Plan, execute, require_graders, select
+from .loader import load_suite
+from .models import Suite
+
+
+def suite_agent(suite: Suite, agent: AgentSpec | None) -> AgentSpec:
+    """The caller's agent, else the suite's ``config.executor`` (default acp); an agent without a command
+    runs ``config.command`` when its adapter needs one; ``config.model`` fills an unset ``model``."""
+    from waza.adapters import DEFAULT_ADAPTER, adapter_class
+
+    if agent is None:
+        name = suite.config.executor or DEFAULT_ADAPTER
+        spec_cls = AGENTS.get(name)
+        if spec_cls is None:
+            adapter_class(name)  # the "unknown adapter" error, listing the known ones
+            raise AssertionError(name)
+        agent = spec_cls(command=())
+    if not agent.command and adapter_class(agent.adapter).needs_command:
+        if not suite.config.command:
+            raise ConfigError(
+                f"adapter {agent.adapter} needs an agent command: waza run SUITE -- AGENT [ARGS...], or config.command in eval.yaml"
+            )
+        agent = dataclasses.replace(agent, command=tuple(suite.config.command))
+    if suite.config.model and isinstance(agent, HttpAgent) and agent.model is None:
+        agent = dataclasses.replace(agent, model=suite.config.model)
+    return agent
+
+
+@dataclass
+class SuiteRun:
+    """A suite's plan (tasks, trials, graders, agent) and its record as results come in."""
+
+    suite: Suite
+    plan: Plan
+    record: document.RunRecord
+    output: Output | None
+    tally: Tally = dataclasses.field(default_factory=Tally)
+    errors: ErrorDigest = dataclasses.field(default_factory=ErrorDigest)
+
+    @classmethod
+    def prepare(
+        cls,
+        suite: str | Path | Suite,
+        agent: AgentSpec | None = None,
+        graders: Sequence[GraderSpecT] = (),
+        *,
+        tasks: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        trials: int | None = None,
+        concurrency: int | None = None,
+        fail_fast: bool | None = None,
+        context_dir: Path | None = None,
+        keep_workspaces: bool = False,
+        workspace_root: Path | None = None,
+        triggers: bool = True,
+        timeouts: Timeouts = Timeouts(),
+        judge: Judge | None = None,
+        isolate: bool = False,
+        output: Output | None = None,
+    ) -> SuiteRun:
+        """Load (unless given loaded) and check the suite and merge its config; nothing runs yet."""
+        loaded = suite if isinstance(suite, Suite) else load_suite(Path(suite), context_dir=context_dir)
+        config = loaded.config
+        adapter, command, opts = resolve_agent(suite_agent(loaded, agent))
+        chosen, filtered = select(loaded, list(tasks), list(tags))
+        extra = [g.internal() for g in graders]
+        require_graders(chosen, extra)
+        for spec in extra:
+            if any(spec.name == s.name for t in chosen for s in t.graders):
+                raise ConfigError(f"--grader {spec.name!r} has the name of a suite grader; name it with NAME=SPEC")
+        for spec in [*extra, *(s for t in chosen for s in t.graders)]:
+            if spec.timeout is None:
+                spec.timeout = timeouts.grader
+        if judge is not None:
+            from ..judges import JudgeChoice, apply
+
+            choice = JudgeChoice(
+                judge="local" if judge.local else None,
+                base_url=judge.base_url,
+                model=judge.model,
+                api_key_env=judge.api_key_env,
+                command=judge.command,
+                model_path=judge.model_path,
+            )
+            apply([*extra, *(s for t in chosen for s in t.graders)], choice)
+        if concurrency is None:
+            concurrency = config.max_workers if config.parallel else 1
+        if workspace_root is not None:
+            workspace_root.mkdir(parents=True, exist_ok=True)
+        settings = Settings(
+            adapter=adapter,
+            command=command,
+            opts=opts,
+            graders=[],
+            concurrency=concurrency,
+            timeout=timeouts.prompt if timeouts.prompt is not None else config.timeout_seconds,
+            workspaces=Workspaces(root=workspace_root, fresh=True, keep=keep_workspaces),
+        )
+        if adapter.name != "mock" and any(t.mock is not None for t in chosen):
+            print(f"waza: mock scripts in task files are not used with --adapter {adapter.name}", file=sys.stderr)
+        plan = Plan(
+            suite=loaded,
+            tasks=chosen,
+            settings=settings,
+            trials=trials or config.trials_per_task,
+            fail_fast=config.fail_fast if fail_fast is None else fail_fast,
+            run_triggers=triggers,
+            model=config.model,
+            extra_graders=extra,
+            isolate=isolate or any(getattr(g, "isolate", False) for g in graders),
+            filtered=filtered,
+        )
+        record = document.RunRecord(
+            adapter=adapter.name, model=config.model, trials_per_task=plan.trials, started=0, filtered=filtered
+        )
+        return cls(loaded, plan, record, output)
+
+    async def stream(self) -> AsyncIterator[CaptureResult]:
+        """Every trial's (and trigger prompt's) CaptureResult as it finishes; then :meth:`result` is ready."""
+        enabled = wanted(self.output.progress) if self.output else False
+        progress = Progress(self.plan.total, enabled=enabled, label=self.suite.name)
+        writer = ResultWriter(self.output.path, progress=progress) if self.output else None
+        self.record.started = int(time.time() * 1000)
+
+        async def run(sink: Sink[CaptureResult]) -> None:
+            async def each(result: CaptureResult) -> None:
+                if writer is not None:
+                    writer.write(result)
+                self.tally.add(result.status, result.score.score if result.score else None)
+                self.errors.add(result)
+                await sink(result)
+
+            await execute(self.plan, each, self.record)
+
+        try:
+            async with contextlib.aclosing(_as_stream(run)) as results:  # closed in this task when the caller stops early
+                async for result in results:
+                    yield result
+        finally:
+            if writer is not None:
+                writer.close()
+            progress.close()
+
+    def result(self) -> SuiteResult:
+        """The whole-suite document (tasks, metrics, triggers, verdict) of what ran."""
+        return document.build(self.suite, self.record)
+
+
+async def arun_suite(
+    suite: str | Path,
+    agent: AgentSpec | None = None,
+    graders: Sequence[GraderSpecT] = (),
+    *,
+    tasks: Sequence[str] = (),
+    tags: Sequence[str] = (),
+    trials: int | None = None,
+    concurrency: int | None = None,
+    timeouts: Timeouts = Timeouts(),
+    output: Output | None = None,
+) -> AsyncIterator[CaptureResult]:
+    """Run an eval.yaml suite; yield each trial's CaptureResult as it finishes (``SuiteRun`` gives the document)."""
+    run = SuiteRun.prepare(
+        suite, agent, graders, tasks=tasks, tags=tags, trials=trials,
+        concurrency=concurrency, timeouts=timeouts, output=output,
+    )  # fmt: skip
+    async with contextlib.aclosing(run.stream()) as results:  # closed in this task when the caller stops early
+        async for result in results:
+            yield result
+
+
+def run_suite(
+    suite: str | Path,
+    agent: AgentSpec | None = None,
+    graders: Sequence[GraderSpecT] = (),
+    *,
+    tasks: Sequence[str] = (),
+    tags: Sequence[str] = (),
+    trials: int | None = None,
+    concurrency: int | None = None,
+    timeouts: Timeouts = Timeouts(),
+    output: Output | None = None,
+) -> SuiteResult:
+    """Blocking suite run: the whole-suite result document (per task, metrics, triggers, passed or failed)."""
+    run = SuiteRun.prepare(
+        suite, agent, graders, tasks=tasks, tags=tags, trials=trials,
+        concurrency=concurrency, timeouts=timeouts, output=output,
+    )  # fmt: skip
+
+    async def main() -> None:
+        async with contextlib.aclosing(run.stream()) as results:
+            async for _ in results:
+                pass
+
+    anyio.run(main)
+    return run.result()
+
+
+__all__ = ["SuiteRun", "arun_suite", "run_suite", "suite_agent"]
