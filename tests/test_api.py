@@ -18,7 +18,7 @@ from waza.runner.specs import AGENTS
 
 from .conftest import ROOT, executable, read_jsonl, run_waza, write_jsonl
 
-SUITE = ROOT / "tests" / "fixtures" / "suites" / "code-explainer"
+SUITE = ROOT / "examples" / "snippet-explainer"
 
 
 def _readme_example() -> str:
@@ -74,9 +74,12 @@ def test_run_one_takes_picklable_specs_and_leaves_nothing_behind(tmp_path):
 
 
 def test_run_one_records_an_agent_fault_instead_of_raising(tmp_path):
-    result = waza.run_one({"id": "p", "input": "x"}, waza.ExecAgent(command=(str(tmp_path / "missing"),)))
-    assert result.status == "error"
-    assert "cannot start agent" in result.errors[0]
+    agent = executable(tmp_path / "crash.sh", "#!/bin/sh\necho boom >&2\nexit 3\n")
+    result = waza.run_one({"id": "p", "input": "x"}, waza.ExecAgent(command=(str(agent),)))
+    assert result.status == "error" and result.exit is not None and result.exit.code == 3
+    assert "boom" in (result.stderr or "")
+    with pytest.raises(waza.ConfigError, match="cannot be run"):  # a missing program is found before anything runs
+        waza.run_one({"id": "p", "input": "x"}, waza.ExecAgent(command=(str(tmp_path / "missing"),)))
 
 
 def test_bad_specs_raise_config_errors_before_anything_runs(tmp_path):
