@@ -65,7 +65,7 @@ def _report_html(report: CalibrationReport) -> str:
 
 def compute(labels_path: str, results_path: str, results_name: str) -> CalibrationReport:
     """What ``waza calibrate RESULTS --labels SHEET`` reports, computed by its own functions."""
-    from ..commands.calibrate import Comparisons, load_labels
+    from ..api_analysis import Comparisons, load_labels
 
     labels, unlabelled = load_labels(labels_path)
     tally = Comparisons.ordered(None, labelled=True)
