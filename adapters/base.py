@@ -71,6 +71,7 @@ class AdapterOptions:
     max_tokens: int | None = None
     stream: bool = False
     local_model: bool = False
+    cache: bool = False
 
     def given(self) -> set[str]:
         """Names of the options set to something other than their default."""

@@ -4,9 +4,14 @@ Each prompt is one conversation: ``--system-prompt`` first, then every user
 turn and the model's reply to it, so turn N sees turns 0..N-1. The API key is
 read from the environment variable named by ``--api-key-env`` (default
 ``OPENAI_API_KEY``) and goes only into the Authorization header: never into a
-record, a log line or an error message. 429 and 5xx answers (and connection
-failures) are retried with exponential backoff, honouring ``Retry-After``;
-every request is limited to the time left of the prompt's timeout.
+record, a log line or an error message. Requests go through the client the LLM
+judges use (``waza.protocol.chat_http``): 408, 409, 429 and 5xx answers (and
+connection failures) are retried with exponential backoff, honouring
+``Retry-After``; every request is limited to the time left of the prompt's timeout.
+
+With ``--cache`` a reply is kept in the model cache (``waza.protocol.model_cache``),
+keyed by the URL, the request body and the trial number (so each of k trials
+gets its own answer) and replayed into the trajectory on the next run.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import anyio
 import httpx
 import orjson
 
+from waza.protocol import model_cache
+from waza.protocol.chat_http import ChatFailed, RetryPolicy, check_status, excerpt, with_retries
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import Exit, Usage
 from waza.protocol.trajectory import MessageChunk, ThoughtChunk, TrajectoryBuilder, UsageUpdate
@@ -27,18 +34,14 @@ from waza.protocol.trajectory import MessageChunk, ThoughtChunk, TrajectoryBuild
 from .base import Adapter, AdapterOptions, AgentRun, AgentTask
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
-#: Limit of one request when the prompt has no timeout: a silent server must not hang the run.
-DEFAULT_REQUEST_TIMEOUT = 600.0
-ATTEMPTS = 5
-BACKOFF = 0.5
-MAX_BACKOFF = 30.0
+POLICY = RetryPolicy()
 
 #: OpenAI finish_reason -> our stop reason.
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "content_filter": "refusal", "tool_calls": "end_turn"}
 
 
-class RequestFailed(Exception):
-    """A request that cannot succeed (a 4xx, or retries exhausted); the message is safe to record."""
+#: A request that cannot succeed (a 4xx, or retries exhausted); the message is safe to record.
+RequestFailed = ChatFailed
 
 
 def usage_of(data: dict[str, Any]) -> Usage | None:
@@ -61,15 +64,10 @@ def usage_of(data: dict[str, Any]) -> Usage | None:
     )
 
 
-def _excerpt(response: httpx.Response) -> str:
-    text = response.text.strip().replace("\n", " ")
-    return text[:300] + ("..." if len(text) > 300 else "")
-
-
 class HttpAdapter(Adapter):
     name: ClassVar[str] = "http"
     options: ClassVar[frozenset[str]] = frozenset(
-        {"base_url", "model", "api_key_env", "system_prompt", "temperature", "max_tokens", "stream", "local_model"}
+        {"base_url", "model", "api_key_env", "system_prompt", "temperature", "max_tokens", "stream", "local_model", "cache"}
     )
     needs_command: ClassVar[bool] = False
 
@@ -114,7 +112,7 @@ class HttpAdapter(Adapter):
             messages.append({"role": "user", "content": text})
             try:
                 with anyio.fail_after(max(0.0, deadline - time.monotonic()) if deadline != math.inf else None):
-                    reply, finish = await self._complete(messages, task.recorder, deadline)
+                    reply, finish = await self._complete(messages, task, deadline)
             except TimeoutError:
                 run.exit = Exit(timed_out=True)
                 run.errors.append(f"no reply within the {task.timeout:g}s timeout (turn {turn})")
@@ -137,48 +135,43 @@ class HttpAdapter(Adapter):
             body["stream_options"] = {"include_usage": True}
         return body
 
-    async def _complete(
-        self, messages: list[dict[str, str]], recorder: TrajectoryBuilder, deadline: float
-    ) -> tuple[str, str | None]:
-        """Send the conversation, with retries; (reply text, finish_reason)."""
-        body = orjson.dumps(self._body(messages))
-        problem, retry_after = "", None
-        for attempt in range(ATTEMPTS):
-            if attempt:
-                wait = min(retry_after if retry_after is not None else BACKOFF * 2 ** (attempt - 1), MAX_BACKOFF)
-                if time.monotonic() + wait >= deadline:
-                    raise RequestFailed(f"{problem}; no time left to retry")
-                await anyio.sleep(wait)
-            left = deadline - time.monotonic()
-            timeout = httpx.Timeout(min(left, DEFAULT_REQUEST_TIMEOUT) if left != math.inf else DEFAULT_REQUEST_TIMEOUT)
-            try:
-                if self.opts.stream:
-                    return await self._streamed(body, timeout, recorder)
-                return await self._whole(body, timeout, recorder)
-            except _Retry as exc:
-                problem, retry_after = str(exc), exc.retry_after
-            except httpx.TimeoutException:
-                problem, retry_after = "the request timed out", None
-            except httpx.TransportError as exc:
-                problem, retry_after = f"cannot reach the server: {type(exc).__name__}", None
-        raise RequestFailed(f"{problem} (gave up after {ATTEMPTS} attempts)")
+    async def _complete(self, messages: list[dict[str, str]], task: AgentTask, deadline: float) -> tuple[str, str | None]:
+        """Send the conversation, with retries (or answer it from the cache); (reply text, finish_reason)."""
+        body = self._body(messages)
+        key = None
+        if self.opts.cache:
+            key = model_cache.key_of({"url": self._url(), "body": body, "trial": task.trial})
+            hit = model_cache.load(key, "agent")
+            if hit is not None and isinstance(hit.get("text"), str):
+                return _replay(hit, task.recorder)
+        kept: dict[str, Any] = {}
+        recorder = _Keeping(task.recorder, kept)
+        payload = orjson.dumps(body)
 
-    def _check(self, response: httpx.Response) -> None:
-        if response.status_code == 429 or response.status_code >= 500:
-            raise _Retry(f"HTTP {response.status_code}: {_excerpt(response)}", response.headers.get("retry-after"))
-        if response.status_code >= 400:
-            raise RequestFailed(f"HTTP {response.status_code} from {response.request.url.path}: {_excerpt(response)}")
+        async def attempt(timeout: float) -> tuple[str, str | None]:
+            kept.clear()
+            if self.opts.stream:
+                return await self._streamed(payload, httpx.Timeout(timeout), recorder)
+            return await self._whole(payload, httpx.Timeout(timeout), recorder)
 
-    async def _whole(self, body: bytes, timeout: httpx.Timeout, recorder: TrajectoryBuilder) -> tuple[str, str | None]:
+        (text, finish), _ = await with_retries(attempt, POLICY, deadline=deadline, what="the server")
+        if key is not None:
+            model_cache.store(key, {"text": text, "finish": finish, **kept})
+        return text, finish
+
+    def _url(self) -> str:
+        return (self.opts.base_url or "").rstrip("/") + "/chat/completions"
+
+    async def _whole(self, body: bytes, timeout: httpx.Timeout, recorder: _Keeping) -> tuple[str, str | None]:
         assert self._client is not None
         response = await self._client.post("chat/completions", content=body, headers=_JSON, timeout=timeout)
-        self._check(response)
+        check_status(response)
         try:
             data = orjson.loads(response.content)
             choice = data["choices"][0]
             message = choice["message"]
         except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
-            raise RequestFailed(f"not a chat completion: {_excerpt(response)}") from None
+            raise RequestFailed(f"not a chat completion: {excerpt(response)}") from None
         mid = data.get("id") if isinstance(data.get("id"), str) else None
         thought = message.get("reasoning_content")
         if isinstance(thought, str) and thought:
@@ -192,7 +185,7 @@ class HttpAdapter(Adapter):
             recorder.emit(UsageUpdate(usage))
         return content, choice.get("finish_reason")
 
-    async def _streamed(self, body: bytes, timeout: httpx.Timeout, recorder: TrajectoryBuilder) -> tuple[str, str | None]:
+    async def _streamed(self, body: bytes, timeout: httpx.Timeout, recorder: _Keeping) -> tuple[str, str | None]:
         assert self._client is not None
         parts: list[str] = []
         finish: str | None = None
@@ -200,7 +193,7 @@ class HttpAdapter(Adapter):
         async with self._client.stream("POST", "chat/completions", content=body, headers=headers, timeout=timeout) as response:
             if response.status_code >= 400:
                 await response.aread()
-                self._check(response)
+                check_status(response)
             async for line in _lines_once_started(response, parts):
                 if not line.startswith("data:"):
                     continue  # SSE comments, event names, keep-alives
@@ -240,12 +233,30 @@ async def _lines_once_started(response: httpx.Response, parts: list[str]) -> Any
         raise
 
 
-class _Retry(Exception):
-    """A transient server answer (429, 5xx) worth another attempt."""
+class _Keeping:
+    """The recorder, also keeping what a reply added (thought, message id, usage) for the cache."""
 
-    def __init__(self, message: str, retry_after: str | None) -> None:
-        super().__init__(message)
-        try:
-            self.retry_after: float | None = max(0.0, float(retry_after)) if retry_after is not None else None
-        except ValueError:
-            self.retry_after = None
+    def __init__(self, recorder: TrajectoryBuilder, kept: dict[str, Any]) -> None:
+        self.recorder = recorder
+        self.kept = kept
+
+    def emit(self, event: Any) -> None:
+        if isinstance(event, ThoughtChunk):
+            self.kept["thought"] = self.kept.get("thought", "") + event.text
+        if isinstance(event, (ThoughtChunk, MessageChunk)) and event.message_id:
+            self.kept["id"] = event.message_id
+        if isinstance(event, UsageUpdate):
+            self.kept["usage"] = event.usage.to_dict()
+        self.recorder.emit(event)
+
+
+def _replay(hit: dict[str, Any], recorder: TrajectoryBuilder) -> tuple[str, str | None]:
+    """A cached reply told to the trajectory as the server once sent it (whole, not in chunks)."""
+    mid = hit.get("id") if isinstance(hit.get("id"), str) else None
+    if isinstance(hit.get("thought"), str) and hit["thought"]:
+        recorder.emit(ThoughtChunk(hit["thought"], mid))
+    recorder.emit(MessageChunk(hit["text"], mid))
+    if isinstance(hit.get("usage"), dict):
+        recorder.emit(UsageUpdate(Usage.from_dict(hit["usage"])))
+    finish = hit.get("finish")
+    return hit["text"], finish if isinstance(finish, str) else None

@@ -14,8 +14,10 @@ A judge that cannot be reached, answers an HTTP error, or exits non-zero raises
 :class:`JudgeError`; the runner turns that into an *error* grade. There is no
 fallback score: a grade nobody judged must never look like a verdict.
 
-Transient failures (connection errors, timeouts, 429, 5xx) are retried
-``retries`` times with exponential backoff. The API key is read from the
+Transient failures (connection errors, timeouts, 408, 409, 429, 5xx) are
+retried ``retries`` times under the policy the http adapter uses too
+(``waza.protocol.chat_http``: exponential backoff, Retry-After honoured),
+over one pooled connection per run. The API key is read from the
 environment at call time and only ever put in the Authorization header.
 """
 
@@ -27,13 +29,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
 import httpx
 import orjson
 
+from waza.protocol.chat_http import RETRYABLE_STATUS, ChatFailed, RetryPolicy, Transient, pooled_client, with_retries
 from waza.protocol.process import run_once
-
-RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
 class JudgeError(RuntimeError):
@@ -99,6 +99,23 @@ class JudgeReply:
     usage: dict[str, Any] = field(default_factory=dict)
     model: str | None = None
     finish_reason: str | None = None
+    #: "hit" (answered from the model cache), "miss" (asked, then kept) or "off" (--no-cache / cache: false).
+    cache: str = "off"
+
+    def cached(self) -> dict[str, Any]:
+        """What the model cache keeps of this reply (no timing: a hit costs nothing)."""
+        return {"text": self.text, "structured": self.structured, "usage": self.usage, "model": self.model, "finish_reason": self.finish_reason}
+
+    @classmethod
+    def from_cache(cls, value: dict[str, Any]) -> JudgeReply | None:
+        if not isinstance(value.get("text"), str):
+            return None
+        usage = value.get("usage")
+        return cls(
+            text=value["text"], latency_ms=0.0, attempts=0, structured=bool(value.get("structured")),
+            usage=usage if isinstance(usage, dict) else {}, model=value.get("model") if isinstance(value.get("model"), str) else None,
+            finish_reason=value.get("finish_reason") if isinstance(value.get("finish_reason"), str) else None, cache="hit",
+        )
 
     def details(self, messages: list[dict[str, str]], settings: JudgeSettings) -> dict[str, Any]:
         return {
@@ -111,12 +128,24 @@ class JudgeReply:
             "attempts": self.attempts,
             "structured": self.structured,
             "finishReason": self.finish_reason,
+            "cache": self.cache,
         }
 
 
 def prompt_text(messages: list[dict[str, str]]) -> str:
     """The chat as one text, for a judge command (which reads a plain prompt on stdin)."""
     return "\n\n".join(m["content"] for m in messages) + "\n"
+
+
+def cache_key(settings: JudgeSettings, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> dict[str, Any]:
+    """Everything that decides a judge's answer: the command and its stdin, or the endpoint and the body."""
+    if settings.command is not None:
+        return {"judge": "command", "command": settings.command, "stdin": prompt_text(messages)}
+    return {
+        "judge": "endpoint",
+        "url": (settings.base_url or "").rstrip("/") + "/chat/completions",
+        "body": _body(settings, messages, schema if settings.structured else None),
+    }
 
 
 async def ask(settings: JudgeSettings, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> JudgeReply:
@@ -179,28 +208,29 @@ async def _ask_http(settings: JudgeSettings, messages: list[dict[str, str]], sch
     url = settings.base_url.rstrip("/") + "/chat/completions"
     headers = _headers(settings)
     started = time.perf_counter()
-    attempts = 0
-    async with httpx.AsyncClient(timeout=settings.timeout) as client:
+    policy = RetryPolicy(attempts=settings.retries + 1, backoff=settings.retry_backoff)
+    client = pooled_client()
+    asked = {"schema": schema}
+
+    async def attempt(timeout: float) -> httpx.Response:
         while True:
-            attempts += 1
-            problem: str
-            try:
-                response = await client.post(url, content=orjson.dumps(_body(settings, messages, schema)), headers=headers)
-            except httpx.HTTPError as exc:
-                problem = f"judge endpoint {settings.base_url} unreachable: {type(exc).__name__}: {exc}".rstrip(": ")
-            else:
-                if response.status_code == 200:
-                    return _reply(response, started, attempts, schema is not None)
-                if schema is not None and _rejects_schema(response):
-                    schema = None
-                    attempts -= 1
-                    continue
-                problem = f"judge endpoint answered HTTP {response.status_code}: {_error_text(response)}"
-                if response.status_code not in RETRYABLE_STATUS:
-                    raise JudgeError(problem)
-            if attempts > settings.retries:
-                raise JudgeError(f"{problem} (after {attempts} attempts)" if attempts > 1 else problem)
-            await anyio.sleep(settings.retry_backoff * 2 ** (attempts - 1))
+            body = orjson.dumps(_body(settings, messages, asked["schema"]))
+            response = await client.post(url, content=body, headers=headers, timeout=min(timeout, settings.timeout))
+            if response.status_code == 200:
+                return response
+            if asked["schema"] is not None and _rejects_schema(response):
+                asked["schema"] = None
+                continue
+            what = f"judge endpoint answered HTTP {response.status_code}: {_error_text(response)}"
+            if response.status_code in RETRYABLE_STATUS or response.status_code >= 500:
+                raise Transient(what, response.headers.get("retry-after"))
+            raise ChatFailed(what)
+
+    try:
+        response, attempts = await with_retries(attempt, policy, what=f"judge endpoint {settings.base_url}")
+    except ChatFailed as exc:
+        raise JudgeError(str(exc)) from None
+    return _reply(response, started, attempts, asked["schema"] is not None)
 
 
 def _error_text(response: httpx.Response) -> str:

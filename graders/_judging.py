@@ -10,6 +10,11 @@ A reply must be exactly one JSON object (a single fenced ```json block around
 it is tolerated, nothing else) that matches the reply schema; anything else is
 a :class:`JudgeError`, so an error grade, with the start of the reply in the
 message and the whole exchange never turned into a guess.
+
+Judge answers are kept in the model cache (``waza.protocol.model_cache``)
+unless the config says ``cache: false`` (``--no-cache``): the same exchange
+asked again is answered from disk. A reply is kept only once it passed the
+checks above, so an error is never replayed.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 import orjson
 from jsonschema import Draft202012Validator
 
+from waza.protocol import model_cache
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import GraderRequest, GraderResult
 
@@ -145,16 +151,23 @@ async def exchange(
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": "\n\n".join(p for p in (instructions, evidence, tail) if p)},
     ]
-    reply = await _judge.ask(settings, messages, _capped(schema, request.config.get("reasoning_max_chars")) if json_reply else None)
+    sent = _capped(schema, request.config.get("reasoning_max_chars")) if json_reply else None
+    key = model_cache.key_of(_judge.cache_key(settings, messages, sent)) if request.config.get("cache", True) else None
+    hit = model_cache.load(key, "judge") if key is not None else None
+    reply = (_judge.JudgeReply.from_cache(hit) if hit is not None else None) or await _judge.ask(settings, messages, sent)
+    if key is not None and reply.cache != "hit":
+        reply.cache = "miss"
     details = reply.details(messages, settings)
-    if not json_reply:
-        return Exchange(reply={}, details=details, text=reply.text)
-    try:
-        value = check_reply(decode_reply(reply.text), schema, reply.text)
-    except JudgeError as exc:
-        if reply.finish_reason == "length":
-            raise JudgeError(f"{exc} (the reply was cut at max_tokens={settings.max_tokens}; raise max_tokens)") from None
-        raise
+    value: dict[str, Any] = {}
+    if json_reply:
+        try:
+            value = check_reply(decode_reply(reply.text), schema, reply.text)
+        except JudgeError as exc:
+            if reply.finish_reason == "length":
+                raise JudgeError(f"{exc} (the reply was cut at max_tokens={settings.max_tokens}; raise max_tokens)") from None
+            raise
+    if reply.cache == "miss":  # only a reply that was usable is kept: an error is asked again next time
+        model_cache.store(key, reply.cached())  # type: ignore[arg-type]
     return Exchange(reply=value, details=details, text=reply.text)
 
 

@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
 GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     "graders": ("Built-in graders and the grader conformance kit.", ("graders_list", "graders_check")),
     "adapters": ("Agent adapter tools.", ("adapters_check",)),
+    "cache": ("The model cache of judge (and --cache agent) answers.", ("cache",)),
 }
 
 

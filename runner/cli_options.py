@@ -79,6 +79,7 @@ class AgentOptions:
     temperature: Annotated[float | None, opt("--temperature", help="http: sampling temperature.", panel=AGENT, parser=finite_number(0))] = None
     max_tokens: Annotated[int | None, opt("--max-tokens", help="http: max tokens per reply.", panel=AGENT)] = None
     stream: Annotated[bool, opt("--stream", help="http: use streaming responses.", panel=AGENT)] = False
+    cache: Annotated[bool, opt("--cache", help="http: keep replies in the model cache and reuse them (keyed by trial in trials).", panel=AGENT)] = False
     local_model: Annotated[bool, opt("--local-model", help="http: start a local model server as the agent (--model FILE.gguf picks the model).", panel=AGENT)] = False
 
     def adapter_options(self) -> AdapterOptions:
@@ -113,6 +114,7 @@ class AgentOptions:
             max_tokens=self.max_tokens,
             stream=self.stream,
             local_model=self.local_model,
+            cache=self.cache,
         )
 
     def timeout_unit(self) -> TimeoutUnit:
@@ -150,6 +152,7 @@ class GraderOptions:
     judge_api_key_env: Annotated[str | None, opt("--judge-api-key-env", help="LLM graders: env var holding the endpoint's API key.", panel=GRADING)] = None
     judge_command: Annotated[str | None, opt("--judge-command", help="LLM graders: a judge program (prompt on stdin, reply on stdout).", panel=GRADING)] = None
     judge_model_path: Annotated[Path | None, opt("--judge-model-path", help="--judge local: the GGUF model file to serve.", panel=GRADING)] = None
+    no_cache: Annotated[bool, opt("--no-cache", help="LLM graders: ask the judge every time; keep nothing in the model cache.", panel=GRADING)] = False
 
     def specs(self, *, judge: bool = True) -> list[GraderSpecT]:
         """Every ``--grader`` parsed into an API spec, judge options merged in (unless ``judge`` is false):
@@ -176,6 +179,7 @@ class GraderOptions:
             api_key_env=choice.api_key_env,
             command=choice.command,
             model_path=choice.model_path,
+            cache=choice.cache,
         )
 
     def judge_choice(self) -> JudgeChoice:
@@ -188,6 +192,7 @@ class GraderOptions:
             api_key_env=self.judge_api_key_env,
             command=self.judge_command,
             model_path=self.judge_model_path,
+            cache=not self.no_cache,
         )
 
 

@@ -41,6 +41,8 @@ class JudgeChoice:
     api_key_env: str | None = None
     command: str | None = None
     model_path: Path | None = None
+    #: False with --no-cache: every judge call is made, none is kept.
+    cache: bool = True
 
     def config(self) -> dict[str, Any]:
         """The grader-config keys these options set (``--judge`` is ``judge``, and so on)."""
@@ -51,6 +53,7 @@ class JudgeChoice:
             "api_key_env": self.api_key_env,
             "command": self.command,
             "model_path": str(self.model_path) if self.model_path else None,
+            "cache": None if self.cache else False,
         }
         return {k: v for k, v in values.items() if v is not None}
 
@@ -79,7 +82,7 @@ def apply(specs: list[GraderSpec], choice: JudgeChoice | None) -> None:
         return
     llm_specs = [s for s in specs if is_llm(s)]
     if not llm_specs:
-        flags = ", ".join("--judge" + ("" if k == "judge" else "-" + k.replace("_", "-")) for k in given)
+        flags = ", ".join("--no-cache" if k == "cache" else "--judge" + ("" if k == "judge" else "-" + k.replace("_", "-")) for k in given)
         raise ConfigError(f"{flags} does nothing without an LLM grader (builtin:llm, builtin:llm_comparison, builtin:prompt)")
     # A judge chosen on the command line replaces the one a config chose, not just some of its keys.
     replaced = DESTINATION_KEYS if DESTINATION_KEYS & set(given) else frozenset()

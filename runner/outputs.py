@@ -20,6 +20,7 @@ from waza.protocol.jsonl import JsonlError, dumps, iter_existing, repair_torn_ta
 from waza.protocol.records import CaptureResult
 from waza.protocol.secrets import Redactor
 
+from .cache_summary import print_cache_line
 from .error_digest import ErrorDigest
 from .option_values import finite_number
 from .progress import Progress
@@ -150,6 +151,7 @@ def finish_run(tally: Tally, gates: dict[str, float], *, skipped: int = 0, error
     if score is not None:
         line += f", mean score {score:.3f}"
     print(f"waza: {line}", file=sys.stderr)
+    print_cache_line()
     if errors is not None:
         errors.print()
     missed = tally.missed_gates(gates)

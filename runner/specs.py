@@ -22,13 +22,16 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 from waza.adapters.base import AdapterOptions
 from waza.protocol.errors import ConfigError
 
 from .grader_specs import GraderSpec, check_python_target, resolve_argv
 from .inputs import TimeoutUnit
+
+if TYPE_CHECKING:
+    from .judges import JudgeChoice
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +150,8 @@ class HttpAgent(_Agent):
     max_tokens: int | None = None
     stream: bool = False
     local_model: bool = False
+    #: Keep replies in the model cache and reuse them (keyed by the trial number in trials).
+    cache: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -302,20 +307,28 @@ class Judge(_Grader):
     local: bool = False
     model_path: Path | None = None
     isolate: bool = False
+    #: False: the judge is asked every time and nothing is kept in the model cache (--no-cache).
+    cache: bool = True
 
-    def internal(self) -> GraderSpec:
-        from .judges import JudgeChoice, apply
+    def choice(self) -> JudgeChoice:
+        """Where this judge is, as the judge options of a command line."""
+        from .judges import JudgeChoice
 
-        spec = Builtin(grader=self.grader, name=self.name, config=self.config, weight=self.weight, timeout=self.timeout).internal()
-        choice = JudgeChoice(
+        return JudgeChoice(
             judge="local" if self.local else None,
             base_url=self.base_url,
             model=self.model,
             api_key_env=self.api_key_env,
             command=self.command,
             model_path=self.model_path,
+            cache=self.cache,
         )
-        apply([spec], choice)
+
+    def internal(self) -> GraderSpec:
+        from .judges import apply
+
+        spec = Builtin(grader=self.grader, name=self.name, config=self.config, weight=self.weight, timeout=self.timeout).internal()
+        apply([spec], self.choice())
         return spec
 
 

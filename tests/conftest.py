@@ -81,3 +81,11 @@ def loopback_server(script: Path, log: Path) -> Iterator[tuple[str, Path]]:
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.fixture(autouse=True)
+def own_model_cache(tmp_path, monkeypatch):
+    """Every test gets an empty model cache of its own (WAZA_CACHE_DIR): no answer leaks between tests,
+    and the developer's ~/.cache is never touched."""
+    monkeypatch.setenv("WAZA_CACHE_DIR", str(tmp_path / "model-cache"))
+    return tmp_path / "model-cache"

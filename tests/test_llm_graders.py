@@ -89,7 +89,7 @@ def test_api_key_goes_only_into_the_header_in_process_and_isolated(grade):
     for extra in ((), ("--isolate",)):
         proc, out, requests = grade(
             [result("k", "4 <<score:5>>")], "-g", "builtin:llm", "--judge-api-key-env", "WAZA_TEST_JUDGE_KEY",
-            "--judge-model", "judge-1", *extra, env=env,
+            "--judge-model", "judge-1", "--no-cache", *extra, env=env,
         )
         assert proc.returncode == 0, proc.stderr
         assert only_grade(out[0])["pass"] is True

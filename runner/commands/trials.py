@@ -19,6 +19,7 @@ from waza.protocol.trial_records import TrialsSummary
 
 from ..api import TrialsRun
 from ..cli_strict import AGENT_COMMAND
+from ..cache_summary import print_cache_line
 from ..cli_options import AgentOptions, GraderOptions, OutputOptions, with_groups
 from ..outputs import missed_gates, parse_gates
 from ..passk import parse_k_values
@@ -125,6 +126,7 @@ def report(summary: TrialsSummary, summary_file: Path | None, gates: dict[str, f
         lines[0] += f" ({skipped} prompts from the earlier run included)"
     for line in lines:
         print(f"waza: {line}", file=sys.stderr)
+    print_cache_line()
     if summary_file is not None:
         summary_file.write_bytes(orjson.dumps(summary.to_dict(), option=orjson.OPT_INDENT_2) + b"\n")
     actual = {

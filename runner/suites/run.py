@@ -103,17 +103,9 @@ class SuiteRun:
             if spec.timeout is None:
                 spec.timeout = timeouts.grader
         if judge is not None:
-            from ..judges import JudgeChoice, apply
+            from ..judges import apply
 
-            choice = JudgeChoice(
-                judge="local" if judge.local else None,
-                base_url=judge.base_url,
-                model=judge.model,
-                api_key_env=judge.api_key_env,
-                command=judge.command,
-                model_path=judge.model_path,
-            )
-            apply([*extra, *(s for t in chosen for s in t.graders)], choice)
+            apply([*extra, *(s for t in chosen for s in t.graders)], judge.choice())
         if concurrency is None:
             concurrency = config.max_workers if config.parallel else 1
         if workspace_root is not None:
