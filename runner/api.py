@@ -65,6 +65,7 @@ from .judges import finish as finish_judge
 from .outputs import ResultWriter, Tally, resume_state
 from .passk import parse_k_values
 from .pipeline import (
+    Executor,
     Settings,
     Sink,
     WorkItem,
@@ -242,6 +243,8 @@ class CaptureRun:
     done: set[str]
     #: Prompts skipped because the output already held them (counted as they are read).
     skipped: list[str] = dataclasses.field(default_factory=list)
+    #: Where the items run: this process (``run_items``) or Ray tasks (``runner.executors``).
+    executor: Executor = run_items
     tally: Tally = dataclasses.field(default_factory=Tally)
     #: Why results errored, for a one-look summary at the end.
     errors: ErrorDigest = dataclasses.field(default_factory=ErrorDigest)
@@ -258,6 +261,7 @@ class CaptureRun:
         workspace: Workspace = Workspace(),
         output: Output | None = None,
         table: TableOptions | None = None,
+        executor: Executor = run_items,
     ) -> CaptureRun:
         source = _Prompts(prompts, timeouts, table)
         settings = _settings(agent, [], timeouts, concurrency, _workspaces(workspace))
@@ -266,7 +270,7 @@ class CaptureRun:
         if output and output.resume:
             done = {key[0] for key in resume_state(output.path) if isinstance(key[0], str)}
             source.check_resumed(output.path, done)
-        return cls(source, settings, settings.graders, output, done)
+        return cls(source, settings, settings.graders, output, done, executor=executor)
 
     @property
     def todo(self) -> int | None:
@@ -294,7 +298,7 @@ class CaptureRun:
                 await sink(result)
 
             async with entered(self.runners):
-                await run_items(items(), self.settings, each)
+                await self.executor(items(), self.settings, each)
 
         try:
             async with contextlib.aclosing(_as_stream(run)) as results:  # closed in this task when the caller stops early
@@ -410,6 +414,8 @@ class TrialsRun:
     finished: set[str]
     partial: dict[str, dict[int, TrialEntry]]
     prepare_workspace: Callable[[Path], None] | None
+    #: Where the items run: this process (``run_items``) or Ray tasks (``runner.executors``).
+    executor: Executor = run_items
     sink: TrialsOutput | None = None
 
     @classmethod
@@ -429,6 +435,7 @@ class TrialsRun:
         output: Output | None = None,
         summary: Path | None = None,
         table: TableOptions | None = None,
+        executor: Executor = run_items,
     ) -> TrialsRun:
         if k < 1:
             raise ConfigError(f"k must be at least 1, got {k}", field="k")
@@ -457,7 +464,7 @@ class TrialsRun:
             finished = load_finished(output.path, plan, builder)
             source.check_resumed(output.path, finished)
             partial = load_partial(sidecar, finished, plan.trials)
-        return cls(source, settings, plan, output, builder, finished, partial, prepare)
+        return cls(source, settings, plan, output, builder, finished, partial, prepare, executor)
 
     @property
     def todo(self) -> int | None:
@@ -500,7 +507,7 @@ class TrialsRun:
         async def run(each: Sink[TrialResult]) -> None:
             sink.on_result = each
             async with entered(self.settings.graders):
-                await run_items(items(), self.settings, sink)
+                await self.executor(items(), self.settings, sink)
 
         try:
             async with contextlib.aclosing(_as_stream(run)) as results:  # closed in this task when the caller stops early

@@ -280,6 +280,11 @@ async def run_items(items: AsyncIterator[WorkItem], settings: Settings, sink: Si
     await fan_out(items, worker, settings.concurrency, sink)
 
 
+#: Runs every item and hands each finished record to the sink, in the order they finish: ``run_items``
+#: (this process), or another executor with the same shape (``runner.executors``: Ray tasks).
+Executor: TypeAlias = Callable[[AsyncIterator[WorkItem], Settings, Sink[CaptureResult]], Awaitable[None]]
+
+
 async def run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> CaptureResult:
     """One item in its workspace through an open adapter, graded; a fault is this record's error."""
     try:
@@ -287,24 +292,29 @@ async def run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> Capt
         if item.prepare is not None:
             item.prepare(workspace)
     except Exception as exc:  # noqa: BLE001 - a workspace problem is this item's error, not the run's end
-        result = CaptureResult(
-            id=item.case.id,
-            input=item.case.input,
-            output="",
-            hint=item.case.hint,
-            reference=item.case.reference,
-            metadata=item.case.metadata,
-            errors=[f"cannot prepare workspace: {exc}"],
-            trial=item.trial,
-            adapter=adapter.name,
-        )
-        return settle(result, [])
+        return failed_result(item.case, item.trial, adapter.name, f"cannot prepare workspace: {exc}")
     try:
         result = await capture_one(adapter, item, workspace, settings)
         return await grade_result(result, settings.graders if item.graders is None else item.graders)
     finally:
         if remove:
             shutil.rmtree(workspace, ignore_errors=True)
+
+
+def failed_result(case: PromptCase, trial: int | None, adapter: str, message: str) -> CaptureResult:
+    """The *error* record of an item that could not produce one of its own (``message`` says why)."""
+    result = CaptureResult(
+        id=case.id,
+        input=case.input,
+        output="",
+        hint=case.hint,
+        reference=case.reference,
+        metadata=case.metadata,
+        errors=[message],
+        trial=trial,
+        adapter=adapter,
+    )
+    return settle(result, [])
 
 
 async def grade_stream(

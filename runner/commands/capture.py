@@ -9,6 +9,8 @@ import typer
 from ..api import CaptureRun
 from ..cli_strict import AGENT_COMMAND
 from ..cli_options import AgentOptions, GraderOptions, OutputOptions, with_groups
+from ..executors import executor_for
+from ..executors.options import ExecutorOptions
 from ..outputs import finish_run, parse_gates
 from ..runtime import Interrupt, run
 from ..specs import Workspace
@@ -39,7 +41,7 @@ def register(app: typer.Typer) -> None:
         help=HELP,
         **AGENT_COMMAND,
     )
-    @with_groups(agent=AgentOptions, graders=GraderOptions, out=OutputOptions)
+    @with_groups(agent=AgentOptions, graders=GraderOptions, out=OutputOptions, execution=ExecutorOptions)
     def capture(
         prompts: Annotated[str, typer.Argument(help="Prompts file (JSONL, CSV or Parquet), or - for stdin.", show_default=False)],
         command: Annotated[list[str] | None, typer.Argument(help="Agent command and its arguments.", show_default=False)] = None,
@@ -47,24 +49,36 @@ def register(app: typer.Typer) -> None:
         agent: AgentOptions,
         graders: GraderOptions,
         out: OutputOptions,
+        execution: ExecutorOptions,
     ) -> None:
-        raise typer.Exit(run(lambda interrupt: _capture(prompts, command or [], agent, graders, out, interrupt)))
+        raise typer.Exit(run(lambda interrupt: _capture(prompts, command or [], agent, graders, out, execution, interrupt)))
 
 
 async def _capture(
-    prompts: str, command: list[str], agent: AgentOptions, graders: GraderOptions, out: OutputOptions, interrupt: Interrupt
+    prompts: str,
+    command: list[str],
+    agent: AgentOptions,
+    graders: GraderOptions,
+    out: OutputOptions,
+    execution: ExecutorOptions,
+    interrupt: Interrupt,
 ) -> int:
     # Everything that can be wrong is found here, before the output file is touched.
     gates = parse_gates(out.fail_under)
+    ray = execution.ray(agent.concurrency)
+    spec, grader_specs = agent.spec(command), graders.specs()
+    timeouts = agent.timeouts(graders.grader_timeout)
+    workspace = Workspace(cwd=agent.cwd, root=agent.workspace_dir)
     capture = CaptureRun.prepare(
         prompts,
-        agent.spec(command),
-        graders.specs(),
-        timeouts=agent.timeouts(graders.grader_timeout),
+        spec,
+        grader_specs,
+        timeouts=timeouts,
         concurrency=agent.concurrency,
-        workspace=Workspace(cwd=agent.cwd, root=agent.workspace_dir),
+        workspace=workspace,
         output=out.spec(),
         table=agent.table(),
+        executor=executor_for(ray, spec, grader_specs, timeouts, workspace),
     )
     todo = capture.todo
     interrupt.summary = lambda: (

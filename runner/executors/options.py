@@ -1,0 +1,77 @@
+"""The ``--executor`` option group shared by ``capture``, ``trials`` and ``run``."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Annotated, Any
+
+import orjson
+import typer
+
+from waza.protocol.errors import ConfigError
+
+from .ray_executor import RayOptions
+
+EXECUTION = "Execution"
+
+
+def _opt(*names: str, help: str, **kw: Any) -> Any:
+    return typer.Option(*names, help=help, rich_help_panel=EXECUTION, **kw)
+
+
+@dataclasses.dataclass
+class ExecutorOptions:
+    executor: Annotated[str, _opt("--executor", help="local (this process) or ray (a Ray task per prompt × trial; pip install 'waza[ray]').")] = "local"
+    ray_address: Annotated[str | None, _opt("--ray-address", help="ray: join the cluster at ADDR (default: start an embedded local instance with -j CPUs).")] = None
+    ray_num_cpus: Annotated[float | None, _opt("--ray-num-cpus", help="ray: CPUs each task reserves (default 1).")] = None
+    ray_resources: Annotated[str | None, _opt("--ray-resources", help='ray: other resources each task reserves, as JSON, e.g. \'{"GPU": 1}\'.')] = None
+    ray_in_flight: Annotated[int | None, _opt("--ray-in-flight", help="ray: tasks submitted at once (default: twice what the cluster runs at once).")] = None
+    ray_max_retries: Annotated[int | None, _opt("--ray-max-retries", help="ray: reruns of a task whose worker or node died, before it is an error (default 3).")] = None
+
+    def ray(self, concurrency: int) -> RayOptions | None:
+        """The Ray options (None: the local executor); an option that would do nothing is a ConfigError.
+
+        ``concurrency`` (-j): the CPUs of an embedded instance; with ``--ray-address`` the cluster's own count.
+        """
+        ray_flags = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name.startswith("ray_")}
+        if self.executor == "local":
+            given = [name for name, value in ray_flags.items() if value is not None]
+            if given:
+                raise ConfigError(f"--{given[0].replace('_', '-')} does nothing with --executor local; add --executor ray")
+            return None
+        if self.executor != "ray":
+            raise ConfigError(f"--executor takes local or ray, got {self.executor!r}")
+        if self.ray_address is not None and concurrency != 1:
+            raise ConfigError("-j does nothing with --ray-address: the cluster's resources decide how many tasks run at once (see --ray-in-flight)")
+        return RayOptions(
+            address=self.ray_address,
+            cpus=None if self.ray_address is not None else concurrency,
+            task_cpus=1.0 if self.ray_num_cpus is None else self.ray_num_cpus,
+            resources=parse_resources(self.ray_resources),
+            in_flight=self.ray_in_flight,
+            **({} if self.ray_max_retries is None else {"max_retries": self.ray_max_retries}),
+        )
+
+
+def parse_resources(text: str | None) -> dict[str, float]:
+    """``--ray-resources`` JSON: an object of resource names to non-negative finite amounts."""
+    if text is None:
+        return {}
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"--ray-resources is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f'--ray-resources must be a JSON object such as {{"GPU": 1}}, got {text!r}')
+    resources: dict[str, float] = {}
+    for name, amount in value.items():
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not math.isfinite(amount) or amount < 0:
+            raise ConfigError(f"--ray-resources {name!r} must be a number >= 0, got {amount!r}")
+        if name == "CPU":
+            raise ConfigError("--ray-resources: give CPUs with --ray-num-cpus")
+        resources[name] = float(amount)
+    return resources
+
+
+__all__ = ["ExecutorOptions", "parse_resources"]
