@@ -21,6 +21,8 @@ from ..api import TrialsRun
 from ..cli_strict import AGENT_COMMAND
 from ..cache_summary import print_cache_line
 from ..cli_options import AgentOptions, GraderOptions, OutputOptions, with_groups
+from ..executors import executor_for
+from ..executors.options import ExecutorOptions
 from ..outputs import missed_gates, parse_gates
 from ..passk import parse_k_values
 from ..runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
@@ -52,7 +54,7 @@ def register(app: typer.Typer) -> None:
         help=HELP,
         **AGENT_COMMAND,
     )
-    @with_groups(agent=AgentOptions, graders=GraderOptions, out=OutputOptions)
+    @with_groups(agent=AgentOptions, graders=GraderOptions, out=OutputOptions, execution=ExecutorOptions)
     def trials(
         prompts: Annotated[str, typer.Argument(help="Prompts file (JSONL, CSV or Parquet), or - for stdin.", show_default=False)],
         command: Annotated[list[str] | None, typer.Argument(help="Agent command and its arguments.", show_default=False)] = None,
@@ -65,10 +67,11 @@ def register(app: typer.Typer) -> None:
         agent: AgentOptions,
         graders: GraderOptions,
         out: OutputOptions,
+        execution: ExecutorOptions,
     ) -> None:
         async def body(interrupt: Interrupt) -> int:
             options = TrialOptions(k=k, k_values=parse_k_values(k_values, k), errors=errors, seed=seed, summary=summary)
-            return await _trials(prompts, command or [], options, agent, graders, out, interrupt)
+            return await _trials(prompts, command or [], options, agent, graders, out, execution, interrupt)
 
         raise typer.Exit(run(body))
 
@@ -89,24 +92,30 @@ async def _trials(
     agent: AgentOptions,
     graders: GraderOptions,
     out: OutputOptions,
+    execution: ExecutorOptions,
     interrupt: Interrupt,
 ) -> int:
     # Everything that can be wrong is found here, before the output file is touched.
     gates = parse_gates(out.fail_under)
+    ray = execution.ray(agent.concurrency)
+    spec, grader_specs = agent.spec(command), graders.specs()
+    timeouts = agent.timeouts(graders.grader_timeout)
+    workspace = Workspace(root=agent.workspace_dir, fresh=True, template=agent.cwd)
     trials = TrialsRun.prepare(
         prompts,
-        agent.spec(command),
-        graders.specs(),
+        spec,
+        grader_specs,
         k=options.k,
         k_values=options.k_values,
         errors=check_policy(options.errors),
         seed=options.seed,
-        timeouts=agent.timeouts(graders.grader_timeout),
+        timeouts=timeouts,
         concurrency=agent.concurrency,
-        workspace=Workspace(root=agent.workspace_dir, fresh=True, template=agent.cwd),
+        workspace=workspace,
         output=out.spec(),
         summary=options.summary,
         table=agent.table(),
+        executor=executor_for(ray, spec, grader_specs, timeouts, workspace),
     )
     sidecar = trials.sidecar
     interrupt.summary = lambda: (

@@ -1,0 +1,45 @@
+"""An exec agent for the Ray tests: what it does is written in the prompt, as JSON.
+
+  {"answer": "A"}          answers A (default "ok-answer")
+  {"sleep": S}             sleeps S seconds first
+  {"log": FILE}            appends its prompt id to FILE when it starts
+  {"kill_once": MARKER}    the first time (MARKER does not exist yet): creates MARKER and SIGKILLs its
+                           parent, the Ray worker process running it, so Ray must retry the task
+  {"kill_always": true}    SIGKILLs its parent every time
+
+Everything comes from the prompt, not the environment, because a shared Ray
+instance's workers do not inherit the environment of the waza that submits tasks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+spec = json.loads(sys.stdin.read())
+
+if spec.get("log"):
+    with open(spec["log"], "a") as f:
+        f.write(os.environ["WAZA_PROMPT_ID"] + "\n")
+
+
+def kill_worker() -> None:
+    os.kill(os.getppid(), signal.SIGKILL)
+    sys.exit(9)  # nobody reads this any more: the worker that ran it is gone
+
+
+if spec.get("kill_always"):
+    kill_worker()
+if spec.get("kill_once"):
+    try:
+        os.close(os.open(spec["kill_once"], os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        pass
+    else:
+        kill_worker()
+
+time.sleep(float(spec.get("sleep", 0)))
+print(spec.get("answer", "ok-answer"))

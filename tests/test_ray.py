@@ -1,0 +1,150 @@
+"""``--executor ray`` on a real Ray instance (2 CPUs, no mocks): same records, retries, interrupts, pass@k.
+
+One Ray instance, started here, is shared by the module's tests (Ray takes
+seconds to start); each ``waza`` joins it with ``--ray-address``. One test
+starts waza's own embedded instance instead. Skipped when the ``ray`` extra
+is not installed (``pip install 'waza[ray]'``).
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from .conftest import ROOT, read_jsonl, run_waza, write_jsonl
+
+ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'waza[ray]')")
+
+AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "ray_agent.py")]
+TRIAL_AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "trial_agent.py")]
+
+
+@pytest.fixture(scope="module")
+def address():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False, logging_level="ERROR")
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+
+
+def prompt(pid: str, **spec: Any) -> dict[str, Any]:
+    return {"id": pid, "input": orjson.dumps(spec).decode(), "hint": spec.get("hint", "ok-answer")}
+
+
+def capture(prompts: Path, out: Path, *extra: str, **kw: Any) -> subprocess.CompletedProcess[bytes]:
+    return run_waza("capture", prompts, "--adapter", "exec", "-g", "builtin:hint", "-o", out, *extra, "--", *AGENT, **kw)
+
+
+def comparable(record: dict[str, Any]) -> dict[str, Any]:
+    """A record without what depends on when and where it ran."""
+    record = {k: v for k, v in record.items() if k not in ("timing", "cwd")}
+    record["trajectory"] = [{k: v for k, v in step.items() if k != "timestamp"} for step in record["trajectory"]]
+    record["grades"] = [{k: v for k, v in g.items() if k != "duration"} for g in record["grades"]]
+    return record
+
+
+def test_embedded_ray_gives_the_local_records(tmp_path):
+    rows = [prompt("a", answer="ok-answer"), prompt("b", answer="wrong"), prompt("c", answer="x", hint="x")]
+    prompts = write_jsonl(tmp_path / "p.jsonl", rows)
+    local = capture(prompts, tmp_path / "local.jsonl", "-j", "2")
+    remote = capture(prompts, tmp_path / "ray.jsonl", "-j", "2", "--executor", "ray")  # an embedded instance, 2 CPUs
+    assert (local.returncode, remote.returncode) == (0, 0), remote.stderr
+    assert local.stderr.splitlines()[-1] == remote.stderr.splitlines()[-1]  # the same summary line
+    by_id = {r["id"]: comparable(r) for r in read_jsonl(tmp_path / "ray.jsonl")}
+    assert by_id == {r["id"]: comparable(r) for r in read_jsonl(tmp_path / "local.jsonl")}
+    assert [by_id[i]["status"] for i in "abc"] == ["passed", "failed", "passed"]
+
+
+def test_a_killed_worker_is_retried_and_each_id_written_once(tmp_path, address):
+    rows = [
+        prompt("killed-once", kill_once=str(tmp_path / "marker")),
+        prompt("always-killed", kill_always=True),
+        prompt("fine"),
+    ]
+    out = tmp_path / "out.jsonl"
+    proc = capture(write_jsonl(tmp_path / "p.jsonl", rows), out, "--executor", "ray", "--ray-address", address, "--ray-max-retries", "1")
+    assert proc.returncode == 1, proc.stderr  # always-killed ends as an error
+    records = read_jsonl(out)
+    assert sorted(r["id"] for r in records) == ["always-killed", "fine", "killed-once"]
+    by_id = {r["id"]: r for r in records}
+    assert (tmp_path / "marker").exists()  # the first attempt did die
+    assert by_id["killed-once"]["status"] == "passed" and by_id["fine"]["status"] == "passed"
+    error = by_id["always-killed"]
+    assert error["status"] == "error"
+    assert "Ray could not finish this task in 2 tries" in error["errors"][0]
+
+
+def wait_for_lines(out: Path, n: int, proc: subprocess.Popen[bytes], limit: float = 60) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if out.exists() and out.read_bytes().count(b"\n") >= n:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {n} lines in {out} after {limit}s")
+
+
+def test_interrupt_then_resume_on_ray_is_exact(tmp_path, address):
+    log = tmp_path / "runs.log"
+    ids = [f"p{i}" for i in range(8)]
+    prompts = write_jsonl(tmp_path / "p.jsonl", [prompt(i, sleep=0.6, log=str(log)) for i in ids])
+    out = tmp_path / "out.jsonl"
+    args = ["capture", prompts, "--adapter", "exec", "-g", "builtin:hint", "-o", out, "--executor", "ray", "--ray-address", address]
+    proc = subprocess.Popen([sys.executable, "-m", "waza", *map(str, args), "--", *AGENT], stderr=subprocess.PIPE, cwd=ROOT)
+    wait_for_lines(out, 2, proc)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    first = read_jsonl(out)  # every line whole (read_jsonl parses each)
+    written = {r["id"] for r in first}
+    assert 2 <= len(written) < len(ids) and len(first) == len(written)
+    started = len(log.read_text().splitlines())
+    again = run_waza(*args, "--resume", "--", *AGENT)
+    assert again.returncode == 0, again.stderr
+    assert sorted(r["id"] for r in read_jsonl(out)) == ids  # each once
+    assert sorted(log.read_text().splitlines()[started:]) == sorted(set(ids) - written)  # exactly the missing ones ran
+
+
+def test_trials_on_ray_give_the_local_pass_at_k(tmp_path, address):
+    rows = [
+        {"id": "always", "input": orjson.dumps({"pass": [1, 2, 3]}).decode(), "hint": "ok-answer"},
+        {"id": "flaky", "input": orjson.dumps({"pass": [1, 3], "crash": [2]}).decode(), "hint": "ok-answer"},
+        {"id": "never", "input": orjson.dumps({"pass": []}).decode(), "hint": "ok-answer"},
+    ]
+    prompts = write_jsonl(tmp_path / "p.jsonl", rows)
+
+    def trials(out: Path, *extra: str) -> dict[str, dict[str, Any]]:
+        proc = run_waza("trials", prompts, "-k", "3", "--adapter", "exec", "-g", "builtin:hint", "-o", out, *extra, "--", *TRIAL_AGENT)
+        assert proc.returncode == 1, proc.stderr  # flaky's trial 2 crashed
+        return {r["id"]: r for r in read_jsonl(out)}
+
+    local = trials(tmp_path / "local.jsonl")
+    remote = trials(tmp_path / "ray.jsonl", "--executor", "ray", "--ray-address", address)
+    keys = ("n", "passes", "errored", "passRate", "passAtK", "passHatK", "flaky")
+    assert {i: [r[k] for k in keys] for i, r in remote.items()} == {i: [r[k] for k in keys] for i, r in local.items()}
+    assert [t["status"] for t in remote["flaky"]["trials"]] == ["passed", "error", "passed"]
+
+
+def test_bad_ray_options_are_usage_errors(tmp_path, address):
+    prompts = write_jsonl(tmp_path / "p.jsonl", [prompt("a")])
+    out = tmp_path / "out.jsonl"
+    for extra, message in [
+        (["--ray-resources", "{not json"], "--ray-resources is not valid JSON"),
+        (["--ray-resources", '{"GPU": -1}'], "must be a number >= 0"),
+        (["--ray-address", address, "-j", "3"], "-j does nothing with --ray-address"),
+        (["--ray-address", address, "--ray-resources", '{"GPU": 1}'], "GPU=1 but the Ray cluster has GPU=0"),
+    ]:
+        proc = capture(prompts, out, "--executor", "ray", *extra)
+        assert proc.returncode == 2, (extra, proc.stderr)
+        assert message.encode() in proc.stderr and b"Traceback" not in proc.stderr
+    proc = capture(prompts, out, "--ray-num-cpus", "2")
+    assert proc.returncode == 2 and b"--ray-num-cpus does nothing with --executor local" in proc.stderr
+    assert not out.exists() or out.read_bytes() == b""  # nothing was run or written
