@@ -8,7 +8,6 @@ from typing import Annotated, Any
 
 import orjson
 import typer
-
 from waza.protocol.errors import ConfigError
 
 from .ray_executor import RayOptions

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult
 
