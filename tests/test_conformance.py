@@ -145,7 +145,7 @@ def judge_config(name: str) -> list[str]:
     if "command" not in properties:
         return []
     config = {"command": str(JUDGE)}
-    if "rubric" in schemas.load(f"grader-{name}").get("required", []):
+    if "rubric" in properties:  # required by some, one of two forms for prompt, optional elsewhere
         config["rubric"] = "Is the answer correct?"
     return ["--config", orjson.dumps(config).decode()]
 
