@@ -26,7 +26,7 @@ import httpx
 import orjson
 
 from waza.protocol import model_cache
-from waza.protocol.chat_http import ChatFailed, RetryPolicy, check_status, excerpt, with_retries
+from waza.protocol.chat_http import ChatFailed, RetryPolicy, check_status, excerpt, pooled_client, with_retries
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import Exit, Usage
 from waza.protocol.trajectory import MessageChunk, ThoughtChunk, TrajectoryBuilder, UsageUpdate
@@ -73,7 +73,7 @@ class HttpAdapter(Adapter):
 
     def __init__(self, command: list[str], opts: AdapterOptions) -> None:
         super().__init__(command, opts)
-        self._client: httpx.AsyncClient | None = None
+        self._auth: dict[str, str] = {}
 
     @classmethod
     def check(cls, command: list[str], opts: AdapterOptions) -> None:
@@ -93,13 +93,8 @@ class HttpAdapter(Adapter):
 
     async def __aenter__(self) -> HttpAdapter:
         key = os.environ.get(self.opts.api_key_env or DEFAULT_KEY_ENV)
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx.AsyncClient(base_url=self.opts.base_url.rstrip("/") + "/", headers=headers)  # type: ignore[union-attr]
+        self._auth = {"Authorization": f"Bearer {key}"} if key else {}
         return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._client is not None:
-            await self._client.aclose()
 
     async def run(self, task: AgentTask) -> AgentRun:
         deadline = math.inf if task.timeout is None else time.monotonic() + task.timeout
@@ -163,8 +158,8 @@ class HttpAdapter(Adapter):
         return (self.opts.base_url or "").rstrip("/") + "/chat/completions"
 
     async def _whole(self, body: bytes, timeout: httpx.Timeout, recorder: _Keeping) -> tuple[str, str | None]:
-        assert self._client is not None
-        response = await self._client.post("chat/completions", content=body, headers=_JSON, timeout=timeout)
+        headers = {**_JSON, **self._auth}
+        response = await pooled_client().post(self._url(), content=body, headers=headers, timeout=timeout)
         check_status(response)
         try:
             data = orjson.loads(response.content)
@@ -186,11 +181,10 @@ class HttpAdapter(Adapter):
         return content, choice.get("finish_reason")
 
     async def _streamed(self, body: bytes, timeout: httpx.Timeout, recorder: _Keeping) -> tuple[str, str | None]:
-        assert self._client is not None
         parts: list[str] = []
         finish: str | None = None
-        headers = {**_JSON, "Accept": "text/event-stream"}
-        async with self._client.stream("POST", "chat/completions", content=body, headers=headers, timeout=timeout) as response:
+        headers = {**_JSON, **self._auth, "Accept": "text/event-stream"}
+        async with pooled_client().stream("POST", self._url(), content=body, headers=headers, timeout=timeout) as response:
             if response.status_code >= 400:
                 await response.aread()
                 check_status(response)
