@@ -18,7 +18,7 @@ from pathlib import Path
 
 from waza.protocol.errors import ConfigError
 
-__all__ = ["resolve_agent_command"]
+__all__ = ["absolute_file_args", "resolve_agent_command"]
 
 
 def resolve_agent_command(command: list[str], start: Path | None = None) -> list[str]:
@@ -47,7 +47,13 @@ def resolve_agent_command(command: list[str], start: Path | None = None) -> list
                 f"agent command {program!r} is not executable (chmod +x it, or name its interpreter: python {program})"
             )
         resolved = str(path)
-    return [resolved, *(_absolute_if_file(arg, base) for arg in command[1:])]
+    return [resolved, *absolute_file_args(command[1:], base)]
+
+
+def absolute_file_args(args: list[str], base: Path) -> list[str]:
+    """``args`` with each relative path that names an existing file under ``base`` made absolute
+    (agents and graders run in a workspace, not where the user named the file)."""
+    return [_absolute_if_file(arg, base) for arg in args]
 
 
 def _absolute_if_file(arg: str, base: Path) -> str:

@@ -26,6 +26,7 @@ import orjson
 
 from waza.protocol.errors import ConfigError
 
+from .agent_command import absolute_file_args
 from .module_graders import is_module, module_argv
 
 Kind = Literal["builtin", "python", "exec", "worker"]
@@ -119,6 +120,8 @@ def resolve_argv(argv: list[str]) -> list[str]:
         if found is None:
             raise ConfigError(f"grader {exe!r} not found on PATH", field="--grader")
         argv[0] = found
+    # `python3 g.py`: the file argument too, or the grader would look for it in the workspace.
+    argv[1:] = absolute_file_args(argv[1:], Path.cwd())
     return argv
 
 

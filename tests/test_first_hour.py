@@ -68,6 +68,19 @@ def test_relative_agent_paths_work_in_fresh_trial_workspaces(tmp_path: Path) -> 
         assert [r["passes"] for r in results] == [2, 2]
 
 
+def test_a_grader_named_as_interpreter_and_relative_file_runs_in_fresh_trial_workspaces(tmp_path: Path) -> None:
+    """`--grader "python g.py"`: the file is the one beside the user, not one in each trial's workspace."""
+    prompts = _prompts(tmp_path)
+    executable(tmp_path / "agent.sh", "#!/bin/sh\ncat >/dev/null\necho hi\n")
+    (tmp_path / "g.py").write_text("import json, sys\njson.load(sys.stdin)\nprint(json.dumps({'pass': True, 'score': 1}))\n")
+    proc = run_waza(
+        "trials", prompts, "-k", "2", "--adapter", "exec", "-g", f"{sys.executable} g.py", "-o", "t.jsonl", "--", "./agent.sh",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert [r["passes"] for r in read_jsonl(tmp_path / "t.jsonl")] == [2, 2]
+
+
 def test_errored_prompts_are_explained_at_the_end_with_the_agent_stderr(tmp_path: Path) -> None:
     prompts = _prompts(tmp_path)
     executable(tmp_path / "agent.sh", "#!/bin/sh\necho 'python: cannot open file my_agent.py' >&2\nexit 3\n")
