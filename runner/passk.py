@@ -7,9 +7,11 @@ all k pass: ``C(c, k) / C(n, k)``. The plug-in forms ``1 - (1 - c/n)^k`` and
 ``(c/n)^k`` are biased (with n=5, c=2 the plug-in pass@5 is 0.92 although every
 draw of 5 from 5 includes a pass, so the estimate is 1.0).
 
-Both are computed as products of k ratios instead of binomials, so they stay
-exact-ish in floating point for n in the thousands where C(n, k) would not fit
-a float. With k > n there is no draw of k trials to estimate from: the value is
+Both are computed in exact integer arithmetic and divided once: Python's
+int / int is correctly rounded, so the value is the float nearest the true
+fraction (pass^3 with n=5, c=3 is 0.1, not 0.09999999999999999) and no
+binomial ever has to fit a float, however large n is.
+With k > n there is no draw of k trials to estimate from: the value is
 ``None`` (null in JSON), never a number.
 """
 
@@ -29,23 +31,24 @@ def _check(n: int, c: int, k: int) -> None:
 
 
 def pass_at_k(n: int, c: int, k: int) -> float | None:
-    """1 - C(n-c, k)/C(n, k) as 1 - prod_{i=n-c+1..n} (1 - k/i); None when k > n."""
+    """1 - C(n-c, k)/C(n, k), as one correctly rounded division; None when k > n."""
     _check(n, c, k)
     if k > n:
         return None
     if n - c < k:
         return 1.0  # every draw of k holds a pass
-    return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
+    total = math.comb(n, k)
+    return (total - math.comb(n - c, k)) / total
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float | None:
-    """C(c, k)/C(n, k) as prod_{i=0..k-1} (c-i)/(n-i); None when k > n."""
+    """C(c, k)/C(n, k), as one correctly rounded division; None when k > n."""
     _check(n, c, k)
     if k > n:
         return None
     if c < k:
         return 0.0
-    return math.prod((c - i) / (n - i) for i in range(k))
+    return math.comb(c, k) / math.comb(n, k)
 
 
 def by_k(n: int, c: int, ks: Iterable[int]) -> tuple[dict[str, float | None], dict[str, float | None]]:
