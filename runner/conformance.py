@@ -524,9 +524,16 @@ async def check(target: Target, timeout: float) -> ConformanceReport:
 MARK = {"pass": "PASS", "fail": "FAIL", "warning": "WARN"}
 
 
+def _shown_path(arg: str) -> str:
+    """A path under the current directory as the user would type it (the JSON report keeps it absolute)."""
+    here = Path.cwd()
+    path = Path(arg)
+    return str(path.relative_to(here)) if path.is_absolute() and path.is_relative_to(here) else arg
+
+
 def describe(report: ConformanceReport) -> str:
     """The report for a person: one line per rule, evidence under anything that did not pass."""
-    lines = [f"waza graders check {report.grader} ({report.mode}: {' '.join(report.argv)})", ""]
+    lines = [f"waza graders check {report.grader} ({report.mode}: {' '.join(map(_shown_path, report.argv))})", ""]
     width = max(len(r.id) for r in report.rules)
     for rule in report.rules:
         took = sum(e.duration for e in rule.evidence)

@@ -115,9 +115,11 @@ def test_the_example_graders_conform_in_both_modes_and_the_summary_reads_well(wa
         code, report = check(waza, f"worker:{EXAMPLES / grader}")
         assert code == 0 and report["conforms"], [r for r in report["rules"] if r["status"] != "pass"]
         assert {r["id"] for r in report["rules"]} >= {"worker-in-order", "worker-after-reject", "worker-exits-on-eof"}
-    proc = waza("graders", "check", str(EXAMPLES / "contains_hint.js"))
+    proc = waza("graders", "check", "examples/graders/contains_hint.js", cwd=EXAMPLES.parent.parent)
     text = proc.stdout.decode()
     assert proc.returncode == 0
+    # The path as the user typed it, not the machine's absolute one (the --json report keeps that).
+    assert text.startswith("waza graders check examples/graders/contains_hint.js (one-shot: examples/graders/contains_hint.js)")
     assert "  PASS  valid-result" in text
     assert text.rstrip().endswith("9 rules: 9 passed, 0 failed, 0 warnings: conforms")
 
