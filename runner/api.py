@@ -370,16 +370,20 @@ async def arun_one(
     trial: int | None = None,
     timeouts: Timeouts = Timeouts(),
     workspace: Workspace = Workspace(fresh=True),
+    prepare: Callable[[Path], None] | None = None,
 ) -> CaptureResult:
     """One prompt (one trial) through a fresh agent and the graders: the unit a cluster worker runs.
 
     No state outlives the call: the agent is started and stopped, worker graders
     likewise, and a fresh workspace (the default) is removed after grading.
     Agent and grader faults are in the record (status ``error``), not raised.
+    ``prepare`` fills the workspace before the agent starts (instead of copying
+    ``workspace.template``: a suite task's fixtures, or files shipped to a worker).
     """
     prompt = _case(case, "case")
     settings = _settings(agent, build_graders(graders, timeouts), timeouts, 1, _workspaces(workspace))
-    prepare = seeder(workspace.template)
+    if prepare is None:
+        prepare = seeder(workspace.template)
     async with entered(settings.graders), open_adapter(settings) as adapter:
         return await run_item(adapter, WorkItem(case=prompt, trial=trial, prepare=prepare), settings)
 
@@ -392,10 +396,13 @@ def run_one(
     trial: int | None = None,
     timeouts: Timeouts = Timeouts(),
     workspace: Workspace = Workspace(fresh=True),
+    prepare: Callable[[Path], None] | None = None,
 ) -> CaptureResult:
     """Blocking :func:`arun_one`."""
     return anyio.run(
-        functools.partial(arun_one, case, agent, graders, trial=trial, timeouts=timeouts, workspace=workspace)
+        functools.partial(
+            arun_one, case, agent, graders, trial=trial, timeouts=timeouts, workspace=workspace, prepare=prepare
+        )
     )
 
 

@@ -148,3 +148,19 @@ def test_bad_ray_options_are_usage_errors(tmp_path, address):
     proc = capture(prompts, out, "--ray-num-cpus", "2")
     assert proc.returncode == 2 and b"--ray-num-cpus does nothing with --executor local" in proc.stderr
     assert not out.exists() or out.read_bytes() == b""  # nothing was run or written
+
+
+def test_a_suite_on_ray_gives_the_local_records(tmp_path, address):
+    # The tasks' fixtures are packed once per task on the driver and unpacked in each trial's workspace on the node.
+    suite = ROOT / "examples" / "snippet-explainer" / "eval.yaml"
+
+    def run(out: Path, *extra: str) -> tuple[str, dict[tuple[str, int | None], dict[str, Any]]]:
+        proc = run_waza("run", suite, "--adapter", "mock", "-o", out, *extra)
+        assert proc.returncode == 1, proc.stderr  # the example suite has a failing task, by design
+        return proc.stderr.decode().splitlines()[-2], {(r["id"], r.get("trial")): comparable(r) for r in read_jsonl(out)}
+
+    local = run(tmp_path / "local.jsonl")
+    remote = run(tmp_path / "ray.jsonl", "--executor", "ray", "--ray-address", address)
+    assert remote == local
+    trials = [key for key in local[1] if key[1] is not None]
+    assert len(trials) == 2 * 2 and len(local[1]) > len(trials)  # two tasks × two trials, and the trigger prompts

@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from ..api import CaptureRun
-from ..cli_strict import AGENT_COMMAND
 from ..cli_options import AgentOptions, GraderOptions, OutputOptions, with_groups
+from ..cli_strict import AGENT_COMMAND
 from ..executors import executor_for
 from ..executors.options import ExecutorOptions
 from ..outputs import finish_run, parse_gates
@@ -65,20 +65,16 @@ async def _capture(
 ) -> int:
     # Everything that can be wrong is found here, before the output file is touched.
     gates = parse_gates(out.fail_under)
-    ray = execution.ray(agent.concurrency)
-    spec, grader_specs = agent.spec(command), graders.specs()
-    timeouts = agent.timeouts(graders.grader_timeout)
-    workspace = Workspace(cwd=agent.cwd, root=agent.workspace_dir)
     capture = CaptureRun.prepare(
         prompts,
-        spec,
-        grader_specs,
-        timeouts=timeouts,
+        agent.spec(command),
+        graders.specs(),
+        timeouts=agent.timeouts(graders.grader_timeout),
         concurrency=agent.concurrency,
-        workspace=workspace,
+        workspace=Workspace(cwd=agent.cwd, root=agent.workspace_dir),
         output=out.spec(),
         table=agent.table(),
-        executor=executor_for(ray, spec, grader_specs, timeouts, workspace),
+        executor=executor_for(execution.ray(agent.concurrency)),
     )
     todo = capture.todo
     interrupt.summary = lambda: (

@@ -12,8 +12,10 @@ import typer
 
 from waza.protocol.errors import ConfigError
 
-from ..cli_strict import AGENT_COMMAND
 from ..cli_options import OUTPUT, AgentOptions, GraderOptions, opt, with_groups
+from ..cli_strict import AGENT_COMMAND
+from ..executors import executor_for
+from ..executors.options import ExecutorOptions
 from ..runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
 from ..specs import AgentSpec, Output
 from ..suites import reporters
@@ -40,7 +42,7 @@ RUN = "Suite"
 
 def register(app: typer.Typer) -> None:
     @app.command("run", help=HELP, **AGENT_COMMAND)
-    @with_groups(agent=AgentOptions, graders=GraderOptions)
+    @with_groups(agent=AgentOptions, graders=GraderOptions, execution=ExecutorOptions)
     def run_command(
         ctx: typer.Context,
         suite: Annotated[Path, typer.Argument(help="eval.yaml, or the directory holding it.", show_default=False)],
@@ -60,6 +62,7 @@ def register(app: typer.Typer) -> None:
         *,
         agent: AgentOptions,
         graders: GraderOptions,
+        execution: ExecutorOptions,
     ) -> None:
         options = RunOptions(
             task=task or [],
@@ -77,7 +80,7 @@ def register(app: typer.Typer) -> None:
             adapter_given=ctx.get_parameter_source("adapter").name != "DEFAULT",
             workers_given=ctx.get_parameter_source("concurrency").name != "DEFAULT",
         )
-        raise typer.Exit(run(lambda interrupt: _run(suite, command or [], options, agent, graders, interrupt)))
+        raise typer.Exit(run(lambda interrupt: _run(suite, command or [], options, agent, graders, execution, interrupt)))
 
 
 @dataclass(slots=True)
@@ -129,11 +132,18 @@ def concurrency_for(suite: Suite, options: RunOptions, agent: AgentOptions) -> i
 
 
 async def _run(
-    suite_path: Path, command: list[str], options: RunOptions, agent: AgentOptions, graders: GraderOptions, interrupt: Interrupt
+    suite_path: Path,
+    command: list[str],
+    options: RunOptions,
+    agent: AgentOptions,
+    graders: GraderOptions,
+    execution: ExecutorOptions,
+    interrupt: Interrupt,
 ) -> int:
     # Everything that can be wrong is found before any output is touched.
     suite = load_suite(suite_path, context_dir=options.context_dir)
     spec = agent_for(suite, command, agent, options.adapter_given)
+    concurrency = concurrency_for(suite, options, agent)
     run = SuiteRun.prepare(
         suite,
         spec,
@@ -141,7 +151,7 @@ async def _run(
         tasks=options.task,
         tags=options.tags,
         trials=options.trials,
-        concurrency=concurrency_for(suite, options, agent),
+        concurrency=concurrency,
         fail_fast=options.fail_fast,
         keep_workspaces=options.keep_workspaces,
         workspace_root=agent.workspace_dir,
@@ -150,6 +160,7 @@ async def _run(
         judge=graders.judge_spec(),
         isolate=graders.isolate,
         output=Output(options.output, progress=options.progress),
+        executor=executor_for(execution.ray(agent.concurrency, cpus=concurrency)),
     )
     for notice in suite.notices:
         print(f"waza: {notice}", file=sys.stderr)

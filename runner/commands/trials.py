@@ -18,9 +18,9 @@ import typer
 from waza.protocol.trial_records import TrialsSummary
 
 from ..api import TrialsRun
-from ..cli_strict import AGENT_COMMAND
 from ..cache_summary import print_cache_line
 from ..cli_options import AgentOptions, GraderOptions, OutputOptions, with_groups
+from ..cli_strict import AGENT_COMMAND
 from ..executors import executor_for
 from ..executors.options import ExecutorOptions
 from ..outputs import missed_gates, parse_gates
@@ -97,25 +97,21 @@ async def _trials(
 ) -> int:
     # Everything that can be wrong is found here, before the output file is touched.
     gates = parse_gates(out.fail_under)
-    ray = execution.ray(agent.concurrency)
-    spec, grader_specs = agent.spec(command), graders.specs()
-    timeouts = agent.timeouts(graders.grader_timeout)
-    workspace = Workspace(root=agent.workspace_dir, fresh=True, template=agent.cwd)
     trials = TrialsRun.prepare(
         prompts,
-        spec,
-        grader_specs,
+        agent.spec(command),
+        graders.specs(),
         k=options.k,
         k_values=options.k_values,
         errors=check_policy(options.errors),
         seed=options.seed,
-        timeouts=timeouts,
+        timeouts=agent.timeouts(graders.grader_timeout),
         concurrency=agent.concurrency,
-        workspace=workspace,
+        workspace=Workspace(root=agent.workspace_dir, fresh=True, template=agent.cwd),
         output=out.spec(),
         summary=options.summary,
         table=agent.table(),
-        executor=executor_for(ray, spec, grader_specs, timeouts, workspace),
+        executor=executor_for(execution.ray(agent.concurrency)),
     )
     sidecar = trials.sidecar
     interrupt.summary = lambda: (

@@ -9,20 +9,13 @@ summary and the exit code do not depend on where the agents ran.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from ..pipeline import Executor, run_items
-from ..specs import AgentSpec, GraderSpecT, Timeouts, Workspace
 from .ray_executor import RayExecutor, RayOptions
 
 
-def executor_for(
-    ray: RayOptions | None, agent: AgentSpec, graders: Sequence[GraderSpecT], timeouts: Timeouts, workspace: Workspace
-) -> Executor:
-    """The local engine (``ray`` None), or Ray tasks running ``run_one`` on these specs."""
-    if ray is None:
-        return run_items
-    return RayExecutor(ray, agent, graders, timeouts, workspace)
+def executor_for(ray: RayOptions | None) -> Executor:
+    """The local engine (``ray`` None), or Ray tasks running ``run_one`` on the run's specs."""
+    return run_items if ray is None else RayExecutor(ray)
 
 
 __all__ = ["RayOptions", "executor_for"]

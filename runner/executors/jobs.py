@@ -1,21 +1,30 @@
-"""One prompt × trial as a self-contained job: plain picklable specs, paths made absolute on the driver.
+"""One work item as a self-contained job: plain picklable specs, paths made absolute, files packed.
 
 A job is what a remote worker needs to run one item with ``run_one`` and
 nothing else: the prompt case, the trial number, and the agent, grader,
-timeout and workspace specs. Relative paths mean nothing on a worker (its
-current directory is not the driver's), so every path a spec holds is made
-absolute here, on the driver, where it was written. The programs and files
-those paths name are not copied: a worker must see them at the same path
-(the same machine, a shared filesystem, or the same container image), and a
-job whose agent or grader is missing on its node comes back as that
-record's error, naming the node.
+timeout and workspace specs, rebuilt from the run's live settings. Relative
+paths mean nothing on a worker (its current directory is not the driver's),
+so every path a spec holds is made absolute here, on the driver.
+
+What a workspace starts with (``--cwd`` copied for each trial, a suite task's
+fixtures and its git baseline) is made once on the driver, by the run's own
+``prepare`` hook, into a temporary directory that is packed as a tar archive:
+the *seed*. The worker unpacks the seed into the fresh workspace it creates, so
+a node needs no copy of the fixtures. Programs named by path (the agent
+command, grader scripts) are not packed: a node must see them at the same
+path, and a job whose agent or grader is missing on its node comes back as
+that record's error, naming the node.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import io
 import socket
-from collections.abc import Sequence
+import tarfile
+import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,9 +32,20 @@ from waza.protocol.errors import WazaError
 from waza.protocol.records import CaptureResult, PromptCase
 
 from ..api import run_one
+from ..grader_runners import GraderRunner
 from ..grader_specs import resolve_argv
-from ..pipeline import WorkItem, failed_result
-from ..specs import AgentSpec, Executable, GraderSpecT, PythonGrader, Timeouts, Worker, Workspace
+from ..pipeline import Settings, failed_result
+from ..specs import (
+    AgentSpec,
+    Executable,
+    GraderSpecT,
+    PythonGrader,
+    Timeouts,
+    Worker,
+    Workspace,
+    agent_spec,
+    from_internal,
+)
 
 #: Agent options that name files the agent writes: always made absolute (the others only when they exist).
 _WRITTEN = frozenset({"raw_log"})
@@ -33,7 +53,7 @@ _WRITTEN = frozenset({"raw_log"})
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One item to run remotely: everything ``run_one`` takes, nothing live."""
+    """One item to run remotely: everything ``run_one`` takes, nothing live (the seed travels beside it)."""
 
     case: PromptCase
     trial: int | None
@@ -43,43 +63,39 @@ class Job:
     workspace: Workspace
 
 
-@dataclass(frozen=True, slots=True)
-class JobTemplate:
-    """The parts every job of a run shares, made portable once."""
+def agent_of(settings: Settings) -> AgentSpec:
+    """The agent spec of a run's settings, its command and paths absolute as the driver resolved them."""
+    spec = agent_spec(settings.adapter.name, list(settings.command), settings.opts)
+    changes: dict[str, object] = {}
+    for f in dataclasses.fields(spec):
+        value = getattr(spec, f.name)
+        # A bundled name (``--schema claude-code``) is not a file here and stays as it is.
+        if isinstance(value, Path) and (f.name in _WRITTEN or value.exists()):
+            changes[f.name] = _absolute(value)
+    return dataclasses.replace(spec, **changes)  # type: ignore[arg-type]
 
-    agent: AgentSpec
-    graders: tuple[GraderSpecT, ...]
-    timeouts: Timeouts
-    workspace: Workspace
 
-    @classmethod
-    def of(
-        cls, agent: AgentSpec, command: Sequence[str], graders: Sequence[GraderSpecT], timeouts: Timeouts, workspace: Workspace
-    ) -> JobTemplate:
-        """``command``: the agent command as the driver resolved it (an absolute program path)."""
-        return cls(
-            agent=_portable_agent(agent, command),
-            graders=tuple(_portable_grader(g) for g in graders),
-            timeouts=timeouts,
-            workspace=_portable_workspace(workspace),
-        )
+def graders_of(runners: Sequence[GraderRunner]) -> tuple[GraderSpecT, ...]:
+    """The API specs of live grader runners (their timeouts and judge settings already merged in)."""
+    from ..worker_pool import WorkerRunner
 
-    def job(self, item: WorkItem) -> Job:
-        return Job(item.case, item.trial, self.agent, self.graders, self.timeouts, self.workspace)
+    specs = []
+    for runner in runners:
+        inner = getattr(runner, "inner", runner)  # a local judge wraps the LLM grader's runner
+        isolate = isinstance(inner, WorkerRunner) and inner.spec.kind == "builtin"
+        specs.append(_portable_grader(from_internal(runner.spec, isolate=isolate)))
+    return tuple(specs)
+
+
+def workspace_of(settings: Settings) -> Workspace:
+    """Where a job runs on its node: the run's workspace choice with absolute paths."""
+    ws = settings.workspaces
+    root = None if ws.root is None else _absolute(ws.root)
+    return Workspace(cwd=_absolute(ws.cwd), root=root, fresh=ws.fresh, keep=ws.keep)
 
 
 def _absolute(path: Path) -> Path:
     return Path(path).expanduser().absolute()
-
-
-def _portable_agent(agent: AgentSpec, command: Sequence[str]) -> AgentSpec:
-    changes: dict[str, object] = {"command": tuple(command)}
-    for f in dataclasses.fields(agent):
-        value = getattr(agent, f.name)
-        # A bundled name (``--schema claude-code``) is not a file here and stays as it is.
-        if isinstance(value, Path) and (f.name in _WRITTEN or value.exists()):
-            changes[f.name] = _absolute(value)
-    return dataclasses.replace(agent, **changes)  # type: ignore[arg-type]
 
 
 def _portable_grader(grader: GraderSpecT) -> GraderSpecT:
@@ -92,16 +108,23 @@ def _portable_grader(grader: GraderSpecT) -> GraderSpecT:
     return grader
 
 
-def _portable_workspace(workspace: Workspace) -> Workspace:
-    return dataclasses.replace(
-        workspace,
-        cwd=_absolute(workspace.cwd or Path.cwd()),
-        root=None if workspace.root is None else _absolute(workspace.root),
-        template=None if workspace.template is None else _absolute(workspace.template),
-    )
+def pack(prepare: Callable[[Path], None]) -> bytes:
+    """The seed: what ``prepare`` puts in an empty workspace, as a gzipped tar archive."""
+    with tempfile.TemporaryDirectory(prefix="waza-seed-") as tmp:
+        prepare(Path(tmp))
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as archive:
+            archive.add(tmp, arcname=".")
+        return buffer.getvalue()
 
 
-def run_job(job: Job) -> CaptureResult:
+def unpack(seed: bytes, workspace: Path) -> None:
+    """Fill ``workspace`` from a seed; the "tar" filter refuses members that would land outside it."""
+    with tarfile.open(fileobj=io.BytesIO(seed), mode="r:gz") as archive:
+        archive.extractall(workspace, filter="tar")
+
+
+def run_job(job: Job, seed: bytes | None = None) -> CaptureResult:
     """Run one job where this is called (a Ray worker): the record, or the record's error.
 
     A fault the local engine would stop the whole run for (the agent cannot
@@ -109,10 +132,13 @@ def run_job(job: Job) -> CaptureResult:
     node's fault (a program missing there), so it costs this record an error
     that names the node rather than the run.
     """
+    prepare = None if seed is None else functools.partial(unpack, seed)
     try:
-        return run_one(job.case, job.agent, job.graders, trial=job.trial, timeouts=job.timeouts, workspace=job.workspace)
+        return run_one(
+            job.case, job.agent, job.graders, trial=job.trial, timeouts=job.timeouts, workspace=job.workspace, prepare=prepare
+        )
     except WazaError as exc:
         return failed_result(job.case, job.trial, job.agent.adapter, f"on node {socket.gethostname()}: {exc}")
 
 
-__all__ = ["Job", "JobTemplate", "run_job"]
+__all__ = ["Job", "agent_of", "graders_of", "pack", "run_job", "unpack", "workspace_of"]

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import orjson
 import typer
+
 from waza.protocol.errors import ConfigError
 
 from .ray_executor import RayOptions
@@ -28,10 +29,11 @@ class ExecutorOptions:
     ray_in_flight: Annotated[int | None, _opt("--ray-in-flight", help="ray: tasks submitted at once (default: twice what the cluster runs at once).")] = None
     ray_max_retries: Annotated[int | None, _opt("--ray-max-retries", help="ray: reruns of a task whose worker or node died, before it is an error (default 3).")] = None
 
-    def ray(self, concurrency: int) -> RayOptions | None:
+    def ray(self, concurrency: int, *, cpus: int | None = None) -> RayOptions | None:
         """The Ray options (None: the local executor); an option that would do nothing is a ConfigError.
 
-        ``concurrency`` (-j): the CPUs of an embedded instance; with ``--ray-address`` the cluster's own count.
+        ``concurrency`` (-j): the CPUs of an embedded instance (``cpus`` when the command merged -j with a
+        config of its own); with ``--ray-address`` the cluster's own count, and -j is refused.
         """
         ray_flags = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name.startswith("ray_")}
         if self.executor == "local":
@@ -45,7 +47,7 @@ class ExecutorOptions:
             raise ConfigError("-j does nothing with --ray-address: the cluster's resources decide how many tasks run at once (see --ray-in-flight)")
         return RayOptions(
             address=self.ray_address,
-            cpus=None if self.ray_address is not None else concurrency,
+            cpus=None if self.ray_address is not None else (cpus or concurrency),
             task_cpus=1.0 if self.ray_num_cpus is None else self.ray_num_cpus,
             resources=parse_resources(self.ray_resources),
             in_flight=self.ray_in_flight,

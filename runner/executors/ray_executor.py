@@ -21,17 +21,18 @@ import math
 import signal
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult
 
 from ..pipeline import Settings, Sink, WorkItem, failed_result
-from ..specs import AgentSpec, GraderSpecT, Timeouts, Workspace
-from .jobs import JobTemplate, run_job
+from ..specs import GraderSpecT, Timeouts
+from .jobs import Job, agent_of, graders_of, pack, run_job, workspace_of
 
 #: How often a task is run again after its worker process or node died (Ray's ``max_retries``).
 MAX_RETRIES = 3
@@ -125,27 +126,15 @@ def task_slots(cluster: Mapping[str, float], options: RayOptions) -> int:
 class RayExecutor:
     """An executor (``pipeline.Executor``) that runs each item as a Ray task."""
 
-    def __init__(
-        self,
-        options: RayOptions,
-        agent: AgentSpec,
-        graders: Sequence[GraderSpecT],
-        timeouts: Timeouts,
-        workspace: Workspace,
-    ) -> None:
+    def __init__(self, options: RayOptions) -> None:
         import_ray()  # a missing extra is a usage error before anything is opened
         self.options = options
-        self.agent = agent
-        self.graders = tuple(graders)
-        self.timeouts = timeouts
-        self.workspace = workspace
 
     async def __call__(self, items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]) -> None:
-        template = JobTemplate.of(self.agent, settings.command, self.graders, self.timeouts, self.workspace)
         with connected(self.options) as ray:
-            await self._run(ray, items, template, settings, sink)
+            await self._run(ray, items, settings, sink)
 
-    async def _run(self, ray: Any, items: AsyncIterator[WorkItem], template: JobTemplate, settings: Settings, sink: Sink[CaptureResult]) -> None:
+    async def _run(self, ray: Any, items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]) -> None:
         options = self.options
         window = options.in_flight or 2 * task_slots(ray.cluster_resources(), options)
         remote = ray.remote(run_job).options(
@@ -154,6 +143,7 @@ class RayExecutor:
             max_retries=options.max_retries,
             retry_exceptions=False,
         )
+        jobs = _Jobs(ray, settings)
         pending: dict[Any, WorkItem] = {}
         exhausted = False
         try:
@@ -164,7 +154,12 @@ class RayExecutor:
                     except StopAsyncIteration:
                         exhausted = True
                         break
-                    pending[remote.remote(template.job(item))] = item
+                    try:
+                        job, seed = jobs.of(item)
+                    except Exception as exc:  # noqa: BLE001 - a workspace that cannot be made is this item's error
+                        await sink(failed_result(item.case, item.trial, settings.adapter.name, f"cannot prepare workspace: {exc}"))
+                        continue
+                    pending[remote.remote(job, seed)] = item
                 if not pending:
                     return
                 for ref in await anyio.to_thread.run_sync(_ready, ray, list(pending)):
@@ -193,6 +188,34 @@ class RayExecutor:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             message = f"Ray could not finish this task in {tries} tries (worker or node died): {type(exc).__name__}: {first}"
         return failed_result(item.case, item.trial, settings.adapter.name, message)
+
+
+class _Jobs:
+    """Turns work items into (job, seed) pairs, converting each distinct grader list and packing each
+    distinct ``prepare`` hook once (a seed is put in Ray's object store once and shared by its tasks)."""
+
+    def __init__(self, ray: Any, settings: Settings) -> None:
+        self.ray = ray
+        self.agent = agent_of(settings)
+        self.timeouts = Timeouts(prompt=settings.timeout)
+        self.workspace = workspace_of(settings)
+        self.graders = graders_of(settings.graders)
+        # Keyed by identity; the key object is kept in the value so its id stays its own.
+        self.own_graders: dict[int, tuple[object, tuple[GraderSpecT, ...]]] = {}
+        self.seeds: dict[int, tuple[object, Any]] = {}
+
+    def of(self, item: WorkItem) -> tuple[Job, Any]:
+        graders = self.graders
+        if item.graders is not None:
+            if id(item.graders) not in self.own_graders:
+                self.own_graders[id(item.graders)] = (item.graders, graders_of(item.graders))
+            graders = self.own_graders[id(item.graders)][1]
+        seed = None
+        if item.prepare is not None:
+            if id(item.prepare) not in self.seeds:
+                self.seeds[id(item.prepare)] = (item.prepare, self.ray.put(pack(item.prepare)))
+            seed = self.seeds[id(item.prepare)][1]
+        return Job(item.case, item.trial, self.agent, graders, self.timeouts, self.workspace), seed
 
 
 def _ready(ray: Any, refs: list[Any]) -> list[Any]:

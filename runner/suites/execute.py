@@ -25,7 +25,7 @@ from waza.protocol.records import CaptureResult, PromptCase
 from ..grader_runners import GraderRunner, make_runner
 from ..grader_specs import GraderSpec
 from ..judges import finish as finish_judge
-from ..pipeline import Settings, Sink, WorkItem, entered, run_items
+from ..pipeline import Executor, Settings, Sink, WorkItem, entered, run_items
 from . import triggers as trigger_tests
 from .document import RunRecord
 from .fixtures import preparer
@@ -46,6 +46,8 @@ class Plan:
     extra_graders: list[GraderSpec] = field(default_factory=list)
     isolate: bool = False
     filtered: list[str] = field(default_factory=list)
+    #: Where the trials run: this process (``run_items``) or Ray tasks (``runner.executors``).
+    executor: Executor = run_items
 
     @property
     def total(self) -> int:
@@ -113,8 +115,9 @@ async def execute(plan: Plan, out: Sink[CaptureResult], record: RunRecord) -> No
     async def items() -> AsyncIterator[WorkItem]:
         for task in plan.tasks:
             case = case_for(task, plan.suite, plan.model)
+            prepare = preparer(task)  # one hook per task, so an executor can pack its fixtures once
             for trial in range(1, plan.trials + 1):
-                yield WorkItem(case=case, trial=trial, prepare=preparer(task), graders=graders[task.id])
+                yield WorkItem(case=case, trial=trial, prepare=prepare, graders=graders[task.id])
         for item in trigger_items:
             yield item
 
@@ -130,7 +133,7 @@ async def execute(plan: Plan, out: Sink[CaptureResult], record: RunRecord) -> No
                 scope.cancel()
 
         async with entered(list(runners.by_key.values())):
-            await run_items(items(), plan.settings, sink)
+            await plan.executor(items(), plan.settings, sink)
     record.finished = int(time.time() * 1000)
     record.not_run = [t.id for t in plan.tasks if t.id not in record.trials]
     if plan.suite.triggers and plan.run_triggers and not scope.cancel_called:

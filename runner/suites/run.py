@@ -25,7 +25,7 @@ from waza.protocol.suite_records import SuiteResult
 from ..api import _as_stream, resolve_agent
 from ..error_digest import ErrorDigest
 from ..outputs import ResultWriter, Tally
-from ..pipeline import Settings, Sink, Workspaces
+from ..pipeline import Executor, Settings, Sink, Workspaces, run_items
 from ..progress import Progress, wanted
 from ..specs import AGENTS, AgentSpec, GraderSpecT, HttpAgent, Judge, Output, Timeouts
 from . import document
@@ -88,6 +88,7 @@ class SuiteRun:
         judge: Judge | None = None,
         isolate: bool = False,
         output: Output | None = None,
+        executor: Executor = run_items,
     ) -> SuiteRun:
         """Load (unless given loaded) and check the suite and merge its config; nothing runs yet."""
         loaded = suite if isinstance(suite, Suite) else load_suite(Path(suite), context_dir=context_dir)
@@ -132,6 +133,7 @@ class SuiteRun:
             extra_graders=extra,
             isolate=isolate or any(getattr(g, "isolate", False) for g in graders),
             filtered=filtered,
+            executor=executor,
         )
         record = document.RunRecord(
             adapter=adapter.name, model=config.model, trials_per_task=plan.trials, started=0, filtered=filtered
