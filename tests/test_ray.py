@@ -164,3 +164,14 @@ def test_a_suite_on_ray_gives_the_local_records(tmp_path, address):
     assert remote == local
     trials = [key for key in local[1] if key[1] is not None]
     assert len(trials) == 2 * 2 and len(local[1]) > len(trials)  # two tasks × two trials, and the trigger prompts
+
+
+def test_without_the_extra_executor_ray_is_one_line_naming_it(tmp_path):
+    # A ray package that cannot be imported, first on the path: what a machine without the extra sees.
+    (tmp_path / "hidden" / "ray").mkdir(parents=True)
+    (tmp_path / "hidden" / "ray" / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
+    out = tmp_path / "out.jsonl"
+    proc = capture(write_jsonl(tmp_path / "p.jsonl", [prompt("a")]), out, "--executor", "ray", env={"PYTHONPATH": str(tmp_path / "hidden")})
+    assert proc.returncode == 2
+    assert proc.stderr == b"waza: --executor ray needs Ray: pip install 'waza[ray]'\n"
+    assert not out.exists()
