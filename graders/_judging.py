@@ -166,8 +166,8 @@ async def exchange(
             if reply.finish_reason == "length":
                 raise JudgeError(f"{exc} (the reply was cut at max_tokens={settings.max_tokens}; raise max_tokens)") from None
             raise
-    if reply.cache == "miss":  # only a reply that was usable is kept: an error is asked again next time
-        model_cache.store(key, reply.cached())  # type: ignore[arg-type]
+    if key is not None and reply.cache == "miss":  # only a usable reply is kept: an error is asked again next time
+        model_cache.store(key, reply.cached())
     return Exchange(reply=value, details=details, text=reply.text)
 
 
