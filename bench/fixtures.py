@@ -67,7 +67,7 @@ FUNCTION = """def grade(request):
     return {"pass": "alpha" in request["output"], "score": 1.0}
 """
 
-WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu"]
 
 
 def schema(agent: Path) -> dict[str, object]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures import generate  # noqa: E402
+from fixtures import generate
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / ".data"
@@ -55,13 +55,13 @@ def install_peer() -> tuple[list[str] | None, str]:
         (PEER_DIR / "package.json").write_text('{"private": true}\n')
         print(f"installing {' '.join(PEER_PACKAGES)} into {PEER_DIR} ...", file=sys.stderr)
         try:
-            done = subprocess.run([npm, "install", "--no-audit", "--no-fund", *PEER_PACKAGES], cwd=PEER_DIR, capture_output=True, timeout=600)
+            done = subprocess.run([npm, "install", "--no-audit", "--no-fund", *PEER_PACKAGES], cwd=PEER_DIR, capture_output=True, timeout=600, check=False)
         except subprocess.TimeoutExpired:
             return None, "peer skipped: npm install took over 10 minutes (registry unreachable?)"
         if done.returncode != 0 or not (cli.exists() and bun.exists()):
             tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
             return None, f"peer skipped: npm install failed ({tail[0]})"
-    version = subprocess.run([str(bun), "--version"], capture_output=True, text=True).stdout.strip()
+    version = subprocess.run([str(bun), "--version"], capture_output=True, text=True, check=False).stdout.strip()
     return [str(bun), str(cli.resolve())], f"peer: @plaited/agent-eval-harness 0.12 under Bun {version}"
 
 
@@ -179,7 +179,8 @@ def main() -> None:
     waza = waza_argv()
     floor = [PY, str(HERE / "floor.py")]
     null = ["-o", os.devnull]
-    small_records = sum(1 for _ in open(f["small"], "rb"))
+    with open(f["small"], "rb") as lines:
+        small_records = sum(1 for _ in lines)
 
     def capture(prompts_file: Path, lang: str, jobs: int, worker: bool = False) -> tuple[Command, Command | None, Command]:
         agent, schema = f[f"agent.{lang}"], f[f"schema-agent.{lang}"]
