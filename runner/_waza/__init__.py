@@ -18,24 +18,22 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-#: public name -> module that defines it (relative to ``waza``).
+#: public name -> module that defines it.
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
         ["acapture", "agrade", "arun_one", "atrials", "capture", "grade", "run_one", "trials", "summarize_trials",
-         "CaptureRun", "GradeRun", "TrialsRun"],
-        "runner.api",
+         "CaptureRun", "GradeRun", "TrialsRun"], "waza.runner.api",
     ),
-    **dict.fromkeys(["arun_suite", "run_suite", "SuiteRun"], "runner.suites.run"),
-    **dict.fromkeys(["acalibrate", "calibrate", "compare", "CalibrationRun"], "runner.api_analysis"),
+    **dict.fromkeys(["arun_suite", "run_suite", "SuiteRun"], "waza.runner.suites.run"),
+    **dict.fromkeys(["acalibrate", "calibrate", "compare", "CalibrationRun"], "waza.runner.api_analysis"),
     **dict.fromkeys(
         ["AcpAgent", "AgentSpec", "Builtin", "ExecAgent", "Executable", "GraderSpecT", "HeadlessAgent", "HttpAgent",
-         "Judge", "MockAgent", "Output", "PythonGrader", "ReplayAgent", "Timeouts", "Worker", "Workspace"],
-        "runner.specs",
+         "Judge", "MockAgent", "Output", "PythonGrader", "ReplayAgent", "Timeouts", "Worker", "Workspace"], "waza.runner.specs",
     ),
-    **dict.fromkeys(["pass_at_k", "pass_hat_k"], "runner.passk"),
-    **dict.fromkeys(["CaptureResult", "PromptCase", "Grade", "GraderRequest"], "protocol.records"),
-    **dict.fromkeys(["TrialResult", "TrialsSummary", "CalibrationReport"], "protocol.trial_records"),
-    **dict.fromkeys(["AgentError", "ConfigError", "GraderError", "UsageError", "WazaError"], "protocol.errors"),
+    **dict.fromkeys(["pass_at_k", "pass_hat_k"], "waza.runner.passk"),
+    **dict.fromkeys(["CaptureResult", "PromptCase", "Grade", "GraderRequest"], "waza.protocol.records"),
+    **dict.fromkeys(["TrialResult", "TrialsSummary", "CalibrationReport"], "waza.protocol.trial_records"),
+    **dict.fromkeys(["AgentError", "ConfigError", "GraderError", "UsageError", "WazaError"], "waza.protocol.errors"),
 }  # fmt: skip
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
@@ -95,7 +93,7 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'waza' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"waza.{module}"), name)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 
