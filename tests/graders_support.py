@@ -23,8 +23,8 @@ import orjson
 from waza.protocol.grading import grade_from_result, parse_result_bytes
 from waza.protocol.records import Grade, GraderRequest
 from waza.protocol.schemas import errors
-from waza.runner.grader_runners import make_runner
-from waza.runner.grader_specs import GraderSpec
+from waza.runner.grading.build import make_runner
+from waza.runner.grading.grader_specs import GraderSpec
 
 
 def step(name: str, n: int = 1, **fields: Any) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from waza.protocol.schemas import errors
-from waza.runner.agreement import Pair, agreement
+from waza.runner.analysis.agreement import Pair, agreement
 
 from .conftest import read_jsonl, run_waza, write_jsonl
 

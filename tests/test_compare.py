@@ -6,8 +6,8 @@ import orjson
 import pytest
 
 from waza.protocol.schemas import errors
-from waza.runner.paired import mcnemar_exact, mcnemar_table, paired_difference
-from waza.runner.stats import bootstrap_ci
+from waza.runner.analysis.paired import mcnemar_exact, mcnemar_table, paired_difference
+from waza.runner.analysis.stats import bootstrap_ci
 
 from .analysis_runs import capture, trials
 from .conftest import run_waza, write_jsonl

@@ -14,8 +14,8 @@ import pytest
 from waza.graders import CATALOGUE
 from waza.protocol import schemas
 from waza.protocol.schemas import errors
-from waza.runner.conformance import check as check_grader
-from waza.runner.conformance import resolve
+from waza.runner.conformance.kit import check as check_grader
+from waza.runner.conformance.kit import resolve
 
 from .conftest import ROOT
 

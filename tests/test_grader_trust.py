@@ -67,7 +67,7 @@ def test_sys_exit_in_an_imported_grader_is_an_error_for_that_result_only(waza, t
 def test_sys_exit_in_a_hosted_worker_grader_is_an_error_and_the_worker_serves_on(waza, tmp_path):
     grader = tmp_path / "g.py"
     grader.write_text(EXITING)
-    host = f"worker:{PY} -m waza.runner.python_host {grader}:grade --worker"  # as the README shows it
+    host = f"worker:{PY} -m waza.runner.grading.python_host {grader}:grade --worker"  # as the README shows it
     rows, _ = graded(waza, results(tmp_path, ["a", "exits", "b"]), "--grader", host, "-j", "1")
     assert rows["exits"]["grades"][0]["error"] == "grader reported an error: grader raised SystemExit: 3"
     assert rows["a"]["status"] == rows["b"]["status"] == "passed"

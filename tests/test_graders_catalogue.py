@@ -13,8 +13,8 @@ import yaml
 from waza.graders import CATALOGUE, _config, canonical, load
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import GraderRequest
-from waza.runner.grader_runners import make_runner
-from waza.runner.grader_specs import GraderSpec
+from waza.runner.grading.build import make_runner
+from waza.runner.grading.grader_specs import GraderSpec
 
 from .conftest import compat_path, run_waza, write_jsonl
 from .graders_support import grade_both, one_shot, write_files

@@ -14,8 +14,8 @@ import sys
 import pytest
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import GraderRequest
-from waza.runner.grader_runners import make_runner
-from waza.runner.grader_specs import GraderSpec
+from waza.runner.grading.build import make_runner
+from waza.runner.grading.grader_specs import GraderSpec
 
 from .graders_support import in_process
 

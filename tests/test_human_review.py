@@ -14,8 +14,8 @@ import pytest
 from waza.graders import load
 from waza.protocol.records import GraderRequest
 from waza.protocol.schemas import errors
-from waza.runner.grader_runners import make_runner
-from waza.runner.grader_specs import GraderSpec
+from waza.runner.grading.build import make_runner
+from waza.runner.grading.grader_specs import GraderSpec
 
 from .conftest import read_jsonl, run_waza, write_jsonl
 

@@ -11,8 +11,8 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.records import PromptCase
 from waza.protocol.schemas import errors
 from waza.protocol.trial_records import TrialEntry
-from waza.runner.passk import by_k, parse_k_values, pass_at_k, pass_hat_k
-from waza.runner.trial_stats import SummaryBuilder, trial_result
+from waza.runner.analysis.passk import by_k, parse_k_values, pass_at_k, pass_hat_k
+from waza.runner.analysis.trial_stats import SummaryBuilder, trial_result
 
 
 def test_n5_c2_by_hand_and_not_the_plug_in_formula():

@@ -22,15 +22,15 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
         ["acapture", "agrade", "arun_one", "atrials", "capture", "grade", "run_one", "trials", "summarize_trials",
-         "CaptureRun", "GradeRun", "TrialsRun"], "waza.runner.api",
+         "CaptureRun", "GradeRun", "TrialsRun"], "waza.runner.engine.api",
     ),
     **dict.fromkeys(["arun_suite", "run_suite", "SuiteRun"], "waza.runner.suites.run"),
-    **dict.fromkeys(["acalibrate", "calibrate", "compare", "CalibrationRun"], "waza.runner.api_analysis"),
+    **dict.fromkeys(["acalibrate", "calibrate", "compare", "CalibrationRun"], "waza.runner.engine.api_analysis"),
     **dict.fromkeys(
         ["AcpAgent", "AgentSpec", "Builtin", "ExecAgent", "Executable", "GraderSpecT", "HeadlessAgent", "HttpAgent",
-         "Judge", "MockAgent", "Output", "PythonGrader", "ReplayAgent", "Timeouts", "Worker", "Workspace"], "waza.runner.specs",
+         "Judge", "MockAgent", "Output", "PythonGrader", "ReplayAgent", "Timeouts", "Worker", "Workspace"], "waza.runner.engine.specs",
     ),
-    **dict.fromkeys(["pass_at_k", "pass_hat_k"], "waza.runner.passk"),
+    **dict.fromkeys(["pass_at_k", "pass_hat_k"], "waza.runner.analysis.passk"),
     **dict.fromkeys(["CaptureResult", "PromptCase", "Grade", "GraderRequest"], "waza.protocol.records"),
     **dict.fromkeys(["TrialResult", "TrialsSummary", "CalibrationReport"], "waza.protocol.trial_records"),
     **dict.fromkeys(["AgentError", "ConfigError", "GraderError", "UsageError", "WazaError"], "waza.protocol.errors"),
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
         TrialResult,
         TrialsSummary,
     )
-    from waza.runner.api import (
+    from waza.runner.engine.api import (
         CaptureRun,
         GradeRun,
         TrialsRun,
@@ -66,10 +66,10 @@ if TYPE_CHECKING:
         summarize_trials,
         trials,
     )
-    from waza.runner.api_analysis import CalibrationRun, acalibrate, calibrate, compare
+    from waza.runner.engine.api_analysis import CalibrationRun, acalibrate, calibrate, compare
     from waza.runner.suites.run import SuiteRun, arun_suite, run_suite
-    from waza.runner.passk import pass_at_k, pass_hat_k
-    from waza.runner.specs import (
+    from waza.runner.analysis.passk import pass_at_k, pass_hat_k
+    from waza.runner.engine.specs import (
         AcpAgent,
         AgentSpec,
         Builtin,

@@ -9,8 +9,8 @@ summary and the exit code do not depend on where the agents ran.
 
 from __future__ import annotations
 
-from ..pipeline import Executor, run_items
-from .ray_executor import RayExecutor, RayOptions
+from waza.runner.engine.pipeline import Executor, run_items
+from waza.runner.executors.ray_executor import RayExecutor, RayOptions
 
 
 def executor_for(ray: RayOptions | None) -> Executor:

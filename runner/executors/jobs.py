@@ -31,11 +31,11 @@ from pathlib import Path
 from waza.protocol.errors import WazaError
 from waza.protocol.records import CaptureResult, PromptCase
 
-from ..api import run_one
-from ..grader_runners import GraderRunner
-from ..grader_specs import resolve_argv
-from ..pipeline import Settings, failed_result
-from ..specs import (
+from waza.runner.engine.api import run_one
+from waza.runner.grading.grader_runners import GraderRunner
+from waza.runner.grading.grader_specs import resolve_argv
+from waza.runner.engine.pipeline import Settings, failed_result
+from waza.runner.engine.specs import (
     AgentSpec,
     Executable,
     GraderSpecT,
@@ -77,7 +77,7 @@ def agent_of(settings: Settings) -> AgentSpec:
 
 def graders_of(runners: Sequence[GraderRunner]) -> tuple[GraderSpecT, ...]:
     """The API specs of live grader runners (their timeouts and judge settings already merged in)."""
-    from ..worker_pool import WorkerRunner
+    from waza.runner.grading.worker_pool import WorkerRunner
 
     specs = []
     for runner in runners:

@@ -11,7 +11,7 @@ import typer
 
 from waza.protocol.errors import ConfigError
 
-from .ray_executor import RayOptions
+from waza.runner.executors.ray_executor import RayOptions
 
 EXECUTION = "Execution"
 

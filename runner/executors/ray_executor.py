@@ -30,9 +30,9 @@ import anyio
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult
 
-from ..pipeline import Settings, Sink, WorkItem, failed_result
-from ..specs import GraderSpecT, Timeouts
-from .jobs import Job, agent_of, graders_of, pack, run_job, workspace_of
+from waza.runner.engine.pipeline import Settings, Sink, WorkItem, failed_result
+from waza.runner.engine.specs import GraderSpecT, Timeouts
+from waza.runner.executors.jobs import Job, agent_of, graders_of, pack, run_job, workspace_of
 
 #: How often a task is run again after its worker process or node died (Ray's ``max_retries``).
 MAX_RETRIES = 3

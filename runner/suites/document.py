@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from waza.protocol.records import CaptureResult
 from waza.protocol.suite_records import SuiteMetric, SuiteResult, SuiteSummary, SuiteTask, TriggerReport
 
-from . import metrics
-from .models import Suite, Task
+from waza.runner.suites import metrics
+from waza.runner.suites.models import Suite, Task
 
 ORDER = ("error", "failed", "pending")
 

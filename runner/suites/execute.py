@@ -22,14 +22,15 @@ import orjson
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult, PromptCase
 
-from ..grader_runners import GraderRunner, make_runner
-from ..grader_specs import GraderSpec
-from ..judges import finish as finish_judge
-from ..pipeline import Executor, Settings, Sink, WorkItem, entered, run_items
-from . import triggers as trigger_tests
-from .document import RunRecord
-from .fixtures import preparer
-from .models import Suite, Task
+from waza.runner.grading.build import make_runner
+from waza.runner.grading.grader_runners import GraderRunner
+from waza.runner.grading.grader_specs import GraderSpec
+from waza.runner.grading.judges import finish as finish_judge
+from waza.runner.engine.pipeline import Executor, Settings, Sink, WorkItem, entered, run_items
+from waza.runner.suites import triggers as trigger_tests
+from waza.runner.suites.document import RunRecord
+from waza.runner.suites.fixtures import preparer
+from waza.runner.suites.models import Suite, Task
 
 
 @dataclass

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..grader_specs import GraderSpec
+from waza.runner.grading.grader_specs import GraderSpec
 
 #: expected.behavior key -> behavior grader config key.
 BEHAVIOR_KEYS = {

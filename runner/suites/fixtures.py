@@ -22,7 +22,7 @@ from pathlib import Path
 from waza.graders._paths import PathEscape, check_relative, inside
 from waza.protocol.errors import ConfigError
 
-from .models import FixtureFile, Task
+from waza.runner.suites.models import FixtureFile, Task
 
 
 def check(root: Path, item: FixtureFile, where: str) -> None:

@@ -23,11 +23,11 @@ from waza.graders import load as load_builtin
 from waza.protocol import schemas
 from waza.protocol.errors import ConfigError
 
-from ..grader_runners import make_runner
-from ..grader_specs import GraderSpec
-from .located import Located, PathKey
-from .unsupported import config_notice, grader_notice
-from .validate import first_problem
+from waza.runner.grading.build import make_runner
+from waza.runner.grading.grader_specs import GraderSpec
+from waza.runner.suites.located import Located, PathKey
+from waza.runner.suites.unsupported import config_notice, grader_notice
+from waza.runner.suites.validate import first_problem
 
 #: Reference-format keys written beside ``config`` that belong inside it.
 FOLDED = ("assertions", "rubric", "model")

@@ -19,14 +19,14 @@ from waza.adapters import adapter_class
 from waza.adapters.mock import ScriptError, parse_script
 from waza.protocol.errors import ConfigError
 
-from ..grader_runners import make_runner
-from ..grader_specs import GraderSpec
-from . import fixtures, unsupported, validate
-from .expected import expected_graders
-from .graders import JUDGES, Roots, build
-from .located import Located, PathKey, load_yaml
-from .metrics import MEASURES
-from .models import (
+from waza.runner.grading.build import make_runner
+from waza.runner.grading.grader_specs import GraderSpec
+from waza.runner.suites import fixtures, unsupported, validate
+from waza.runner.suites.expected import expected_graders
+from waza.runner.suites.graders import JUDGES, Roots, build
+from waza.runner.suites.located import Located, PathKey, load_yaml
+from waza.runner.suites.metrics import MEASURES
+from waza.runner.suites.models import (
     FixtureFile,
     Metric,
     Suite,

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from waza.protocol.records import Grade
 from waza.protocol.suite_records import SuiteMetric, SuiteTask, TriggerReport
 
-from .models import BEHAVIOUR_GRADERS, Metric, Task
+from waza.runner.suites.models import BEHAVIOUR_GRADERS, Metric, Task
 
 Value = tuple[float | None, str]
 

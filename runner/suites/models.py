@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..grader_specs import GraderSpec
+from waza.runner.grading.grader_specs import GraderSpec
 
 Confidence = Literal["high", "medium"]
 

@@ -24,7 +24,7 @@ from waza.protocol.records import CaptureResult
 from waza.protocol.secrets import Redactor
 from waza.protocol.suite_records import SuiteResult, SuiteTask
 
-from ..markdown import cell, num, table
+from waza.runner.reports.markdown import cell, num, table
 
 KINDS = ("json", "junit", "markdown")
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")

@@ -22,16 +22,16 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult
 from waza.protocol.suite_records import SuiteResult
 
-from ..api import _as_stream, resolve_agent
-from ..error_digest import ErrorDigest
-from ..outputs import ResultWriter, Tally
-from ..pipeline import Executor, Settings, Sink, Workspaces, run_items
-from ..progress import Progress, wanted
-from ..specs import AGENTS, AgentSpec, GraderSpecT, HttpAgent, Judge, Output, Timeouts
-from . import document
-from .execute import Plan, execute, require_graders, select
-from .loader import load_suite
-from .models import Suite
+from waza.runner.engine.api import _as_stream, resolve_agent
+from waza.runner.analysis.error_digest import ErrorDigest
+from waza.runner.engine.outputs import ResultWriter, Tally
+from waza.runner.engine.pipeline import Executor, Settings, Sink, Workspaces, run_items
+from waza.runner.engine.progress import Progress, wanted
+from waza.runner.engine.specs import AGENTS, AgentSpec, GraderSpecT, HttpAgent, Judge, Output, Timeouts
+from waza.runner.suites import document
+from waza.runner.suites.execute import Plan, execute, require_graders, select
+from waza.runner.suites.loader import load_suite
+from waza.runner.suites.models import Suite
 
 
 def suite_agent(suite: Suite, agent: AgentSpec | None) -> AgentSpec:
@@ -104,7 +104,7 @@ class SuiteRun:
             if spec.timeout is None:
                 spec.timeout = timeouts.grader
         if judge is not None:
-            from ..judges import apply
+            from waza.runner.grading.judges import apply
 
             apply([*extra, *(s for t in chosen for s in t.graders)], judge.choice())
         if concurrency is None:

@@ -15,8 +15,8 @@ from waza.graders._trajectory import skills
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.protocol.suite_records import TriggerCase, TriggerReport
 
-from ..pipeline import WorkItem
-from .models import TriggerPrompt, TriggerTests
+from waza.runner.engine.pipeline import WorkItem
+from waza.runner.suites.models import TriggerPrompt, TriggerTests
 
 
 def case_id(index: int) -> str:

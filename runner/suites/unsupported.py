@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .located import Located, PathKey, dotted
+from waza.runner.suites.located import Located, PathKey, dotted
 
 __all__ = ["config_notice", "grader_notice", "suite_notices", "task_notices"]
 

@@ -18,7 +18,7 @@ from jsonschema.exceptions import ValidationError, best_match
 from waza.protocol import schemas
 from waza.protocol.errors import ConfigError
 
-from .located import Located, PathKey
+from waza.runner.suites.located import Located, PathKey
 
 
 def check(doc: Located, schema: str) -> None:

@@ -3,7 +3,7 @@
 Two sources: a CalibrationReport that ``waza calibrate --labels`` wrote, shown
 as it is, or a labelled sheet paired here with a results file through the same
 code ``waza calibrate --labels`` runs (:func:`load_labels`, the
-:class:`Comparisons` tally, :mod:`waza.runner.agreement`), so κ and the
+:class:`Comparisons` tally, :mod:`waza.runner.analysis.agreement`), so κ and the
 confusion matrix are the ones the command prints.
 """
 
@@ -13,10 +13,10 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import JsonlError
 from waza.protocol.trial_records import Agreement, CalibrationReport
 
-from ..calibration import items
-from .html import e, href, page, table
-from .index import Registry
-from .svg import confusion
+from waza.runner.analysis.calibration import items
+from waza.runner.view.html import e, href, page, table
+from waza.runner.view.index import Registry
+from waza.runner.view.svg import confusion
 
 __all__ = ["agreement_html", "calibration_page"]
 
@@ -65,7 +65,7 @@ def _report_html(report: CalibrationReport) -> str:
 
 def compute(labels_path: str, results_path: str, results_name: str) -> CalibrationReport:
     """What ``waza calibrate RESULTS --labels SHEET`` reports, computed by its own functions."""
-    from ..api_analysis import Comparisons, load_labels
+    from waza.runner.engine.api_analysis import Comparisons, load_labels
 
     labels, unlabelled = load_labels(labels_path)
     tally = Comparisons.ordered(None, labelled=True)

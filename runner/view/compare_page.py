@@ -1,6 +1,6 @@
 """The compare page: two runs paired by prompt id, with the statistics ``waza compare`` reports.
 
-The numbers come from :mod:`waza.runner.comparison` itself (pairing, per-prompt
+The numbers come from :mod:`waza.runner.analysis.comparison` itself (pairing, per-prompt
 change, paired bootstrap intervals, McNemar's exact test, pass@k/pass^k
 differences), so the page and the command cannot disagree. A prompt's two
 results are shown side by side: the outputs with the words that differ
@@ -20,13 +20,13 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import JsonlError
 from waza.protocol.records import TrajectoryStep
 
-from ..attempts import Attempt, attempts
-from ..comparison import Bootstrap, compare, load_run
-from ..report_html import grades_html, step_html
-from ..summaries import step_text
-from .html import badge, e, href, link, num, page, secs, table
-from .index import Index, Registry
-from .pages import clipped
+from waza.runner.analysis.attempts import Attempt, attempts
+from waza.runner.analysis.comparison import Bootstrap, compare, load_run
+from waza.runner.reports.report_html import grades_html, step_html
+from waza.runner.analysis.summaries import step_text
+from waza.runner.view.html import badge, e, href, link, num, page, secs, table
+from waza.runner.view.index import Index, Registry
+from waza.runner.view.pages import clipped
 
 __all__ = ["compare_page", "compare_prompt_page"]
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from waza.protocol.records import CaptureResult
 from waza.protocol.trial_records import TrialResult
 
-from ..attempts import attempts, trials_status
-from ..trial_stats import SummaryBuilder
+from waza.runner.analysis.attempts import attempts, trials_status
+from waza.runner.analysis.trial_stats import SummaryBuilder
 
 __all__ = ["ID_LIMIT", "Fact", "FileTotals", "fact_of"]
 

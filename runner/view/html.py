@@ -12,8 +12,8 @@ from __future__ import annotations
 import datetime
 from urllib.parse import urlencode
 
-from ..markdown import num
-from ..report_html import badge, e
+from waza.runner.reports.markdown import num
+from waza.runner.reports.report_html import badge, e
 
 __all__ = ["badge", "e", "href", "link", "num", "page", "secs", "table", "when"]
 

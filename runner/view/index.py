@@ -36,8 +36,8 @@ from waza.protocol.records import CaptureResult
 from waza.protocol.suite_records import SuiteResult
 from waza.protocol.trial_records import CalibrationReport, TrialResult
 
-from ..runs import kind_of
-from .facts import Fact, FileTotals, fact_of
+from waza.runner.analysis.runs import kind_of
+from waza.runner.view.facts import Fact, FileTotals, fact_of
 
 __all__ = ["DOC_LIMIT", "LINE_LIMIT", "Index", "Kind", "Registry", "open_regular"]
 

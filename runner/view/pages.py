@@ -2,7 +2,7 @@
 
 Lists come from the index (:mod:`.index`), never from whole files; a prompt's
 page reads its one record back by offset and shows it with the HTML report's
-own markup (:mod:`waza.runner.report_html`), so the report and the viewer show
+own markup (:mod:`waza.runner.reports.report_html`), so the report and the viewer show
 a trajectory the same way. Texts longer than :data:`TEXT_LIMIT` are cut with a
 note, so one huge output cannot make a page unusable.
 """
@@ -22,11 +22,11 @@ from waza.protocol.records import CaptureResult, TrajectoryStep
 from waza.protocol.suite_records import SuiteResult
 from waza.protocol.trial_records import TrialResult, TrialsSummary
 
-from ..attempts import Attempt, attempts
-from ..report_html import attempt_html
-from .html import badge, e, href, link, num, page, secs, table, when
-from .index import Index, Registry
-from .svg import Point, Series, bars, finite, histogram, k_curves
+from waza.runner.analysis.attempts import Attempt, attempts
+from waza.runner.reports.report_html import attempt_html
+from waza.runner.view.html import badge, e, href, link, num, page, secs, table, when
+from waza.runner.view.index import Index, Registry
+from waza.runner.view.svg import Point, Series, bars, finite, histogram, k_curves
 
 __all__ = ["Query", "prompt_page", "rows_fragment", "run_page", "runs_page", "runs_rows", "search"]
 

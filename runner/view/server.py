@@ -25,12 +25,12 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..report_html import CSS as REPORT_CSS
-from .calibration_page import calibration_page
-from .compare_page import compare_page, compare_prompt_page
-from .html import e, page
-from .index import Index, Registry
-from .pages import Query, prompt_page, rows_fragment, run_page, runs_page, runs_rows
+from waza.runner.reports.report_html import CSS as REPORT_CSS
+from waza.runner.view.calibration_page import calibration_page
+from waza.runner.view.compare_page import compare_page, compare_prompt_page
+from waza.runner.view.html import e, page
+from waza.runner.view.index import Index, Registry
+from waza.runner.view.pages import Query, prompt_page, rows_fragment, run_page, runs_page, runs_rows
 
 __all__ = ["CSP", "build_app", "serve"]
 

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..report_html import e
+from waza.runner.reports.report_html import e
 
 __all__ = ["STATUS_COLOURS", "Point", "Series", "bars", "confusion", "histogram", "k_curves"]
 

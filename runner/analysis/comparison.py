@@ -1,0 +1,197 @@
+"""Comparing runs over the same prompts: pairing, per-prompt deltas, paired statistics.
+
+Every candidate run is compared with the baseline (the first run) on the ids
+both hold; ids only one run holds are listed and kept out of every number, so
+a run that skipped the hard prompts cannot look better for it. A result that
+is not judged (error, pending, ungraded) is left out of the pass and score
+statistics by default; ``--errors fail`` counts an error as a fail (with the
+score its graders gave) instead. For trials files the pass rate, mean score,
+pass@k and pass^k are recomputed from the trial entries under that same
+policy, so the two runs are always estimated the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from waza.protocol.analysis_records import KDifference, PairedComparison, PromptDelta, RunInfo, Side
+from waza.protocol.errors import ConfigError
+from waza.protocol.jsonl import JsonlError
+from waza.protocol.records import CaptureResult
+from waza.protocol.trial_records import TrialResult
+
+from waza.runner.analysis.attempts import trials_status
+from waza.runner.analysis.paired import mcnemar_table, paired_difference
+from waza.runner.analysis.passk import pass_at_k, pass_hat_k
+from waza.runner.analysis.runs import ResultsFile
+
+ErrorPolicy = Literal["exclude", "fail"]
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What a comparison needs of one prompt in one run (bounded: no outputs, no trajectories)."""
+
+    side: Side
+    pass_at_k: dict[int, float | None] = field(default_factory=dict)
+    pass_hat_k: dict[int, float | None] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Run:
+    info: RunInfo
+    outcomes: dict[str, Outcome]
+    ks: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Bootstrap:
+    seed: int
+    resamples: int
+    level: float
+
+
+def capture_outcome(result: CaptureResult, errors: ErrorPolicy) -> Outcome:
+    if result.status in ("passed", "failed"):
+        passed: bool | None = result.status == "passed"
+    elif result.status == "error" and errors == "fail":
+        passed = False
+    else:
+        passed = None
+    score = result.score.score if result.score and passed is not None else None
+    return Outcome(Side(status=result.status, passed=passed, score=score))
+
+
+def trials_outcome(result: TrialResult, errors: ErrorPolicy, ks: list[int]) -> Outcome:
+    statuses = [t.status for t in result.trials]
+    counted = ("passed", "failed", "error") if errors == "fail" else ("passed", "failed")
+    c = statuses.count("passed")
+    n = sum(1 for s in statuses if s in counted)
+    scores = [t.score for t in result.trials if t.status in counted and t.score is not None]
+    side = Side(
+        status=trials_status(n, c, statuses),
+        score=sum(scores) / len(scores) if scores else None,
+        pass_rate=c / n if n else None,
+        trials=len(result.trials),
+    )
+    return Outcome(
+        side,
+        pass_at_k={k: pass_at_k(n, c, k) if n else None for k in ks},
+        pass_hat_k={k: pass_hat_k(n, c, k) if n else None for k in ks},
+    )
+
+
+def load_run(path: str, label: str, errors: ErrorPolicy) -> Run:
+    """Read one run file (kind auto-detected) into per-id outcomes, rejecting repeated ids."""
+    results = ResultsFile(path)
+    outcomes: dict[str, Outcome] = {}
+    lines: dict[str, int] = {}
+    ks: set[int] = set()
+    for number, result in results:
+        if result.id in lines:
+            raise JsonlError(results.source, number, f"duplicate id {result.id!r} (first on line {lines[result.id]}); runs are paired on ids", "id")
+        lines[result.id] = number
+        if isinstance(result, TrialResult):
+            own = sorted({int(k) for k in result.pass_at_k} | {int(k) for k in result.pass_hat_k})
+            ks.update(own)
+            outcomes[result.id] = trials_outcome(result, errors, own)
+        else:
+            outcomes[result.id] = capture_outcome(result, errors)
+    if not outcomes:
+        raise JsonlError(results.source, 0, "holds no results")
+    assert results.kind is not None
+    info = RunInfo(label=label, source=results.source, kind=results.kind, results=len(outcomes))
+    return Run(info, outcomes, sorted(ks))
+
+
+def labels_for(paths: list[str], given: list[str] | None) -> list[str]:
+    """--label values, or file names (whole paths where two names clash)."""
+    if given:
+        if len(given) != len(paths):
+            raise ConfigError(f"--label was given {len(given)} times for {len(paths)} runs; give one per run or none")
+        if len(set(given)) != len(given):
+            raise ConfigError("--label values must differ from each other")
+        return list(given)
+    names = ["stdin" if p == "-" else p.rsplit("/", 1)[-1] for p in paths]
+    if len(set(names)) != len(names):
+        names = ["stdin" if p == "-" else p for p in paths]
+    if len(set(names)) != len(names):
+        raise ConfigError("two runs have the same path; name them with --label")
+    return names
+
+
+def _change(a: Side, b: Side, trials: bool) -> str:
+    if trials:
+        if a.pass_rate is None or b.pass_rate is None:
+            return "not-judged"
+        return "regression" if b.pass_rate < a.pass_rate else "improvement" if b.pass_rate > a.pass_rate else "same"
+    if a.passed is None or b.passed is None:
+        return "not-judged"
+    return "regression" if a.passed and not b.passed else "improvement" if b.passed and not a.passed else "same"
+
+
+def _diff(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else b - a
+
+
+def _by_k(shared: list[tuple[Outcome, Outcome]], ks: list[int], pick: str, boot: Bootstrap) -> list[KDifference]:
+    out = []
+    for k in ks:
+        pairs = []
+        for a, b in shared:
+            va, vb = getattr(a, pick).get(k), getattr(b, pick).get(k)
+            if va is not None and vb is not None:
+                pairs.append((va, vb))
+        out.append(KDifference(k=k, difference=paired_difference(pairs, seed=boot.seed, resamples=boot.resamples, level=boot.level)))
+    return out
+
+
+def compare(baseline: Run, candidate: Run, boot: Bootstrap) -> PairedComparison:
+    """The candidate against the baseline, over the ids both hold (in baseline order)."""
+    if baseline.info.kind != candidate.info.kind:
+        raise ConfigError(
+            f"cannot compare a {baseline.info.kind} file ({baseline.info.source}) with a {candidate.info.kind} "
+            f"file ({candidate.info.source}); compare capture with capture, trials with trials"
+        )
+    trials = baseline.info.kind == "trials"
+    shared_ids = [i for i in baseline.outcomes if i in candidate.outcomes]
+    shared = [(baseline.outcomes[i], candidate.outcomes[i]) for i in shared_ids]
+    deltas = []
+    for id_, (a, b) in zip(shared_ids, shared, strict=True):
+        deltas.append(
+            PromptDelta(
+                id=id_,
+                baseline=a.side,
+                candidate=b.side,
+                score_delta=_diff(a.side.score, b.side.score),
+                pass_rate_delta=_diff(a.side.pass_rate, b.side.pass_rate) if trials else None,
+                change=_change(a.side, b.side, trials),  # type: ignore[arg-type]
+            )
+        )
+    stats = dict(seed=boot.seed, resamples=boot.resamples, level=boot.level)
+    judged = [(a.side, b.side) for a, b in shared if _change(a.side, b.side, trials) != "not-judged"]
+    if trials:
+        rates = [(a.pass_rate, b.pass_rate) for a, b in judged]
+        mcnemar = None
+    else:
+        rates = [(float(a.passed), float(b.passed)) for a, b in judged]
+        mcnemar = mcnemar_table([(bool(a.passed), bool(b.passed)) for a, b in judged]) if judged else None
+    scores = [(a.side.score, b.side.score) for a, b in shared if a.side.score is not None and b.side.score is not None]
+    ks = sorted(set(baseline.ks) & set(candidate.ks))
+    return PairedComparison(
+        baseline=baseline.info.label,
+        candidate=candidate.info.label,
+        shared=len(shared_ids),
+        only_baseline=[i for i in baseline.outcomes if i not in candidate.outcomes],
+        only_candidate=[i for i in candidate.outcomes if i not in baseline.outcomes],
+        not_judged=[d.id for d in deltas if d.change == "not-judged"],
+        pass_rate=paired_difference(rates, **stats),  # type: ignore[arg-type]
+        mean_score=paired_difference(scores, **stats),  # type: ignore[arg-type]
+        mcnemar=mcnemar,
+        pass_at_k=_by_k(shared, ks, "pass_at_k", boot) if trials else [],
+        pass_hat_k=_by_k(shared, ks, "pass_hat_k", boot) if trials else [],
+        regressions=[d.id for d in deltas if d.change == "regression"],
+        improvements=[d.id for d in deltas if d.change == "improvement"],
+        deltas=deltas,
+    )

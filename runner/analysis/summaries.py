@@ -1,0 +1,143 @@
+"""Compact views of results: the numbers and the step list a person scans first.
+
+A CaptureResult carries everything (raw tool outputs, whole messages); a
+ResultSummary keeps what answers "what did the agent do, how long did it take,
+what did the graders say" in a line of JSON or a few lines of Markdown. A
+TrialResult becomes one summary per trial (see :mod:`.attempts`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+
+from waza.protocol.analysis_records import GradeView, ResultSummary, StepView
+from waza.protocol.records import CaptureResult, Grade, TrajectoryStep
+from waza.protocol.trial_records import TrialResult
+
+from waza.runner.analysis.attempts import Attempt, attempts
+from waza.runner.reports.markdown import cell, num, shorten
+
+
+def compact_json(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value, default=str).decode()
+
+
+def step_text(step: TrajectoryStep) -> str | None:
+    """The one line that says what a step was."""
+    if step.type in ("message", "thought"):
+        return step.content or ""
+    if step.type == "tool_call":
+        return None if step.input is None else compact_json(step.input)
+    if step.type == "plan":
+        return "; ".join(_plan_entry(e) for e in step.entries or [])
+    if step.type == "permission":
+        return compact_json((step.extra or {}).get("decision"))
+    return step.name
+
+
+def _plan_entry(entry: Any) -> str:
+    if isinstance(entry, dict):
+        status = entry.get("status")
+        return f"{entry.get('content', '')}" + (f" [{status}]" if status else "")
+    return compact_json(entry)
+
+
+def step_view(step: TrajectoryStep, width: int) -> StepView:
+    text = step_text(step)
+    return StepView(
+        type=step.type,
+        at=step.timestamp,
+        turn=step.turn,
+        role=step.role if step.type == "message" else None,
+        name=step.name if step.type == "tool_call" else None,
+        status=step.status if step.type == "tool_call" else None,
+        duration=step.duration if step.type == "tool_call" else None,
+        text=None if text is None else shorten(text, width),
+    )
+
+
+def grade_view(grade: Grade, width: int) -> GradeView:
+    why = grade.error if grade.status == "error" else grade.reasoning
+    return GradeView(
+        name=grade.name,
+        status=grade.status,
+        passed=grade.passed,
+        score=grade.score,
+        reasoning=shorten(why, width) if why else None,
+    )
+
+
+def summarize(a: Attempt, width: int) -> ResultSummary:
+    tools = [s for s in a.trajectory if s.type == "tool_call"]
+    return ResultSummary(
+        id=a.id,
+        trial=a.trial,
+        status=a.status,  # type: ignore[arg-type]
+        passed=a.passed,
+        score=a.score,
+        output=shorten(a.output, width),
+        duration=a.duration,
+        first_response=a.first_response,
+        turns=len(a.turns),
+        tool_calls=len(tools),
+        failed_tool_calls=sum(1 for s in tools if s.status == "failed"),
+        tools=dict(Counter(s.name or "(unnamed)" for s in tools)),
+        tool_time=sum(s.duration or 0 for s in tools),
+        input_tokens=a.usage.input_tokens if a.usage else None,
+        output_tokens=a.usage.output_tokens if a.usage else None,
+        steps=[step_view(s, width) for s in a.trajectory],
+        grades=[grade_view(g, width) for g in a.grades],
+        errors=a.errors,
+    )
+
+
+def summaries(result: CaptureResult | TrialResult, width: int) -> Iterator[ResultSummary]:
+    """One summary per capture result, one per trial of a trials result."""
+    for a in attempts(result):
+        yield summarize(a, width)
+
+
+def _ms(value: int | None) -> str:
+    return "n/a" if value is None else f"{value / 1000:.2f} s"
+
+
+def step_line(number: int, step: StepView, clean: Callable[[object, int], str] = cell) -> str:
+    """``3. +0.06s tool `bash` (failed, 12 ms): {"cmd":"ls"}``; ``clean`` makes texts safe for the target format."""
+    at = f"+{step.at / 1000:.2f}s"
+    if step.type == "tool_call":
+        took = f", {step.duration} ms" if step.duration is not None else ""
+        what = f"tool `{clean(step.name or '(unnamed)', 60)}` ({step.status}{took})"
+    else:
+        what = f"{step.role} {step.type}" if step.role else step.type
+    text = f": {clean(step.text, 10_000)}" if step.text else ""
+    return f"{number}. {at} {what}{text}"
+
+
+def summary_markdown(s: ResultSummary) -> str:
+    """A few Markdown lines for one summary: heading, figures, grades, numbered steps."""
+    trial = f" (trial {s.trial})" if s.trial is not None else ""
+    lines = [f"## `{cell(s.id, 200).replace('`', chr(39))}`{trial}: {s.status}, score {num(s.score)}", ""]
+    tools = ", ".join(f"{cell(k, 60)} x{v}" for k, v in sorted(s.tools.items()))
+    figures = [f"{_ms(s.duration)}", f"{s.turns} turn(s)", f"{s.tool_calls} tool call(s)" + (f" ({s.failed_tool_calls} failed)" if s.failed_tool_calls else "")]
+    if s.input_tokens is not None or s.output_tokens is not None:
+        figures.append(f"tokens {s.input_tokens if s.input_tokens is not None else '?'} in / {s.output_tokens if s.output_tokens is not None else '?'} out")
+    lines.append(" · ".join(figures) + (f" · tools: {tools}" if tools else ""))
+    lines.append("")
+    lines.append(f"**Output:** {cell(s.output, 10_000)}")
+    for error in s.errors:
+        lines.append(f"\n**Error:** {cell(error, 10_000)}")
+    if s.grades:
+        lines.append("")
+        for g in s.grades:
+            why = f": {cell(g.reasoning, 10_000)}" if g.reasoning else ""
+            lines.append(f"- grader `{cell(g.name, 80)}` {g.status}, score {num(g.score)}{why}")
+    if s.steps:
+        lines.append("")
+        lines.extend(step_line(i, step) for i, step in enumerate(s.steps, start=1))
+    return "\n".join(lines) + "\n\n"

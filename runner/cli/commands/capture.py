@@ -1,0 +1,88 @@
+"""``waza capture``: prompts through an agent, trajectories recorded, results graded."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from waza.runner.engine.api import CaptureRun
+from waza.runner.cli.options import AgentOptions, GraderOptions, OutputOptions, with_groups
+from waza.runner.cli.strict import AGENT_COMMAND
+from waza.runner.executors import executor_for
+from waza.runner.executors.options import ExecutorOptions
+from waza.runner.engine.outputs import finish_run
+from waza.runner.cli.option_values import parse_gates
+from waza.runner.cli.runtime import Interrupt, run
+from waza.runner.engine.specs import Workspace
+
+HELP = """Run each prompt through an agent, record what it did, and grade the result.
+
+One CaptureResult line is written (and flushed) per prompt as it finishes.
+The agent command comes after the prompts file; put it after -- when it has
+flags of its own. The default adapter speaks ACP to the agent command.
+
+Examples:
+
+  waza capture prompts.jsonl --grader ./check.py -o results.jsonl -- npx @zed-industries/claude-code-acp
+
+  waza capture prompts.jsonl --adapter exec --grader builtin:hint -j 4 -- ./agent.sh --fast
+
+  waza capture prompts.jsonl --adapter headless --schema claude-code --grader ./g.py
+
+  waza capture prompts.jsonl --adapter http --base-url http://127.0.0.1:8080/v1 --model m -g builtin:hint
+
+  waza capture prompts.jsonl --adapter replay --from old-results.jsonl --grader ./new_grader.py
+"""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(
+        "capture",
+        help=HELP,
+        **AGENT_COMMAND,
+    )
+    @with_groups(agent=AgentOptions, graders=GraderOptions, out=OutputOptions, execution=ExecutorOptions)
+    def capture(
+        prompts: Annotated[str, typer.Argument(help="Prompts file (JSONL, CSV or Parquet), or - for stdin.", show_default=False)],
+        command: Annotated[list[str] | None, typer.Argument(help="Agent command and its arguments.", show_default=False)] = None,
+        *,
+        agent: AgentOptions,
+        graders: GraderOptions,
+        out: OutputOptions,
+        execution: ExecutorOptions,
+    ) -> None:
+        raise typer.Exit(run(lambda interrupt: _capture(prompts, command or [], agent, graders, out, execution, interrupt)))
+
+
+async def _capture(
+    prompts: str,
+    command: list[str],
+    agent: AgentOptions,
+    graders: GraderOptions,
+    out: OutputOptions,
+    execution: ExecutorOptions,
+    interrupt: Interrupt,
+) -> int:
+    # Everything that can be wrong is found here, before the output file is touched.
+    gates = parse_gates(out.fail_under)
+    capture = CaptureRun.prepare(
+        prompts,
+        agent.spec(command),
+        graders.specs(),
+        timeouts=agent.timeouts(graders.grader_timeout),
+        concurrency=agent.concurrency,
+        workspace=Workspace(cwd=agent.cwd, root=agent.workspace_dir),
+        output=out.spec(),
+        table=agent.table(),
+        executor=executor_for(execution.ray(agent.concurrency)),
+    )
+    todo = capture.todo
+    interrupt.summary = lambda: (
+        f"{capture.tally.total} results written to {out.output}"
+        + (f", {todo - capture.tally.total} prompts not run" if todo is not None else "")
+        + ("; rerun with --resume to finish" if out.output != "-" else "")
+    )
+    async for _ in capture.stream():
+        pass
+    return finish_run(capture.tally, gates, skipped=len(capture.skipped), errors=capture.errors)

@@ -1,0 +1,53 @@
+"""``waza export``: write a results or trials file in another tool's shape (acp-harness's)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from waza.protocol.errors import ConfigError
+from waza.protocol.jsonl import dumps
+
+from waza.runner.analysis.harness_format import to_harness
+from waza.runner.analysis.runs import ResultsFile, check_readable
+from waza.runner.engine.sink import output_stream
+from waza.runner.cli.sync_command import run_sync
+
+HELP = """Write CaptureResult or TrialResult lines in acp-harness's shapes, so its
+summarize, calibrate and compare read them.
+
+Only acp-harness's fields are written, absent rather than null: permission and
+event steps and user turns are left out, `score` is the aggregate verdict
+(left out when it is an error or pending), and a TrialResult gets `passAtK` and
+`passExpK` as numbers for the run's k and `trialNum` on each trial.
+
+Examples:
+
+  waza export results.jsonl --to acp-harness -o harness-results.jsonl
+
+  waza trials prompts.jsonl -g ./grade.py -- ./agent.sh | waza export - --to acp-harness > trials.jsonl
+"""
+
+FORMATS = ("acp-harness",)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("export", help=HELP)
+    def export_cmd(
+        results: Annotated[str, typer.Argument(help="CaptureResult or TrialResult JSONL, or - for stdin.")] = "-",
+        to: Annotated[str, typer.Option("--to", help="The shape to write: acp-harness.")] = "",
+        output: Annotated[str, typer.Option("-o", "--output", help="Write here instead of stdout.")] = "-",
+    ) -> None:
+        raise typer.Exit(run_sync(lambda: _export(results, to, output)))
+
+
+def _export(results: str, to: str, output: str) -> int:
+    if to not in FORMATS:
+        raise ConfigError(f"--to takes {', '.join(FORMATS)}, got {to!r}" if to else "--to is required (acp-harness)")
+    check_readable(results)
+    with output_stream(output) as out:
+        for _, result in ResultsFile(results):
+            out.write(dumps(to_harness(result)))
+            out.flush()
+    return 0

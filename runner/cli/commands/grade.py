@@ -1,0 +1,62 @@
+"""``waza grade``: apply graders to results already captured (stdin to stdout by default)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from waza.protocol.jsonl import display_name
+
+from waza.runner.engine.api import GradeRun
+from waza.runner.cli.options import GraderOptions, OutputOptions, with_groups
+from waza.runner.engine.outputs import finish_run
+from waza.runner.cli.option_values import parse_gates
+from waza.runner.cli.runtime import Interrupt, fail, run
+from waza.runner.engine.specs import Timeouts
+
+HELP = """Grade CaptureResult lines again with other graders; earlier grades are replaced.
+
+Examples:
+
+  cat results.jsonl | waza grade --grader ./other_grader.js > regraded.jsonl
+
+  waza grade results.jsonl -g builtin:regex --grader-config '{"must_match": ["\\\\d+"]}' -o regraded.jsonl
+"""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("grade", help=HELP)
+    @with_groups(graders=GraderOptions, out=OutputOptions)
+    def grade(
+        results: Annotated[str, typer.Argument(help="CaptureResult JSONL, or - for stdin.")] = "-",
+        concurrency: Annotated[int, typer.Option("-j", "--concurrency", help="Results graded at once.", min=1)] = 1,
+        skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Skip (and count) bad lines instead of stopping.")] = False,
+        *,
+        graders: GraderOptions,
+        out: OutputOptions,
+    ) -> None:
+        raise typer.Exit(run(lambda interrupt: _grade(results, concurrency, skip_invalid, graders, out, interrupt)))
+
+
+async def _grade(
+    results: str, concurrency: int, skip_invalid: bool, graders: GraderOptions, out: OutputOptions, interrupt: Interrupt
+) -> int:
+    gates = parse_gates(out.fail_under)
+    grading = GradeRun.prepare(
+        results,
+        graders.specs(),
+        timeouts=Timeouts(grader=graders.grader_timeout),
+        concurrency=concurrency,
+        output=out.spec(),
+        skip_invalid=skip_invalid,
+    )
+    interrupt.summary = lambda: f"{grading.tally.total} results written to {out.output}"
+    async for _ in grading.stream():
+        pass
+    if grading.skipped:
+        print(f"waza: skipped {len(grading.skipped)} invalid lines; first: {grading.skipped[0]}", file=sys.stderr)
+    elif grading.tally.total == 0:
+        return fail(f"{display_name(results)}: holds no results")
+    return finish_run(grading.tally, gates, errors=grading.errors)

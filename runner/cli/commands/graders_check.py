@@ -1,0 +1,66 @@
+"""``waza graders check CMD``: does a grader, in any language, speak the protocol?"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import orjson
+import typer
+
+from waza.protocol.errors import ConfigError
+
+from waza.runner.conformance.kit import check, describe, resolve
+from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
+from waza.runner.cli.option_values import positive_seconds
+
+HELP = """Run a grader through the protocol's rules and report, per rule, pass, fail or warning with the evidence.
+
+Exit 0 when every required rule passes, 1 when one fails.
+
+Examples:
+
+  waza graders check ./my_grader.rb
+
+  waza graders check worker:./my_grader.js          # or: waza graders check ./my_grader.js --worker
+
+  waza graders check builtin:hint --worker --json | jq '.rules[] | select(.status != "pass")'
+
+  waza graders check graders.py:grade --config '{"strict": true}'
+"""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("check", help=HELP)
+    def check_command(
+        grader: Annotated[str, typer.Argument(help="An executable (with arguments), FILE.py:FUNC, builtin:NAME or worker:CMD.", show_default=False)],
+        config: Annotated[str | None, typer.Option("--config", help="The grader's config (a JSON object), sent in every request.")] = None,
+        worker: Annotated[bool, typer.Option("--worker", help="Check worker mode too (one process, one request per line).")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the ConformanceReport as JSON on stdout.")] = False,
+        timeout: Annotated[float, typer.Option("--timeout", help="Seconds the grader gets per request.", parser=positive_seconds)] = 30.0,
+    ) -> None:
+        raise typer.Exit(run(lambda interrupt: _check(grader, config, worker, as_json, timeout, interrupt)))
+
+
+async def _check(grader: str, config: str | None, worker: bool, as_json: bool, timeout: float, interrupt: Interrupt) -> int:
+    target = resolve(grader, _config(config), worker)
+    interrupt.summary = lambda: f"checking {grader} was stopped before every rule ran"
+    report = await check(target, timeout)
+    if as_json:
+        sys.stdout.buffer.write(orjson.dumps(report.to_dict()) + b"\n")
+        sys.stdout.buffer.flush()
+    else:
+        print(describe(report))
+    return EXIT_OK if report.conforms else EXIT_FAILED
+
+
+def _config(raw: str | None) -> dict[str, object] | None:
+    if raw is None:
+        return None
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"--config is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ConfigError("--config must be a JSON object")
+    return value

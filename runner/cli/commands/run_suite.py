@@ -1,0 +1,180 @@
+"""``waza run eval.yaml``: run an eval suite's tasks and trigger tests, score its metrics."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from waza.protocol.errors import ConfigError
+
+from waza.runner.cli.options import OUTPUT, AgentOptions, GraderOptions, opt, with_groups
+from waza.runner.cli.strict import AGENT_COMMAND
+from waza.runner.executors import executor_for
+from waza.runner.executors.options import ExecutorOptions
+from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
+from waza.runner.engine.specs import AgentSpec, Output
+from waza.runner.suites import reporters
+from waza.runner.suites.loader import load_suite
+from waza.runner.suites.models import Suite
+from waza.runner.suites.run import SuiteRun
+
+HELP = """Run an eval suite: every task's trials in fresh workspaces, graded, then the trigger tests.
+
+Writes one CaptureResult line per trial (and per trigger prompt) to -o as it
+finishes, and the whole-suite result document with --reporter json:FILE.
+Exit 0 when every task passed and every metric met its threshold, 1 when not,
+2 when the suite is invalid (nothing runs).
+
+Examples:
+
+  waza run examples/snippet-explainer/eval.yaml --adapter mock --reporter json:result.json -o trials.jsonl
+
+  waza run eval.yaml --task 'explain-*' --tags python --trials 1 --reporter markdown:report.md -- python agent.py
+"""
+
+RUN = "Suite"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("run", help=HELP, **AGENT_COMMAND)
+    @with_groups(agent=AgentOptions, graders=GraderOptions, execution=ExecutorOptions)
+    def run_command(
+        ctx: typer.Context,
+        suite: Annotated[Path, typer.Argument(help="eval.yaml, or the directory holding it.", show_default=False)],
+        command: Annotated[list[str] | None, typer.Argument(help="Agent command (adapters that need one).", show_default=False)] = None,
+        task: Annotated[list[str] | None, opt("--task", help="Only tasks whose id or name matches GLOB (repeatable).", panel=RUN)] = None,
+        tags: Annotated[list[str] | None, opt("--tags", help="Only tasks with a tag matching GLOB (repeatable).", panel=RUN)] = None,
+        trials: Annotated[int | None, opt("--trials", help="Trials per task (config: trials_per_task).", panel=RUN, min=1)] = None,
+        parallel: Annotated[bool | None, opt("--parallel/--no-parallel", help="Run trials at once (config: parallel).", panel=RUN, show_default=False)] = None,
+        workers: Annotated[int | None, opt("--workers", help="Trials at once when parallel (config: max_workers; default 4).", panel=RUN, min=1)] = None,
+        fail_fast: Annotated[bool | None, opt("--fail-fast/--no-fail-fast", help="Stop at the first failed or errored trial (config: fail_fast).", panel=RUN, show_default=False)] = None,
+        context_dir: Annotated[Path | None, opt("--context-dir", help="Fixture root (default: fixtures/ beside eval.yaml).", panel=RUN)] = None,
+        keep_workspaces: Annotated[bool, opt("--keep-workspaces", help="Keep each trial's workspace; its path is the result's cwd.", panel=RUN)] = False,
+        triggers: Annotated[bool, opt("--triggers/--no-triggers", help="Run trigger_tests.yaml when present.", panel=RUN)] = True,
+        output: Annotated[str, opt("-o", "--output", help="Per-trial CaptureResult JSONL, or - for stdout.", panel=OUTPUT)] = "-",
+        reporter: Annotated[list[str] | None, opt("--reporter", help="json:FILE, junit:FILE or markdown:FILE (repeatable; FILE - is stdout).", panel=OUTPUT)] = None,
+        progress: Annotated[bool | None, opt("--progress/--no-progress", help="Progress bar on stderr (default: when a terminal).", panel=OUTPUT, show_default=False)] = None,
+        *,
+        agent: AgentOptions,
+        graders: GraderOptions,
+        execution: ExecutorOptions,
+    ) -> None:
+        options = RunOptions(
+            task=task or [],
+            tags=tags or [],
+            trials=trials,
+            parallel=parallel,
+            workers=workers,
+            fail_fast=fail_fast,
+            context_dir=context_dir,
+            keep_workspaces=keep_workspaces,
+            triggers=triggers,
+            output=output,
+            reporters=reporter or [],
+            progress=progress,
+            adapter_given=ctx.get_parameter_source("adapter").name != "DEFAULT",
+            workers_given=ctx.get_parameter_source("concurrency").name != "DEFAULT",
+        )
+        raise typer.Exit(run(lambda interrupt: _run(suite, command or [], options, agent, graders, execution, interrupt)))
+
+
+@dataclass(slots=True)
+class RunOptions:
+    """The suite-specific options, kept together so the merge with the suite's config reads in one place."""
+
+    task: list[str]
+    tags: list[str]
+    trials: int | None
+    parallel: bool | None
+    workers: int | None
+    fail_fast: bool | None
+    context_dir: Path | None
+    keep_workspaces: bool
+    triggers: bool
+    output: str
+    reporters: list[str]
+    progress: bool | None
+    #: Whether --adapter / -j were typed (they then win over the suite's executor / workers).
+    adapter_given: bool
+    workers_given: bool
+
+
+def agent_for(suite: Suite, command: list[str], agent: AgentOptions, adapter_given: bool) -> AgentSpec:
+    """The command line's adapter and command win over the suite's executor and command."""
+    if agent.cwd is not None:
+        raise ConfigError("--cwd does nothing with waza run: every trial gets a fresh workspace (see --keep-workspaces)")
+    if agent.prompt_timeout_unit != "auto":
+        raise ConfigError("--prompt-timeout-unit does nothing with waza run: a suite gives its timeouts in its own fields")
+    if agent.prompts_format is not None or agent.column_map:
+        raise ConfigError("--prompts-format and --map do nothing with waza run: a suite's tasks are YAML files")
+    if agent.prompts_format is not None or agent.column_map:
+        raise ConfigError("--prompts-format and --map do nothing with waza run: a suite's tasks are YAML files")
+    if not adapter_given and suite.config.executor:
+        agent.adapter = suite.config.executor
+    return agent.spec(command)
+
+
+def concurrency_for(suite: Suite, options: RunOptions, agent: AgentOptions) -> int:
+    """-j / --workers / --parallel merged with the suite's parallel and max_workers."""
+    config = suite.config
+    if options.workers is not None and options.workers_given and options.workers != agent.concurrency:
+        raise ConfigError("-j/--concurrency and --workers are the same setting; give one")
+    parallel = config.parallel if options.parallel is None else options.parallel
+    workers = options.workers or (agent.concurrency if options.workers_given else None)
+    if options.parallel is False:
+        return 1  # --no-parallel wins over any worker count
+    return workers or (config.max_workers if parallel else 1)
+
+
+async def _run(
+    suite_path: Path,
+    command: list[str],
+    options: RunOptions,
+    agent: AgentOptions,
+    graders: GraderOptions,
+    execution: ExecutorOptions,
+    interrupt: Interrupt,
+) -> int:
+    # Everything that can be wrong is found before any output is touched.
+    suite = load_suite(suite_path, context_dir=options.context_dir)
+    spec = agent_for(suite, command, agent, options.adapter_given)
+    concurrency = concurrency_for(suite, options, agent)
+    run = SuiteRun.prepare(
+        suite,
+        spec,
+        graders.specs(judge=False),  # the judge options go to the suite's LLM graders too, below
+        tasks=options.task,
+        tags=options.tags,
+        trials=options.trials,
+        concurrency=concurrency,
+        fail_fast=options.fail_fast,
+        keep_workspaces=options.keep_workspaces,
+        workspace_root=agent.workspace_dir,
+        triggers=options.triggers,
+        timeouts=agent.timeouts(graders.grader_timeout),
+        judge=graders.judge_spec(),
+        isolate=graders.isolate,
+        output=Output(options.output, progress=options.progress),
+        executor=executor_for(execution.ray(agent.concurrency, cpus=concurrency)),
+    )
+    for notice in suite.notices:
+        print(f"waza: {notice}", file=sys.stderr)
+    outputs = reporters.parse(options.reporters, jsonl_on_stdout=options.output == "-")
+    total = run.plan.total
+    interrupt.summary = lambda: f"{run.tally.total} of {total} results written to {options.output}; no report written"
+    async with contextlib.aclosing(run.stream()) as results:
+        async for _ in results:
+            pass
+    result = run.result()
+    for out in outputs:
+        out.write(result)
+    print(f"waza: {reporters.one_line(result)}", file=sys.stderr)
+    run.errors.print()
+    for reason in result.summary.missed:
+        print(f"waza:   {reason}", file=sys.stderr)
+    return EXIT_OK if result.summary.status == "passed" else EXIT_FAILED

@@ -1,0 +1,58 @@
+"""``waza summarize``: compact per-result views, one line of JSON (or a Markdown block) each."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from waza.protocol.jsonl import display_name, dumps
+
+from waza.runner.engine.inputs import require_lines
+from waza.runner.analysis.runs import ResultsFile, check_readable
+from waza.runner.cli.runtime import fail
+from waza.runner.engine.sink import output_stream
+from waza.runner.analysis.summaries import summaries, summary_markdown
+from waza.runner.cli.sync_command import run_sync
+
+HELP = """Summarize results: per result the status, score, duration, tool calls per tool,
+tokens, grades, and the list of steps with short texts.
+
+Reads CaptureResult or TrialResult lines (auto-detected; a TrialResult gives one
+summary per trial) and writes one ResultSummary line each as it reads
+(`waza schemas ResultSummary`), or Markdown with --markdown.
+
+Examples:
+
+  waza summarize results.jsonl --markdown | less
+
+  waza summarize results.jsonl | jq -c 'select(.failedToolCalls > 0) | {id, tools}'
+
+  waza capture prompts.jsonl -- ./agent.sh | waza summarize - --width 80
+"""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("summarize", help=HELP)
+    def summarize_cmd(
+        results: Annotated[str, typer.Argument(help="CaptureResult or TrialResult JSONL, or - for stdin.")] = "-",
+        markdown: Annotated[bool, typer.Option("--markdown", help="Write Markdown for people instead of JSONL.")] = False,
+        width: Annotated[int, typer.Option("--width", help="Shorten texts to this many characters (0: never).", min=0)] = 200,
+        output: Annotated[str, typer.Option("-o", "--output", help="Write here instead of stdout.")] = "-",
+    ) -> None:
+        raise typer.Exit(run_sync(lambda: _summarize(results, markdown, width, output)))
+
+
+def _summarize(results: str, markdown: bool, width: int, output: str) -> int:
+    check_readable(results)
+    require_lines(results, "results")
+    count = 0
+    with output_stream(output) as out:
+        for _, result in ResultsFile(results):
+            count += 1
+            for summary in summaries(result, width):
+                out.write(summary_markdown(summary).encode() if markdown else dumps(summary))
+                out.flush()
+    if count == 0:  # a stream that held nothing
+        return fail(f"{display_name(results)}: holds no results")
+    return 0

@@ -1,0 +1,68 @@
+"""Number options checked in one place: no NaN, no infinity, no zero or negative durations.
+
+A float option parsed by Python happily takes ``nan``, ``inf`` and ``-1``; used as
+a timeout, each silently means "never" or "at once". Every duration and bounded
+number option of every command is declared with one of these parsers, so each
+rejects such values with a usage error (exit 2) naming the option.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import typer
+
+from waza.protocol.errors import ConfigError
+from waza.runner.engine.outputs import GATES
+
+__all__ = ["finite_number", "parse_gates", "positive_seconds"]
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise typer.BadParameter(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise typer.BadParameter(f"{text!r} is not a finite number")
+    return value
+
+
+def positive_seconds(text: str | float) -> float:
+    """A duration in seconds: finite and greater than 0."""
+    value = _number(str(text))
+    if value <= 0:
+        raise typer.BadParameter(f"{text!r} must be greater than 0 seconds")
+    return value
+
+
+def finite_number(low: float | None = None, high: float | None = None) -> Callable[[str | float], float]:
+    """A finite number within [low, high] (either bound optional)."""
+
+    def parse(text: str | float) -> float:
+        value = _number(str(text))
+        if (low is not None and value < low) or (high is not None and value > high):
+            bounds = f"between {low:g} and {high:g}" if low is not None and high is not None else (
+                f"at least {low:g}" if low is not None else f"at most {high:g}"
+            )
+            raise typer.BadParameter(f"{text!r} must be {bounds}")
+        return value
+
+    return parse
+
+
+def parse_gates(text: str | None) -> dict[str, float]:
+    """``--fail-under pass_rate=X,score=Y`` as {gate: threshold}."""
+    if not text:
+        return {}
+    gates: dict[str, float] = {}
+    for part in text.split(","):
+        name, sep, value = part.strip().partition("=")
+        if not sep or name not in GATES:
+            raise ConfigError(f"--fail-under takes pass_rate=X and/or score=X, got {part.strip()!r}")
+        try:
+            gates[name] = finite_number()(value)
+        except typer.BadParameter:
+            raise ConfigError(f"--fail-under {name} must be a finite number, got {value!r}") from None
+    return gates

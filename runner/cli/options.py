@@ -1,0 +1,248 @@
+"""Option groups shared by several commands, declared once.
+
+``capture``, ``trials`` and ``run`` all take the agent options, the grader
+options and the output options. Each group is a dataclass whose fields carry
+their typer declaration; :func:`with_groups` adds the fields to a command's
+signature (so typer shows them in --help) and hands the command one object per
+group instead of thirty keyword arguments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar, get_type_hints
+
+import typer
+
+from waza.adapters import DEFAULT_ADAPTER
+from waza.adapters.base import Adapter, AdapterOptions
+from waza.protocol.errors import ConfigError
+from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB, set_max_line_mb
+from waza.protocol.secrets import mark_secret_env
+
+from waza.runner.engine.api import build_graders, resolve_agent
+from waza.runner.grading.grader_runners import GraderRunner
+from waza.runner.grading.grader_specs import build_specs
+from waza.runner.engine.datasets import TableOptions, parse_map
+from waza.runner.engine.inputs import TimeoutUnit
+from waza.runner.grading.judges import JudgeChoice
+from waza.runner.grading.judges import apply as apply_judge
+from waza.runner.cli.option_values import finite_number, positive_seconds
+from waza.runner.engine.specs import (
+    AgentSpec,
+    GraderSpecT,
+    Judge,
+    Output,
+    Timeouts,
+    agent_spec,
+    from_internal,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+AGENT = "Agent"
+GRADING = "Grading"
+OUTPUT = "Output"
+
+
+def opt(*names: str, help: str, panel: str, **kw: Any) -> Any:
+    return typer.Option(*names, help=help, rich_help_panel=panel, **kw)
+
+
+@dataclasses.dataclass
+class AgentOptions:
+    adapter: Annotated[str, opt("--adapter", help="exec, acp, headless, http, replay.", panel=AGENT)] = DEFAULT_ADAPTER
+    timeout: Annotated[float | None, opt("--timeout", help="Per-prompt limit in seconds (a prompt's own `timeout` wins).", panel=AGENT, parser=positive_seconds)] = None
+    prompt_timeout_unit: Annotated[str, opt("--prompt-timeout-unit", help="Unit of a prompt's own `timeout`: s, ms (acp-harness files), or auto (seconds; 1000 or more is refused as ambiguous).", panel=AGENT)] = "auto"
+    prompts_format: Annotated[str | None, opt("--prompts-format", help="Prompts file format: jsonl, csv or parquet (default: by extension).", panel=AGENT)] = None
+    column_map: Annotated[list[str] | None, opt("--map", help="CSV/Parquet: FIELD=COLUMN, e.g. input=question,hint=answer (other columns go into metadata).", panel=AGENT)] = None
+    concurrency: Annotated[int, opt("-j", "--concurrency", help="Prompts run at once (one agent each).", panel=AGENT, min=1)] = 1
+    cwd: Annotated[Path | None, opt("--cwd", help="Directory the agent runs in (default: here).", panel=AGENT)] = None
+    workspace_dir: Annotated[Path | None, opt("--workspace-dir", help="Give each prompt a fresh DIR/<id> as its workspace.", panel=AGENT)] = None
+    events: Annotated[bool, opt("--events", help="exec: the agent prints JSONL trajectory events.", panel=AGENT)] = False
+    mcp_server: Annotated[list[str] | None, opt("--mcp-server", help="acp: an MCP server as JSON (repeatable).", panel=AGENT)] = None
+    mcp_config: Annotated[Path | None, opt("--mcp-config", help="acp: a JSON file listing MCP servers.", panel=AGENT)] = None
+    permission: Annotated[str | None, opt("--permission", help="acp: allow or deny permission requests.", panel=AGENT)] = None
+    permission_rules: Annotated[Path | None, opt("--permission-rules", help="acp: permission rules file.", panel=AGENT)] = None
+    raw_log: Annotated[Path | None, opt("--raw-log", help="acp: write every JSON-RPC message to FILE.", panel=AGENT)] = None
+    auth_method: Annotated[str | None, opt("--auth-method", help="acp: authenticate with this method id.", panel=AGENT)] = None
+    schema: Annotated[Path | None, opt("--schema", help="headless: the adapter schema JSON.", panel=AGENT)] = None
+    replay_from: Annotated[Path | None, opt("--from", help="replay: recorded file to replay.", panel=AGENT)] = None
+    base_url: Annotated[str | None, opt("--base-url", help="http: OpenAI-compatible base URL.", panel=AGENT)] = None
+    model: Annotated[str | None, opt("--model", help="http: model name.", panel=AGENT)] = None
+    api_key_env: Annotated[str | None, opt("--api-key-env", help="http: env var holding the API key.", panel=AGENT)] = None
+    system_prompt: Annotated[str | None, opt("--system-prompt", help="http: system message.", panel=AGENT)] = None
+    temperature: Annotated[float | None, opt("--temperature", help="http: sampling temperature.", panel=AGENT, parser=finite_number(0))] = None
+    max_tokens: Annotated[int | None, opt("--max-tokens", help="http: max tokens per reply.", panel=AGENT)] = None
+    stream: Annotated[bool, opt("--stream", help="http: use streaming responses.", panel=AGENT)] = False
+    cache: Annotated[bool, opt("--cache", help="http: keep replies in the model cache and reuse them (keyed by trial in trials).", panel=AGENT)] = False
+    local_model: Annotated[bool, opt("--local-model", help="http: start a local model server as the agent (--model FILE.gguf picks the model).", panel=AGENT)] = False
+
+    def adapter_options(self) -> AdapterOptions:
+        import orjson
+
+        servers = []
+        for raw in self.mcp_server or []:
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise ConfigError(f"--mcp-server is not valid JSON: {exc}") from None
+            if not isinstance(value, dict):
+                raise ConfigError("--mcp-server must be a JSON object")
+            servers.append(value)
+        if self.api_key_env:
+            mark_secret_env(self.api_key_env)
+        return AdapterOptions(
+            events=self.events,
+            mcp_servers=servers,
+            mcp_config=self.mcp_config,
+            permission=self.permission,
+            permission_rules=self.permission_rules,
+            raw_log=self.raw_log,
+            auth_method=self.auth_method,
+            schema=self.schema,
+            replay_from=self.replay_from,
+            base_url=self.base_url,
+            model=self.model,
+            api_key_env=self.api_key_env,
+            system_prompt=self.system_prompt,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            stream=self.stream,
+            local_model=self.local_model,
+            cache=self.cache,
+        )
+
+    def timeout_unit(self) -> TimeoutUnit:
+        if self.prompt_timeout_unit not in ("auto", "s", "ms"):
+            raise ConfigError(f"--prompt-timeout-unit takes auto, s or ms, got {self.prompt_timeout_unit!r}")
+        return self.prompt_timeout_unit  # type: ignore[return-value]
+
+    def table(self) -> TableOptions:
+        """How to read the prompts file: --prompts-format (checked with the file) and --map."""
+        return TableOptions(format=self.prompts_format, columns=parse_map(self.column_map))  # type: ignore[arg-type]
+
+    def spec(self, command: list[str]) -> AgentSpec:
+        """The agent spec these options describe; an option the adapter would ignore is a ConfigError."""
+        return agent_spec(self.adapter, command, self.adapter_options())
+
+    def resolve(self, command: list[str]) -> tuple[type[Adapter], AdapterOptions, list[str]]:
+        """The adapter class, its options and the agent command (made absolute), checked."""
+        cls, command, opts = resolve_agent(self.spec(command))
+        return cls, opts, command
+
+    def timeouts(self, grader: float) -> Timeouts:
+        return Timeouts(prompt=self.timeout, grader=grader, prompt_unit=self.timeout_unit())
+
+
+@dataclasses.dataclass
+class GraderOptions:
+    grader: Annotated[list[str] | None, opt("--grader", "-g", help="Grader: PATH, FILE.py:FUNC, module:FUNC, builtin:NAME, worker:PATH; NAME=SPEC names it (repeatable).", panel=GRADING)] = None
+    grader_config: Annotated[list[str] | None, opt("--grader-config", help="NAME=JSON config for a grader (bare JSON with one grader).", panel=GRADING)] = None
+    grader_weight: Annotated[list[str] | None, opt("--grader-weight", help="NAME=W weight in the aggregate score (default 1).", panel=GRADING)] = None
+    grader_timeout: Annotated[float, opt("--grader-timeout", help="Seconds a grader may take per result.", panel=GRADING, parser=positive_seconds)] = 60.0
+    isolate: Annotated[bool, opt("--isolate", help="Run built-in graders as subprocesses instead of in-process.", panel=GRADING)] = False
+    judge: Annotated[str | None, opt("--judge", help="LLM graders: 'local' starts a local model server as their judge (no API key).", panel=GRADING)] = None
+    judge_base_url: Annotated[str | None, opt("--judge-base-url", help="LLM graders: OpenAI-compatible endpoint, e.g. https://api.openai.com/v1.", panel=GRADING)] = None
+    judge_model: Annotated[str | None, opt("--judge-model", help="LLM graders: model name for the endpoint.", panel=GRADING)] = None
+    judge_api_key_env: Annotated[str | None, opt("--judge-api-key-env", help="LLM graders: env var holding the endpoint's API key.", panel=GRADING)] = None
+    judge_command: Annotated[str | None, opt("--judge-command", help="LLM graders: a judge program (prompt on stdin, reply on stdout).", panel=GRADING)] = None
+    judge_model_path: Annotated[Path | None, opt("--judge-model-path", help="--judge local: the GGUF model file to serve.", panel=GRADING)] = None
+    no_cache: Annotated[bool, opt("--no-cache", help="LLM graders: ask the judge every time; keep nothing in the model cache.", panel=GRADING)] = False
+
+    def specs(self, *, judge: bool = True) -> list[GraderSpecT]:
+        """Every ``--grader`` parsed into an API spec, judge options merged in (unless ``judge`` is false):
+        the one way commands name graders."""
+        parsed = build_specs(self.grader or [], self.grader_config, self.grader_weight)
+        if judge:
+            apply_judge(parsed, self.judge_choice())
+        return [from_internal(s, isolate=self.isolate) for s in parsed]
+
+    def runners(self) -> list[GraderRunner]:
+        """The graders of :meth:`specs`, checked and ready to enter."""
+        return build_graders(self.specs(), Timeouts(grader=self.grader_timeout))
+
+    def judge_spec(self) -> Judge | None:
+        """The --judge-* options as a Judge spec (for a suite's own LLM graders); None when none is given."""
+        choice = self.judge_choice()
+        choice.check()
+        if not choice.config():
+            return None
+        return Judge(
+            local=choice.judge == "local",
+            base_url=choice.base_url,
+            model=choice.model,
+            api_key_env=choice.api_key_env,
+            command=choice.command,
+            model_path=choice.model_path,
+            cache=choice.cache,
+        )
+
+    def judge_choice(self) -> JudgeChoice:
+        if self.judge_api_key_env:
+            mark_secret_env(self.judge_api_key_env)
+        return JudgeChoice(
+            judge=self.judge,
+            base_url=self.judge_base_url,
+            model=self.judge_model,
+            api_key_env=self.judge_api_key_env,
+            command=self.judge_command,
+            model_path=self.judge_model_path,
+            cache=not self.no_cache,
+        )
+
+
+@dataclasses.dataclass
+class OutputOptions:
+    output: Annotated[str, opt("-o", "--output", help="Results JSONL file, or - for stdout.", panel=OUTPUT)] = "-"
+    resume: Annotated[bool, opt("--resume", help="Skip results already in -o FILE (a torn last line is repaired).", panel=OUTPUT)] = False
+    progress: Annotated[bool | None, opt("--progress/--no-progress", help="Progress bar on stderr (default: when stderr is a terminal).", panel=OUTPUT, show_default=False)] = None
+    fail_under: Annotated[str | None, opt("--fail-under", help="Exit 1 below these: pass_rate=0.8,score=0.5.", panel=OUTPUT)] = None
+    max_line_mb: Annotated[int, opt("--max-line-mb", help="Longest input line read, in MB (an endless line is an error, not endless memory).", panel=OUTPUT, min=1, max=1 << 20)] = DEFAULT_MAX_LINE_MB
+
+    def __post_init__(self) -> None:
+        set_max_line_mb(self.max_line_mb)  # every reader of this command honours it
+
+    def spec(self) -> Output:
+        return Output(self.output, resume=self.resume, progress=self.progress)
+
+
+def with_groups(**groups: type) -> Callable[[F], F]:
+    """Expose each group's fields as options of the decorated command; pass it one object per group."""
+
+    def decorate(fn: F) -> F:
+        sig = inspect.signature(fn)
+        # Resolve the command's own (possibly string) annotations here, in its module's namespace,
+        # because typer will read the wrapper's signature, not the function's.
+        resolved = get_type_hints(fn, include_extras=True)
+        own = [p.replace(annotation=resolved.get(p.name, p.annotation)) for p in sig.parameters.values() if p.name not in groups]
+        added: list[inspect.Parameter] = []
+        owners: dict[str, str] = {}
+        for key, cls in groups.items():
+            hints = get_type_hints(cls, include_extras=True)
+            for f in dataclasses.fields(cls):
+                added.append(
+                    inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name])
+                )
+                owners[f.name] = key
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            bundles: dict[str, dict[str, Any]] = {key: {} for key in groups}
+            for name in list(kwargs):
+                if name in owners:
+                    bundles[owners[name]][name] = kwargs.pop(name)
+            for key, cls in groups.items():
+                kwargs[key] = cls(**bundles[key])
+            return fn(*args, **kwargs)
+
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.kind == inspect.Parameter.KEYWORD_ONLY else p for p in own]
+        wrapper.__signature__ = sig.replace(parameters=params + added)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params + added}
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

@@ -1,0 +1,1 @@
+"""The grader conformance kit (`waza graders check`)."""

@@ -1,0 +1,728 @@
+"""waza's engine as a Python API: typed specs in, typed records out.
+
+``run_one`` is the unit of work: one prompt, one trial, through one agent and
+its graders, with no state outside the call; its arguments are picklable specs
+and its answer is a CaptureResult, so it can run in another process or on
+another machine. ``capture``, ``trials`` and ``grade`` are fan-out, resume and
+an output sink around the same pipeline.
+
+Each has an async form that yields records as they finish, for use inside an
+event loop that is already running (``acapture``, ``atrials``, ``agrade``,
+``arun_one``), and a blocking form for scripts and notebooks that returns them
+all. Leave an async iterator early inside ``contextlib.aclosing(...)`` so its
+agents and graders are stopped at once. Everything that can be wrong with the
+specs raises ConfigError before any agent runs or any output is touched.
+
+The ``Run`` classes (``CaptureRun``, ``TrialsRun``, ``GradeRun``) are the same
+runs split in two: ``prepare`` checks and opens nothing, ``stream()`` runs;
+between them the caller can read the totals (the CLI uses them for its progress
+and its exit code).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+
+from waza.adapters import adapter_class
+from waza.adapters.base import Adapter, AdapterOptions
+from waza.protocol.errors import ConfigError
+from waza.protocol.jsonl import (
+    JsonlError,
+    decode_line,
+    display_name,
+    iter_lines,
+    open_input,
+)
+from waza.protocol.records import CaptureResult, PromptCase
+from waza.protocol.trial_records import (
+    ErrorPolicy,
+    TrialEntry,
+    TrialResult,
+    TrialsSummary,
+)
+
+from waza.protocol.agent_command import resolve_agent_command
+from waza.runner.analysis.error_digest import ErrorDigest
+from waza.runner.grading.build import make_runner
+from waza.runner.grading.grader_runners import GraderRunner
+from waza.runner.engine.datasets import TableOptions
+from waza.runner.engine.inputs import check_resumed, in_batches, prescan, prompt_cases, require_lines
+from waza.runner.grading.judges import finish as finish_judge
+from waza.runner.engine.outputs import ResultWriter, Tally, resume_state
+from waza.runner.analysis.passk import parse_k_values
+from waza.runner.engine.pipeline import (
+    Executor,
+    Settings,
+    Sink,
+    WorkItem,
+    Workspaces,
+    entered,
+    grade_stream,
+    open_adapter,
+    run_item,
+    run_items,
+)
+from waza.runner.engine.progress import Progress, wanted
+from waza.runner.engine.specs import AgentSpec, GraderSpecT, Output, Timeouts, Workspace
+from waza.runner.engine.trial_runs import (
+    Plan,
+    TrialsOutput,
+    check_policy,
+    load_finished,
+    load_partial,
+    seeder,
+    sidecar_path,
+)
+from waza.runner.analysis.trial_stats import SummaryBuilder
+
+R = TypeVar("R")
+
+#: Prompts: a JSONL file (``"-"``: stdin), or PromptCase records / dicts in memory.
+Prompts = str | Path | Iterable[PromptCase | Mapping[str, Any]]
+
+
+# --- turning specs into live objects --------------------------------------------------------------
+
+
+def resolve_agent(agent: AgentSpec) -> tuple[type[Adapter], list[str], AdapterOptions]:
+    """The adapter class, command and options of an agent spec, checked before anything runs."""
+    cls = adapter_class(agent.adapter)
+    command = list(agent.command)
+    opts = agent.options()
+    if cls.needs_command and not command:
+        raise ConfigError(f"--adapter {cls.name} needs an agent command: waza capture PROMPTS -- AGENT [ARGS...]")
+    if not cls.needs_command and command:
+        raise ConfigError(f"--adapter {cls.name} runs no agent command, but one was given: {' '.join(command)!r}")
+    if command:
+        command = resolve_agent_command(command)
+    cls.check(command, opts)
+    if opts.local_model:  # the runner owns the server: the adapter only sees its URL
+        from waza.runner.local_model.server import resolve_model, with_local_model
+
+        cls = with_local_model(cls, resolve_model(Path(opts.model) if opts.model else None, option="--model"))
+    return cls, command, opts
+
+
+def build_graders(graders: Sequence[GraderSpecT], timeouts: Timeouts) -> list[GraderRunner]:
+    """One checked runner per grader spec (ConfigError on the first problem, or on two graders of one name)."""
+    internal = [g.internal() for g in graders]
+    seen: set[str] = set()
+    for spec in internal:
+        if spec.name in seen:
+            raise ConfigError(f"two graders are named {spec.name!r}; name them with NAME=SPEC", field="--grader")
+        seen.add(spec.name)
+        if spec.timeout is None:
+            spec.timeout = timeouts.grader
+    return [
+        finish_judge(make_runner(spec, isolate=getattr(g, "isolate", False))) for g, spec in zip(graders, internal, strict=True)
+    ]
+
+
+def _workspaces(workspace: Workspace, *, fresh: bool = False) -> Workspaces:
+    if workspace.root is not None:
+        workspace.root.mkdir(parents=True, exist_ok=True)
+    return Workspaces(
+        cwd=workspace.cwd or Path.cwd(), root=workspace.root, fresh=workspace.fresh or fresh, keep=workspace.keep
+    )
+
+
+def _settings(
+    agent: AgentSpec, runners: list[GraderRunner], timeouts: Timeouts, concurrency: int, workspaces: Workspaces
+) -> Settings:
+    adapter, command, opts = resolve_agent(agent)
+    if concurrency < 1:
+        raise ConfigError(f"concurrency must be at least 1, got {concurrency}", field="concurrency")
+    return Settings(
+        adapter=adapter,
+        command=command,
+        opts=opts,
+        graders=runners,
+        concurrency=concurrency,
+        timeout=timeouts.prompt,
+        workspaces=workspaces,
+    )
+
+
+def _case(value: PromptCase | Mapping[str, Any], where: str) -> PromptCase:
+    if isinstance(value, PromptCase):
+        return value
+    try:
+        return PromptCase.from_dict(dict(value))
+    except Exception as exc:  # noqa: BLE001 - a bad record is the caller's config error
+        raise ConfigError(str(exc), source=where) from None
+
+
+class _Prompts:
+    """A prompts source checked whole before the run: its size, and its cases as a stream."""
+
+    def __init__(self, prompts: Prompts, timeouts: Timeouts, table: TableOptions | None = None) -> None:
+        self.path: str | None = None
+        self.unit = timeouts.prompt_unit
+        self.table = table
+        self.cases: list[PromptCase] = []
+        if isinstance(prompts, (str, Path)):
+            self.path = str(prompts)
+            self.ids = prescan(self.path, self.unit, table)
+            self.total: int | None = None if self.ids is None else len(self.ids)
+            return
+        seen: set[str] = set()
+        for i, value in enumerate(prompts):
+            case = _case(value, f"prompts[{i}]")
+            if case.id in seen:
+                raise ConfigError(f"duplicate id {case.id!r}", source=f"prompts[{i}]", field="id")
+            seen.add(case.id)
+            self.cases.append(case)
+        if not self.cases:
+            raise ConfigError("no prompts given")
+        self.ids = seen
+        self.total = len(self.cases)
+
+    def check_resumed(self, output: str, done: set[str]) -> None:
+        """Refuse to resume into an output holding results of prompts this source does not have."""
+        check_resumed(output, done, self.ids, self.path or "the prompts given")
+
+    async def stream(self, keep: Callable[[PromptCase], bool]) -> AsyncIterator[PromptCase]:
+        if self.path is not None:
+            async for case in prompt_cases(self.path, keep=keep, timeout_unit=self.unit, table=self.table):
+                yield case
+            return
+        for case in self.cases:
+            if keep(case):
+                yield case
+
+
+async def _as_stream(run: Callable[[Sink[R]], Awaitable[None]]) -> AsyncIterator[R]:
+    """Turn a run that hands each result to a sink into an async iterator (a result waits to be taken)."""
+    send, receive = anyio.create_memory_object_stream[R](0)
+
+    async def body() -> None:
+        async with send:
+            await run(send.send)
+
+    async with anyio.create_task_group() as tg, receive:
+        tg.start_soon(body)
+        try:
+            async for result in receive:
+                yield result
+        except GeneratorExit:  # the caller stopped early (aclose): stop the agents and graders, then return
+            tg.cancel_scope.cancel()
+
+
+def _writer(output: Output | None, total: int | None, label: str) -> tuple[ResultWriter | None, Progress]:
+    progress = Progress(total, enabled=wanted(output.progress) if output else False, label=label)
+    if output is None:
+        return None, progress
+    return ResultWriter(output.path, append=output.resume, progress=progress), progress
+
+
+# --- capture --------------------------------------------------------------------------------------
+
+
+@dataclass
+class CaptureRun:
+    """Prompts through an agent and graders; one CaptureResult per prompt, as each finishes."""
+
+    prompts: _Prompts
+    settings: Settings
+    runners: list[GraderRunner]
+    output: Output | None
+    done: set[str]
+    #: Prompts skipped because the output already held them (counted as they are read).
+    skipped: list[str] = dataclasses.field(default_factory=list)
+    #: Where the items run: this process (``run_items``) or Ray tasks (``runner.executors``).
+    executor: Executor = run_items
+    tally: Tally = dataclasses.field(default_factory=Tally)
+    #: Why results errored, for a one-look summary at the end.
+    errors: ErrorDigest = dataclasses.field(default_factory=ErrorDigest)
+
+    @classmethod
+    def prepare(
+        cls,
+        prompts: Prompts,
+        agent: AgentSpec,
+        graders: Sequence[GraderSpecT] = (),
+        *,
+        timeouts: Timeouts = Timeouts(),
+        concurrency: int = 1,
+        workspace: Workspace = Workspace(),
+        output: Output | None = None,
+        table: TableOptions | None = None,
+        executor: Executor = run_items,
+    ) -> CaptureRun:
+        source = _Prompts(prompts, timeouts, table)
+        settings = _settings(agent, [], timeouts, concurrency, _workspaces(workspace))
+        settings.graders = build_graders(graders, timeouts)
+        done: set[str] = set()
+        if output and output.resume:
+            done = {key[0] for key in resume_state(output.path) if isinstance(key[0], str)}
+            source.check_resumed(output.path, done)
+        return cls(source, settings, settings.graders, output, done, executor=executor)
+
+    @property
+    def todo(self) -> int | None:
+        return None if self.prompts.total is None else self.prompts.total - len(self.done)
+
+    async def stream(self) -> AsyncIterator[CaptureResult]:
+        writer, progress = _writer(self.output, self.todo, "capture")
+
+        def keep(case: PromptCase) -> bool:
+            if case.id in self.done:
+                self.skipped.append(case.id)  # counted only when the prompt is really there
+                return False
+            return True
+
+        async def items() -> AsyncIterator[WorkItem]:
+            async for case in self.prompts.stream(keep):
+                yield WorkItem(case=case)
+
+        async def run(sink: Sink[CaptureResult]) -> None:
+            async def each(result: CaptureResult) -> None:
+                if writer is not None:
+                    writer.write(result)
+                self.tally.add(result.status, result.score.score if result.score else None)
+                self.errors.add(result)
+                await sink(result)
+
+            async with entered(self.runners):
+                await self.executor(items(), self.settings, each)
+
+        try:
+            async with contextlib.aclosing(_as_stream(run)) as results:  # closed in this task when the caller stops early
+                async for result in results:
+                    yield result
+        finally:
+            if writer is not None:
+                writer.close()
+            progress.close()
+
+
+async def acapture(
+    prompts: Prompts,
+    agent: AgentSpec,
+    graders: Sequence[GraderSpecT] = (),
+    *,
+    timeouts: Timeouts = Timeouts(),
+    concurrency: int = 1,
+    workspace: Workspace = Workspace(),
+    output: Output | None = None,
+) -> AsyncIterator[CaptureResult]:
+    """Run every prompt through the agent and the graders; yield each CaptureResult as it finishes.
+
+    With ``output``, each result is also written (secrets masked) to that JSONL
+    file as it finishes; ``Output(path, resume=True)`` skips prompts already there.
+    """
+    run = CaptureRun.prepare(
+        prompts, agent, graders, timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output
+    )
+    async with contextlib.aclosing(run.stream()) as results:  # closed in this task when the caller stops early
+        async for result in results:
+            yield result
+
+
+def capture(
+    prompts: Prompts,
+    agent: AgentSpec,
+    graders: Sequence[GraderSpecT] = (),
+    *,
+    timeouts: Timeouts = Timeouts(),
+    concurrency: int = 1,
+    workspace: Workspace = Workspace(),
+    output: Output | None = None,
+) -> list[CaptureResult]:
+    """Blocking :func:`acapture`: every CaptureResult, in the order they finished."""
+    return _collect(
+        functools.partial(
+            acapture, prompts, agent, graders, timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output
+        )
+    )
+
+
+def _collect(stream: Callable[[], AsyncIterator[R]]) -> list[R]:
+    async def main() -> list[R]:
+        async with contextlib.aclosing(stream()) as results:  # type: ignore[type-var]
+            return [r async for r in results]
+
+    return anyio.run(main)
+
+
+# --- one prompt -----------------------------------------------------------------------------------
+
+
+async def arun_one(
+    case: PromptCase | Mapping[str, Any],
+    agent: AgentSpec,
+    graders: Sequence[GraderSpecT] = (),
+    *,
+    trial: int | None = None,
+    timeouts: Timeouts = Timeouts(),
+    workspace: Workspace = Workspace(fresh=True),
+    prepare: Callable[[Path], None] | None = None,
+) -> CaptureResult:
+    """One prompt (one trial) through a fresh agent and the graders: the unit a cluster worker runs.
+
+    No state outlives the call: the agent is started and stopped, worker graders
+    likewise, and a fresh workspace (the default) is removed after grading.
+    Agent and grader faults are in the record (status ``error``), not raised.
+    ``prepare`` fills the workspace before the agent starts (instead of copying
+    ``workspace.template``: a suite task's fixtures, or files shipped to a worker).
+    """
+    prompt = _case(case, "case")
+    settings = _settings(agent, build_graders(graders, timeouts), timeouts, 1, _workspaces(workspace))
+    if prepare is None:
+        prepare = seeder(workspace.template)
+    async with entered(settings.graders), open_adapter(settings) as adapter:
+        return await run_item(adapter, WorkItem(case=prompt, trial=trial, prepare=prepare), settings)
+
+
+def run_one(
+    case: PromptCase | Mapping[str, Any],
+    agent: AgentSpec,
+    graders: Sequence[GraderSpecT] = (),
+    *,
+    trial: int | None = None,
+    timeouts: Timeouts = Timeouts(),
+    workspace: Workspace = Workspace(fresh=True),
+    prepare: Callable[[Path], None] | None = None,
+) -> CaptureResult:
+    """Blocking :func:`arun_one`."""
+    return anyio.run(
+        functools.partial(
+            arun_one, case, agent, graders, trial=trial, timeouts=timeouts, workspace=workspace, prepare=prepare
+        )
+    )
+
+
+# --- trials ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class TrialsRun:
+    """Every prompt k times in fresh workspaces; one TrialResult per prompt when its last trial is in."""
+
+    prompts: _Prompts
+    settings: Settings
+    plan: Plan
+    output: Output | None
+    builder: SummaryBuilder
+    finished: set[str]
+    partial: dict[str, dict[int, TrialEntry]]
+    prepare_workspace: Callable[[Path], None] | None
+    #: Where the items run: this process (``run_items``) or Ray tasks (``runner.executors``).
+    executor: Executor = run_items
+    sink: TrialsOutput | None = None
+
+    @classmethod
+    def prepare(
+        cls,
+        prompts: Prompts,
+        agent: AgentSpec,
+        graders: Sequence[GraderSpecT],
+        *,
+        k: int = 5,
+        k_values: Sequence[int] | None = None,
+        errors: ErrorPolicy = "exclude",
+        seed: int = 0,
+        timeouts: Timeouts = Timeouts(),
+        concurrency: int = 1,
+        workspace: Workspace = Workspace(),
+        output: Output | None = None,
+        summary: Path | None = None,
+        table: TableOptions | None = None,
+        executor: Executor = run_items,
+    ) -> TrialsRun:
+        if k < 1:
+            raise ConfigError(f"k must be at least 1, got {k}", field="k")
+        plan = Plan(
+            trials=k,
+            k_values=parse_k_values(",".join(map(str, k_values)) if k_values else None, k),
+            policy=check_policy(errors),
+            seed=seed,
+            summary=summary,
+        )
+        source = _Prompts(prompts, timeouts, table)
+        settings = _settings(agent, [], timeouts, concurrency, _workspaces(workspace, fresh=True))
+        if not graders:
+            raise ConfigError("trials needs at least one --grader: pass@k counts the trials that pass")
+        settings.graders = build_graders(graders, timeouts)
+        if output is not None and summary is not None and str(summary) == output.path:
+            raise ConfigError("--summary must be another file than -o")
+        prepare = seeder(workspace.template)
+        builder = SummaryBuilder(plan.trials, plan.k_values, plan.policy)
+        finished: set[str] = set()
+        partial: dict[str, dict[int, TrialEntry]] = {}
+        if output is not None and output.resume:
+            sidecar = sidecar_path(output.path)
+            if sidecar is None:
+                raise ConfigError("--resume needs -o FILE (it reads what that file already holds)")
+            finished = load_finished(output.path, plan, builder)
+            source.check_resumed(output.path, finished)
+            partial = load_partial(sidecar, finished, plan.trials)
+        return cls(source, settings, plan, output, builder, finished, partial, prepare, executor)
+
+    @property
+    def todo(self) -> int | None:
+        total = self.prompts.total
+        if total is None:
+            return None
+        return (total - len(self.finished)) * self.plan.trials - sum(map(len, self.partial.values()))
+
+    @property
+    def sidecar(self) -> Path | None:
+        return sidecar_path(self.output.path) if self.output else None
+
+    @property
+    def errors(self) -> ErrorDigest:
+        """Why trials errored (empty before :meth:`stream` runs)."""
+        return self.sink.errors if self.sink is not None else ErrorDigest()
+
+    def summary(self) -> TrialsSummary:
+        """The run summary: mean pass@k and pass^k over every prompt (resumed ones included), flaky prompts."""
+        return self.builder.build(seed=self.plan.seed)
+
+    async def stream(self) -> AsyncIterator[TrialResult]:
+        progress = Progress(self.todo, enabled=wanted(self.output.progress) if self.output else False, label="trials")
+        out = self.output
+        sink = TrialsOutput(
+            self.plan,
+            self.settings.adapter.name,
+            out.path if out else None,
+            append=bool(out and out.resume),
+            progress=progress,
+            builder=self.builder,
+        )
+        self.sink = sink
+
+        async def items() -> AsyncIterator[WorkItem]:
+            async for case in self.prompts.stream(lambda c: c.id not in self.finished):
+                for trial in await sink.start(case, self.partial.pop(case.id, {})):
+                    yield WorkItem(case=case, trial=trial, prepare=self.prepare_workspace)
+
+        async def run(each: Sink[TrialResult]) -> None:
+            sink.on_result = each
+            async with entered(self.settings.graders):
+                await self.executor(items(), self.settings, sink)
+
+        try:
+            async with contextlib.aclosing(_as_stream(run)) as results:  # closed in this task when the caller stops early
+                async for result in results:
+                    yield result
+        finally:
+            sink.close()
+            progress.close()
+        sidecar = self.sidecar
+        if sidecar is not None and not sink.open:
+            sidecar.unlink(missing_ok=True)  # every prompt is in the output: nothing left to resume
+
+
+async def atrials(
+    prompts: Prompts,
+    agent: AgentSpec,
+    graders: Sequence[GraderSpecT],
+    *,
+    k: int = 5,
+    k_values: Sequence[int] | None = None,
+    errors: ErrorPolicy = "exclude",
+    timeouts: Timeouts = Timeouts(),
+    concurrency: int = 1,
+    workspace: Workspace = Workspace(),
+    output: Output | None = None,
+) -> AsyncIterator[TrialResult]:
+    """Run every prompt ``k`` times (fresh agent session and workspace each); yield each prompt's
+    TrialResult (its trials, pass rate, pass@k and pass^k for ``k_values``) when its last trial is in."""
+    run = TrialsRun.prepare(
+        prompts, agent, graders, k=k, k_values=k_values, errors=errors,
+        timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output,
+    )  # fmt: skip
+    async with contextlib.aclosing(run.stream()) as results:  # closed in this task when the caller stops early
+        async for result in results:
+            yield result
+
+
+def trials(
+    prompts: Prompts,
+    agent: AgentSpec,
+    graders: Sequence[GraderSpecT],
+    *,
+    k: int = 5,
+    k_values: Sequence[int] | None = None,
+    errors: ErrorPolicy = "exclude",
+    timeouts: Timeouts = Timeouts(),
+    concurrency: int = 1,
+    workspace: Workspace = Workspace(),
+    output: Output | None = None,
+) -> list[TrialResult]:
+    """Blocking :func:`atrials`: every prompt's TrialResult, in the order they finished."""
+    return _collect(
+        functools.partial(
+            atrials, prompts, agent, graders, k=k, k_values=k_values, errors=errors,
+            timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output,
+        )
+    )  # fmt: skip
+
+
+def summarize_trials(results: Iterable[TrialResult], *, seed: int = 0) -> TrialsSummary:
+    """Mean pass@k / pass^k over prompts with bootstrap intervals, from TrialResults of one plan."""
+    results = list(results)
+    if not results:
+        raise ConfigError("no trial results to summarize")
+    first = results[0]
+    builder = SummaryBuilder(first.k, [int(k) for k in first.pass_at_k], first.error_policy)
+    for result in results:
+        builder.add(result)
+    return builder.build(seed=seed)
+
+
+# --- grading results that exist -------------------------------------------------------------------
+
+
+def read_results(path: str, skipped: list[str] | None = None) -> AsyncIterator[CaptureResult]:
+    """CaptureResults from a JSONL file or ``-``; a bad line stops the run, or is skipped (and noted) when
+    ``skipped`` is a list."""
+    source = display_name(path)
+
+    def lines() -> Iterable[tuple[int, bytes]]:
+        stream = open_input(path)
+        try:
+            yield from iter_lines(stream, source)
+        finally:
+            if path != "-":
+                stream.close()
+
+    async def decoded() -> AsyncIterator[CaptureResult]:
+        async for number, line in in_batches(lines()):
+            try:
+                yield decode_line(source, number, line, CaptureResult)
+            except JsonlError as exc:
+                if skipped is None:
+                    raise
+                skipped.append(str(exc))
+
+    return decoded()
+
+
+@dataclass
+class GradeRun:
+    """Results already captured, graded again (earlier grades replaced)."""
+
+    results: str | Iterable[CaptureResult]
+    runners: list[GraderRunner]
+    concurrency: int
+    output: Output | None
+    skipped: list[str] | None
+    tally: Tally = dataclasses.field(default_factory=Tally)
+    #: Why results errored, for a one-look summary at the end.
+    errors: ErrorDigest = dataclasses.field(default_factory=ErrorDigest)
+
+    @classmethod
+    def prepare(
+        cls,
+        results: str | Path | Iterable[CaptureResult],
+        graders: Sequence[GraderSpecT],
+        *,
+        timeouts: Timeouts = Timeouts(),
+        concurrency: int = 1,
+        output: Output | None = None,
+        skip_invalid: bool = False,
+    ) -> GradeRun:
+        if output is not None and output.resume:
+            raise ConfigError("--resume applies to capture and trials, not grade")
+        runners = build_graders(graders, timeouts)
+        if not runners:
+            raise ConfigError("grade needs at least one --grader")
+        if isinstance(results, (str, Path)):
+            results = str(results)
+            if results != "-":
+                open_input(results).close()  # an unreadable input fails before the output is opened
+            require_lines(results, "results")
+        return cls(results, runners, concurrency, output, [] if skip_invalid else None)
+
+    async def stream(self) -> AsyncIterator[CaptureResult]:
+        writer, progress = _writer(self.output, None, "grade")
+        if isinstance(self.results, str):
+            source = read_results(self.results, self.skipped)
+        else:
+            source = in_batches(self.results)
+
+        async def run(sink: Sink[CaptureResult]) -> None:
+            async def each(result: CaptureResult) -> None:
+                if writer is not None:
+                    writer.write(result)
+                self.tally.add(result.status, result.score.score if result.score else None)
+                self.errors.add(result)
+                await sink(result)
+
+            async with entered(self.runners):
+                await grade_stream(source, self.runners, self.concurrency, each)
+
+        try:
+            async with contextlib.aclosing(_as_stream(run)) as results:  # closed in this task when the caller stops early
+                async for result in results:
+                    yield result
+        finally:
+            if writer is not None:
+                writer.close()
+            progress.close()
+
+
+async def agrade(
+    results: str | Path | Iterable[CaptureResult],
+    graders: Sequence[GraderSpecT],
+    *,
+    timeouts: Timeouts = Timeouts(),
+    concurrency: int = 1,
+    output: Output | None = None,
+) -> AsyncIterator[CaptureResult]:
+    """Grade CaptureResults again with ``graders`` (a JSONL file, ``-``, or records); yield each as it is graded."""
+    run = GradeRun.prepare(results, graders, timeouts=timeouts, concurrency=concurrency, output=output)
+    async with contextlib.aclosing(run.stream()) as results:  # closed in this task when the caller stops early
+        async for result in results:
+            yield result
+
+
+def grade(
+    results: str | Path | Iterable[CaptureResult],
+    graders: Sequence[GraderSpecT],
+    *,
+    timeouts: Timeouts = Timeouts(),
+    concurrency: int = 1,
+    output: Output | None = None,
+) -> list[CaptureResult]:
+    """Blocking :func:`agrade`."""
+    return _collect(
+        functools.partial(agrade, results, graders, timeouts=timeouts, concurrency=concurrency, output=output)
+    )
+
+
+__all__ = [
+    "CaptureRun",
+    "GradeRun",
+    "Prompts",
+    "TrialsRun",
+    "acapture",
+    "agrade",
+    "arun_one",
+    "atrials",
+    "build_graders",
+    "capture",
+    "grade",
+    "read_results",
+    "resolve_agent",
+    "run_one",
+    "summarize_trials",
+    "trials",
+]

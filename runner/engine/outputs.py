@@ -1,0 +1,144 @@
+"""Writing results: one flushed line each, secrets masked, counts kept for the summary and gates.
+
+``--fail-under`` takes ``pass_rate=X`` and/or ``score=X`` (comma-separated).
+pass_rate is passed / (passed + failed + error): an errored result counts
+against it, a pending or ungraded one does not; score is the mean aggregate
+score of the results that have one.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from waza.protocol.errors import ConfigError
+from waza.protocol.jsonl import JsonlError, dumps, iter_existing, repair_torn_tail
+from waza.protocol.records import CaptureResult
+from waza.protocol.secrets import Redactor
+
+from waza.runner.engine.cache_summary import print_cache_line
+from waza.runner.analysis.error_digest import ErrorDigest
+from waza.runner.engine.progress import Progress
+
+#: The gates ``--fail-under`` can set (parsed by ``cli.option_values.parse_gates``).
+GATES = ("pass_rate", "score")
+
+
+@dataclass
+class Tally:
+    """Running counts over written results."""
+
+    statuses: Counter[str] = field(default_factory=Counter)
+    score_sum: float = 0.0
+    scored: int = 0
+
+    def add(self, status: str, score: float | None) -> None:
+        self.statuses[status] += 1
+        if score is not None:
+            self.score_sum += score
+            self.scored += 1
+
+    @property
+    def total(self) -> int:
+        return sum(self.statuses.values())
+
+    def pass_rate(self) -> float | None:
+        judged = self.statuses["passed"] + self.statuses["failed"] + self.statuses["error"]
+        return self.statuses["passed"] / judged if judged else None
+
+    def mean_score(self) -> float | None:
+        return self.score_sum / self.scored if self.scored else None
+
+    def describe(self) -> str:
+        parts = [f"{n} {s}" for s in ("passed", "failed", "error", "pending", "ungraded") if (n := self.statuses[s])]
+        return f"{self.total} results" + (": " + ", ".join(parts) if parts else "")
+
+    def missed_gates(self, gates: dict[str, float]) -> list[str]:
+        return missed_gates(gates, {"pass_rate": self.pass_rate(), "score": self.mean_score()})
+
+
+def missed_gates(gates: dict[str, float], actual: dict[str, float | None]) -> list[str]:
+    """The gates ``actual`` falls below (a value that could not be computed misses its gate)."""
+    missed = []
+    for name, threshold in gates.items():
+        value = actual[name]
+        if value is None or value < threshold:
+            shown = "n/a" if value is None else f"{value:.3f}"
+            missed.append(f"{name} {shown} < {threshold:g}")
+    return missed
+
+
+class ResultWriter:
+    """The single writer of a run's output (a file, or ``-`` for stdout)."""
+
+    def __init__(self, path: str | Path, *, append: bool = False, progress: Progress | None = None) -> None:
+        self.path = str(path)
+        if self.path == "-":
+            self._stream = sys.stdout.buffer
+        else:
+            self._stream = open(self.path, "ab" if append else "wb")  # noqa: SIM115 - closed in close()
+        self.redact = Redactor()
+        self.tally = Tally()
+        self.errors = ErrorDigest()
+        self.progress = progress or Progress(None)
+
+    async def __call__(self, result: CaptureResult) -> None:
+        self.write(result)
+
+    def write(self, result: CaptureResult) -> None:
+        self.errors.add(result)
+        self.write_line(dumps(result), result.status, result.score.score if result.score else None)
+
+    def write_line(self, line: bytes, status: str, score: float | None) -> None:
+        self._stream.write(self.redact(line))
+        self._stream.flush()
+        self.tally.add(status, score)
+        self.progress.advance(status)
+
+    def close(self) -> None:
+        if self._stream is not sys.stdout.buffer:
+            self._stream.close()
+        else:
+            self._stream.flush()
+
+
+def resume_state(output: str | None, key: tuple[str, ...] = ("id",)) -> set[tuple[object, ...]]:
+    """Keys of results already complete in ``output``, after repairing a torn last line."""
+    if not output or output == "-":
+        raise ConfigError("--resume needs -o FILE (it reads what that file already holds)")
+    path = Path(output)
+    if not path.exists():
+        return set()
+    removed = repair_torn_tail(path)
+    if removed:
+        print(f"waza: repaired {output}: removed a torn last line ({removed} bytes)", file=sys.stderr)
+    done: set[tuple[object, ...]] = set()
+    try:
+        for value in iter_existing(path):
+            done.add(tuple(value.get(k) for k in key))
+    except JsonlError as exc:
+        raise ConfigError(f"cannot resume: {exc}") from None
+    return done
+
+
+def finish_run(tally: Tally, gates: dict[str, float], *, skipped: int = 0, errors: ErrorDigest | None = None) -> int:
+    """Print a run's summary (and why results errored) on stderr; its exit code (1: a gate missed or a result errored)."""
+    line = tally.describe()
+    if skipped:
+        line += f" ({skipped} already done, skipped)"
+    rate, score = tally.pass_rate(), tally.mean_score()
+    if rate is not None:
+        line += f"; pass rate {rate:.3f}"
+    if score is not None:
+        line += f", mean score {score:.3f}"
+    print(f"waza: {line}", file=sys.stderr)
+    print_cache_line()
+    if errors is not None:
+        errors.print()
+    missed = tally.missed_gates(gates)
+    if missed:
+        print(f"waza: --fail-under not met: {'; '.join(missed)}", file=sys.stderr)
+        return 1
+    return 1 if tally.statuses["error"] else 0

@@ -1,0 +1,333 @@
+"""The async core: prompts in, agents run, graders applied, results out.
+
+A producer feeds work items into a bounded stream; ``concurrency`` workers each
+own one adapter (one agent process, for adapters that keep one), run an item,
+grade it while its workspace still exists, and hand the result to the single
+writer, which writes and flushes one line per result as it finishes. The
+bounded streams keep memory flat whatever the input size, and every task lives
+in one task group, so an interrupt or an error cancels them all and no process
+outlives the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import os
+import re
+import shutil
+import stat
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeAlias, TypeVar
+
+import anyio
+import structlog
+
+from waza.adapters.base import Adapter, AdapterOptions, AgentRun, AgentTask
+from waza.protocol.errors import AgentError, ConfigError, GraderError, WazaError
+from waza.protocol.grading import request_for, settle
+from waza.protocol.records import CaptureResult, Exit, Grade, PromptCase, Timing
+from waza.protocol.trajectory import TrajectoryBuilder
+
+from waza.runner.engine.fanout import fan_out
+from waza.runner.grading.grader_runners import GraderRunner
+
+log = structlog.get_logger("waza")
+
+#: Extra seconds an adapter gets past the prompt timeout to stop its agent before the runner gives up on it.
+ADAPTER_GRACE = 15.0
+WORKSPACE_MARK = ".waza-workspace"
+
+
+@dataclass(slots=True)
+class WorkItem:
+    """One run of one prompt: the case, its trial number, and how to fill its workspace."""
+
+    case: PromptCase
+    trial: int | None = None
+    prepare: Callable[[Path], None] | None = None
+    hint_override: str | None = None
+    #: This item's own graders (a suite task's); None means ``settings.graders``.
+    graders: list[GraderRunner] | None = None
+
+
+@dataclass(slots=True)
+class Workspaces:
+    """Where each item runs.
+
+    With ``root``: a fresh ``root/<id>[-tN]`` per item. With ``fresh`` and no
+    root: a fresh temporary directory per item, removed after grading unless
+    ``keep``. Otherwise every item shares ``cwd``.
+    """
+
+    cwd: Path = field(default_factory=Path.cwd)
+    root: Path | None = None
+    fresh: bool = False
+    keep: bool = False
+
+    def create(self, item: WorkItem) -> tuple[Path, bool]:
+        """(directory, whether to remove it after grading)."""
+        if self.root is not None:
+            name = workspace_name(item.case.id) + (f"-t{item.trial}" if item.trial is not None else "")
+            return make_workspace(self.root, name), False
+        if self.fresh:
+            path = Path(tempfile.mkdtemp(prefix=f"waza-{workspace_name(item.case.id)[:60]}-")).resolve()
+            return path, not self.keep
+        return self.cwd.resolve(), False
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,79}")
+
+
+def workspace_name(prompt_id: str) -> str:
+    """A file name for ``prompt_id``'s workspace, different for every distinct id.
+
+    An id that is already a plain name (letters, digits, ``._-``, not starting
+    with a dot, at most 80 characters) is used as it is; any other gets a
+    readable slug, ``~`` (never in a plain name) and 12 hex digits of the
+    SHA-256 of the exact id, so ``x/y``, ``x_y``, ``é`` and ``..`` all differ.
+    """
+    if _PLAIN.fullmatch(prompt_id):
+        return prompt_id
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", prompt_id).strip("._-")[:40] or "prompt"
+    digest = hashlib.sha256(prompt_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{slug}~{digest}"
+
+
+def make_workspace(root: Path, name: str) -> Path:
+    """A fresh empty directory ``root/name``; an earlier one waza made there is removed first.
+
+    Nothing here follows a symlink: the entry is looked at with ``lstat``
+    relative to a descriptor of ``root``, so a symlink planted at ``name`` (even
+    one to a directory holding a ``.waza-workspace`` marker) is refused, never
+    wiped or used; removal goes through ``shutil.rmtree``'s descriptor-based walk.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    root = root.resolve()
+    root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            entry = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            entry = None
+        if entry is not None:
+            if not stat.S_ISDIR(entry.st_mode):
+                raise FileExistsError(f"workspace {root / name} exists and is not a directory (a symlink?); refusing to use it")
+            if not _has_mark(root_fd, name):
+                raise FileExistsError(f"workspace {root / name} exists and was not made by waza; refusing to reuse it")
+            shutil.rmtree(name, dir_fd=root_fd)
+        os.mkdir(name, 0o777, dir_fd=root_fd)
+        dir_fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root_fd)
+        try:
+            mark = os.open(WORKSPACE_MARK, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666, dir_fd=dir_fd)
+            with os.fdopen(mark, "w") as f:
+                f.write("made by waza; removed and recreated on the next run\n")
+        finally:
+            os.close(dir_fd)
+    finally:
+        os.close(root_fd)
+    return root / name
+
+
+def _has_mark(root_fd: int, name: str) -> bool:
+    """Whether directory ``name`` (opened without following a symlink) holds waza's marker as a regular file."""
+    try:
+        dir_fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root_fd)
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.stat(WORKSPACE_MARK, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+    finally:
+        os.close(dir_fd)
+
+
+@dataclass
+class Settings:
+    adapter: type[Adapter]
+    command: list[str]
+    opts: AdapterOptions
+    graders: list[GraderRunner]
+    concurrency: int = 1
+    timeout: float | None = None
+    workspaces: Workspaces = field(default_factory=Workspaces)
+
+
+T = TypeVar("T")
+#: Where a run hands each result as it finishes.
+Sink: TypeAlias = Callable[[T], Awaitable[None]]
+
+
+@contextlib.asynccontextmanager
+async def entered(runners: Sequence[GraderRunner]) -> AsyncIterator[Sequence[GraderRunner]]:
+    """Start every grader runner (worker pools) for the run and stop them after.
+
+    A grader that cannot start stops the run with a GraderError naming it.
+    """
+    async with contextlib.AsyncExitStack() as stack:
+        for r in runners:
+            try:
+                await stack.enter_async_context(r)
+            except WazaError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - named and re-raised as the run's error
+                raise GraderError(f"grader {r.name!r} cannot start: {type(exc).__name__}: {exc}") from exc
+        yield runners
+
+
+@contextlib.asynccontextmanager
+async def open_adapter(settings: Settings) -> AsyncIterator[Adapter]:
+    """One adapter (one agent) for a worker; an agent that cannot start stops the run with an AgentError."""
+    adapter = settings.adapter(settings.command, settings.opts)
+    try:
+        await adapter.__aenter__()
+    except WazaError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - named and re-raised as the run's error
+        raise AgentError(f"agent adapter {settings.adapter.name} cannot start: {type(exc).__name__}: {exc}") from exc
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_exit(adapter.__aexit__)
+        yield adapter
+
+
+async def grade_result(result: CaptureResult, graders: list[GraderRunner]) -> CaptureResult:
+    """Run every grader on one result (concurrently) and settle its verdict."""
+    if not graders:
+        return settle(result, [])
+    if len(graders) == 1:
+        # Built with the grader's own config, so the runner need not copy it (the hot path of `grade`).
+        return settle(result, [await graders[0].grade(request_for(result, graders[0].spec.config))])
+    base = request_for(result, {})
+    grades: list[Grade | None] = [None] * len(graders)
+
+    async def one(i: int, g: GraderRunner) -> None:
+        grades[i] = await g.grade(base)
+
+    async with anyio.create_task_group() as tg:
+        for i, g in enumerate(graders):
+            tg.start_soon(one, i, g)
+    return settle(result, [g for g in grades if g is not None])
+
+
+async def capture_one(adapter: Adapter, item: WorkItem, workspace: Path, settings: Settings) -> CaptureResult:
+    """Run one item through the adapter and build its (ungraded) result; never raises for agent faults."""
+    case = item.case
+    timeout = case.timeout if case.timeout is not None else settings.timeout
+    recorder = TrajectoryBuilder()
+    start_epoch = time.time()
+    task = AgentTask(case=case, workspace=workspace, recorder=recorder, timeout=timeout, trial=item.trial)
+    limit = math.inf if timeout is None else timeout + ADAPTER_GRACE
+    run: AgentRun | None = None
+    crash: str | None = None
+    with anyio.move_on_after(limit) as scope:
+        try:
+            run = await adapter.run(task)
+        except ConfigError:
+            raise  # the agent cannot work at all (e.g. not an ACP agent): the run stops and says why
+        except Exception as exc:  # noqa: BLE001 - an adapter bug must not end the run
+            log.exception("adapter failed", id=case.id)
+            crash = f"adapter {adapter.name} failed: {type(exc).__name__}: {exc}"
+    if run is None:
+        run = AgentRun(exit=Exit(timed_out=scope.cancelled_caught))
+        run.errors.append(crash or f"adapter {adapter.name} did not stop within {ADAPTER_GRACE:g}s of the timeout")
+    end_epoch = time.time()
+    reduced = recorder.finish()
+    usage = reduced.usage
+    return CaptureResult(
+        id=case.id,
+        input=case.input,
+        output=reduced.output,
+        hint=item.hint_override if item.hint_override is not None else case.hint,
+        reference=case.reference,
+        trajectory=reduced.steps,
+        metadata=case.metadata,
+        timing=Timing(
+            start=int(start_epoch * 1000),
+            end=int(end_epoch * 1000),
+            total=int((end_epoch - start_epoch) * 1000),
+            first_response=reduced.first_response,
+            session_creation=run.session_creation_ms,
+            input_tokens=usage.input_tokens if usage else None,
+            output_tokens=usage.output_tokens if usage else None,
+        ),
+        usage=usage,
+        exit=run.exit,
+        tool_errors=reduced.tool_errors,
+        errors=run.errors,
+        trial=item.trial,
+        adapter=adapter.name,
+        cwd=str(workspace),
+        stderr=run.stderr,
+        unknown=dict(case.unknown),
+    )
+
+
+async def run_items(items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]) -> None:
+    """Capture and grade every item with ``settings.concurrency`` workers, each owning one adapter
+    (one agent); results go to ``sink`` in the order they finish."""
+
+    @contextlib.asynccontextmanager
+    async def worker() -> AsyncIterator[Callable[[WorkItem], Awaitable[CaptureResult]]]:
+        async with open_adapter(settings) as adapter:
+            yield lambda item: run_item(adapter, item, settings)
+
+    await fan_out(items, worker, settings.concurrency, sink)
+
+
+#: Runs every item and hands each finished record to the sink, in the order they finish: ``run_items``
+#: (this process), or another executor with the same shape (``runner.executors``: Ray tasks).
+Executor: TypeAlias = Callable[[AsyncIterator[WorkItem], Settings, Sink[CaptureResult]], Awaitable[None]]
+
+
+async def run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> CaptureResult:
+    """One item in its workspace through an open adapter, graded; a fault is this record's error."""
+    try:
+        workspace, remove = settings.workspaces.create(item)
+        if item.prepare is not None:
+            item.prepare(workspace)
+    except Exception as exc:  # noqa: BLE001 - a workspace problem is this item's error, not the run's end
+        return failed_result(item.case, item.trial, adapter.name, f"cannot prepare workspace: {exc}")
+    try:
+        result = await capture_one(adapter, item, workspace, settings)
+        return await grade_result(result, settings.graders if item.graders is None else item.graders)
+    finally:
+        if remove:
+            shutil.rmtree(workspace, ignore_errors=True)
+
+
+def failed_result(case: PromptCase, trial: int | None, adapter: str, message: str) -> CaptureResult:
+    """The *error* record of an item that could not produce one of its own (``message`` says why)."""
+    result = CaptureResult(
+        id=case.id,
+        input=case.input,
+        output="",
+        hint=case.hint,
+        reference=case.reference,
+        metadata=case.metadata,
+        errors=[message],
+        trial=trial,
+        adapter=adapter,
+    )
+    return settle(result, [])
+
+
+async def grade_stream(
+    results: AsyncIterator[CaptureResult], runners: list[GraderRunner], concurrency: int, sink: Sink[CaptureResult]
+) -> None:
+    """Grade with ``concurrency`` workers between bounded streams; ``sink`` sees completion order."""
+    if concurrency == 1:
+        async for result in results:
+            await sink(await grade_result(result, runners))
+        return
+
+    @contextlib.asynccontextmanager
+    async def worker() -> AsyncIterator[Callable[[CaptureResult], Awaitable[CaptureResult]]]:
+        yield lambda result: grade_result(result, runners)
+
+    await fan_out(results, worker, concurrency, sink)

@@ -1,0 +1,370 @@
+"""The typed specs of the Python API: what to run, as plain frozen data.
+
+Everything here is a frozen dataclass of strings, numbers, paths and tuples,
+so a spec can be compared, printed, pickled and sent to another process or
+machine: a run is described without opening anything. Only the engine turns
+a spec into live objects (an adapter, grader runners), and it checks each one
+there, before anything runs (a ConfigError names what is wrong).
+
+One agent spec per adapter (``ExecAgent``, ``AcpAgent``, ``HeadlessAgent``,
+``HttpAgent``, ``ReplayAgent``, ``MockAgent``); its fields are exactly the
+options that adapter honours, so an option an adapter would ignore cannot be
+written. Grader specs: ``Builtin`` (by name, with its config), ``Executable``
+(one process per result), ``Worker`` (a persistent worker process),
+``PythonGrader`` (``file.py:fn``, ``package.module:fn`` or a callable) and
+``Judge`` (an LLM grader pointed at a judge).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
+
+from waza.adapters.base import AdapterOptions
+from waza.protocol.errors import ConfigError
+
+from waza.runner.grading.grader_specs import GraderSpec, check_python_target, resolve_argv
+from waza.runner.engine.inputs import TimeoutUnit
+
+if TYPE_CHECKING:
+    from waza.runner.grading.judges import JudgeChoice
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """Time limits in seconds: per prompt (``None``: none; a prompt's own ``timeout`` wins) and per grading.
+
+    ``prompt_unit``: how a prompts file's own ``timeout`` values are read: ``s``, ``ms`` (acp-harness
+    files), or ``auto`` (seconds; 1000 or more is refused as ambiguous).
+    """
+
+    prompt: float | None = None
+    grader: float = 60.0
+    prompt_unit: TimeoutUnit = "auto"
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    """Where each prompt runs.
+
+    ``root``: a fresh ``root/<id>[-tN]`` directory per run (kept). ``fresh``: a
+    fresh temporary directory per run, removed after grading unless ``keep``.
+    Otherwise every run shares ``cwd`` (default: the current directory).
+    ``template``: a directory copied into each fresh workspace first.
+    """
+
+    cwd: Path | None = None
+    root: Path | None = None
+    fresh: bool = False
+    keep: bool = False
+    template: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """Where results are written as JSONL (``"-"``: stdout), and whether to skip results already there."""
+
+    path: str
+    resume: bool = False
+    #: A progress bar on stderr; ``None``: when stderr is a terminal.
+    progress: bool | None = False
+
+
+# --- agents ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Agent:
+    """Base of agent specs: ``adapter`` names the adapter; the other fields are its options."""
+
+    adapter: ClassVar[str]
+    command: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "command", tuple(str(c) for c in self.command))
+
+    def options(self) -> AdapterOptions:
+        """The adapter options this spec sets (every other option keeps its default)."""
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if f.name == "command":
+                continue
+            value = getattr(self, f.name)
+            if f.name == "mcp_servers":
+                value = [dict(s) for s in value]
+            elif isinstance(value, str) and f.name in _PATH_OPTIONS:
+                value = Path(value)
+            values[f.name] = value
+        return AdapterOptions(**values)
+
+
+_PATH_OPTIONS = frozenset({"mcp_config", "permission_rules", "raw_log", "schema", "replay_from"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExecAgent(_Agent):
+    """A command run once per turn: the prompt on stdin, the answer on stdout (``events``: JSONL events)."""
+
+    adapter: ClassVar[str] = "exec"
+    command: tuple[str, ...]
+    events: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class AcpAgent(_Agent):
+    """An agent speaking the Agent Client Protocol over stdio."""
+
+    adapter: ClassVar[str] = "acp"
+    command: tuple[str, ...]
+    mcp_servers: tuple[Mapping[str, Any], ...] = ()
+    mcp_config: Path | None = None
+    permission: str | None = None
+    permission_rules: Path | None = None
+    raw_log: Path | None = None
+    auth_method: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeadlessAgent(_Agent):
+    """A CLI agent's headless mode, read through an adapter schema (a file or a bundled name)."""
+
+    adapter: ClassVar[str] = "headless"
+    schema: Path | None = None
+    raw_log: Path | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class HttpAgent(_Agent):
+    """An OpenAI-compatible chat endpoint (``local_model``: a local model server started for the run)."""
+
+    adapter: ClassVar[str] = "http"
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    system_prompt: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    stream: bool = False
+    local_model: bool = False
+    #: Keep replies in the model cache and reuse them (keyed by the trial number in trials).
+    cache: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplayAgent(_Agent):
+    """Results recorded earlier, replayed as the agent's answers (to re-grade without the agent)."""
+
+    adapter: ClassVar[str] = "replay"
+    replay_from: Path | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class MockAgent(_Agent):
+    """The scripted offline agent (a prompt's ``mock`` key scripts it)."""
+
+    adapter: ClassVar[str] = "mock"
+
+
+AgentSpec: TypeAlias = ExecAgent | AcpAgent | HeadlessAgent | HttpAgent | ReplayAgent | MockAgent
+AGENTS: dict[str, type[AgentSpec]] = {
+    cls.adapter: cls for cls in (ExecAgent, AcpAgent, HeadlessAgent, HttpAgent, ReplayAgent, MockAgent)
+}
+
+
+def agent_spec(adapter: str, command: list[str], opts: AdapterOptions) -> AgentSpec:
+    """The spec for ``--adapter NAME`` and its options; an option the adapter would ignore is a ConfigError."""
+    from waza.adapters import adapter_class
+
+    cls = AGENTS.get(adapter)
+    if cls is None:
+        adapter_class(adapter)  # raises the "unknown adapter" error listing the known ones
+        raise AssertionError(adapter)
+    names = {f.name for f in dataclasses.fields(cls)} - {"command"}
+    ignored = sorted(opts.given() - names)
+    if ignored:
+        flags = ", ".join("--" + ("from" if n == "replay_from" else n.replace("_", "-")) for n in ignored)
+        raise ConfigError(f"{flags} does nothing with --adapter {adapter}; remove it or choose another adapter")
+    values = {n: getattr(opts, n) for n in names}
+    if "mcp_servers" in values:
+        values["mcp_servers"] = tuple(values["mcp_servers"])
+    return cls(command=tuple(command), **values)
+
+
+# --- graders --------------------------------------------------------------------------------------
+
+_NAME = re.compile(r"^[A-Za-z_][\w.-]*$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Grader:
+    """Base of grader specs: ``name`` labels its grades (default: from the grader), ``weight`` its share of the score."""
+
+    name: str | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+    weight: float = 1.0
+    #: Seconds per result; ``None``: the run's ``Timeouts.grader``.
+    timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.name is not None and not _NAME.match(self.name):
+            raise ConfigError(f"grader name {self.name!r} must be letters, digits, _ . -", field="name")
+        if self.weight < 0:
+            raise ConfigError(f"grader weight must not be negative, got {self.weight}", field="weight")
+
+    def _spec(self, name: str, kind: Literal["builtin", "python", "exec", "worker"], target: str, **kw: Any) -> GraderSpec:
+        return GraderSpec(
+            name=self.name or name,
+            kind=kind,
+            target=target,
+            config=dict(self.config),
+            weight=self.weight,
+            timeout=self.timeout,
+            **kw,
+        )
+
+    def internal(self) -> GraderSpec:
+        """The engine's mutable spec for this grader, checked (ConfigError when it names nothing runnable)."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, kw_only=True)
+class Builtin(_Grader):
+    """A built-in grader by name (``waza graders list``); ``isolate`` runs it as a worker process."""
+
+    grader: str
+    isolate: bool = False
+
+    def internal(self) -> GraderSpec:
+        from waza.graders import canonical, load
+
+        load(self.grader)
+        target = canonical(self.grader)
+        return self._spec(target, "builtin", target)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Executable(_Grader):
+    """An executable run once per result: a GraderRequest on stdin, a result on stdout."""
+
+    argv: tuple[str, ...]
+
+    def internal(self) -> GraderSpec:
+        argv = resolve_argv([str(a) for a in self.argv])
+        return self._spec(Path(argv[0]).name, "exec", argv[0], argv=argv)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Worker(_Grader):
+    """An executable in persistent worker mode: one process per concurrency slot, JSONL in and out."""
+
+    argv: tuple[str, ...]
+
+    def internal(self) -> GraderSpec:
+        argv = resolve_argv([str(a) for a in self.argv])
+        return self._spec(Path(argv[0]).name, "worker", argv[0], argv=argv)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PythonGrader(_Grader):
+    """A Python function called in-process with the request as a dict; returns a result dict.
+
+    ``fn`` is a reference (``file.py:fn`` or ``package.module:fn``), which any
+    machine with the same files can import, or the callable itself (pickled by
+    reference, so a module-level function of an importable module travels too).
+    """
+
+    fn: str | Callable[[dict[str, Any]], Any]
+
+    def internal(self) -> GraderSpec:
+        if isinstance(self.fn, str):
+            target, func = check_python_target(self.fn)
+            return self._spec(func, "python", target, func=func)
+        if not callable(self.fn):
+            raise ConfigError(f"PythonGrader needs a callable or 'file.py:fn', got {self.fn!r}", field="fn")
+        name = getattr(self.fn, "__name__", "grader")
+        module = getattr(self.fn, "__module__", None) or "__main__"
+        return self._spec(name, "python", module, func=getattr(self.fn, "__qualname__", name), fn=self.fn)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Judge(_Grader):
+    """An LLM grader (``llm``, ``llm_comparison`` or ``prompt``) and where its judge is.
+
+    ``base_url`` (+ ``model``, ``api_key_env``): an OpenAI-compatible endpoint;
+    ``command``: a judge program (prompt on stdin, reply on stdout); ``local``:
+    a local model server started for the run (``model_path``: its GGUF file).
+    """
+
+    grader: Literal["llm", "llm_comparison", "prompt"] = "llm"
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    command: str | None = None
+    local: bool = False
+    model_path: Path | None = None
+    isolate: bool = False
+    #: False: the judge is asked every time and nothing is kept in the model cache (--no-cache).
+    cache: bool = True
+
+    def choice(self) -> JudgeChoice:
+        """Where this judge is, as the judge options of a command line."""
+        from waza.runner.grading.judges import JudgeChoice
+
+        return JudgeChoice(
+            judge="local" if self.local else None,
+            base_url=self.base_url,
+            model=self.model,
+            api_key_env=self.api_key_env,
+            command=self.command,
+            model_path=self.model_path,
+            cache=self.cache,
+        )
+
+    def internal(self) -> GraderSpec:
+        from waza.runner.grading.judges import apply
+
+        spec = Builtin(grader=self.grader, name=self.name, config=self.config, weight=self.weight, timeout=self.timeout).internal()
+        apply([spec], self.choice())
+        return spec
+
+
+GraderSpecT: TypeAlias = Builtin | Executable | Worker | PythonGrader | Judge
+
+
+def from_internal(spec: GraderSpec, *, isolate: bool = False) -> GraderSpecT:
+    """The API spec of a parsed ``--grader`` (its judge options already merged into its config)."""
+    common: dict[str, Any] = {"name": spec.name, "config": spec.config, "weight": spec.weight, "timeout": spec.timeout}
+    if spec.kind == "builtin":
+        return Builtin(grader=spec.target, isolate=isolate, **common)
+    if spec.kind == "python":
+        return PythonGrader(fn=f"{spec.target}:{spec.func}", **common)
+    if spec.kind == "worker":
+        return Worker(argv=tuple(spec.argv), **common)
+    return Executable(argv=tuple(spec.argv), **common)
+
+
+__all__ = [
+    "AGENTS",
+    "AcpAgent",
+    "AgentSpec",
+    "Builtin",
+    "ExecAgent",
+    "Executable",
+    "GraderSpecT",
+    "HeadlessAgent",
+    "HttpAgent",
+    "Judge",
+    "MockAgent",
+    "Output",
+    "PythonGrader",
+    "ReplayAgent",
+    "Timeouts",
+    "Workspace",
+    "Worker",
+    "agent_spec",
+    "from_internal",
+]

@@ -1,0 +1,190 @@
+"""Trials as a run: k work items per prompt, collected per prompt into one TrialResult each.
+
+A prompt's trials are held only until its last one finishes; then its
+TrialResult line is written and they are dropped. Resume is exact per trial:
+with an output file every finished trial is also appended (as a CaptureResult
+line with its trial number) to the sidecar ``FILE.trials.jsonl``; resuming
+skips prompts already in FILE, reuses the sidecar's trials of unfinished
+prompts and runs only the missing (id, trial) pairs. The sidecar is removed
+when a run completes.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import get_args
+
+from waza.protocol.errors import ConfigError
+from waza.protocol.jsonl import JsonlWriter, dumps, read_records, repair_torn_tail
+from waza.protocol.records import CaptureResult, PromptCase
+from waza.protocol.secrets import Redactor
+from waza.protocol.trial_records import ErrorPolicy, TrialEntry, TrialResult
+
+from waza.runner.analysis.error_digest import ErrorDigest
+from waza.runner.engine.progress import Progress
+from waza.runner.analysis.trial_stats import SummaryBuilder, trial_entry, trial_result
+
+SIDECAR_SUFFIX = ".trials.jsonl"
+
+
+def sidecar_path(output: str) -> Path | None:
+    return None if output == "-" else Path(output + SIDECAR_SUFFIX)
+
+
+@dataclass(frozen=True)
+class Plan:
+    trials: int
+    k_values: list[int]
+    policy: ErrorPolicy
+    seed: int
+    summary: Path | None
+
+
+@dataclass
+class Collecting:
+    """A prompt whose trials are not all finished yet."""
+
+    case: PromptCase
+    entries: dict[int, TrialEntry] = field(default_factory=dict)
+
+
+def load_finished(output: str, plan: Plan, builder: SummaryBuilder) -> set[str]:
+    """Ids of prompts already written to ``output``, added to the summary; they must match this run's plan."""
+    path = Path(output)
+    if not path.exists():
+        return set()
+    _repair(path)
+    keys = [str(k) for k in plan.k_values]
+    done: set[str] = set()
+    for number, result in read_records(path, TrialResult):
+        where = f"{output}:{number}"
+        if result.k != plan.trials:
+            raise ConfigError(f"{where}: written with -k {result.k}; resume with the same -k (this run: {plan.trials})")
+        if result.error_policy != plan.policy:
+            raise ConfigError(f"{where}: written with --errors {result.error_policy}; resume with the same policy")
+        if list(result.pass_at_k) != keys:
+            raise ConfigError(f"{where}: written with --k-values {','.join(result.pass_at_k)}; resume with the same k values")
+        done.add(result.id)
+        builder.add(result)
+    return done
+
+
+def load_partial(sidecar: Path, finished: set[str], trials: int) -> dict[str, dict[int, TrialEntry]]:
+    """Trials already run for prompts that are not finished, from the sidecar."""
+    if not sidecar.exists():
+        return {}
+    _repair(sidecar)
+    partial: dict[str, dict[int, TrialEntry]] = {}
+    for number, result in read_records(sidecar, CaptureResult):
+        if result.id in finished:
+            continue
+        if result.trial is None or not 1 <= result.trial <= trials:
+            raise ConfigError(f"trial must be 1..{trials} (-k)", source=str(sidecar), line=number, field="trial")
+        partial.setdefault(result.id, {})[result.trial] = trial_entry(result)
+    return partial
+
+
+def _repair(path: Path) -> None:
+    removed = repair_torn_tail(path)
+    if removed:
+        print(f"waza: repaired {path}: removed a torn last line ({removed} bytes)", file=sys.stderr)
+
+
+def seeder(template: Path | None) -> Callable[[Path], None] | None:
+    """Each trial's fresh workspace starts as a copy of ``template`` (--cwd) (when given), so no trial sees another's changes."""
+    if template is None:
+        return None
+    source = template.resolve()
+    if not source.is_dir():
+        raise ConfigError(f"--cwd {template} is not a directory")
+
+    def prepare(workspace: Path) -> None:
+        shutil.copytree(source, workspace, symlinks=True, dirs_exist_ok=True)
+
+    return prepare
+
+
+class TrialsOutput:
+    """Collects trials per prompt and writes each prompt's TrialResult once its last trial is in.
+
+    ``output`` None writes nothing (the API's in-memory runs); ``on_result``
+    gets each finished TrialResult after it is written.
+    """
+
+    def __init__(
+        self, plan: Plan, adapter: str, output: str | None, *, append: bool, progress: Progress, builder: SummaryBuilder
+    ) -> None:
+        self.plan = plan
+        self.adapter = adapter
+        self.redact = Redactor()
+        self.main = JsonlWriter(output, append=append) if output is not None else None
+        sidecar = sidecar_path(output) if output is not None else None
+        self.sidecar = JsonlWriter(sidecar, append=append) if sidecar else None
+        self.progress = progress
+        self.builder = builder
+        self.open: dict[str, Collecting] = {}
+        self.errors = ErrorDigest()
+        self.on_result: Callable[[TrialResult], Awaitable[None]] | None = None
+
+    async def start(self, case: PromptCase, earlier: dict[int, TrialEntry]) -> list[int]:
+        """Begin collecting a prompt; returns the trial numbers still to run (none: written now)."""
+        self.open[case.id] = Collecting(case, dict(earlier))
+        missing = [t for t in range(1, self.plan.trials + 1) if t not in earlier]
+        if not missing:
+            await self._finish(case.id)
+        return missing
+
+    async def __call__(self, result: CaptureResult) -> None:
+        if self.sidecar is not None:
+            self.sidecar.write_bytes(self.redact(dumps(result)))
+        self.progress.advance(result.status)
+        self.errors.add(result)
+        collecting = self.open[result.id]
+        collecting.entries[result.trial or 1] = trial_entry(result)
+        if len(collecting.entries) == self.plan.trials:
+            await self._finish(result.id)
+
+    async def _finish(self, prompt_id: str) -> None:
+        collecting = self.open.pop(prompt_id)
+        result = trial_result(
+            collecting.case,
+            list(collecting.entries.values()),
+            k=self.plan.trials,
+            k_values=self.plan.k_values,
+            policy=self.plan.policy,
+            adapter=self.adapter,
+        )
+        if self.main is not None:
+            self.main.write_bytes(self.redact(dumps(result)))
+        self.builder.add(result)
+        if self.on_result is not None:
+            await self.on_result(result)
+
+    def close(self) -> None:
+        if self.main is not None:
+            self.main.close()
+        if self.sidecar is not None:
+            self.sidecar.close()
+
+
+def check_policy(text: str) -> ErrorPolicy:
+    """``exclude`` or ``fail``, else a ConfigError."""
+    if text not in get_args(ErrorPolicy):
+        raise ConfigError(f"--errors takes exclude or fail, got {text!r}")
+    return text  # type: ignore[return-value]
+
+
+__all__ = [
+    "SIDECAR_SUFFIX",
+    "Plan",
+    "TrialsOutput",
+    "check_policy",
+    "load_finished",
+    "load_partial",
+    "seeder",
+    "sidecar_path",
+]

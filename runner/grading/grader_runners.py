@@ -1,0 +1,175 @@
+"""Running graders: in-process (built-ins, Python callables) or as processes.
+
+Each runner turns a GraderRequest into a Grade and never raises for what the
+grader does: a crash, a timeout, garbage on stdout or a score that cannot be
+trusted all become an *error* grade with the reason and the stderr tail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import inspect
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import orjson
+
+from waza.protocol.codec import Record
+from waza.protocol.grading import GraderProtocolError, error_grade, grade_from_result, normalize_result, parse_result_bytes
+from waza.protocol.process import run_once
+from waza.protocol.records import Grade, GraderRequest
+from waza.protocol.secrets import scrubbed_env
+
+from waza.runner.grading.grader_specs import GraderSpec
+
+DEFAULT_TIMEOUT = 60.0
+
+
+class GraderRunner:
+    """Base: holds the spec; subclasses implement ``_grade``. Use as an async context manager."""
+
+    def __init__(self, spec: GraderSpec) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.timeout = spec.timeout if spec.timeout is not None else DEFAULT_TIMEOUT
+
+    async def __aenter__(self) -> GraderRunner:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    def request(self, request: GraderRequest) -> GraderRequest:
+        """This grader's view of a request (graders of one result share the base request).
+
+        The copy is skipped when the config already matches (the usual case: a
+        grader with no config), as it is a fifth of the per-result cost of an in-process grader."""
+        if request.config == self.spec.config:
+            return request
+        return dataclasses.replace(request, config=self.spec.config)
+
+    async def grade(self, request: GraderRequest) -> Grade:
+        started = time.perf_counter()
+        try:
+            return await self._grade(self.request(request), started)
+        except GraderProtocolError as exc:
+            return self._error(str(exc), started)
+
+    async def _grade(self, request: GraderRequest, started: float) -> Grade:
+        raise NotImplementedError
+
+    def _ok(self, value: Any, started: float) -> Grade:
+        result = normalize_result(value)
+        return grade_from_result(
+            self.name, result, weight=self.spec.weight, duration_ms=(time.perf_counter() - started) * 1000
+        )
+
+    def _error(self, reason: str, started: float, details: dict[str, Any] | None = None) -> Grade:
+        return error_grade(
+            self.name, reason, weight=self.spec.weight, duration_ms=(time.perf_counter() - started) * 1000, details=details
+        )
+
+
+_stdout_borrowers = 0
+_real_stdout: Any = None
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Any:
+    """While any in-process grader runs, ``print()`` goes to stderr, not into ``-o -``'s JSONL.
+
+    Counted rather than nested (``contextlib.redirect_stdout``) because async
+    graders overlap: the first to start swaps ``sys.stdout``, the last to end
+    restores it. The result writer holds the real stdout's buffer, so its own
+    lines are unaffected."""
+    global _stdout_borrowers, _real_stdout
+    if _stdout_borrowers == 0:
+        _real_stdout, sys.stdout = sys.stdout, sys.stderr
+    _stdout_borrowers += 1
+    try:
+        yield
+    finally:
+        _stdout_borrowers -= 1
+        if _stdout_borrowers == 0:
+            sys.stdout, _real_stdout = _real_stdout, None
+
+
+class InProcessRunner(GraderRunner):
+    """A Python function called in the event loop: sync functions inline (the fast path), async awaited.
+
+    A sync function cannot be interrupted, so it has no timeout; an async one
+    gets the grader timeout. Whatever it raises, ``sys.exit()`` included (every
+    BaseException but KeyboardInterrupt and waza's own cancellation), is an
+    error grade for that one result. A user's function gets a deep copy of the
+    request, so mutating it cannot change the record written; what it prints
+    goes to stderr.
+    """
+
+    def __init__(self, spec: GraderSpec, fn: Callable[[Any], Any], *, wants_record: bool) -> None:
+        super().__init__(spec)
+        self.fn = fn
+        self.wants_record = wants_record
+        self.is_async = inspect.iscoroutinefunction(fn)
+
+    async def _grade(self, request: GraderRequest, started: float) -> Grade:
+        # Built-ins (waza's own code) read the record; a user's function gets a copy of its own.
+        arg: Any = request if self.wants_record else copy.deepcopy(request.to_dict())
+        try:
+            with _stdout_to_stderr():
+                if self.is_async:
+                    with anyio.fail_after(self.timeout):
+                        value = await self.fn(arg)
+                else:
+                    value = self.fn(arg)
+                    if inspect.isawaitable(value):
+                        with anyio.fail_after(self.timeout):
+                            value = await value
+        except TimeoutError:
+            return self._error(f"grader timed out after {self.timeout:g}s", started)
+        except (KeyboardInterrupt, anyio.get_cancelled_exc_class()):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - any grader failure, sys.exit() included, is an error grade
+            return self._error(f"grader raised {type(exc).__name__}: {exc}", started)
+        if isinstance(value, Record):
+            value = value.to_dict()
+        return self._ok(value, started)
+
+
+class ProcessRunner(GraderRunner):
+    """One process per result: request on stdin, result on stdout, process group killed on timeout."""
+
+    def __init__(self, spec: GraderSpec, argv: list[str]) -> None:
+        super().__init__(spec)
+        self.argv = argv
+        self.env = scrubbed_env()
+
+    async def _grade(self, request: GraderRequest, started: float) -> Grade:
+        payload = orjson.dumps(request.to_dict())
+        cwd = request.cwd if request.cwd and os.path.isdir(request.cwd) else None
+        try:
+            out = await run_once(self.argv, stdin=payload, cwd=cwd, env=self.env, timeout=self.timeout)
+        except OSError as exc:
+            return self._error(f"cannot start grader {self.argv[0]!r}: {exc.strerror or exc}", started)
+        details = {"stderr": out.stderr_tail} if out.stderr_tail else None
+        if out.timed_out:
+            return self._error(f"grader timed out after {self.timeout:g}s", started, details)
+        if out.stdout_overflow:
+            return self._error("grader wrote more than 10 MB to stdout", started, details)
+        if out.signal is not None:
+            return self._error(f"grader killed by signal {out.signal}", started, details)
+        if out.code != 0:
+            tail = out.stderr_tail.strip().splitlines()[-1:] or [""]
+            return self._error(f"grader exited with code {out.code}: {tail[0]}".rstrip(": "), started, details)
+        try:
+            result = parse_result_bytes(out.stdout)
+        except GraderProtocolError as exc:
+            return self._error(str(exc), started, details)
+        return grade_from_result(
+            self.name, result, weight=self.spec.weight, duration_ms=(time.perf_counter() - started) * 1000
+        )

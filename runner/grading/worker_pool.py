@@ -1,0 +1,211 @@
+"""Persistent grader workers: one long-lived process per concurrency slot, JSONL in and out.
+
+Spawning a grader per result costs a process start (20-30 ms of CPU for a
+Python grader) every time; a worker pays it once. The protocol (README,
+"Worker mode"): waza writes one GraderRequest per line on the worker's stdin
+and reads exactly one answer line on its stdout before it sends the next, until
+it closes stdin. An answer is a grader result, or ``{"error": "why"}`` for a
+request the worker rejects (it keeps serving). Every request carries a
+``requestId`` unique within this runner, and its answer must echo it
+(protocol 2): a line without it (a stray debug print, a late answer to an
+earlier request) can then never be taken for the answer to this request. An
+answer may also echo the request's ``id``; when it does it must match.
+
+The pool grows lazily: a request takes an idle worker or starts a new one, so
+it never holds more processes than requests in flight at once, which ``-j``
+bounds: one worker per concurrency slot. Anything that leaves a worker's
+stream in doubt (a crash, a hang past the timeout, a line that is not an
+answer, an answer without this request's ``requestId`` or for another id, a second line for one request, a cancelled
+exchange) costs that one request an error grade and the worker its life: its
+process group is killed and the next request starts a fresh one, so no later
+answer can be attributed to the wrong request.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.abc
+import orjson
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from waza.protocol.grading import GraderProtocolError, grade_from_result, normalize_result
+from waza.protocol.process import STDOUT_LIMIT, Tail, drain, reap, spawn
+from waza.protocol.records import PROTOCOL_VERSION, Grade, GraderRequest
+from waza.protocol.secrets import scrubbed_env
+
+from waza.runner.grading.grader_runners import GraderRunner
+from waza.runner.grading.grader_specs import GraderSpec
+
+#: Seconds a worker gets to exit by itself after its stdin closes, before its group is killed.
+EXIT_GRACE = 5.0
+
+
+class WorkerFault(Exception):
+    """This worker can no longer be trusted with another request; the message is the grade's error."""
+
+
+@dataclass(eq=False)
+class Worker:
+    """One worker process, its buffered stdout and the tail of its (always drained) stderr."""
+
+    process: anyio.abc.Process
+    stdout: BufferedByteReceiveStream
+    stderr: Tail
+    drained: anyio.Event
+    served: int = 0
+
+    async def drain_stderr(self) -> None:
+        await drain(self.process.stderr, self.stderr)
+        self.drained.set()
+
+    async def exchange(self, line: bytes, timeout: float) -> bytes:
+        """Send one request line, return the one answer line (WorkerFault when that fails)."""
+        assert self.process.stdin is not None
+        try:
+            with anyio.fail_after(timeout):
+                await self.process.stdin.send(line)
+                answer = await self.stdout.receive_until(b"\n", STDOUT_LIMIT)
+        except TimeoutError:
+            raise WorkerFault(f"grader timed out after {timeout:g}s") from None
+        except anyio.DelimiterNotFound:
+            raise WorkerFault("grader wrote more than 10 MB without a newline") from None
+        except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            raise WorkerFault(await self._death()) from None
+        if self.stdout.buffer:
+            raise WorkerFault("grader wrote more than one line for one request")
+        self.served += 1
+        return answer
+
+    async def _death(self) -> str:
+        """Why the worker stopped answering, once it has exited (it is killed if it lingers)."""
+        with anyio.move_on_after(1.0):
+            await self.process.wait()
+        code = self.process.returncode
+        if code is None:
+            return "grader closed its stdout without answering"
+        if code < 0:
+            return f"grader killed by signal {-code}"
+        return f"grader exited with code {code} before answering"
+
+
+def decode_answer(raw: bytes, request_id: str, exchange_id: str) -> dict[str, Any]:
+    """Decode one answer line into an object for this request, or raise WorkerFault (out of step).
+
+    ``request_id`` is the result's ``id``, ``exchange_id`` the ``requestId`` the answer must echo."""
+    preview = raw[:80].decode("utf-8", "replace")
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise WorkerFault(f"grader answer is not one JSON object; it starts {preview!r}") from None
+    if not isinstance(value, dict):
+        raise WorkerFault(f"grader answer must be a JSON object, got {type(value).__name__}")
+    echoed_exchange = value.get("requestId")
+    if echoed_exchange is None:
+        raise WorkerFault(
+            f"grader answer does not echo requestId {exchange_id!r} (worker protocol {PROTOCOL_VERSION}); it starts {preview!r}"
+        )
+    if echoed_exchange != exchange_id:
+        raise WorkerFault(f"grader answered requestId {echoed_exchange!r} while grading requestId {exchange_id!r}")
+    echoed = value.get("id")
+    if echoed is not None and echoed != request_id:
+        raise WorkerFault(f"grader answered for id {echoed!r} while grading {request_id!r}")
+    return value
+
+
+class WorkerRunner(GraderRunner):
+    """A grader in worker mode. Enter it (``async with``) before grading: it owns the workers' tasks."""
+
+    def __init__(self, spec: GraderSpec, argv: list[str]) -> None:
+        super().__init__(spec)
+        self.argv = argv
+        self.env = scrubbed_env()
+        self._idle: list[Worker] = []
+        self._all: set[Worker] = set()
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._exchanges = itertools.count(1)
+        self.started = 0
+
+    async def __aenter__(self) -> WorkerRunner:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        assert self._tg is not None
+        try:
+            with anyio.CancelScope(shield=True):
+                async with anyio.create_task_group() as tg:
+                    for worker in list(self._all):
+                        tg.start_soon(self._stop, worker)
+        finally:
+            tg, self._tg = self._tg, None
+            await tg.__aexit__(*exc)
+
+    async def _start(self) -> Worker:
+        if self._tg is None:
+            raise RuntimeError("WorkerRunner must be entered (async with) before grading")
+        process = await spawn(self.argv, env=self.env)
+        assert process.stdout is not None
+        worker = Worker(process, BufferedByteReceiveStream(process.stdout), Tail(), anyio.Event())
+        self._tg.start_soon(worker.drain_stderr)
+        self._all.add(worker)
+        self.started += 1
+        return worker
+
+    async def _stop(self, worker: Worker) -> None:
+        """Close stdin (the worker's cue to exit), wait a little, then kill the group whatever happened."""
+        self._all.discard(worker)
+        process = worker.process
+        try:
+            if process.stdin is not None:
+                await process.stdin.aclose()
+        except (anyio.BrokenResourceError, OSError):
+            pass
+        with anyio.move_on_after(EXIT_GRACE):
+            await process.wait()
+        await reap(process)
+
+    @staticmethod
+    def _stderr(worker: Worker) -> dict[str, Any] | None:
+        return {"stderr": worker.stderr.text()} if worker.stderr.total else None
+
+    async def _discard(self, worker: Worker) -> None:
+        self._all.discard(worker)
+        await reap(worker.process)
+
+    async def _grade(self, request: GraderRequest, started: float) -> Grade:
+        payload = request.to_dict()
+        payload["requestId"] = exchange_id = str(next(self._exchanges))
+        line = orjson.dumps(payload) + b"\n"
+        worker = self._idle.pop() if self._idle else None
+        try:
+            if worker is None:
+                worker = await self._start()
+            raw = await worker.exchange(line, self.timeout)
+            value = decode_answer(raw, request.id, exchange_id)
+        except OSError as exc:
+            return self._error(f"cannot start grader {self.argv[0]!r}: {exc.strerror or exc}", started)
+        except WorkerFault as fault:
+            assert worker is not None
+            await self._discard(worker)
+            with anyio.move_on_after(0.5):  # the last words on stderr explain a crash
+                await worker.drained.wait()
+            details = self._stderr(worker)
+            return self._error(str(fault), started, details)
+        except BaseException:
+            if worker is not None:
+                await self._discard(worker)  # cancelled mid-exchange: its stream is in doubt
+            raise
+        self._idle.append(worker)  # it answered one line for this request: still in step
+        try:
+            result = normalize_result(value)
+        except GraderProtocolError as exc:
+            return self._error(str(exc), started, self._stderr(worker))
+        return grade_from_result(
+            self.name, result, weight=self.spec.weight, duration_ms=(time.perf_counter() - started) * 1000
+        )

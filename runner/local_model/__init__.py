@@ -1,0 +1,1 @@
+"""A local model server (llama.cpp) for --judge local and --local-model."""

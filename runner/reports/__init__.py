@@ -1,0 +1,1 @@
+"""Reports for people: Markdown, CSV, JUnit XML and single-file HTML."""
