@@ -65,7 +65,7 @@ class Record:
 
     @classmethod
     def from_dict(cls, data: Any, path: str = "") -> typing.Self:
-        return _codec_for(cls).decode(data, path)
+        return typing.cast(typing.Self, _codec_for(cls).decode(data, path))
 
 
 def _codec_for(cls: type[Record]) -> _Codec:
@@ -272,7 +272,7 @@ class _Codec:
         self.known = {j for _, j, *_ in self.fields} | set(cls._aliases)
         self.decode: Callable[[Any, str], Record] = self._compile_decoder()
         self.encode: Callable[[Record], dict[str, Any]] = self._compile_encoder()
-        cls.to_dict = self.encode  # type: ignore[method-assign]  # later calls skip the lookup
+        cls.to_dict = self.encode  # type: ignore[method-assign,assignment]  # later calls skip the lookup
 
     def _compile_decoder(self) -> Callable[[Any, str], Record]:
         cls = self.cls

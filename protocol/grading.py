@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from .records import CaptureResult, Grade, GraderRequest, GraderResult, Verdict
+from .records import CaptureResult, Grade, GraderRequest, GraderResult, GradeStatus, Verdict
 
 
 class GraderProtocolError(ValueError):
@@ -101,6 +101,7 @@ def normalize_result(value: Any) -> GraderResult:
 
 
 def grade_from_result(name: str, result: GraderResult, *, weight: float, duration_ms: float) -> Grade:
+    status: GradeStatus
     if result.status == "pending":
         status = "pending"
     else:
@@ -166,7 +167,7 @@ def aggregate(grades: Iterable[Grade]) -> Verdict | None:
     if not scored:
         score = None
     elif total_weight > 0:
-        score = sum(g.score * g.weight for g in scored) / total_weight  # type: ignore[operator]
+        score = sum(g.score * g.weight for g in scored if g.score is not None) / total_weight
     else:
         score = sum(g.score for g in scored) / len(scored)  # type: ignore[misc]
     if errors:

@@ -304,7 +304,7 @@ def _run_blocking(
                         pending = pending[:0]  # the child closed stdin without reading: its business
                     if not pending:
                         selector.unregister(stream)
-                        stream.close()  # type: ignore[union-attr]
+                        stream.close()
                     continue
                 chunk = os.read(key.fd, 1 << 16)
                 if not chunk:
@@ -327,9 +327,9 @@ def _run_blocking(
     # Done, out of time or over the limit: the whole group goes, grandchildren included.
     _killpg(process.pid)
     process.wait()
-    for stream in (process.stdin, process.stdout, process.stderr):
-        if stream is not None and not stream.closed:
-            stream.close()
+    for pipe in (process.stdin, process.stdout, process.stderr):
+        if pipe is not None and not pipe.closed:
+            pipe.close()
     return ProcessOutcome(
         returncode=process.returncode,
         stdout=bytes(out),

@@ -60,7 +60,8 @@ def load(name: str) -> dict[str, Any]:
     files = schema_files()
     if name not in files:
         raise KeyError(name)
-    return orjson.loads(files[name].read_bytes())
+    schema: dict[str, Any] = orjson.loads(files[name].read_bytes())
+    return schema
 
 
 @functools.cache

@@ -25,6 +25,7 @@ import contextlib
 import dataclasses
 import functools
 from collections.abc import (
+    AsyncGenerator,
     AsyncIterator,
     Awaitable,
     Callable,
@@ -196,7 +197,7 @@ class _Prompts:
         """Refuse to resume into an output holding results of prompts this source does not have."""
         check_resumed(output, done, self.ids, self.path or "the prompts given")
 
-    async def stream(self, keep: Callable[[PromptCase], bool]) -> AsyncIterator[PromptCase]:
+    async def stream(self, keep: Callable[[PromptCase], bool]) -> AsyncGenerator[PromptCase, None]:
         if self.path is not None:
             async for case in prompt_cases(self.path, keep=keep, timeout_unit=self.unit, table=self.table):
                 yield case
@@ -206,7 +207,7 @@ class _Prompts:
                 yield case
 
 
-async def _as_stream(run: Callable[[Sink[R]], Awaitable[None]]) -> AsyncIterator[R]:
+async def _as_stream(run: Callable[[Sink[R]], Awaitable[None]]) -> AsyncGenerator[R, None]:
     """Turn a run that hands each result to a sink into an async iterator (a result waits to be taken)."""
     send, receive = anyio.create_memory_object_stream[R](0)
 
@@ -277,7 +278,7 @@ class CaptureRun:
     def todo(self) -> int | None:
         return None if self.prompts.total is None else self.prompts.total - len(self.done)
 
-    async def stream(self) -> AsyncIterator[CaptureResult]:
+    async def stream(self) -> AsyncGenerator[CaptureResult, None]:
         writer, progress = _writer(self.output, self.todo, "capture")
 
         def keep(case: PromptCase) -> bool:
@@ -286,7 +287,7 @@ class CaptureRun:
                 return False
             return True
 
-        async def items() -> AsyncIterator[WorkItem]:
+        async def items() -> AsyncGenerator[WorkItem, None]:
             async for case in self.prompts.stream(keep):
                 yield WorkItem(case=case)
 
@@ -320,7 +321,7 @@ async def acapture(
     concurrency: int = 1,
     workspace: Workspace = Workspace(),
     output: Output | None = None,
-) -> AsyncIterator[CaptureResult]:
+) -> AsyncGenerator[CaptureResult, None]:
     """Run every prompt through the agent and the graders; yield each CaptureResult as it finishes.
 
     With ``output``, each result is also written (secrets masked) to that JSONL
@@ -352,9 +353,9 @@ def capture(
     )
 
 
-def _collect(stream: Callable[[], AsyncIterator[R]]) -> list[R]:
+def _collect(stream: Callable[[], AsyncGenerator[R, None]]) -> list[R]:
     async def main() -> list[R]:
-        async with contextlib.aclosing(stream()) as results:  # type: ignore[type-var]
+        async with contextlib.aclosing(stream()) as results:
             return [r async for r in results]
 
     return anyio.run(main)
@@ -494,7 +495,7 @@ class TrialsRun:
         """The run summary: mean pass@k and pass^k over every prompt (resumed ones included), flaky prompts."""
         return self.builder.build(seed=self.plan.seed)
 
-    async def stream(self) -> AsyncIterator[TrialResult]:
+    async def stream(self) -> AsyncGenerator[TrialResult, None]:
         progress = Progress(self.todo, enabled=wanted(self.output.progress) if self.output else False, label="trials")
         out = self.output
         sink = TrialsOutput(
@@ -507,7 +508,7 @@ class TrialsRun:
         )
         self.sink = sink
 
-        async def items() -> AsyncIterator[WorkItem]:
+        async def items() -> AsyncGenerator[WorkItem, None]:
             async for case in self.prompts.stream(lambda c: c.id not in self.finished):
                 for trial in await sink.start(case, self.partial.pop(case.id, {})):
                     yield WorkItem(case=case, trial=trial, prepare=self.prepare_workspace)
@@ -541,7 +542,7 @@ async def atrials(
     concurrency: int = 1,
     workspace: Workspace = Workspace(),
     output: Output | None = None,
-) -> AsyncIterator[TrialResult]:
+) -> AsyncGenerator[TrialResult, None]:
     """Run every prompt ``k`` times (fresh agent session and workspace each); yield each prompt's
     TrialResult (its trials, pass rate, pass@k and pass^k for ``k_values``) when its last trial is in."""
     run = TrialsRun.prepare(
@@ -590,7 +591,7 @@ def summarize_trials(results: Iterable[TrialResult], *, seed: int = 0) -> Trials
 # --- grading results that exist -------------------------------------------------------------------
 
 
-def read_results(path: str, skipped: list[str] | None = None) -> AsyncIterator[CaptureResult]:
+def read_results(path: str, skipped: list[str] | None = None) -> AsyncGenerator[CaptureResult, None]:
     """CaptureResults from a JSONL file or ``-``; a bad line stops the run, or is skipped (and noted) when
     ``skipped`` is a list."""
     source = display_name(path)
@@ -603,7 +604,7 @@ def read_results(path: str, skipped: list[str] | None = None) -> AsyncIterator[C
             if path != "-":
                 stream.close()
 
-    async def decoded() -> AsyncIterator[CaptureResult]:
+    async def decoded() -> AsyncGenerator[CaptureResult, None]:
         async for number, line in in_batches(lines()):
             try:
                 yield decode_line(source, number, line, CaptureResult)
@@ -651,8 +652,9 @@ class GradeRun:
             require_lines(results, "results")
         return cls(results, runners, concurrency, output, [] if skip_invalid else None)
 
-    async def stream(self) -> AsyncIterator[CaptureResult]:
+    async def stream(self) -> AsyncGenerator[CaptureResult, None]:
         writer, progress = _writer(self.output, None, "grade")
+        source: AsyncIterator[CaptureResult]
         if isinstance(self.results, str):
             source = read_results(self.results, self.skipped)
         else:
@@ -686,11 +688,11 @@ async def agrade(
     timeouts: Timeouts = Timeouts(),
     concurrency: int = 1,
     output: Output | None = None,
-) -> AsyncIterator[CaptureResult]:
+) -> AsyncGenerator[CaptureResult, None]:
     """Grade CaptureResults again with ``graders`` (a JSONL file, ``-``, or records); yield each as it is graded."""
     run = GradeRun.prepare(results, graders, timeouts=timeouts, concurrency=concurrency, output=output)
-    async with contextlib.aclosing(run.stream()) as results:  # closed in this task when the caller stops early
-        async for result in results:
+    async with contextlib.aclosing(run.stream()) as graded:  # closed in this task when the caller stops early
+        async for result in graded:
             yield result
 
 

@@ -78,13 +78,13 @@ class Comparisons:
 
     @classmethod
     def ordered(cls, new: str | None, *, labelled: bool) -> Comparisons:
-        keys = []
+        keys: list[tuple[str, str]] = []
         if labelled:
             keys += [(new, HUMAN)] if new else []
             keys += [(VERDICT, HUMAN)]
         if new:
             keys += [(new, VERDICT)]
-        return cls(pairs={k: [] for k in keys})  # type: ignore[misc]
+        return cls(pairs={k: [] for k in keys})
 
     def add(self, old: CaptureResult, new: CaptureResult | None, label: CalibrationLabel | None, new_name: str | None) -> None:
         self.items += 1

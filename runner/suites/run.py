@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -140,7 +140,7 @@ class SuiteRun:
         )
         return cls(loaded, plan, record, output)
 
-    async def stream(self) -> AsyncIterator[CaptureResult]:
+    async def stream(self) -> AsyncGenerator[CaptureResult, None]:
         """Every trial's (and trigger prompt's) CaptureResult as it finishes; then :meth:`result` is ready."""
         enabled = wanted(self.output.progress) if self.output else False
         progress = Progress(self.plan.total, enabled=enabled, label=self.suite.name)
@@ -182,7 +182,7 @@ async def arun_suite(
     concurrency: int | None = None,
     timeouts: Timeouts = Timeouts(),
     output: Output | None = None,
-) -> AsyncIterator[CaptureResult]:
+) -> AsyncGenerator[CaptureResult, None]:
     """Run an eval.yaml suite; yield each trial's CaptureResult as it finishes (``SuiteRun`` gives the document)."""
     run = SuiteRun.prepare(
         suite, agent, graders, tasks=tasks, tags=tags, trials=trials,
