@@ -34,7 +34,7 @@ import structlog
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.process import Tail, drain, exit_parts, kill_group, reap, spawn
-from waza.protocol.records import Exit, StopReason
+from waza.protocol.records import StopReason
 from waza.protocol.trajectory import RawUpdate, TrajectoryBuilder
 
 from . import acp_rawlog
@@ -205,7 +205,7 @@ class AcpAdapter(Adapter):
                     "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True},
                     "clientInfo": _client_info(),
                 })
-            except AgentFault as exc:
+            except AgentFault:
                 if not self._answered and agent.rpc.faulted:
                     await self._stop_agent()
                     raise NotAnAcpAgent(self.command[0], f"it answered initialize with {agent.rpc.lost}") from None
