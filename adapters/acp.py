@@ -200,11 +200,15 @@ class AcpAdapter(Adapter):
         limit = HANDSHAKE_TIMEOUT if self._answered else first_handshake_timeout()
         with anyio.move_on_after(limit) as handshake:
             try:
-                reply = await self._request(agent, "initialize", {
-                    "protocolVersion": PROTOCOL_VERSION,
-                    "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True},
-                    "clientInfo": _client_info(),
-                })
+                reply = await self._request(
+                    agent,
+                    "initialize",
+                    {
+                        "protocolVersion": PROTOCOL_VERSION,
+                        "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True},
+                        "clientInfo": _client_info(),
+                    },
+                )
             except AgentFault:
                 if not self._answered and agent.rpc.faulted:
                     await self._stop_agent()
@@ -268,7 +272,9 @@ class AcpAdapter(Adapter):
         except RpcError as exc:
             if exc.code == AUTH_REQUIRED and method == "session/new":
                 offered = ", ".join(agent.auth_methods) or "none advertised"
-                raise AgentFault(f"the agent requires authentication ({exc.message}); pass --auth-method (offered: {offered})") from None
+                raise AgentFault(
+                    f"the agent requires authentication ({exc.message}); pass --auth-method (offered: {offered})"
+                ) from None
             raise AgentFault(f"the agent answered {method} with an error: {exc}") from None
 
     @staticmethod
@@ -347,7 +353,9 @@ class AcpAdapter(Adapter):
         run.session_creation_ms = int((time.perf_counter() - started) * 1000)
         for number, text in enumerate(task.case.turns):
             task.recorder.start_turn(text, number)
-            session.turn = await self._call(agent, "session/prompt", {"sessionId": session.session_id, "prompt": [{"type": "text", "text": text}]})
+            session.turn = await self._call(
+                agent, "session/prompt", {"sessionId": session.session_id, "prompt": [{"type": "text", "text": text}]}
+            )
             reply = await self._wait(agent, session.turn)
             session.turn = None
             self._end_turn(reply, task.recorder, run)

@@ -45,12 +45,22 @@ def _server(value: Any, where: str, source: str, name: str | None = None) -> dic
         args = value.get("args", [])
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise ConfigError("must be a list of strings", source=source, field=f"{where}.args")
-        server = {"name": name, "command": value["command"], "args": args, "env": _pairs(value.get("env"), f"{where}.env", source)}
+        server = {
+            "name": name,
+            "command": value["command"],
+            "args": args,
+            "env": _pairs(value.get("env"), f"{where}.env", source),
+        }
     elif kind in ("http", "sse"):
         known = {"type", "name", "url", "headers"}
         if not isinstance(value.get("url"), str) or not value["url"]:
             raise ConfigError(f"an {kind} MCP server needs a string 'url'", source=source, field=f"{where}.url")
-        server = {"type": kind, "name": name, "url": value["url"], "headers": _pairs(value.get("headers"), f"{where}.headers", source)}
+        server = {
+            "type": kind,
+            "name": name,
+            "url": value["url"],
+            "headers": _pairs(value.get("headers"), f"{where}.headers", source),
+        }
     else:
         raise ConfigError(f"type must be stdio, http or sse, not {kind!r}", source=source, field=f"{where}.type")
     unknown = sorted(set(value) - known)

@@ -31,7 +31,9 @@ class PermissionRule(Record):
 
     _omit_none: ClassVar[bool] = True
 
-    kind: str | None = field(default=None, metadata=doc("Tool kind: read, edit, delete, move, search, execute, think, fetch, other."))
+    kind: str | None = field(
+        default=None, metadata=doc("Tool kind: read, edit, delete, move, search, execute, think, fetch, other.")
+    )
     title: str | None = field(default=None, metadata=doc("Glob matched against the tool call title (case-sensitive)."))
     decision: Decision = field(metadata=doc("allow or deny."))
 
@@ -83,7 +85,18 @@ class PermissionPolicy:
         for kind in _PREFERRED[decision]:
             chosen = next((o for o in options if o.get("kind") == kind and "optionId" in o), None)
             if chosen is not None:
-                record = {"decision": decision, "rule": source, "outcome": "selected", "optionId": chosen["optionId"], "kind": kind}
+                record = {
+                    "decision": decision,
+                    "rule": source,
+                    "outcome": "selected",
+                    "optionId": chosen["optionId"],
+                    "kind": kind,
+                }
                 return {"outcome": {"outcome": "selected", "optionId": chosen["optionId"]}}, record
-        record = {"decision": decision, "rule": source, "outcome": "cancelled", "reason": f"the agent offered no {decision} option"}
+        record = {
+            "decision": decision,
+            "rule": source,
+            "outcome": "cancelled",
+            "reason": f"the agent offered no {decision} option",
+        }
         return {"outcome": {"outcome": "cancelled"}}, record

@@ -24,10 +24,18 @@ from .acp_terminals import Terminals
 
 #: The client methods waza serves; any other request is answered "method not found" (-32601)
 #: whatever its params, recorded, and the prompt goes on: the agent decides what to do without it.
-CLIENT_METHODS = frozenset({
-    "session/request_permission", "fs/read_text_file", "fs/write_text_file", "terminal/create",
-    "terminal/output", "terminal/wait_for_exit", "terminal/kill", "terminal/release",
-})
+CLIENT_METHODS = frozenset(
+    {
+        "session/request_permission",
+        "fs/read_text_file",
+        "fs/write_text_file",
+        "terminal/create",
+        "terminal/output",
+        "terminal/wait_for_exit",
+        "terminal/kill",
+        "terminal/release",
+    }
+)
 
 # What of a call's params and result goes into the trajectory (file contents and full output stay out).
 _PARAMS_KEPT = ("path", "line", "limit", "command", "args", "cwd", "outputByteLimit", "terminalId")

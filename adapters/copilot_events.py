@@ -25,13 +25,17 @@ from typing import Any
 from waza.protocol.records import Usage
 from waza.protocol.trajectory import Event, MessageChunk, RawUpdate, ThoughtChunk, ToolCallPatch, UsageUpdate
 
-
 #: Copilot's "what I am about to do" pseudo-tool: an event here, not a tool call (as in the original waza).
 INTENT_TOOL = "report_intent"
 
 
 def is_copilot_event(value: Any) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("type"), str) and "." in value["type"] and isinstance(value.get("data"), dict)
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("type"), str)
+        and "." in value["type"]
+        and isinstance(value.get("data"), dict)
+    )
 
 
 def epoch_ms(value: Any) -> int | None:
@@ -79,7 +83,11 @@ class CopilotMapper:
             ]
         if kind == "tool.execution_complete":
             result = data.get("result") if isinstance(data.get("result"), dict) else {}
-            extra = {k: v for k, v in (("detailedContent", result.get("detailedContent")), ("toolTelemetry", data.get("toolTelemetry"))) if v is not None}
+            extra = {
+                k: v
+                for k, v in (("detailedContent", result.get("detailedContent")), ("toolTelemetry", data.get("toolTelemetry")))
+                if v is not None
+            }
             return [
                 ToolCallPatch(
                     tool_call_id=str(data.get("toolCallId")),

@@ -51,7 +51,7 @@ from waza.protocol.trajectory import (
     UsageUpdate,
 )
 
-from .base import Adapter, AgentRun, AgentTask, AdapterOptions
+from .base import Adapter, AdapterOptions, AgentRun, AgentTask
 
 #: Linux refuses a single environment string over 128 kB (E2BIG); larger prompts travel on stdin only.
 ENV_VALUE_LIMIT = 100_000

@@ -104,7 +104,11 @@ class HeadlessAdapter(Adapter):
         for turn, text in enumerate(task.case.turns):
             task.recorder.start_turn(text, turn)
             if turn and schema.session_mode == "stream" and session_id is None:
-                why = "the schema has no resume" if schema.resume_flag is None else "no session id was found at resume.sessionIdPath"
+                why = (
+                    "the schema has no resume"
+                    if schema.resume_flag is None
+                    else "no session id was found at resume.sessionIdPath"
+                )
                 run.errors.append(f"cannot send turn {turn} in the same session: {why}")
                 break
             prompt = render_prompt(schema, history, text) if schema.session_mode == "iterative" else text

@@ -174,7 +174,9 @@ def read_schema(spec: str | Path) -> tuple[str, dict[str, Any]]:
         known = shipped()
         if str(spec) not in known:
             names = ", ".join(sorted(known))
-            raise ConfigError(f"no schema file {str(spec)!r} and no shipped schema of that name (shipped: {names})", field="--schema")
+            raise ConfigError(
+                f"no schema file {str(spec)!r} and no shipped schema of that name (shipped: {names})", field="--schema"
+            )
         source, data = f"{spec} (shipped)", known[str(spec)].read_bytes()
     try:
         value = orjson.loads(data)
@@ -217,7 +219,9 @@ def compile_schema(value: Any, source: str) -> HeadlessSchema:
             raise ConfigError("outputEvents are not read with outputMode 'passthrough'", source=source, field="outputEvents")
         passthrough = Passthrough(type_map.get("typeField", "type"), dict(type_map.get("typeValues") or {}))
     elif "passthroughTypeMap" in value:
-        raise ConfigError("passthroughTypeMap is used only with outputMode 'passthrough'", source=source, field="passthroughTypeMap")
+        raise ConfigError(
+            "passthroughTypeMap is used only with outputMode 'passthrough'", source=source, field="passthroughTypeMap"
+        )
     elif not value.get("outputEvents"):
         raise ConfigError("is required (unless outputMode is 'passthrough')", source=source, field="outputEvents")
     mappings = []
@@ -245,7 +249,8 @@ def compile_schema(value: Any, source: str) -> HeadlessSchema:
                 raise ConfigError(
                     f"{text!r} can select several values, but {key!r} takes one (select the items with each "
                     "or a wildcard match path, and extract relative to each)",
-                    source=source, field=f"{base}.extract.{key}",
+                    source=source,
+                    field=f"{base}.extract.{key}",
                 )
         each = selector(entry["each"], f"{base}.each") if "each" in entry else None
         part_conditions: tuple[Any, ...] = ()

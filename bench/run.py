@@ -55,7 +55,13 @@ def install_peer() -> tuple[list[str] | None, str]:
         (PEER_DIR / "package.json").write_text('{"private": true}\n')
         print(f"installing {' '.join(PEER_PACKAGES)} into {PEER_DIR} ...", file=sys.stderr)
         try:
-            done = subprocess.run([npm, "install", "--no-audit", "--no-fund", *PEER_PACKAGES], cwd=PEER_DIR, capture_output=True, timeout=600, check=False)
+            done = subprocess.run(
+                [npm, "install", "--no-audit", "--no-fund", *PEER_PACKAGES],
+                cwd=PEER_DIR,
+                capture_output=True,
+                timeout=600,
+                check=False,
+            )
         except subprocess.TimeoutExpired:
             return None, "peer skipped: npm install took over 10 minutes (registry unreachable?)"
         if done.returncode != 0 or not (cli.exists() and bun.exists()):
@@ -96,7 +102,9 @@ class Command:
             _, status, usage = os.wait4(proc.pid, 0)
             proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode != 0:
-            raise SystemExit(f"{self.label} failed ({proc.returncode}): {' '.join(self.argv)}\n{err.decode(errors='replace')[-2000:]}")
+            raise SystemExit(
+                f"{self.label} failed ({proc.returncode}): {' '.join(self.argv)}\n{err.decode(errors='replace')[-2000:]}"
+            )
         sample = Sample(wall, own, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
         self.samples.append(sample)
         return sample
@@ -186,25 +194,67 @@ def main() -> None:
         agent, schema = f[f"agent.{lang}"], f[f"schema-agent.{lang}"]
         grader = f["worker.py"] if worker else f[f"grader.{lang}"]
         j = ["-j", str(jobs)]
-        w = Command("waza", [*waza, "capture", str(prompts_file), "--adapter", "headless", "--schema", str(schema),
-                             "-g", f"worker:{grader}" if worker else str(grader), *j, *null])
-        p = None if peer is None or worker else Command("peer", [*peer, "capture", str(prompts_file), "-s", str(schema), "-g", str(grader), *j, *null])
-        fl = Command("floor", [*floor, "capture", str(prompts_file), str(agent), str(grader), *j, *(["--worker"] if worker else [])])
+        w = Command(
+            "waza",
+            [
+                *waza,
+                "capture",
+                str(prompts_file),
+                "--adapter",
+                "headless",
+                "--schema",
+                str(schema),
+                "-g",
+                f"worker:{grader}" if worker else str(grader),
+                *j,
+                *null,
+            ],
+        )
+        p = (
+            None
+            if peer is None or worker
+            else Command("peer", [*peer, "capture", str(prompts_file), "-s", str(schema), "-g", str(grader), *j, *null])
+        )
+        fl = Command(
+            "floor", [*floor, "capture", str(prompts_file), str(agent), str(grader), *j, *(["--worker"] if worker else [])]
+        )
         return w, p, fl
 
     py1 = Workload(f"Python agent + Python grader, one-shot, `-j 2`, {prompts} prompts", "s", *capture(f["prompts"], "py", 2))
-    pyw = Workload(f"same, grader in worker mode, {prompts} prompts", "s", *capture(f["prompts"], "py", 2, worker=True), peer_note="no worker mode")
+    pyw = Workload(
+        f"same, grader in worker mode, {prompts} prompts",
+        "s",
+        *capture(f["prompts"], "py", 2, worker=True),
+        peer_note="no worker mode",
+    )
     sh4 = Workload(f"sh agent + sh grader, `-j 4`, {prompts} prompts", "s", *capture(f["prompts"], "sh", 4))
     one = Workload("one prompt, sh agent + sh grader", "s", *capture(f["prompt-1"], "sh", 1))
-    hlp = Workload("`waza --help` (floor: `python -c pass`)", "s", Command("waza", [*waza, "--help"]),
-                   None if peer is None else Command("peer", [*peer, "--help"]), Command("floor", [PY, "-c", "pass"]))
-    fn = Workload(f"in-process grader (`file.py:grade`), {small_records:,} 2 KB records", "/s",
-                  Command("waza", [*waza, "grade", str(f["small"]), "-g", f"{f['function.py']}:grade", *null]), None,
-                  Command("floor", [*floor, "parse", str(f["small"])]), count=small_records, peer_note="no in-process Python graders")
+    hlp = Workload(
+        "`waza --help` (floor: `python -c pass`)",
+        "s",
+        Command("waza", [*waza, "--help"]),
+        None if peer is None else Command("peer", [*peer, "--help"]),
+        Command("floor", [PY, "-c", "pass"]),
+    )
+    fn = Workload(
+        f"in-process grader (`file.py:grade`), {small_records:,} 2 KB records",
+        "/s",
+        Command("waza", [*waza, "grade", str(f["small"]), "-g", f"{f['function.py']}:grade", *null]),
+        None,
+        Command("floor", [*floor, "parse", str(f["small"])]),
+        count=small_records,
+        peer_note="no in-process Python graders",
+    )
     regex = ["-g", "builtin:regex", "--grader-config", '{"must_match": ["alpha"]}', *null]
     rss_small = Command(f"waza {sizes[0]:g} MB", [*waza, "grade", str(f["small"]), *regex])
-    rss = Workload(f"peak RSS grading {sizes[1]:g} MB (`builtin:regex`)", "MB",
-                   Command("waza", [*waza, "grade", str(f["large"]), *regex]), None, None, peer_note="—")
+    rss = Workload(
+        f"peak RSS grading {sizes[1]:g} MB (`builtin:regex`)",
+        "MB",
+        Command("waza", [*waza, "grade", str(f["large"]), *regex]),
+        None,
+        None,
+        peer_note="—",
+    )
     workloads = [one, hlp, sh4, py1, pyw, fn, rss]
 
     load_before = os.getloadavg()
@@ -214,7 +264,9 @@ def main() -> None:
         rss_small.measure(env)
     busy1, total1 = cpu_busy()
     load_after = os.getloadavg()
-    ours = sum(s.total_cpu for w in workloads for c in w.commands() for s in c.samples) + sum(s.total_cpu for s in rss_small.samples)
+    ours = sum(s.total_cpu for w in workloads for c in w.commands() for s in c.samples) + sum(
+        s.total_cpu for s in rss_small.samples
+    )
     machine = busy1 - busy0
     capacity = total1 - total0
 
@@ -223,14 +275,20 @@ def main() -> None:
     total_own_per_record = sh4.waza.median("own_cpu") / prompts * 1000
     floor_per_record = sh4.floor.median("own_cpu") / prompts * 1000 if sh4.floor else 0.0
 
-    print(f"\n## waza vs peer vs floor ({runs} runs each, alternating; medians; {os.cpu_count()} CPUs; Python {sys.version.split()[0]})\n")
+    print(
+        f"\n## waza vs peer vs floor ({runs} runs each, alternating; medians; {os.cpu_count()} CPUs; Python {sys.version.split()[0]})\n"
+    )
     print(f"{peer_note}\n")
     print("| workload | waza | peer | floor | peer / waza | floor / waza |")
     print("|---|---|---|---|---|---|")
     for w in workloads:
-        print(f"| {w.title} | {w.figure(w.waza)} | {w.figure(w.peer, w.peer_note)} | {w.figure(w.floor)} | {ratio_text(w.ratio(w.peer))} | {ratio_text(w.ratio(w.floor))} |")
+        print(
+            f"| {w.title} | {w.figure(w.waza)} | {w.figure(w.peer, w.peer_note)} | {w.figure(w.floor)} | {ratio_text(w.ratio(w.peer))} | {ratio_text(w.ratio(w.floor))} |"
+        )
     print(f"| peak RSS grading {sizes[0]:g} MB | {rss_small.peak_rss:.0f} MB | — | — | — | — |")
-    print(f"| waza's own CPU per record, sh workload (beyond its fixed cost; with it) | {own_per_record:.2f} ms ({total_own_per_record:.2f} ms) | — | {floor_per_record:.2f} ms | — | — |")
+    print(
+        f"| waza's own CPU per record, sh workload (beyond its fixed cost; with it) | {own_per_record:.2f} ms ({total_own_per_record:.2f} ms) | — | {floor_per_record:.2f} ms | — | — |"
+    )
     print("\n(ratios are time over waza's time: above 1 means waza is faster, i.e. waza's throughput against it)\n")
 
     def met(ok: bool) -> str:
@@ -238,27 +296,43 @@ def main() -> None:
 
     peer_sh = sh4.ratio(sh4.peer)
     targets = [
-        ("1", "fixed cost: one-prompt capture ≤ 0.15 s, `waza --help` ≤ 0.15 s",
-         f"{one.waza.median():.3f} s, {hlp.waza.median():.3f} s", one.waza.median() <= 0.15 and hlp.waza.median() <= 0.15),
+        (
+            "1",
+            "fixed cost: one-prompt capture ≤ 0.15 s, `waza --help` ≤ 0.15 s",
+            f"{one.waza.median():.3f} s, {hlp.waza.median():.3f} s",
+            one.waza.median() <= 0.15 and hlp.waza.median() <= 0.15,
+        ),
         ("2", "waza's own CPU ≤ 1 ms per record (sh workload)", f"{own_per_record:.2f} ms", own_per_record <= 1.0),
         ("3", "Python one-shot `-j 2` ≥ 0.90 of the floor", f"{py1.ratio(py1.floor):.2f}", py1.ratio(py1.floor) >= 0.9),
         ("4", "worker mode ≥ 0.90 of the floor", f"{pyw.ratio(pyw.floor):.2f}", pyw.ratio(pyw.floor) >= 0.9),
-        ("5", "sh `-j 4` ≥ 0.75 of the floor and ≥ 2.5× the peer",
-         f"{sh4.ratio(sh4.floor):.2f} of the floor, {ratio_text(peer_sh)}× the peer",
-         sh4.ratio(sh4.floor) >= 0.75 and (peer_sh is None or peer_sh >= 2.5)),
-        ("6", "in-process ≥ 20,000 results/s; peak RSS ≤ 150 MB and flat at 1 GB",
-         f"{fn.figure(fn.waza)}; {rss_small.peak_rss:.0f} MB → {rss.waza.peak_rss:.0f} MB",
-         small_records / fn.waza.median() >= 20_000 and rss.waza.peak_rss <= 150 and rss.waza.peak_rss <= rss_small.peak_rss * 1.2),
+        (
+            "5",
+            "sh `-j 4` ≥ 0.75 of the floor and ≥ 2.5× the peer",
+            f"{sh4.ratio(sh4.floor):.2f} of the floor, {ratio_text(peer_sh)}× the peer",
+            sh4.ratio(sh4.floor) >= 0.75 and (peer_sh is None or peer_sh >= 2.5),
+        ),
+        (
+            "6",
+            "in-process ≥ 20,000 results/s; peak RSS ≤ 150 MB and flat at 1 GB",
+            f"{fn.figure(fn.waza)}; {rss_small.peak_rss:.0f} MB → {rss.waza.peak_rss:.0f} MB",
+            small_records / fn.waza.median() >= 20_000
+            and rss.waza.peak_rss <= 150
+            and rss.waza.peak_rss <= rss_small.peak_rss * 1.2,
+        ),
     ]
     print("| # | target | measured | |")
     print("|---|---|---|---|")
     for number, title, shown, ok in targets:
         print(f"| {number} | {title} | {shown} | {met(ok)} |")
-    print(f"\n{sum(ok for *_, ok in targets)}/{len(targets)} targets met"
-          + ("" if peer is not None else " (the peer's half of target 5 not measured)"))
-    print(f"\nload: 1-min load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; the machine's CPUs were "
-          f"{machine / capacity:.0%} busy during the run, the benchmark's own processes {ours / capacity:.0%} "
-          f"(others: {max(machine - ours, 0) / capacity:.0%})")
+    print(
+        f"\n{sum(ok for *_, ok in targets)}/{len(targets)} targets met"
+        + ("" if peer is not None else " (the peer's half of target 5 not measured)")
+    )
+    print(
+        f"\nload: 1-min load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; the machine's CPUs were "
+        f"{machine / capacity:.0%} busy during the run, the benchmark's own processes {ours / capacity:.0%} "
+        f"(others: {max(machine - ours, 0) / capacity:.0%})"
+    )
 
 
 if __name__ == "__main__":

@@ -65,9 +65,15 @@ def original_transcript(steps: list[Any]) -> list[dict[str, Any]]:
             out.append({"type": "assistant.reasoning", "content": step.get("content", "")})
         elif kind == "tool_call":
             call_id, name = step.get("toolCallId") or step.get("stepId"), tool_calls([step])[0].name
-            out.append({"type": "tool.execution_start", "tool_call_id": call_id, "tool_name": name, "arguments": step.get("input")})
+            out.append(
+                {"type": "tool.execution_start", "tool_call_id": call_id, "tool_name": name, "arguments": step.get("input")}
+            )
             if step.get("status") in ("completed", "failed"):
-                done: dict[str, Any] = {"type": "tool.execution_complete", "tool_call_id": call_id, "success": step["status"] == "completed"}
+                done: dict[str, Any] = {
+                    "type": "tool.execution_complete",
+                    "tool_call_id": call_id,
+                    "success": step["status"] == "completed",
+                }
                 if _result(step) is not None:
                     done["tool_result"] = _result(step)
                 out.append(done)

@@ -104,7 +104,13 @@ class JudgeReply:
 
     def cached(self) -> dict[str, Any]:
         """What the model cache keeps of this reply (no timing: a hit costs nothing)."""
-        return {"text": self.text, "structured": self.structured, "usage": self.usage, "model": self.model, "finish_reason": self.finish_reason}
+        return {
+            "text": self.text,
+            "structured": self.structured,
+            "usage": self.usage,
+            "model": self.model,
+            "finish_reason": self.finish_reason,
+        }
 
     @classmethod
     def from_cache(cls, value: dict[str, Any]) -> JudgeReply | None:
@@ -112,9 +118,14 @@ class JudgeReply:
             return None
         usage = value.get("usage")
         return cls(
-            text=value["text"], latency_ms=0.0, attempts=0, structured=bool(value.get("structured")),
-            usage=usage if isinstance(usage, dict) else {}, model=value.get("model") if isinstance(value.get("model"), str) else None,
-            finish_reason=value.get("finish_reason") if isinstance(value.get("finish_reason"), str) else None, cache="hit",
+            text=value["text"],
+            latency_ms=0.0,
+            attempts=0,
+            structured=bool(value.get("structured")),
+            usage=usage if isinstance(usage, dict) else {},
+            model=value.get("model") if isinstance(value.get("model"), str) else None,
+            finish_reason=value.get("finish_reason") if isinstance(value.get("finish_reason"), str) else None,
+            cache="hit",
         )
 
     def details(self, messages: list[dict[str, str]], settings: JudgeSettings) -> dict[str, Any]:

@@ -128,7 +128,9 @@ def check_reply(value: Any, schema: dict[str, Any], text: str) -> dict[str, Any]
     error = next(iter(Draft202012Validator(lenient).iter_errors(value)), None)
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "reply"
-        raise JudgeError(f"judge reply does not fit the expected JSON ({where}: {error.message}); it starts {_cut(text.strip(), 120)!r}")
+        raise JudgeError(
+            f"judge reply does not fit the expected JSON ({where}: {error.message}); it starts {_cut(text.strip(), 120)!r}"
+        )
     return value
 
 

@@ -16,7 +16,6 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from waza.protocol.confined import Refused, open_regular, relative_parts
-
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import GraderRequest
 
@@ -66,7 +65,9 @@ def read_inside(root: Path, relative: str) -> bytes | None:
     except Refused as exc:
         if exc.errno == errno.EISDIR:
             return None
-        raise PathEscape(f"{relative!r} is a symlink, leads outside {root.resolve()} or is not a regular file: {exc.strerror}") from None
+        raise PathEscape(
+            f"{relative!r} is a symlink, leads outside {root.resolve()} or is not a regular file: {exc.strerror}"
+        ) from None
     except NotADirectoryError:
         return None
     with os.fdopen(fd, "rb") as f:

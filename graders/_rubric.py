@@ -114,7 +114,13 @@ def _levels(data: dict[str, Any], source: str) -> list[Level]:
         if isinstance(value, bool):
             value = str(value).lower()
         score = spec.get("normalized_score", table.get(str(value).lower()))
-        if score is None and isinstance(value, int) and isinstance(low, (int, float)) and isinstance(high, (int, float)) and high > low:
+        if (
+            score is None
+            and isinstance(value, int)
+            and isinstance(low, (int, float))
+            and isinstance(high, (int, float))
+            and high > low
+        ):
             score = (value - low) / (high - low)
         if not isinstance(score, (int, float)) or not 0 <= score <= 1:
             raise ConfigError(f"rubric file {source!r}: rating {value!r} has no score in [0, 1]", field="rubric")

@@ -38,17 +38,57 @@ MEMORY_LIMIT = 1 << 30
 SAFE_BUILTINS: dict[str, Any] = {
     name: __builtins__[name] if isinstance(__builtins__, dict) else getattr(__builtins__, name)
     for name in (
-        "len", "any", "all", "str", "int", "float", "bool", "list", "dict", "set", "tuple", "min", "max",
-        "sum", "sorted", "reversed", "enumerate", "zip", "range", "abs", "round", "map", "filter",
-        "isinstance", "repr",
+        "len",
+        "any",
+        "all",
+        "str",
+        "int",
+        "float",
+        "bool",
+        "list",
+        "dict",
+        "set",
+        "tuple",
+        "min",
+        "max",
+        "sum",
+        "sorted",
+        "reversed",
+        "enumerate",
+        "zip",
+        "range",
+        "abs",
+        "round",
+        "map",
+        "filter",
+        "isinstance",
+        "repr",
     )
 }
 SAFE_RE = types.SimpleNamespace(
     **{
         name: getattr(re, name)
         for name in (
-            "compile", "search", "match", "fullmatch", "findall", "finditer", "sub", "subn", "split", "escape",
-            "IGNORECASE", "I", "MULTILINE", "M", "DOTALL", "S", "VERBOSE", "X", "ASCII", "A",
+            "compile",
+            "search",
+            "match",
+            "fullmatch",
+            "findall",
+            "finditer",
+            "sub",
+            "subn",
+            "split",
+            "escape",
+            "IGNORECASE",
+            "I",
+            "MULTILINE",
+            "M",
+            "DOTALL",
+            "S",
+            "VERBOSE",
+            "X",
+            "ASCII",
+            "A",
         )
     }
 )

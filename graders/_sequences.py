@@ -64,4 +64,9 @@ def mode_of(config: dict, key: str, names: dict[str, Mode]) -> Mode:
 
 
 def metrics(m: Match) -> dict[str, float | int]:
-    return {"precision": round(m.precision, 6), "recall": round(m.recall, 6), "f1": round(m.f1, 6), "true_positives": m.true_positives}
+    return {
+        "precision": round(m.precision, 6),
+        "recall": round(m.recall, 6),
+        "f1": round(m.f1, 6),
+        "true_positives": m.true_positives,
+    }

@@ -106,7 +106,9 @@ def main(module: ModuleType, name: str, argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--config", help="base config as a JSON object")
     parser.add_argument("--config-file", help="base config from a JSON file")
-    parser.add_argument("--worker", action="store_true", help="worker mode: one request per stdin line, one result per stdout line")
+    parser.add_argument(
+        "--worker", action="store_true", help="worker mode: one request per stdin line, one result per stdout line"
+    )
     args = parser.parse_args(argv)
     try:
         base = _base_config(args)

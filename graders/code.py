@@ -104,7 +104,9 @@ async def grade(request: GraderRequest) -> GraderResult:
         return from_checks([Check(t, False, broken[i]) for i, t in enumerate(request.config.get("assertions", []))])
     timeout = float(request.config.get("timeout", DEFAULT_TIMEOUT))
     payload = orjson.dumps({"assertions": assertions, "context": context(request), "timeout": timeout})
-    out = await run_once(_argv(language), stdin=payload, env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}, timeout=timeout + STARTUP_GRACE)
+    out = await run_once(
+        _argv(language), stdin=payload, env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}, timeout=timeout + STARTUP_GRACE
+    )
     if out.timed_out or out.signal is not None:
         raise AssertionsFailedToRun(f"assertions did not finish within {timeout:g}s (or ran out of memory)")
     try:

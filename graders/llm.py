@@ -35,7 +35,7 @@ LEAD = "Evaluate the agent's output for the task below using the rubric."
 EXAMPLE = Example(
     config={
         "rubric": "Score 1-5: is the answer correct and complete?",
-        "command": ["python3", "-c", "print('{\"reasoning\": \"correct and complete\", \"score\": 5}')"],
+        "command": ["python3", "-c", 'print(\'{"reasoning": "correct and complete", "score": 5}\')'],
     },
     request={"input": "What is 2+2?", "output": "4"},
     result={"pass": True, "score": 1.0, "reasoning": "correct and complete"},

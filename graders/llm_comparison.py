@@ -32,7 +32,7 @@ LEAD = "Judge whether the agent's output matches the reference answer."
 EXAMPLE = Example(
     config={
         "reference": "Deployment confirmed, with the URL of the deployed site.",
-        "command": ["python3", "-c", "print('{\"reasoning\": \"confirms, no URL\", \"score\": 3}')"],
+        "command": ["python3", "-c", 'print(\'{"reasoning": "confirms, no URL", "score": 3}\')'],
     },
     request={"input": "Deploy the site.", "output": "Deployed."},
     result={"pass": False, "score": 0.5, "reasoning": "confirms, no URL"},

@@ -49,13 +49,21 @@ def check_config(config: dict[str, Any]) -> None:
 async def grade(request: GraderRequest) -> GraderResult:
     timeout = float(request.config.get("timeout") or DEFAULT_TIMEOUT)
     workspace = request.cwd or ""
-    env = {"WAZA_ID": request.id, "WAZA_HINT": request.hint or request.expected or "", "WAZA_WORKSPACE": workspace,
-           "WAZA_WORKSPACE_DIR": workspace}
+    env = {
+        "WAZA_ID": request.id,
+        "WAZA_HINT": request.hint or request.expected or "",
+        "WAZA_WORKSPACE": workspace,
+        "WAZA_WORKSPACE_DIR": workspace,
+    }
     out = await run_command(argv_of(request.config), request, request.output.encode(), timeout, env)
     if out.timed_out:
-        return GraderResult(passed=False, score=0.0, reasoning=f"program timed out after {timeout:g}s", details={"timedOut": True})
+        return GraderResult(
+            passed=False, score=0.0, reasoning=f"program timed out after {timeout:g}s", details={"timedOut": True}
+        )
     if out.signal is not None:
-        return GraderResult(passed=False, score=0.0, reasoning=f"program killed by signal {out.signal}", details={"signal": out.signal})
+        return GraderResult(
+            passed=False, score=0.0, reasoning=f"program killed by signal {out.signal}", details={"signal": out.signal}
+        )
     said = last_line(out.stderr_tail) or last_line(out.stdout.decode("utf-8", "replace"))
     passed = out.code == 0
     reason = f"program exited with code {out.code}" + (f": {said}" if said and not passed else "")

@@ -51,8 +51,9 @@ EXAMPLE = Example(
         "criteria": ["correctness", "clarity"],
         "threshold": 0.7,
         "command": [
-            "python3", "-c",
-            "print('{\"reasoning\": \"right, a bit terse\", \"correctness\": 5, \"clarity\": 3, \"overall_score\": 4}')",
+            "python3",
+            "-c",
+            'print(\'{"reasoning": "right, a bit terse", "correctness": 5, "clarity": 3, "overall_score": 4}\')',
         ],
     },
     request={"input": "Explain what a list comprehension is.", "output": "A compact way to build a list."},
@@ -72,7 +73,11 @@ VERDICT_SCHEMA: dict[str, Any] = {
             "type": "array",
             "items": {
                 "type": "object",
-                "properties": {"tool": {"enum": [PASS_TOOL, FAIL_TOOL]}, "description": {"type": "string"}, "reason": {"type": "string"}},
+                "properties": {
+                    "tool": {"enum": [PASS_TOOL, FAIL_TOOL]},
+                    "description": {"type": "string"},
+                    "reason": {"type": "string"},
+                },
                 "required": ["tool", "description", "reason"],
                 "additionalProperties": False,
             },
@@ -121,8 +126,10 @@ def check_config(config: dict[str, Any]) -> None:
     if "prompt" in config:
         rubric_only = sorted({"criteria", "score_type", "response_format", "threshold"} & set(config))
         if rubric_only:
-            raise ConfigError(f"{rubric_only[0]!r} belongs to the rubric form; the prompt form's judge decides pass/fail itself",
-                              field=rubric_only[0])
+            raise ConfigError(
+                f"{rubric_only[0]!r} belongs to the rubric form; the prompt form's judge decides pass/fail itself",
+                field=rubric_only[0],
+            )
         return
     clash = {"reasoning", "overall_score"} & set(config.get("criteria", []))
     if clash:

@@ -35,7 +35,9 @@ def grade(request: GraderRequest) -> GraderResult:
     config = request.config
     flags = parse_flags(config.get("flags", ""), "flags")
     checks = pattern_checks("must_match", config.get("must_match", []), request.output, wanted=True, flags=flags)
-    return from_checks(checks + pattern_checks("must_not_match", config.get("must_not_match", []), request.output, wanted=False, flags=flags))
+    return from_checks(
+        checks + pattern_checks("must_not_match", config.get("must_not_match", []), request.output, wanted=False, flags=flags)
+    )
 
 
 def main() -> None:

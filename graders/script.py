@@ -32,8 +32,11 @@ DEFAULT_TIMEOUT = 60.0
 EXAMPLE = Example(
     config={
         "script": "python3",
-        "args": ["-c", "import json,sys; c=json.load(sys.stdin); ok='success' in c['output']; "
-                       "print(json.dumps({'passed': ok, 'score': float(ok), 'message': 'checked'}))"],
+        "args": [
+            "-c",
+            "import json,sys; c=json.load(sys.stdin); ok='success' in c['output']; "
+            "print(json.dumps({'passed': ok, 'score': float(ok), 'message': 'checked'}))",
+        ],
     },
     request={"output": "Deployment success."},
     result={"pass": True, "score": 1.0},

@@ -38,8 +38,13 @@ EXAMPLE = Example(
     request={
         "output": "Deployed.",
         "trajectory": [
-            {"type": "event", "stepId": f"s{i}", "timestamp": i, "name": "skill.invoked",
-             "extra": {"kind": "skill.invoked", "data": {"name": name}}}
+            {
+                "type": "event",
+                "stepId": f"s{i}",
+                "timestamp": i,
+                "name": "skill.invoked",
+                "extra": {"kind": "skill.invoked", "data": {"name": name}},
+            }
             for i, name in enumerate(["azure-prepare", "azure-validate", "azure-deploy"], 1)
         ],
     },
@@ -69,8 +74,15 @@ def grade(request: GraderRequest) -> GraderResult:
         passed=passed,
         score=round(score, 6),
         reasoning=f"skills {invoked} {why} required {required} ({mode}); F1 {m.f1:.2f}, score {score:.2f}",
-        details={"mode": mode, "required": required, "invoked": invoked, "source": source, "extra": max(extra, 0),
-                 "missing": m.missing, **metrics(m)},
+        details={
+            "mode": mode,
+            "required": required,
+            "invoked": invoked,
+            "source": source,
+            "extra": max(extra, 0),
+            "missing": m.missing,
+            **metrics(m),
+        },
     )
 
 

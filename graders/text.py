@@ -32,7 +32,9 @@ def grade(request: GraderRequest) -> GraderResult:
     config, out = request.config, request.output
     folded = out.casefold()
     checks = [Check(f"contains {s!r}", s.casefold() in folded, "not in output") for s in config.get("contains", [])]
-    checks += [Check(f"not_contains {s!r}", s.casefold() not in folded, "found in output") for s in config.get("not_contains", [])]
+    checks += [
+        Check(f"not_contains {s!r}", s.casefold() not in folded, "found in output") for s in config.get("not_contains", [])
+    ]
     checks += [Check(f"contains_cs {s!r}", s in out, "not in output") for s in config.get("contains_cs", [])]
     checks += [Check(f"not_contains_cs {s!r}", s not in out, "found in output") for s in config.get("not_contains_cs", [])]
     checks += pattern_checks("regex_match", config.get("regex_match", []), out, wanted=True)

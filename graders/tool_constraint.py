@@ -56,7 +56,11 @@ class Constraint:
     def matches(self, call: ToolCall) -> bool:
         if not (self.tool.search(call.name) or (call.kind and self.tool.search(call.kind))):
             return False
-        parts = ((self.command, call.input_field(COMMAND_KEYS)), (self.path, call.paths()), (self.skill, call.input_field(SKILL_KEYS)))
+        parts = (
+            (self.command, call.input_field(COMMAND_KEYS)),
+            (self.path, call.paths()),
+            (self.skill, call.input_field(SKILL_KEYS)),
+        )
         # a call without the field is searched as empty text, as in the original (so ".*" matches it)
         return all(p is None or any(p.search(v) for v in values or [""]) for p, values in parts)
 
@@ -71,8 +75,13 @@ def _constraints(config: dict[str, Any], key: str) -> list[Constraint]:
 
         label = ", ".join(f"{k}={v!r}" for k, v in entry.items())
         out.append(
-            Constraint(label, compile_one(entry["tool"], f"{where}.tool", re.IGNORECASE),
-                       optional("command_pattern"), optional("path_pattern"), optional("skill_pattern"))
+            Constraint(
+                label,
+                compile_one(entry["tool"], f"{where}.tool", re.IGNORECASE),
+                optional("command_pattern"),
+                optional("path_pattern"),
+                optional("skill_pattern"),
+            )
         )
     return out
 

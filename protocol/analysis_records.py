@@ -152,7 +152,11 @@ class Side(Record):
 
     _omit_none: ClassVar[bool] = True
 
-    status: str = field(metadata=doc("The result's status; for trials: passed (all counted trials), failed (none), flaky (some), or error/pending/ungraded (none counted)."))
+    status: str = field(
+        metadata=doc(
+            "The result's status; for trials: passed (all counted trials), failed (none), flaky (some), or error/pending/ungraded (none counted)."
+        )
+    )
     passed: bool | None = field(default=None, metadata=doc("Pass used for pairing; null when not judged.", json="pass"))
     score: float | None = None
     pass_rate: float | None = field(default=None, metadata=doc("Trials only: passing trials / judged trials."))
@@ -170,7 +174,9 @@ class PromptDelta(Record):
     candidate: Side
     score_delta: float | None = field(default=None, metadata=doc("candidate - baseline score."))
     pass_rate_delta: float | None = field(default=None, metadata=doc("Trials only: candidate - baseline pass rate."))
-    change: Change = field(metadata=doc("regression (passed, now fails), improvement, same, or not-judged (an error/pending side)."))
+    change: Change = field(
+        metadata=doc("regression (passed, now fails), improvement, same, or not-judged (an error/pending side).")
+    )
 
 
 @dataclass(slots=True, kw_only=True)
@@ -182,7 +188,9 @@ class PairedComparison(Record):
     shared: int = field(metadata=doc("Ids in both runs; only these are compared."))
     only_baseline: list[str] = field(default_factory=list, metadata=doc("Ids only in the baseline (not compared)."))
     only_candidate: list[str] = field(default_factory=list, metadata=doc("Ids only in the candidate (not compared)."))
-    not_judged: list[str] = field(default_factory=list, metadata=doc("Shared ids left out of pass statistics (error, pending or ungraded on a side)."))
+    not_judged: list[str] = field(
+        default_factory=list, metadata=doc("Shared ids left out of pass statistics (error, pending or ungraded on a side).")
+    )
     pass_rate: Difference | None = field(default=None, metadata=doc("Pass-rate difference; null without judged pairs."))
     mean_score: Difference | None = field(default=None, metadata=doc("Mean-score difference over pairs scored on both sides."))
     mcnemar: McNemar | None = field(default=None, metadata=doc("Capture runs only; null for trials or without judged pairs."))
@@ -198,7 +206,9 @@ class ComparisonReport(Record):
     """`waza compare` output: every run against the first, paired on shared ids."""
 
     runs: list[RunInfo]
-    errors: Literal["exclude", "fail"] = field(metadata=doc("How errored results count: left out of pass statistics, or as fails."))
+    errors: Literal["exclude", "fail"] = field(
+        metadata=doc("How errored results count: left out of pass statistics, or as fails.")
+    )
     seed: int
     resamples: int
     comparisons: list[PairedComparison]

@@ -22,7 +22,16 @@ from typing import Any, TypeVar
 import anyio
 import httpx
 
-__all__ = ["RETRYABLE_STATUS", "ChatFailed", "RetryPolicy", "Transient", "check_status", "excerpt", "pooled_client", "with_retries"]
+__all__ = [
+    "RETRYABLE_STATUS",
+    "ChatFailed",
+    "RetryPolicy",
+    "Transient",
+    "check_status",
+    "excerpt",
+    "pooled_client",
+    "with_retries",
+]
 
 T = TypeVar("T")
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})

@@ -276,8 +276,15 @@ class _Codec:
 
     def _compile_decoder(self) -> Callable[[Any, str], Record]:
         cls = self.cls
-        env: dict[str, Any] = {"cls": cls, "RecordError": RecordError, "_describe": _describe, "_pathjoin": _pathjoin,
-                               "_within": _within, "known": self.known, "aliases": cls._aliases}
+        env: dict[str, Any] = {
+            "cls": cls,
+            "RecordError": RecordError,
+            "_describe": _describe,
+            "_pathjoin": _pathjoin,
+            "_within": _within,
+            "known": self.known,
+            "aliases": cls._aliases,
+        }
         body = [
             "def decode(data, path):",
             "    if type(data) is not dict and not isinstance(data, dict):",

@@ -228,4 +228,3 @@ def replace_file(root: Path, parts: list[str], data: bytes) -> None:
             raise
     finally:
         os.close(parent)
-

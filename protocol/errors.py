@@ -29,9 +29,7 @@ class ConfigError(UsageError):
     ``source`` and ``line`` locate it in a file when there is one, ``field`` names the key.
     """
 
-    def __init__(
-        self, message: str, *, source: str | None = None, line: int | None = None, field: str | None = None
-    ) -> None:
+    def __init__(self, message: str, *, source: str | None = None, line: int | None = None, field: str | None = None) -> None:
         self.message = message
         self.source = source
         self.line = line

@@ -227,9 +227,7 @@ async def run_once(
     child's environment can, see :func:`kill_tagged`).
     """
     started: list[subprocess.Popen[bytes]] = []
-    job = functools.partial(
-        _run_blocking, list(argv), stdin, cwd, env, timeout, stdout_limit, stderr_limit, started
-    )
+    job = functools.partial(_run_blocking, list(argv), stdin, cwd, env, timeout, stdout_limit, stderr_limit, started)
     try:
         return await anyio.to_thread.run_sync(job, abandon_on_cancel=True)
     finally:

@@ -30,9 +30,7 @@ class PromptCase(Record):
     _aliases: ClassVar[dict[str, str]] = {"expected": "hint"}
 
     id: str = field(metadata=doc("Unique within the file; results are keyed by it.", minLength=1))
-    input: str | list[str] = field(
-        metadata=doc("The prompt, or a list of user turns of one conversation.")
-    )
+    input: str | list[str] = field(metadata=doc("The prompt, or a list of user turns of one conversation."))
     hint: str | None = field(default=None, metadata=doc("Context for graders (older name: expected)."))
     reference: str | None = field(default=None, metadata=doc("A reference solution, for validate-refs and judges."))
     metadata: dict[str, Any] = field(default_factory=dict, metadata=doc("Free-form; copied to the result."))
@@ -204,7 +202,10 @@ class GraderRequest(Record):
     tool_errors: bool = False
     trial: int | None = None
     request_id: str | None = field(
-        default=None, metadata=doc("Worker mode: this exchange's id, unique per worker grader; the answer must echo it. Null in one-shot mode.")
+        default=None,
+        metadata=doc(
+            "Worker mode: this exchange's id, unique per worker grader; the answer must echo it. Null in one-shot mode."
+        ),
     )
     unknown: dict[str, Any] = field(default_factory=dict)
 
@@ -221,4 +222,6 @@ class GraderResult(Record):
     outcome: dict[str, Any] | None = None
     details: dict[str, Any] | None = None
     status: Literal["pending"] | None = field(default=None, metadata=doc("'pending': awaiting human review."))
-    request_id: str | None = field(default=None, metadata=doc("Worker mode: the requestId of the request answered (required there)."))
+    request_id: str | None = field(
+        default=None, metadata=doc("Worker mode: the requestId of the request answered (required there).")
+    )

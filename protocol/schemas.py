@@ -68,6 +68,7 @@ def load(name: str) -> dict[str, Any]:
 def validator(name: str) -> Draft202012Validator:
     """The compiled validator of a schema (jsonschema is imported here: most runs never need it)."""
     from jsonschema import Draft202012Validator
+
     schema = load(name)
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)

@@ -42,7 +42,9 @@ class SuiteTask(Record):
     status: TaskStatus = field(
         metadata=doc("error if a trial errored, else failed if one failed, else pending if one awaits review, else passed.")
     )
-    pass_rate: float | None = field(metadata=doc("Passed trials / judged trials (pending ones are not judged).", minimum=0, maximum=1))
+    pass_rate: float | None = field(
+        metadata=doc("Passed trials / judged trials (pending ones are not judged).", minimum=0, maximum=1)
+    )
     score: float | None = field(metadata=doc("Mean weighted score of the trials that have one.", minimum=0, maximum=1))
     weight: float = field(default=1.0, metadata=doc("The task's weight in task_completion.", minimum=0))
     tags: list[str] = field(default_factory=list)

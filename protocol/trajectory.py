@@ -93,9 +93,7 @@ class FinalOutput:
     text: str
 
 
-Event = (
-    MessageChunk | ThoughtChunk | ToolCallPatch | PlanUpdate | UsageUpdate | PermissionStep | RawUpdate | FinalOutput
-)
+Event = MessageChunk | ThoughtChunk | ToolCallPatch | PlanUpdate | UsageUpdate | PermissionStep | RawUpdate | FinalOutput
 
 
 _USAGE_FIELDS = (
@@ -206,9 +204,7 @@ class TrajectoryBuilder:
         if step is not None and patch.announces and (step.end is not None or step.turn != self.turn):
             step = None  # the id is reused for a new call, which belongs to this turn
         if step is None:
-            step = self._new_step(
-                "tool_call", at, tool_call_id=patch.tool_call_id, status=patch.status or "pending", start=at
-            )
+            step = self._new_step("tool_call", at, tool_call_id=patch.tool_call_id, status=patch.status or "pending", start=at)
             self._tools[patch.tool_call_id] = step
         for attr, value in (
             ("name", patch.name),

@@ -69,7 +69,9 @@ class TrialResult(Record):
     pass_hat_k: dict[str, float | None] = field(
         default_factory=dict, metadata=doc("Probability all of k trials pass (pass^k). " + _BY_K)
     )
-    mean_score: float | None = field(default=None, metadata=doc("Mean score of the trials n counts (an error counted as a fail scores 0)."))
+    mean_score: float | None = field(
+        default=None, metadata=doc("Mean score of the trials n counts (an error counted as a fail scores 0).")
+    )
     flaky: bool = field(default=False, metadata=doc("Some counted trials passed and some did not (0 < passes < n)."))
     adapter: str | None = None
     trials: list[TrialEntry] = field(default_factory=list, metadata=doc("Every trial, by trial number."))
@@ -198,4 +200,6 @@ class CalibrationReport(Record):
     skipped: int = field(default=0, metadata=doc("Items without a verdict to compare (error, pending, ungraded)."))
     comparisons: list[Agreement] = field(default_factory=list)
     min_kappa: float | None = None
-    gate: Literal["passed", "failed"] | None = field(default=None, metadata=doc("The --min-kappa verdict on the first comparison."))
+    gate: Literal["passed", "failed"] | None = field(
+        default=None, metadata=doc("The --min-kappa verdict on the first comparison.")
+    )

@@ -25,8 +25,19 @@ def capture(tmp: Path, name: str, *rules: str, prompts: Path | None = None) -> P
     """Capture PROMPTS with the quiz agent; rules like q2=fail, q3=error choose the verdicts."""
     out = tmp / name
     proc = run_waza(
-        "capture", prompts or prompts_file(tmp), "--adapter", "exec", "--events", "-g", "builtin:hint",
-        "-o", out, "--", sys.executable, AGENT, *rules,
+        "capture",
+        prompts or prompts_file(tmp),
+        "--adapter",
+        "exec",
+        "--events",
+        "-g",
+        "builtin:hint",
+        "-o",
+        out,
+        "--",
+        sys.executable,
+        AGENT,
+        *rules,
     )
     assert proc.returncode in (0, 1), proc.stderr.decode()
     return out
@@ -35,8 +46,21 @@ def capture(tmp: Path, name: str, *rules: str, prompts: Path | None = None) -> P
 def trials(tmp: Path, name: str, k: int, *rules: str) -> Path:
     out = tmp / name
     proc = run_waza(
-        "trials", prompts_file(tmp), "-k", str(k), "--adapter", "exec", "--events", "-g", "builtin:hint",
-        "-o", out, "--", sys.executable, AGENT, *rules,
+        "trials",
+        prompts_file(tmp),
+        "-k",
+        str(k),
+        "--adapter",
+        "exec",
+        "--events",
+        "-g",
+        "builtin:hint",
+        "-o",
+        out,
+        "--",
+        sys.executable,
+        AGENT,
+        *rules,
     )
     assert proc.returncode in (0, 1), proc.stderr.decode()
     return out

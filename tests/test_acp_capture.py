@@ -28,19 +28,50 @@ print(json.dumps({{"pass": ok, "score": 1.0 if ok else 0.0, "reasoning": "hint f
 """
 
 PROMPTS: list[dict[str, Any]] = [
-    {"id": "every", "hint": "final answer", "input": "\n".join([
-        "think let me see", "say hello world", "tool t1", "tool t2 fail", "plan", "usage", "extras", "say@m1 final answer",
-    ])},
+    {
+        "id": "every",
+        "hint": "final answer",
+        "input": "\n".join(
+            [
+                "think let me see",
+                "say hello world",
+                "tool t1",
+                "tool t2 fail",
+                "plan",
+                "usage",
+                "extras",
+                "say@m1 final answer",
+            ]
+        ),
+    },
     {"id": "chunks", "input": "say@a one two\nsay@b three\nsay@a  four\nsay plain text here"},
     {"id": "multi", "input": ["say first turn", "history"], "hint": "history: say first turn"},
-    {"id": "fs", "input": "\n".join([
-        "write sub/x.txt data one", "read sub/x.txt", "read /etc/hostname", "read ../outside.txt",
-        "symlink escape /etc", "read escape/hostname", "write escape/evil.txt nope",
-    ])},
-    {"id": "terminal", "input": "\n".join([
-        "run echo out; echo err >&2", "runin /tmp pwd", "runin . pwd", "runlimit 7 printf 'héllo wörld'",
-        "spawn echo $$ > term.pid; echo ready; exec sleep 1000",
-    ])},
+    {
+        "id": "fs",
+        "input": "\n".join(
+            [
+                "write sub/x.txt data one",
+                "read sub/x.txt",
+                "read /etc/hostname",
+                "read ../outside.txt",
+                "symlink escape /etc",
+                "read escape/hostname",
+                "write escape/evil.txt nope",
+            ]
+        ),
+    },
+    {
+        "id": "terminal",
+        "input": "\n".join(
+            [
+                "run echo out; echo err >&2",
+                "runin /tmp pwd",
+                "runin . pwd",
+                "runlimit 7 printf 'héllo wörld'",
+                "spawn echo $$ > term.pid; echo ready; exec sleep 1000",
+            ]
+        ),
+    },
     {"id": "permission", "input": "permission execute rm -rf /\npermission read cat notes\npermission edit patch file"},
     {"id": "secret", "input": f"say the secret is {SECRET}"},
     {"id": "crash", "input": "say partial answer\ncrash"},
@@ -62,9 +93,26 @@ def scripted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     workspaces = tmp / "ws"
     raw = tmp / "raw.jsonl"
     proc = run_waza(
-        "capture", prompts, "--grader", grader, "-j", "4", "--workspace-dir", workspaces,
-        "--permission-rules", rules, "--permission", "deny", "--raw-log", raw, "-o", tmp / "out.jsonl",
-        "--", *AGENT, env={"MY_API_KEY": SECRET}, cwd=tmp,
+        "capture",
+        prompts,
+        "--grader",
+        grader,
+        "-j",
+        "4",
+        "--workspace-dir",
+        workspaces,
+        "--permission-rules",
+        rules,
+        "--permission",
+        "deny",
+        "--raw-log",
+        raw,
+        "-o",
+        tmp / "out.jsonl",
+        "--",
+        *AGENT,
+        env={"MY_API_KEY": SECRET},
+        cwd=tmp,
     )
     results = {r["id"]: r for r in read_jsonl(tmp / "out.jsonl")}
     return {"proc": proc, "results": results, "ws": workspaces, "raw": raw, "tmp": tmp}
@@ -108,8 +156,14 @@ def test_update_kinds_map_to_steps(scripted: dict[str, Any]) -> None:
     future = [s for s in steps(r, "event") if s["name"] == "future_update_kind"][0]
     assert future["extra"]["data"]["payload"] == {"x": 1}
     assert r["usage"] == {
-        "inputTokens": 10, "outputTokens": 5, "totalTokens": 15, "thoughtTokens": 2,
-        "cost": 0.25, "currency": "USD", "contextUsed": 1200, "contextSize": 200000,
+        "inputTokens": 10,
+        "outputTokens": 5,
+        "totalTokens": 15,
+        "thoughtTokens": 2,
+        "cost": 0.25,
+        "currency": "USD",
+        "contextUsed": 1200,
+        "contextSize": 200000,
     }
     assert r["timing"]["inputTokens"] == 10 and r["timing"]["sessionCreation"] is not None
     assert r["exit"]["stopReason"] == "end_turn" and r["errors"] == []
@@ -119,7 +173,9 @@ def test_chunks_join_exactly_and_split_by_message_id(scripted: dict[str, Any]) -
     r = scripted["results"]["chunks"]
     agent = [s for s in steps(r, "message") if s["role"] == "agent"]
     assert [(s.get("messageId"), s["content"]) for s in agent] == [
-        ("a", "one two four"), ("b", "three"), (None, "plain text here"),
+        ("a", "one two four"),
+        ("b", "three"),
+        (None, "plain text here"),
     ]
     assert r["output"] == "plain text here"
 
@@ -209,8 +265,16 @@ def test_raw_log_has_every_message_both_ways_with_secrets_masked(scripted: dict[
     by_prompt = {line["promptId"] for line in lines}
     assert by_prompt >= {p["id"] for p in PROMPTS}
     methods = {line["message"].get("method") for line in lines if "message" in line}
-    assert {"initialize", "session/new", "session/prompt", "session/update", "session/cancel",
-            "session/request_permission", "fs/read_text_file", "terminal/create"} <= methods
+    assert {
+        "initialize",
+        "session/new",
+        "session/prompt",
+        "session/update",
+        "session/cancel",
+        "session/request_permission",
+        "fs/read_text_file",
+        "terminal/create",
+    } <= methods
     assert [line["line"] for line in lines if "line" in line] == ["this is not JSON-RPC"]
     responses = [line for line in lines if line["dir"] == "in" and "result" in line.get("message", {})]
     assert any(r["message"]["result"].get("stopReason") == "cancelled" for r in responses)
@@ -218,9 +282,9 @@ def test_raw_log_has_every_message_both_ways_with_secrets_masked(scripted: dict[
 
 def test_four_agents_run_at_once(tmp_path: Path) -> None:
     barrier = tmp_path / "barrier"
-    prompts = write_jsonl(tmp_path / "p.jsonl", [
-        {"id": f"b{i}", "input": f"barrier {barrier} 4", "hint": "barrier passed"} for i in range(4)
-    ])
+    prompts = write_jsonl(
+        tmp_path / "p.jsonl", [{"id": f"b{i}", "input": f"barrier {barrier} 4", "hint": "barrier passed"} for i in range(4)]
+    )
     grader = executable(tmp_path / "grader.py", GRADER)
     proc = run_waza("capture", prompts, "-j", "4", "--grader", grader, "--", *AGENT, cwd=tmp_path)
     results = read_jsonl(proc.stdout)
@@ -231,9 +295,14 @@ def test_four_agents_run_at_once(tmp_path: Path) -> None:
 
 
 def test_agent_restarts_after_a_crash_and_flags_pass_through(tmp_path: Path) -> None:
-    prompts = write_jsonl(tmp_path / "p.jsonl", [
-        {"id": "one", "input": "name"}, {"id": "boom", "input": "crash"}, {"id": "two", "input": "name"},
-    ])
+    prompts = write_jsonl(
+        tmp_path / "p.jsonl",
+        [
+            {"id": "one", "input": "name"},
+            {"id": "boom", "input": "crash"},
+            {"id": "two", "input": "name"},
+        ],
+    )
     raw = tmp_path / "raw.jsonl"
     proc = run_waza("capture", prompts, "--raw-log", raw, "--", *AGENT, "--name", "bob", cwd=tmp_path)
     results = read_jsonl(proc.stdout)

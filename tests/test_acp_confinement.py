@@ -35,8 +35,20 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         {"id": "slice", "input": "run seq 1 200000 > nums.txt\nreadpart nums.txt 500 2"},
     ]
     proc = run_waza(
-        "capture", write_jsonl(tmp / "prompts.jsonl", prompts), "-j", "2", "--timeout", "60",
-        "--workspace-dir", tmp / "ws", "-o", tmp / "out.jsonl", "--", *AGENT, cwd=tmp, timeout=120,
+        "capture",
+        write_jsonl(tmp / "prompts.jsonl", prompts),
+        "-j",
+        "2",
+        "--timeout",
+        "60",
+        "--workspace-dir",
+        tmp / "ws",
+        "-o",
+        tmp / "out.jsonl",
+        "--",
+        *AGENT,
+        cwd=tmp,
+        timeout=120,
     )
     results = {r["id"]: r for r in read_jsonl(tmp / "out.jsonl")}
     return {"proc": proc, "results": results, "outside": outside, "outdir": outdir}
@@ -99,8 +111,17 @@ def test_distinct_ids_get_distinct_workspaces_and_a_planted_symlink_is_refused(t
     (workspaces / "victim").symlink_to(outside)
     prompts = [{"id": i, "input": f"write mine.txt {i}\ncwd"} for i in [*ids, "victim"]]
     proc = run_waza(
-        "capture", write_jsonl(tmp_path / "prompts.jsonl", prompts), "-j", "2", "--workspace-dir", workspaces,
-        "-o", tmp_path / "out.jsonl", "--", *AGENT, cwd=tmp_path,
+        "capture",
+        write_jsonl(tmp_path / "prompts.jsonl", prompts),
+        "-j",
+        "2",
+        "--workspace-dir",
+        workspaces,
+        "-o",
+        tmp_path / "out.jsonl",
+        "--",
+        *AGENT,
+        cwd=tmp_path,
     )
     results = {r["id"]: r for r in read_jsonl(tmp_path / "out.jsonl")}
     assert set(results) == {*ids, "victim"}, proc.stderr.decode()[-2000:]
@@ -128,8 +149,15 @@ def gone(pid: int) -> bool:
 def test_a_terminal_command_that_left_its_session_dies_with_the_prompt(tmp_path: Path) -> None:
     prompts = [{"id": "daemon", "input": "spawn setsid sleep 1000 & echo $! > daemon.pid; echo ready; exec sleep 1000"}]
     proc = run_waza(
-        "capture", write_jsonl(tmp_path / "prompts.jsonl", prompts), "--workspace-dir", tmp_path / "ws",
-        "-o", tmp_path / "out.jsonl", "--", *AGENT, cwd=tmp_path,
+        "capture",
+        write_jsonl(tmp_path / "prompts.jsonl", prompts),
+        "--workspace-dir",
+        tmp_path / "ws",
+        "-o",
+        tmp_path / "out.jsonl",
+        "--",
+        *AGENT,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     pid = int((tmp_path / "ws" / "daemon" / "daemon.pid").read_text())
@@ -139,11 +167,22 @@ def test_a_terminal_command_that_left_its_session_dies_with_the_prompt(tmp_path:
 @pytest.mark.parametrize("events", [False, True])
 def test_an_exec_agent_whose_daemon_holds_stdout_ends_its_turn_when_it_exits(tmp_path: Path, events: bool) -> None:
     answer = '{"type": "message", "content": "answer"}' if events else "answer"
-    agent = executable(tmp_path / "agent.sh", f"#!/bin/sh\nsetsid sleep 1000 &\necho $! > {tmp_path}/daemon.pid\necho '{answer}'\n")
+    agent = executable(
+        tmp_path / "agent.sh", f"#!/bin/sh\nsetsid sleep 1000 &\necho $! > {tmp_path}/daemon.pid\necho '{answer}'\n"
+    )
     args = ["--events"] if events else []
     proc = run_waza(
-        "capture", write_jsonl(tmp_path / "prompts.jsonl", [{"id": "d", "input": "go"}]), "--adapter", "exec", *args,
-        "-o", tmp_path / "out.jsonl", "--", agent, cwd=tmp_path, timeout=60,
+        "capture",
+        write_jsonl(tmp_path / "prompts.jsonl", [{"id": "d", "input": "go"}]),
+        "--adapter",
+        "exec",
+        *args,
+        "-o",
+        tmp_path / "out.jsonl",
+        "--",
+        agent,
+        cwd=tmp_path,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     [row] = read_jsonl(tmp_path / "out.jsonl")

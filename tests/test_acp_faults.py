@@ -72,9 +72,26 @@ def fault_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     rules.write_text('{"kind": "execute", "title": "rm *", "decision": "deny"}\n')
     raw = tmp / "raw.jsonl"
     proc = run_waza(
-        "capture", write_jsonl(tmp / "p.jsonl", prompts), "--grader", "builtin:hint", "-j", "1", "--timeout", "20",
-        "--permission-rules", rules, "--raw-log", raw, "-o", tmp / "out.jsonl",
-        "--", *AGENT, "--mark", MARK, "--hang-initialize-once", tmp / "initialize-hung",
+        "capture",
+        write_jsonl(tmp / "p.jsonl", prompts),
+        "--grader",
+        "builtin:hint",
+        "-j",
+        "1",
+        "--timeout",
+        "20",
+        "--permission-rules",
+        rules,
+        "--raw-log",
+        raw,
+        "-o",
+        tmp / "out.jsonl",
+        "--",
+        *AGENT,
+        "--mark",
+        MARK,
+        "--hang-initialize-once",
+        tmp / "initialize-hung",
         cwd=tmp,
     )
     pids: dict[str, set[int]] = {}

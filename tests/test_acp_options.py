@@ -29,8 +29,9 @@ def test_mcp_servers_from_option_and_config_reach_session_new(tmp_path: Path) ->
     config.write_bytes(orjson.dumps({"mcpServers": {"files": {"command": "mcp-files", "args": ["--ro"], "env": {"A": "1"}}}}))
     server = orjson.dumps({"type": "http", "name": "search", "url": "http://127.0.0.1:9/mcp"}).decode()
     raw = tmp_path / "raw.jsonl"
-    proc = run_waza("capture", one_prompt(tmp_path, "mcp"), "--mcp-server", server, "--mcp-config", config,
-                    "--raw-log", raw, "--", *AGENT)
+    proc = run_waza(
+        "capture", one_prompt(tmp_path, "mcp"), "--mcp-server", server, "--mcp-config", config, "--raw-log", raw, "--", *AGENT
+    )
     assert only_result(proc.stdout)["output"] == "mcp: search,files"
     (new,) = [line["message"] for line in read_jsonl(raw) if line["message"].get("method") == "session/new"]
     assert new["params"]["mcpServers"] == [
@@ -52,8 +53,12 @@ def test_authentication_only_with_a_configured_method(tmp_path: Path) -> None:
 
 
 def test_agent_that_cannot_start_is_a_usage_error_not_a_crash(tmp_path: Path) -> None:
-    proc = run_waza("capture", write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "x"}, {"id": "b", "input": "y"}]),
-                    "--", str(tmp_path / "no-such-agent"))
+    proc = run_waza(
+        "capture",
+        write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "x"}, {"id": "b", "input": "y"}]),
+        "--",
+        str(tmp_path / "no-such-agent"),
+    )
     assert proc.returncode == 2 and proc.stdout == b""
     assert b"no-such-agent' cannot be run: No such file or directory" in proc.stderr and b"Traceback" not in proc.stderr
 

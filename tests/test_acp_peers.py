@@ -55,7 +55,12 @@ def test_python_sdk_agent(tmp_path: Path) -> None:
     assert [s["content"] for s in notes["trajectory"] if s.get("messageId") == "m1"] == ["wc exited 0: 21 bytes."]
     assert notes["usage"] == {"inputTokens": 3, "outputTokens": 12, "totalTokens": 15}
     slow = results["slow"]
-    assert slow["status"] == "error" and slow["exit"] == {"code": None, "signal": None, "timedOut": True, "stopReason": "cancelled"}
+    assert slow["status"] == "error" and slow["exit"] == {
+        "code": None,
+        "signal": None,
+        "timedOut": True,
+        "stopReason": "cancelled",
+    }
     assert code == 1
 
 
@@ -90,7 +95,8 @@ def node_agent() -> Path:
         try:
             done = subprocess.run(
                 ["npm", "install", "--prefix", str(cache), "--no-audit", "--no-fund", "--loglevel=error", NODE_SDK],
-                capture_output=True, timeout=300,
+                capture_output=True,
+                timeout=300,
             )
         except subprocess.TimeoutExpired:
             pytest.skip(f"npm install {NODE_SDK} timed out")
@@ -125,7 +131,10 @@ def test_node_sdk_agent_reusing_ids_across_turns(tmp_path: Path, node_agent: Pat
     _, results = capture(tmp_path, ["node", str(node_agent)], prompts)
     steps = results["twice"]["trajectory"]
     tools = [s for s in steps if s["type"] == "tool_call"]
-    assert [(t["toolCallId"], t["turn"], t["status"]) for t in tools] == [("node-write", 0, "completed"), ("node-write", 1, "completed")]
+    assert [(t["toolCallId"], t["turn"], t["status"]) for t in tools] == [
+        ("node-write", 0, "completed"),
+        ("node-write", 1, "completed"),
+    ]
     assert [s["turn"] for s in steps if s["type"] == "permission"] == [0, 1]
     answers = [s for s in steps if s["type"] == "message" and s["role"] == "agent"]
     assert [(a["messageId"], a["turn"]) for a in answers] == [("node-m1", 0), ("node-m1", 1)]

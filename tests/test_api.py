@@ -85,7 +85,9 @@ def test_run_one_records_an_agent_fault_instead_of_raising(tmp_path):
 def test_bad_specs_raise_config_errors_before_anything_runs(tmp_path):
     out = tmp_path / "out.jsonl"
     with pytest.raises(waza.ConfigError, match="does not exist"):
-        waza.capture([{"id": "a", "input": "x"}], waza.MockAgent(), [waza.PythonGrader(fn="nope.py:f")], output=waza.Output(str(out)))
+        waza.capture(
+            [{"id": "a", "input": "x"}], waza.MockAgent(), [waza.PythonGrader(fn="nope.py:f")], output=waza.Output(str(out))
+        )
     with pytest.raises(waza.ConfigError, match="duplicate id 'a'"):
         waza.capture([{"id": "a", "input": "x"}, {"id": "a", "input": "y"}], waza.MockAgent())
     with pytest.raises(waza.ConfigError, match="needs an agent command"):

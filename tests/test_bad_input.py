@@ -89,8 +89,18 @@ def test_grader_config_must_name_a_grader(tmp_path):
     prompts = tmp_path / "p.jsonl"
     prompts.write_bytes(b'{"id": "a", "input": "x"}\n')
     proc = run_waza(
-        "capture", prompts, "--adapter", "exec", "-g", "builtin:hint", "-g", "h2=builtin:hint",
-        "--grader-config", '{"x": 1}', "--", *AGENT,
+        "capture",
+        prompts,
+        "--adapter",
+        "exec",
+        "-g",
+        "builtin:hint",
+        "-g",
+        "h2=builtin:hint",
+        "--grader-config",
+        '{"x": 1}',
+        "--",
+        *AGENT,
     )
     assert proc.returncode == 2
     assert b"must be NAME=VALUE naming a grader" in proc.stderr

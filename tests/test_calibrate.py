@@ -29,7 +29,9 @@ def pairs(cells: dict[tuple[bool, bool], int]) -> list[Pair]:
 def test_kappa_and_rates_on_a_hand_computed_table():
     # 20 both pass, 5 grader-only pass, 10 human-only pass, 15 both fail (n = 50):
     # p_o = 35/50 = 0.7; p_e = 0.6 * 0.5 + 0.4 * 0.5 = 0.5; kappa = (0.7 - 0.5) / 0.5 = 0.4.
-    a = agreement(pairs({(True, True): 20, (False, True): 5, (True, False): 10, (False, False): 15}), grader="g", reference="human")
+    a = agreement(
+        pairs({(True, True): 20, (False, True): 5, (True, False): 10, (False, False): 15}), grader="g", reference="human"
+    )
     assert a.kappa == pytest.approx(0.4)
     assert a.agreement == pytest.approx(0.7)
     assert a.false_pass_rate == pytest.approx(5 / 20)
@@ -49,7 +51,9 @@ def captured(tmp_path_factory) -> Path:
     rows = [{"id": i, "input": f"say ok {i}", "hint": "ok"} for i in PASSING]
     rows += [{"id": i, "input": f"say no {i}", "hint": "ok"} for i in FAILING]
     out = root / "results.jsonl"
-    proc = run_waza("capture", write_jsonl(root / "prompts.jsonl", rows), "--adapter", "exec", "-g", "builtin:hint", "-o", out, "--", *ECHO)
+    proc = run_waza(
+        "capture", write_jsonl(root / "prompts.jsonl", rows), "--adapter", "exec", "-g", "builtin:hint", "-o", out, "--", *ECHO
+    )
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -78,8 +82,20 @@ def labels_file(path: Path) -> Path:
     """Human labels: 6 of the 8 grader passes are good, 2 of the 4 grader fails are good (one as a full sheet line)."""
     rows = [{"id": i, "pass": i not in ("p0", "p1")} for i in PASSING]
     rows += [{"id": "f0", "pass": True}, {"id": "f1", "pass": False, "notes": "wrong"}, {"id": "f2", "pass": False}]
-    rows.append({"sample": 12, "id": "f3", "trial": None, "input": "say no f3", "output": "say no f3", "hint": "ok",
-                 "reference": None, "trajectory": [], "pass": True, "notes": ""})
+    rows.append(
+        {
+            "sample": 12,
+            "id": "f3",
+            "trial": None,
+            "input": "say no f3",
+            "output": "say no f3",
+            "hint": "ok",
+            "reference": None,
+            "trajectory": [],
+            "pass": True,
+            "notes": "",
+        }
+    )
     rows += [{"id": "later", "pass": None}, {"id": "ghost", "pass": True}]
     return write_jsonl(path / "labels.jsonl", rows)
 
@@ -121,10 +137,13 @@ def test_new_grader_is_compared_with_labels_and_old_verdicts(captured, tmp_path)
 
 
 def test_trials_files_are_sampled_and_labelled_per_trial(tmp_path):
-    prompts = write_jsonl(tmp_path / "prompts.jsonl", [
-        {"id": "x", "input": orjson.dumps({"pass": [1]}).decode(), "hint": "ok-answer"},
-        {"id": "y", "input": orjson.dumps({"pass": [2]}).decode(), "hint": "ok-answer"},
-    ])
+    prompts = write_jsonl(
+        tmp_path / "prompts.jsonl",
+        [
+            {"id": "x", "input": orjson.dumps({"pass": [1]}).decode(), "hint": "ok-answer"},
+            {"id": "y", "input": orjson.dumps({"pass": [2]}).decode(), "hint": "ok-answer"},
+        ],
+    )
     out = tmp_path / "trials.jsonl"
     run_waza("trials", prompts, "--adapter", "exec", "-k", "2", "-g", "builtin:hint", "-o", out, "--", *TRIAL_AGENT)
     sheet = read_jsonl(run_waza("calibrate", out, "--sample", "4").stdout)
@@ -142,7 +161,7 @@ def test_trials_files_are_sampled_and_labelled_per_trial(tmp_path):
         ([{"id": "p0", "pass": True}, {"id": "p0", "pass": False}], [], "labels.jsonl:2: field 'id': p0 is labelled twice"),
         ([{"id": "p0", "pass": "yes"}], [], "labels.jsonl:1: field 'pass'"),
         ([{"id": "p0", "pass": True}], ["--markdown", "x.md"], "--markdown writes the labelling sheet"),
-        ([{"id": "p0", "pass": None}], [], "no line has \"pass\" set"),
+        ([{"id": "p0", "pass": None}], [], 'no line has "pass" set'),
     ],
 )
 def test_bad_labels_and_options_exit_2(captured, tmp_path, rows, args, says):

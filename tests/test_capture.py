@@ -93,9 +93,20 @@ def prompts(tmp_path: Path) -> Path:
 def test_graders_in_python_sh_and_node_pass_and_fail(tmp_path, prompts, graders):
     out = tmp_path / "results.jsonl"
     proc = run_waza(
-        "capture", prompts, "--adapter", "exec",
-        "--grader", graders["python"], "--grader", graders["sh"], "--grader", graders["node"],
-        "-o", out, "--", *AGENT,
+        "capture",
+        prompts,
+        "--adapter",
+        "exec",
+        "--grader",
+        graders["python"],
+        "--grader",
+        graders["sh"],
+        "--grader",
+        graders["node"],
+        "-o",
+        out,
+        "--",
+        *AGENT,
     )
     assert proc.returncode == 0, proc.stderr
     rows = {r["id"]: r for r in valid(read_jsonl(out))}
@@ -125,9 +136,18 @@ async def async_grade(req):
 """
     )
     proc = run_waza(
-        "capture", prompts, "--adapter", "exec",
-        "--grader", f"{module}:sync_grade", "--grader", f"{module}:async_grade",
-        "--grader-weight", "sync_grade=3", "--", *AGENT,
+        "capture",
+        prompts,
+        "--adapter",
+        "exec",
+        "--grader",
+        f"{module}:sync_grade",
+        "--grader",
+        f"{module}:async_grade",
+        "--grader-weight",
+        "sync_grade=3",
+        "--",
+        *AGENT,
     )
     assert proc.returncode == 0, proc.stderr
     rows = {r["id"]: r for r in valid(read_jsonl(proc.stdout))}
@@ -140,10 +160,25 @@ async def async_grade(req):
 
 def test_broken_graders_are_errors_and_keep_the_capture(tmp_path, prompts, graders):
     proc = run_waza(
-        "capture", prompts, "--adapter", "exec", "--grader-timeout", "1",
-        "--grader", graders["crash"], "--grader", graders["hang"],
-        "--grader", graders["garbage"], "--grader", graders["liar"], "--grader", graders["python"],
-        "--events", "--", *AGENT,
+        "capture",
+        prompts,
+        "--adapter",
+        "exec",
+        "--grader-timeout",
+        "1",
+        "--grader",
+        graders["crash"],
+        "--grader",
+        graders["hang"],
+        "--grader",
+        graders["garbage"],
+        "--grader",
+        graders["liar"],
+        "--grader",
+        graders["python"],
+        "--events",
+        "--",
+        *AGENT,
         input=None,
     )
     # Exit 1: results errored. Every prompt still has its result with output and trajectory.
@@ -185,9 +220,7 @@ def test_events_mode_builds_the_trajectory(tmp_path):
 
 
 def test_multi_turn_input_runs_each_turn_with_history(tmp_path):
-    prompts = write_jsonl(
-        tmp_path / "p.jsonl", [{"id": "mt", "input": ["my name is Ada", "what is my name?"], "hint": "Ada"}]
-    )
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "mt", "input": ["my name is Ada", "what is my name?"], "hint": "Ada"}])
     proc = run_waza("capture", prompts, "--adapter", "exec", "--grader", "builtin:hint", "--", *AGENT)
     assert proc.returncode == 0, proc.stderr
     (row,) = valid(read_jsonl(proc.stdout))
@@ -258,9 +291,7 @@ def test_agent_flags_pass_through(tmp_path):
 
 def test_workspace_dir_gives_each_prompt_a_fresh_directory(tmp_path, prompts, graders):
     ws = tmp_path / "ws"
-    proc = run_waza(
-        "capture", prompts, "--adapter", "exec", "--workspace-dir", ws, "--grader", graders["cwd"], "--", *AGENT
-    )
+    proc = run_waza("capture", prompts, "--adapter", "exec", "--workspace-dir", ws, "--grader", graders["cwd"], "--", *AGENT)
     assert proc.returncode == 0, proc.stderr
     for row in read_jsonl(proc.stdout):
         expected = str((ws / row["id"]).resolve())

@@ -76,7 +76,12 @@ def test_compare_two_capture_runs_end_to_end(tmp_path):
     assert (pr["pairs"], pr["baseline"], pr["candidate"]) == (3, pytest.approx(2 / 3), pytest.approx(1 / 3))
     assert pr["difference"] == pytest.approx(-1 / 3)
     assert pr["low"] <= pr["difference"] <= pr["high"]
-    assert {d["id"]: d["change"] for d in c["deltas"]} == {"q1": "regression", "q2": "improvement", "q3": "regression", "q4": "not-judged"}
+    assert {d["id"]: d["change"] for d in c["deltas"]} == {
+        "q1": "regression",
+        "q2": "improvement",
+        "q3": "regression",
+        "q4": "not-judged",
+    }
     # the same seed gives the same interval; --errors fail brings q4 in as a regression
     again = orjson.loads(run_waza("compare", a, b, "--seed", "5").stdout)
     assert again == report
@@ -128,7 +133,9 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path):
     dup = write_jsonl(tmp_path / "dup.jsonl", [orjson.loads(row), orjson.loads(row)])
     proc = run_waza("compare", a, dup)
     assert proc.returncode == 2
-    assert proc.stderr.decode().strip() == f"waza: {dup}:2: field 'id': duplicate id 'q1' (first on line 1); runs are paired on ids"
+    assert (
+        proc.stderr.decode().strip() == f"waza: {dup}:2: field 'id': duplicate id 'q1' (first on line 1); runs are paired on ids"
+    )
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(row + b"\n" + b'{"id": "x", "input": "y", "output": 3}\n')
     proc = run_waza("compare", a, bad)

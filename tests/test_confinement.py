@@ -44,18 +44,27 @@ def runtime_escapes(marker: Path) -> dict[str, dict[str, Any]]:
     if shutil.which("node"):
         escapes |= {
             "js-spawn": {"language": "javascript", "assertions": [f"require('child_process').execSync('touch {marker}')"]},
-            "js-process": {"language": "javascript", "assertions": [
-                "this.constructor.constructor('return process')()"
-                f".mainModule.require('child_process').execSync('touch {marker}')",
-            ]},
-            "js-fs": {"language": "javascript", "assertions": [
-                f"Object.getPrototypeOf(output).constructor.constructor(\"require('fs').writeFileSync('{marker}', 'x')\")()",
-            ]},
+            "js-process": {
+                "language": "javascript",
+                "assertions": [
+                    "this.constructor.constructor('return process')()"
+                    f".mainModule.require('child_process').execSync('touch {marker}')",
+                ],
+            },
+            "js-fs": {
+                "language": "javascript",
+                "assertions": [
+                    f"Object.getPrototypeOf(output).constructor.constructor(\"require('fs').writeFileSync('{marker}', 'x')\")()",
+                ],
+            },
             "js-loop": {"language": "javascript", "assertions": ["(() => { while (true) {} })()"], "timeout": 1},
             # A Promise is truthy: it must not count as a passed assertion.
-            "js-dynamic-import": {"language": "javascript", "assertions": [
-                f"import('child_process').then((cp) => cp.execSync('touch {marker}'))",
-            ]},
+            "js-dynamic-import": {
+                "language": "javascript",
+                "assertions": [
+                    f"import('child_process').then((cp) => cp.execSync('touch {marker}'))",
+                ],
+            },
         }
     return escapes
 
@@ -94,7 +103,10 @@ REFUSED = {
         "'__subclasses__'",
     ),
     "builtins-dict": ("__builtins__['open']({m!r}, 'w')", "name '__builtins__'"),
-    "frame-globals": ("(x for x in []).gi_frame.f_back.f_globals['__builtins__']", "'f_globals'"),  # the outermost attribute is named
+    "frame-globals": (
+        "(x for x in []).gi_frame.f_back.f_globals['__builtins__']",
+        "'f_globals'",
+    ),  # the outermost attribute is named
     "format-reads-attributes": ("'{{0.__class__.__init__.__globals__}}'.format(output)", "'format'"),
     "look-alike-letters": ("'{{0.__class__}}'.\uff46\uff4f\uff52\uff4d\uff41\uff54(output)", "'format'"),  # fullwidth "format"
 }

@@ -47,7 +47,12 @@ def rule(report: dict, rule_id: str) -> dict:
         ("needs_trajectory.js", "optional-absent", "fail", "grader printed nothing on stdout (exit code 1)"),
         ("latin1_output.py", "unicode", "fail", "grader stdout is not one JSON document"),
         ("reads_64k.py", "large-request", "fail", "grader printed nothing on stdout (exit code 1)"),
-        ("silent_on_bad_input.py", "reports-errors", "fail", "exited 0 without a result or an error: grader printed nothing on stdout"),
+        (
+            "silent_on_bad_input.py",
+            "reports-errors",
+            "fail",
+            "exited 0 without a result or an error: grader printed nothing on stdout",
+        ),
     ],
 )
 def test_a_grader_breaking_one_rule_is_caught_with_the_reason(waza, grader, rule_id, status, reason):
@@ -84,9 +89,17 @@ def test_the_tip_for_a_grader_that_crashes_on_an_absent_field(waza):
     ("grader", "rule_id", "reason"),
     [
         ("stateful_worker.py", "worker-in-order", "answer 2 differs from a fresh process's answer to the same request"),
-        ("dies_on_bad_line_worker.py", "worker-after-reject", "the malformed request: grader exited with code 1 before answering"),
+        (
+            "dies_on_bad_line_worker.py",
+            "worker-after-reject",
+            "the malformed request: grader exited with code 1 before answering",
+        ),
         ("bad_exit_worker.py", "worker-exits-on-eof", "exited with code 4 when stdin closed"),
-        ("no_request_id_worker.py", "worker-request-id", "answer 1: grader answer does not echo requestId 'check-1-conformance-minimal'"),
+        (
+            "no_request_id_worker.py",
+            "worker-request-id",
+            "answer 1: grader answer does not echo requestId 'check-1-conformance-minimal'",
+        ),
     ],
 )
 def test_a_worker_breaking_one_worker_rule_is_caught(waza, grader, rule_id, reason):

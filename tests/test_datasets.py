@@ -20,9 +20,7 @@ def test_csv_columns_are_mapped_and_the_rest_kept_as_metadata(tmp_path):
     prompts = tmp_path / "quiz.csv"
     # A quoted field spanning lines, a BOM and CRLF endings, as spreadsheets write them.
     prompts.write_bytes(
-        b'\xef\xbb\xbfid,question,answer,topic\r\n'
-        b'q1,"say ""hi""\nplease",hi,greeting\r\n'
-        b'q2,say bye,nope,farewell\r\n'
+        b'\xef\xbb\xbfid,question,answer,topic\r\nq1,"say ""hi""\nplease",hi,greeting\r\nq2,say bye,nope,farewell\r\n'
     )
     proc = capture(prompts, "--map", "input=question,hint=answer")
     assert proc.returncode == 0, proc.stderr  # a failed grade is a verdict, not an error
@@ -46,7 +44,7 @@ def test_csv_without_an_id_column_numbers_its_rows_and_an_empty_hint_is_absent(t
     ("text", "args", "expected"),
     [
         ("id,input\na,x\nb,y,extra\n", [], "p.csv:3: has 3 fields, the header has 2"),
-        ("id,input\na,x\n\"b,\"y\"\n", [], "p.csv:3"),
+        ('id,input\na,x\n"b,"y"\n', [], "p.csv:3"),
         ("id,input,timeout\na,x,soon\n", [], "p.csv:2: field 'timeout': must be a number of seconds, got 'soon'"),
         ("id,input\na,x\na,y\n", [], "p.csv:3: field 'id': duplicate id 'a'"),
         ("id,input\na,\n", [], "p.csv:2: field 'input': is empty"),
@@ -76,7 +74,14 @@ def test_map_on_a_jsonl_file_is_refused(tmp_path):
 
 def test_prompts_format_reads_csv_from_stdin(tmp_path):
     proc = run_waza(
-        "capture", "-", "--prompts-format", "csv", "--adapter", "exec", "--", *AGENT,
+        "capture",
+        "-",
+        "--prompts-format",
+        "csv",
+        "--adapter",
+        "exec",
+        "--",
+        *AGENT,
         input=b"id,input\na,hello\n",
     )
     assert proc.returncode == 0, proc.stderr
@@ -145,9 +150,7 @@ def test_without_pyarrow_parquet_is_a_one_line_error_naming_the_extra(tmp_path):
     blocker = tmp_path / "blocker" / "pyarrow"
     blocker.mkdir(parents=True)
     (blocker / "__init__.py").write_text("raise ImportError('pyarrow is not installed here')\n")
-    proc = run_waza(
-        "capture", prompts, "--adapter", "exec", "--", *AGENT, env={"PYTHONPATH": str(blocker.parent)}
-    )
+    proc = run_waza("capture", prompts, "--adapter", "exec", "--", *AGENT, env={"PYTHONPATH": str(blocker.parent)})
     assert proc.returncode == 2
     message = proc.stderr.decode()
     assert message.count("\n") == 1 and "pip install 'waza[parquet]'" in message, message

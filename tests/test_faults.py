@@ -27,21 +27,27 @@ GRADER_FAULTS: dict[str, tuple[str, str]] = {
     "exit-nonzero": ("#!/bin/sh\necho 'boom' >&2\nexit 4\n", "exited with code 4: boom"),
     "killed-by-signal": ("#!/bin/sh\nkill -9 $$\n", "killed by signal 9"),
     "hangs": (f"#!/bin/sh\nsleep {MARK}\n", "timed out after 3s"),
-    "answers-too-late": ("#!/bin/sh\nsleep 6\necho '{\"pass\": true, \"score\": 1}'\n", "timed out"),
+    "answers-too-late": ('#!/bin/sh\nsleep 6\necho \'{"pass": true, "score": 1}\'\n', "timed out"),
     "prints-nothing": ("#!/bin/sh\ncat >/dev/null\n", "printed nothing"),
     "garbage": ("#!/bin/sh\necho 'PASS!!'\n", "not one JSON document"),
-    "partial-json": ("#!/bin/sh\nprintf '{\"pass\": true, \"sco'\n", "not one JSON document"),
-    "two-documents": ("#!/bin/sh\necho '{\"pass\": true, \"score\": 1}'\necho '{\"pass\": false, \"score\": 0}'\n", "not one JSON document"),
+    "partial-json": ('#!/bin/sh\nprintf \'{"pass": true, "sco\'\n', "not one JSON document"),
+    "two-documents": (
+        '#!/bin/sh\necho \'{"pass": true, "score": 1}\'\necho \'{"pass": false, "score": 0}\'\n',
+        "not one JSON document",
+    ),
     "text-before-json": ("#!/bin/sh\necho 'result:'\necho '{\"pass\": true, \"score\": 1}'\n", "not one JSON document"),
     "huge-stdout": (f"#!{PY}\nimport sys\nsys.stdout.write('x' * (100 * 1024 * 1024))\n", "more than 10 MB"),
-    "score-too-high": ("#!/bin/sh\necho '{\"pass\": true, \"score\": 1.5}'\n", "[0, 1]"),
-    "score-negative": ("#!/bin/sh\necho '{\"pass\": false, \"score\": -0.1}'\n", "[0, 1]"),
-    "score-nan": ("#!/bin/sh\necho '{\"pass\": true, \"score\": NaN}'\n", "not one JSON document"),
-    "score-string": ("#!/bin/sh\necho '{\"pass\": true, \"score\": \"0.5\"}'\n", "must be a number"),
-    "pass-yes": ("#!/bin/sh\necho '{\"pass\": \"yes\", \"score\": 1}'\n", "must be a boolean"),
-    "invalid-utf8": (f"#!{PY}\nimport sys\nsys.stdout.buffer.write(b'{{\"pass\": true, \"score\": 1, \"reasoning\": \"\\xff\\xfe\"}}')\n", "not one JSON document"),
-    "closes-stdin": ("#!/bin/sh\nexec 0<&-\necho '{\"pass\": true, \"score\": 1}'\n", None),
-    "grandchild": (f"#!/bin/sh\n(sleep {MARK} &)\necho '{{\"pass\": true, \"score\": 1}}'\n", None),
+    "score-too-high": ('#!/bin/sh\necho \'{"pass": true, "score": 1.5}\'\n', "[0, 1]"),
+    "score-negative": ('#!/bin/sh\necho \'{"pass": false, "score": -0.1}\'\n', "[0, 1]"),
+    "score-nan": ('#!/bin/sh\necho \'{"pass": true, "score": NaN}\'\n', "not one JSON document"),
+    "score-string": ('#!/bin/sh\necho \'{"pass": true, "score": "0.5"}\'\n', "must be a number"),
+    "pass-yes": ('#!/bin/sh\necho \'{"pass": "yes", "score": 1}\'\n', "must be a boolean"),
+    "invalid-utf8": (
+        f'#!{PY}\nimport sys\nsys.stdout.buffer.write(b\'{{"pass": true, "score": 1, "reasoning": "\\xff\\xfe"}}\')\n',
+        "not one JSON document",
+    ),
+    "closes-stdin": ('#!/bin/sh\nexec 0<&-\necho \'{"pass": true, "score": 1}\'\n', None),
+    "grandchild": (f'#!/bin/sh\n(sleep {MARK} &)\necho \'{{"pass": true, "score": 1}}\'\n', None),
     "stderr-flood": (f"#!{PY}\nimport sys\nsys.stderr.write('e' * (5 * 1024 * 1024))\nsys.exit(2)\n", "exited with code 2"),
 }
 
@@ -54,7 +60,18 @@ def fault_run(tmp_path_factory):
     for name, (body, _) in GRADER_FAULTS.items():
         args += ["--grader", f"{name}={executable(tmp / name, body)}"]
     proc = run_waza(
-        "capture", prompts, "--adapter", "exec", "--events", "--grader-timeout", "3", "-j", "2", *args, "--", *AGENT,
+        "capture",
+        prompts,
+        "--adapter",
+        "exec",
+        "--events",
+        "--grader-timeout",
+        "3",
+        "-j",
+        "2",
+        *args,
+        "--",
+        *AGENT,
         timeout=120,
     )
     return proc
@@ -100,15 +117,30 @@ def test_stderr_tail_is_bounded(fault_run):
 
 
 AGENT_FAULTS = {
-    "crash-mid-stream": (f"#!{PY}\nimport json\nprint(json.dumps({{'type': 'message', 'content': 'half'}}), flush=True)\nraise SystemExit(5)\n", "exited with code 5"),
+    "crash-mid-stream": (
+        f"#!{PY}\nimport json\nprint(json.dumps({{'type': 'message', 'content': 'half'}}), flush=True)\nraise SystemExit(5)\n",
+        "exited with code 5",
+    ),
     "hang-before-first-event": (f"#!/bin/sh\nsleep {MARK}\n", "timed out"),
-    "malformed-event": ("#!/bin/sh\necho '{\"type\": \"message\", \"content\": \"ok\"}'\necho '{nope'\n", "not a trajectory event"),
-    "stderr-flood": (f"#!{PY}\nimport sys\nsys.stderr.write('z' * (20 * 1024 * 1024))\nprint('{{\"type\": \"message\", \"content\": \"fine\"}}')\n", None),
-    "huge-message": (f"#!{PY}\nimport json\nprint(json.dumps({{'type': 'message', 'content': 'm' * (50 * 1024 * 1024)}}))\n", None),
-    "exits-with-children": (f"#!/bin/sh\n(sleep {MARK} &)\necho '{{\"type\": \"message\", \"content\": \"bye\"}}'\n", None),
-    "killed": ("#!/bin/sh\necho '{\"type\": \"thought\", \"content\": \"hmm\"}'\nkill -9 $$\n", "killed by signal 9"),
-    "bad-usage-event": ("#!/bin/sh\necho '{\"type\": \"usage\", \"inputTokens\": \"ten\"}'\necho '{\"type\": \"message\", \"content\": \"ok\"}'\n", "field 'inputTokens': must be integer or null"),
-    "unknown-event-kind": ("#!/bin/sh\necho '{\"type\": \"telemetry\", \"x\": 1}'\necho '{\"type\": \"message\", \"content\": \"ok\"}'\n", None),
+    "malformed-event": ('#!/bin/sh\necho \'{"type": "message", "content": "ok"}\'\necho \'{nope\'\n', "not a trajectory event"),
+    "stderr-flood": (
+        f'#!{PY}\nimport sys\nsys.stderr.write(\'z\' * (20 * 1024 * 1024))\nprint(\'{{"type": "message", "content": "fine"}}\')\n',
+        None,
+    ),
+    "huge-message": (
+        f"#!{PY}\nimport json\nprint(json.dumps({{'type': 'message', 'content': 'm' * (50 * 1024 * 1024)}}))\n",
+        None,
+    ),
+    "exits-with-children": (f'#!/bin/sh\n(sleep {MARK} &)\necho \'{{"type": "message", "content": "bye"}}\'\n', None),
+    "killed": ('#!/bin/sh\necho \'{"type": "thought", "content": "hmm"}\'\nkill -9 $$\n', "killed by signal 9"),
+    "bad-usage-event": (
+        '#!/bin/sh\necho \'{"type": "usage", "inputTokens": "ten"}\'\necho \'{"type": "message", "content": "ok"}\'\n',
+        "field 'inputTokens': must be integer or null",
+    ),
+    "unknown-event-kind": (
+        '#!/bin/sh\necho \'{"type": "telemetry", "x": 1}\'\necho \'{"type": "message", "content": "ok"}\'\n',
+        None,
+    ),
 }
 
 

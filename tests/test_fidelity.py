@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import GraderRequest
 
@@ -31,8 +32,15 @@ def _request(case: dict[str, Any], workspace: Path) -> GraderRequest:
         trajectory.append(step(name, i, **({"input": {"command": command}} if command else {})))
     for i, name in enumerate(case.get("skills", []), 1):
         data = {"name": name, "path": f"/skills/{name or 'unnamed'}/SKILL.md"}
-        trajectory.append({"type": "event", "stepId": f"e{i}", "timestamp": i, "name": "skill.invoked",
-                           "extra": {"kind": "skill.invoked", "data": data}})
+        trajectory.append(
+            {
+                "type": "event",
+                "stepId": f"e{i}",
+                "timestamp": i,
+                "name": "skill.invoked",
+                "extra": {"kind": "skill.invoked", "data": data},
+            }
+        )
     fields["trajectory"] = trajectory + case.get("steps", [])
     if "outcome" in case:
         fields["unknown"] = {"outcome": case["outcome"]}
@@ -80,6 +88,8 @@ def test_agreement_share_is_at_least_97_percent(tmp_path):
         workspace.mkdir()
         results.append(agrees(case, workspace)[0])
     share = sum(results) / len(results)
-    print(f"\nagreement with the original waza: {sum(results)}/{len(results)} cases = {share:.1%} "
-          f"({len(NOT_TRANSCRIBED)} cases not transcribable)")
+    print(
+        f"\nagreement with the original waza: {sum(results)}/{len(results)} cases = {share:.1%} "
+        f"({len(NOT_TRANSCRIBED)} cases not transcribable)"
+    )
     assert share >= TARGET

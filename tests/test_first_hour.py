@@ -49,7 +49,9 @@ def test_a_missing_agent_command_is_one_line_before_anything_runs(tmp_path: Path
 
 def test_a_non_executable_agent_says_chmod(tmp_path: Path) -> None:
     (tmp_path / "agent.sh").write_text("#!/bin/sh\necho hi\n")
-    proc = run_waza("trials", _prompts(tmp_path), "-k", "2", "--adapter", "exec", "-g", "builtin:hint", "--", "./agent.sh", cwd=tmp_path)
+    proc = run_waza(
+        "trials", _prompts(tmp_path), "-k", "2", "--adapter", "exec", "-g", "builtin:hint", "--", "./agent.sh", cwd=tmp_path
+    )
     assert proc.returncode == 2 and "chmod +x" in proc.stderr.decode()
 
 
@@ -60,7 +62,18 @@ def test_relative_agent_paths_work_in_fresh_trial_workspaces(tmp_path: Path) -> 
     (tmp_path / "agent.py").write_text("import sys\nsys.stdin.read()\nprint('hi from python')\n")
     for command in (["./agent.sh"], [sys.executable, "agent.py"]):
         proc = run_waza(
-            "trials", prompts, "-k", "2", "--adapter", "exec", "-g", "builtin:hint", "-o", "t.jsonl", "--", *command,
+            "trials",
+            prompts,
+            "-k",
+            "2",
+            "--adapter",
+            "exec",
+            "-g",
+            "builtin:hint",
+            "-o",
+            "t.jsonl",
+            "--",
+            *command,
             cwd=tmp_path,
         )
         assert proc.returncode == 0, proc.stderr.decode()
@@ -74,7 +87,18 @@ def test_a_grader_named_as_interpreter_and_relative_file_runs_in_fresh_trial_wor
     executable(tmp_path / "agent.sh", "#!/bin/sh\ncat >/dev/null\necho hi\n")
     (tmp_path / "g.py").write_text("import json, sys\njson.load(sys.stdin)\nprint(json.dumps({'pass': True, 'score': 1}))\n")
     proc = run_waza(
-        "trials", prompts, "-k", "2", "--adapter", "exec", "-g", f"{sys.executable} g.py", "-o", "t.jsonl", "--", "./agent.sh",
+        "trials",
+        prompts,
+        "-k",
+        "2",
+        "--adapter",
+        "exec",
+        "-g",
+        f"{sys.executable} g.py",
+        "-o",
+        "t.jsonl",
+        "--",
+        "./agent.sh",
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr.decode()
@@ -84,13 +108,17 @@ def test_a_grader_named_as_interpreter_and_relative_file_runs_in_fresh_trial_wor
 def test_errored_prompts_are_explained_at_the_end_with_the_agent_stderr(tmp_path: Path) -> None:
     prompts = _prompts(tmp_path)
     executable(tmp_path / "agent.sh", "#!/bin/sh\necho 'python: cannot open file my_agent.py' >&2\nexit 3\n")
-    proc = run_waza("capture", prompts, "--adapter", "exec", "-g", "builtin:hint", "-o", "out.jsonl", "--", "./agent.sh", cwd=tmp_path)
+    proc = run_waza(
+        "capture", prompts, "--adapter", "exec", "-g", "builtin:hint", "-o", "out.jsonl", "--", "./agent.sh", cwd=tmp_path
+    )
     err = proc.stderr.decode()
     assert proc.returncode == 1
     assert "2 results ended as errors" in err and "2 x agent exited with code 3" in err
     assert "cannot open file my_agent.py" in err
 
-    proc = run_waza("trials", prompts, "-k", "2", "--adapter", "exec", "-g", "builtin:hint", "-o", "t.jsonl", "--", "./agent.sh", cwd=tmp_path)
+    proc = run_waza(
+        "trials", prompts, "-k", "2", "--adapter", "exec", "-g", "builtin:hint", "-o", "t.jsonl", "--", "./agent.sh", cwd=tmp_path
+    )
     err = proc.stderr.decode()
     assert "4 x agent exited with code 3" in err and "cannot open file my_agent.py" in err
     trials = [t for r in read_jsonl(tmp_path / "t.jsonl") for t in r["trials"]]
@@ -99,8 +127,8 @@ def test_errored_prompts_are_explained_at_the_end_with_the_agent_stderr(tmp_path
 
 def test_a_mistyped_option_is_an_error_with_a_suggestion(tmp_path: Path) -> None:
     prompts = _prompts(tmp_path)
-    executable(tmp_path / "agent.sh", "#!/bin/sh\ncat >/dev/null\necho \"args: $*\"\n")
-    executable(tmp_path / "g.py", "#!/bin/sh\necho '{\"pass\": true, \"score\": 1}'\n")
+    executable(tmp_path / "agent.sh", '#!/bin/sh\ncat >/dev/null\necho "args: $*"\n')
+    executable(tmp_path / "g.py", '#!/bin/sh\necho \'{"pass": true, "score": 1}\'\n')
     proc = run_waza("capture", prompts, "--adapter", "exec", "./agent.sh", "--grder", "./g.py", cwd=tmp_path)
     err = proc.stderr.decode()
     assert proc.returncode == 2 and "--grder" in err and "did you mean --grader?" in err and " -- AGENT" in err
@@ -109,8 +137,8 @@ def test_a_mistyped_option_is_an_error_with_a_suggestion(tmp_path: Path) -> None
 
 def test_options_after_the_separator_go_to_the_agent_and_the_short_form_still_works(tmp_path: Path) -> None:
     prompts = _prompts(tmp_path)
-    executable(tmp_path / "agent.sh", "#!/bin/sh\ncat >/dev/null\necho \"args: $*\"\n")
-    executable(tmp_path / "g.py", "#!/bin/sh\necho '{\"pass\": true, \"score\": 1}'\n")
+    executable(tmp_path / "agent.sh", '#!/bin/sh\ncat >/dev/null\necho "args: $*"\n')
+    executable(tmp_path / "g.py", '#!/bin/sh\necho \'{"pass": true, "score": 1}\'\n')
     proc = run_waza("capture", prompts, "--adapter", "exec", "--", "./agent.sh", "--grder", "x", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr.decode()
     assert {r["output"].strip() for r in read_jsonl(proc.stdout)} == {"args: --grder x"}

@@ -19,7 +19,7 @@ from .conftest import executable, read_jsonl, write_jsonl
 
 PY = sys.executable
 
-EXITING = '''
+EXITING = """
 import sys
 
 
@@ -33,13 +33,12 @@ def grade(request):
     if request["id"] == "boom":
         raise Boom("not an Exception")
     return {"pass": True, "score": 1.0}
-'''
+"""
 
 
 def results(tmp_path: Path, ids: list[str]) -> Path:
     rows = [
-        {"id": i, "input": "q", "output": f"answer {i}", "hint": "answer", "metadata": {"team": "red"}, "errors": []}
-        for i in ids
+        {"id": i, "input": "q", "output": f"answer {i}", "hint": "answer", "metadata": {"team": "red"}, "errors": []} for i in ids
     ]
     return write_jsonl(tmp_path / "results.jsonl", rows)
 
@@ -97,7 +96,7 @@ def test_a_grader_that_prints_cannot_corrupt_results_on_stdout(waza, tmp_path, k
     grader.write_text(
         f"{prefix}def grade(request):\n"
         "    print('debug: looking at', request['id'])\n"
-        "    print('{\"id\": \"forged\", \"pass\": true}')\n"
+        '    print(\'{"id": "forged", "pass": true}\')\n'
         "    return {'pass': True, 'score': 1.0}\n"
     )
     rows, stderr = graded(waza, results(tmp_path, ["a", "b", "c"]), "--grader", f"{grader}:grade", "-o", "-", "-j", "2")
@@ -109,7 +108,7 @@ def test_a_detached_child_holding_the_graders_stdout_does_not_hang_the_grade(waz
     pidfile = tmp_path / "detached.pid"
     grader = executable(
         tmp_path / "detaches.sh",
-        f"#!/bin/sh\nsetsid sleep 1000 &\necho $! > {pidfile}\necho '{{\"pass\": true, \"score\": 1}}'\n",
+        f'#!/bin/sh\nsetsid sleep 1000 &\necho $! > {pidfile}\necho \'{{"pass": true, "score": 1}}\'\n',
     )
     try:
         rows, _ = graded(waza, results(tmp_path, ["a"]), "--grader", str(grader), "--grader-timeout", "60")

@@ -19,8 +19,22 @@ from waza.runner.grading.grader_specs import GraderSpec
 from .conftest import compat_path, run_waza, write_jsonl
 from .graders_support import grade_both, one_shot, write_files
 
-MINE = ["code", "regex", "text", "json_schema", "file", "diff", "tool_calls", "behavior", "action_sequence",
-        "skill_invocation", "tool_constraint", "script", "program", "git"]
+MINE = [
+    "code",
+    "regex",
+    "text",
+    "json_schema",
+    "file",
+    "diff",
+    "tool_calls",
+    "behavior",
+    "action_sequence",
+    "skill_invocation",
+    "tool_constraint",
+    "script",
+    "program",
+    "git",
+]
 
 
 def test_every_grader_is_in_the_catalogue_with_a_schema_and_docs():
@@ -60,7 +74,11 @@ def test_worked_example_gives_its_documented_result_every_way(tmp_path, name):
     assert proc.returncode == 0, proc.stderr
     result = orjson.loads(proc.stdout)
     assert (result["pass"], result["score"], result.get("reasoning"), result.get("details", {})) == (
-        grade.passed, grade.score, grade.reasoning, grade.details)
+        grade.passed,
+        grade.score,
+        grade.reasoning,
+        grade.details,
+    )
 
 
 BAD: list[tuple[str, dict[str, Any], str]] = [
@@ -88,7 +106,11 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
     ("skill_invocation", {"required_skills": ["a"], "mode": "in_order_match"}, "is not one of"),
     ("behavior", {"max_tool_calls": 0}, "give at least one rule"),
     ("skill_invocation", {"mode": "in_order", "required_skills": ["a"], "allow_extra": "yes"}, "is not of type 'boolean'"),
-    ("tool_constraint", {"expect_tools": [{"tool": "bash", "command_pattern": "("}]}, "expect_tools[0].command_pattern: invalid regex"),
+    (
+        "tool_constraint",
+        {"expect_tools": [{"tool": "bash", "command_pattern": "("}]},
+        "expect_tools[0].command_pattern: invalid regex",
+    ),
     ("code", {"assertions": ["__import__('os')"]}, "not allowed"),
     ("code", {"assertions": ["True"], "langauge": "python"}, "'langauge' was unexpected"),
     ("script", {"script": "no/such/script.py"}, "not found"),
@@ -114,7 +136,9 @@ def test_a_misspelled_key_stops_waza_grade_with_exit_2_and_one_line(tmp_path):
 
 def test_waza_grade_runs_a_builtin_by_name(tmp_path):
     results = write_jsonl(tmp_path / "r.jsonl", [{"id": "a", "input": "q", "output": "Deployed to prod"}])
-    proc = run_waza("grade", results, "--grader", "builtin:inline_script", "--grader-config", '{"assertions": ["\'prod\' in output"]}')
+    proc = run_waza(
+        "grade", results, "--grader", "builtin:inline_script", "--grader-config", '{"assertions": ["\'prod\' in output"]}'
+    )
     assert proc.returncode == 0, proc.stderr
     line = orjson.loads(proc.stdout)
     assert line["status"] == "passed" and line["grades"][0]["name"] == "inline_script"

@@ -185,7 +185,7 @@ def test_script_runs_a_reference_style_grader(tmp_path, output, passed):
     [
         ("import sys; sys.exit(3)", "exited with code 3"),
         ("print('not json')", "not one JSON document"),
-        ("print('{\"pass\": true, \"score\": 7}')", "[0, 1]"),
+        ('print(\'{"pass": true, "score": 7}\')', "[0, 1]"),
         ("import time; time.sleep(30)", "timed out"),
     ],
 )

@@ -11,8 +11,16 @@ from .graders_support import grade_both
 # (config, output, pass, score)
 REGEX: list[tuple[dict[str, Any], str, bool, float]] = [
     # the reference's example: both required lines present, no error words
-    ({"must_match": ["deployed to https?://.+", "Resource group: .+"], "must_not_match": ["error|failed|exception", "permission denied"],
-      "flags": "i"}, "Deployed to https://app.example.net\nResource group: rg-demo", True, 1.0),
+    (
+        {
+            "must_match": ["deployed to https?://.+", "Resource group: .+"],
+            "must_not_match": ["error|failed|exception", "permission denied"],
+            "flags": "i",
+        },
+        "Deployed to https://app.example.net\nResource group: rg-demo",
+        True,
+        1.0,
+    ),
     # case-sensitive by default, as the original's regex matching: "Error" is not "error"
     ({"must_not_match": ["error"]}, "Error: disk full", True, 1.0),
     # flags "i" ignores case
@@ -41,9 +49,15 @@ TEXT: list[tuple[dict[str, Any], str, bool, float]] = [
     ({"not_contains": ["cobol"]}, "COBOL is old", False, 0.0),
     ({"not_contains_cs": ["cobol"]}, "COBOL is old", True, 1.0),
     # the grader-showcase task: regexes with inline (?i)
-    ({"regex_match": ["(?i)(python|javascript|typescript|ruby|php|java)", "(?i)(web|development|backend|frontend)"],
-      "regex_not_match": ["(?i)error|exception|failed", "(?i)COBOL|Fortran"]},
-     "1. Python 2. JavaScript 3. TypeScript, all big in web development", True, 1.0),
+    (
+        {
+            "regex_match": ["(?i)(python|javascript|typescript|ruby|php|java)", "(?i)(web|development|backend|frontend)"],
+            "regex_not_match": ["(?i)error|exception|failed", "(?i)COBOL|Fortran"],
+        },
+        "1. Python 2. JavaScript 3. TypeScript, all big in web development",
+        True,
+        1.0,
+    ),
     # regex_match is case-sensitive without (?i)
     ({"regex_match": ["python"]}, "Python", False, 0.0),
     ({"contains": ["a"], "not_contains": ["b"], "regex_match": ["c"], "regex_not_match": ["d"]}, "a b c", False, 0.75),

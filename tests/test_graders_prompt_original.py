@@ -12,6 +12,7 @@ import json
 import sys
 
 import pytest
+
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import GraderRequest
 from waza.runner.grading.build import make_runner
@@ -29,25 +30,36 @@ def judge(*tools: str) -> list[str]:
 P, F = "set_waza_grade_pass", "set_waza_grade_fail"
 
 
-@pytest.mark.parametrize("calls,passed,score", [
-    ((P,), True, 1.0),                # one final pass call
-    ((F,), False, 0.0),               # one final fail call
-    ((P, P, F), False, 2 / 3),        # one call per criterion: partial credit, any fail fails
-    ((), False, 0.0),                 # no call: fail, score 0
-])
+@pytest.mark.parametrize(
+    "calls,passed,score",
+    [
+        ((P,), True, 1.0),  # one final pass call
+        ((F,), False, 0.0),  # one final fail call
+        ((P, P, F), False, 2 / 3),  # one call per criterion: partial credit, any fail fails
+        ((), False, 0.0),  # no call: fail, score 0
+    ],
+)
 def test_the_judges_calls_decide(calls, passed, score):
-    config = {"prompt": "If the answer says done, call set_waza_grade_pass, else set_waza_grade_fail.",
-              "model": "judge-model", "continue_session": False, "mode": "independent", "command": judge(*calls)}
+    config = {
+        "prompt": "If the answer says done, call set_waza_grade_pass, else set_waza_grade_fail.",
+        "model": "judge-model",
+        "continue_session": False,
+        "mode": "independent",
+        "command": judge(*calls),
+    }
     grade = in_process("prompt", config, GraderRequest(input="Say done.", output="done"))
     assert (grade.passed, grade.score) == (passed, pytest.approx(score))
     assert grade.details["passes"] + grade.details["fails"] == len(calls)
 
 
-@pytest.mark.parametrize("config,message", [
-    ({"prompt": "x", "rubric": "y"}, "is valid under each of"),
-    ({"prompt": "x", "threshold": 0.5}, "belongs to the rubric form"),
-    ({"model": "m"}, "is not valid under any of the given schemas"),
-])
+@pytest.mark.parametrize(
+    "config,message",
+    [
+        ({"prompt": "x", "rubric": "y"}, "is valid under each of"),
+        ({"prompt": "x", "threshold": 0.5}, "belongs to the rubric form"),
+        ({"model": "m"}, "is not valid under any of the given schemas"),
+    ],
+)
 def test_prompt_and_rubric_forms_do_not_mix(config, message):
     with pytest.raises(ConfigError) as info:
         make_runner(GraderSpec(name="prompt", kind="builtin", target="prompt", config=config))

@@ -15,8 +15,6 @@ import pytest
 from .conftest import compat_path
 from .graders_support import grade_both, step, tools
 
-
-
 # --- action_sequence: the reference's worked examples, then edge cases --------------------------------
 # (mode, expected, actual, pass, precision, recall, f1)
 ACTION_SEQUENCE: list[tuple[str, list[str], list[str], bool, float, float, float]] = [
@@ -46,14 +44,21 @@ def test_action_sequence(mode, expected, actual, passed, precision, recall, f1):
 
 def test_action_sequence_ignores_steps_that_are_not_tool_calls():
     trajectory = [{"type": "message", "stepId": "m", "timestamp": 0, "role": "agent", "content": "hi"}, *tools("bash")]
-    assert grade_both("action_sequence", {"expected_actions": ["bash"], "matching_mode": "exact_match"}, trajectory=trajectory).passed
+    assert grade_both(
+        "action_sequence", {"expected_actions": ["bash"], "matching_mode": "exact_match"}, trajectory=trajectory
+    ).passed
 
 
 # --- skill_invocation --------------------------------------------------------------------------------
 def skill_events(*names: str) -> list[dict[str, Any]]:
     return [
-        {"type": "event", "stepId": f"e{i}", "timestamp": i, "name": "skill.invoked",
-         "extra": {"kind": "skill.invoked", "data": {"name": n, "path": f"/skills/{n}/SKILL.md"}}}
+        {
+            "type": "event",
+            "stepId": f"e{i}",
+            "timestamp": i,
+            "name": "skill.invoked",
+            "extra": {"kind": "skill.invoked", "data": {"name": n, "path": f"/skills/{n}/SKILL.md"}},
+        }
         for i, n in enumerate(names, 1)
     ]
 
@@ -109,8 +114,15 @@ def test_skills_from_a_recorded_copilot_session():
         if ev["type"] == "tool.execution_start":
             trajectory.append(step(ev["data"]["toolName"], i, input=ev["data"]["arguments"]))
         elif ev["type"] == "skill.invoked":
-            trajectory.append({"type": "event", "stepId": f"e{i}", "timestamp": i, "name": ev["type"],
-                               "extra": {"kind": ev["type"], "data": orjson.loads(orjson.dumps(ev["data"]))}})
+            trajectory.append(
+                {
+                    "type": "event",
+                    "stepId": f"e{i}",
+                    "timestamp": i,
+                    "name": ev["type"],
+                    "extra": {"kind": ev["type"], "data": orjson.loads(orjson.dumps(ev["data"]))},
+                }
+            )
     grade = grade_both("skill_invocation", {"mode": "exact_match", "required_skills": ["example"]}, trajectory=trajectory)
     assert grade.passed and grade.score == 1.0
 
@@ -119,8 +131,21 @@ def test_skills_from_a_recorded_copilot_session():
 USAGE = {"inputTokens": 1000, "outputTokens": 200}
 # (config, tool names, usage, timing, pass, score, text in reasoning)
 BEHAVIOR: list[tuple[dict[str, Any], list[str], Any, Any, bool, float, str]] = [
-    ({"max_tool_calls": 10, "max_tokens": 5000, "max_duration_ms": 300000, "required_tools": ["view"], "forbidden_tools": ["bash", "edit"]},
-     ["view", "view"], USAGE, {"start": 0, "end": 900, "total": 900}, True, 1.0, "6/6"),
+    (
+        {
+            "max_tool_calls": 10,
+            "max_tokens": 5000,
+            "max_duration_ms": 300000,
+            "required_tools": ["view"],
+            "forbidden_tools": ["bash", "edit"],
+        },
+        ["view", "view"],
+        USAGE,
+        {"start": 0, "end": 900, "total": 900},
+        True,
+        1.0,
+        "6/6",
+    ),
     # 0 means "not set" (the original's behavior_grader_test zero-limit cases)
     ({"max_tool_calls": 0, "required_tools": ["view"]}, ["view", "bash"], None, None, True, 1.0, "1/1"),
     ({"max_tool_calls": 1}, ["view", "view"], None, None, False, 0.0, "2 tool calls"),
@@ -151,7 +176,15 @@ SHELL = [
 ]
 # (config, pass, score)
 TOOL_CALLS: list[tuple[dict[str, Any], bool, float]] = [
-    ({"required": [{"pattern": "azd up"}, {"pattern": "git commit"}], "forbidden": [{"pattern": "rm -rf"}, {"pattern": "sudo"}], "max_calls": 20}, True, 1.0),
+    (
+        {
+            "required": [{"pattern": "azd up"}, {"pattern": "git commit"}],
+            "forbidden": [{"pattern": "rm -rf"}, {"pattern": "sudo"}],
+            "max_calls": 20,
+        },
+        True,
+        1.0,
+    ),
     ({"forbidden": ["git commit"]}, False, 0.0),
     ({"max_calls": 2}, False, 0.0),
     ({"max_calls": 3}, True, 1.0),
@@ -181,7 +214,14 @@ TOOL_CONSTRAINT: list[tuple[dict[str, Any], bool, float]] = [
     # the kind counts as the tool's name; locations count as paths
     ({"reject_tools": [{"tool": "edit", "path_pattern": "^tests/"}]}, False, 0.0),
     ({"reject_tools": [{"tool": "edit|write", "path_pattern": "\\.env$"}]}, True, 1.0),
-    ({"expect_tools": [{"tool": "skill", "skill_pattern": "^azure-"}], "reject_tools": [{"tool": "execute", "command_pattern": "rm -rf"}]}, True, 1.0),
+    (
+        {
+            "expect_tools": [{"tool": "skill", "skill_pattern": "^azure-"}],
+            "reject_tools": [{"tool": "execute", "command_pattern": "rm -rf"}],
+        },
+        True,
+        1.0,
+    ),
     ({"expect_tools": [{"tool": "execute"}, {"tool": "fetch"}]}, False, 0.5),
     # a pattern on a field the call lacks does not match
     ({"expect_tools": [{"tool": "skill", "command_pattern": "."}]}, False, 0.0),

@@ -16,20 +16,52 @@ README = "# Grader Showcase\n\nA demo.\n\n## Installation\n\npip install waza\n"
 # (files in the workspace, config, pass, score)
 FILE: list[tuple[dict[str, str], dict[str, Any], bool, float]] = [
     # the grader-showcase task's config
-    ({"README.md": README},
-     {"must_exist": ["README.md"], "must_not_exist": ["DELETE_ME.txt"],
-      "content_patterns": [{"path": "README.md", "must_match": ["(?i)grader[- ]?showcase", "(?i)(installation|install|setup)"],
-                            "must_not_match": ["TODO|FIXME|XXX"]}]}, True, 1.0),
+    (
+        {"README.md": README},
+        {
+            "must_exist": ["README.md"],
+            "must_not_exist": ["DELETE_ME.txt"],
+            "content_patterns": [
+                {
+                    "path": "README.md",
+                    "must_match": ["(?i)grader[- ]?showcase", "(?i)(installation|install|setup)"],
+                    "must_not_match": ["TODO|FIXME|XXX"],
+                }
+            ],
+        },
+        True,
+        1.0,
+    ),
     # each content_patterns entry also checks that its file exists (the original's file_grader_test scores)
-    ({"README.md": README + "TODO: more\n"}, {"content_patterns": [{"path": "README.md", "must_not_match": ["TODO"]}]}, False, 0.5),
+    (
+        {"README.md": README + "TODO: more\n"},
+        {"content_patterns": [{"path": "README.md", "must_not_match": ["TODO"]}]},
+        False,
+        0.5,
+    ),
     # a missing file fails its existence check and all its pattern checks
-    ({}, {"must_exist": ["README.md"], "content_patterns": [{"path": "README.md", "must_match": ["a"], "must_not_match": ["b"]}]}, False, 0.0),
+    (
+        {},
+        {"must_exist": ["README.md"], "content_patterns": [{"path": "README.md", "must_match": ["a"], "must_not_match": ["b"]}]},
+        False,
+        0.0,
+    ),
     # an invalid pattern is a failed check; a description is a note
     ({"a.txt": "x"}, {"content_patterns": [{"path": "a.txt", "description": "note", "must_match": ["(", "x"]}]}, False, 2 / 3),
     ({"DELETE_ME.txt": "x"}, {"must_not_exist": ["DELETE_ME.txt", "other.txt"]}, False, 0.5),
     # not multiline (as the original): ^ and $ are the text's ends unless (?m); case-sensitive unless (?i)
-    ({"README.md": README}, {"content_patterns": [{"path": "README.md", "must_match": ["^## Installation$", "^# grader"]}]}, False, 1 / 3),
-    ({"README.md": README}, {"content_patterns": [{"path": "README.md", "must_match": ["(?m)^## Installation$", "(?i)^# grader"]}]}, True, 1.0),
+    (
+        {"README.md": README},
+        {"content_patterns": [{"path": "README.md", "must_match": ["^## Installation$", "^# grader"]}]},
+        False,
+        1 / 3,
+    ),
+    (
+        {"README.md": README},
+        {"content_patterns": [{"path": "README.md", "must_match": ["(?m)^## Installation$", "(?i)^# grader"]}]},
+        True,
+        1.0,
+    ),
     ({"src/pkg/mod.py": "x = 1\n"}, {"must_exist": ["src/pkg/mod.py", "src/pkg", "./src/pkg/../pkg/mod.py"]}, True, 1.0),
 ]
 
@@ -52,7 +84,9 @@ def test_a_symlink_leading_out_of_the_workspace_is_an_error_never_read(tmp_path)
     assert grade.status == "error" and "outside" in grade.error
 
 
-@pytest.mark.parametrize("name,config", [("file", {"must_exist": ["a"]}), ("diff", {"expected_files": [{"path": "a", "contains": ["x"]}]})])
+@pytest.mark.parametrize(
+    "name,config", [("file", {"must_exist": ["a"]}), ("diff", {"expected_files": [{"path": "a", "contains": ["x"]}]})]
+)
 def test_a_result_without_a_workspace_fails_with_score_0(name, config):
     """The original's file and diff graders grade "no workspace directory available" as failed, score 0."""
     grade = grade_both(name, config)
@@ -62,19 +96,46 @@ def test_a_result_without_a_workspace_fails_with_score_0(name, config):
 # --- diff: (workspace files, context files, expected_files, pass, score) -------------------------------
 DIFF: list[tuple[dict[str, str], dict[str, str], list[dict[str, Any]], bool, float]] = [
     # snapshot, byte for byte: existence + snapshot = 2 checks
-    ({"output/result.txt": "42\n"}, {"snapshots/expected_result.txt": "42\n"},
-     [{"path": "output/result.txt", "snapshot": "snapshots/expected_result.txt"}], True, 1.0),
-    ({"output/result.txt": "42"}, {"snapshots/expected_result.txt": "42\n"},
-     [{"path": "output/result.txt", "snapshot": "snapshots/expected_result.txt"}], False, 0.5),
+    (
+        {"output/result.txt": "42\n"},
+        {"snapshots/expected_result.txt": "42\n"},
+        [{"path": "output/result.txt", "snapshot": "snapshots/expected_result.txt"}],
+        True,
+        1.0,
+    ),
+    (
+        {"output/result.txt": "42"},
+        {"snapshots/expected_result.txt": "42\n"},
+        [{"path": "output/result.txt", "snapshot": "snapshots/expected_result.txt"}],
+        False,
+        0.5,
+    ),
     # fragments only (the reference's example): + present, - absent, bare present
-    ({"src/main.py": "def new_function():\n    return 42\n", "requirements.txt": "requests>=2.28\n"}, {},
-     [{"path": "src/main.py", "contains": ["+def new_function():", "+    return 42", "-def old_function():"]},
-      {"path": "requirements.txt", "contains": ["requests>=2.28"]}], True, 1.0),
-    ({"src/main.py": "def old_function():\n    return 42\n"}, {},
-     [{"path": "src/main.py", "contains": ["+def new_function():", "+    return 42", "-def old_function():"]}], False, 0.5),
+    (
+        {"src/main.py": "def new_function():\n    return 42\n", "requirements.txt": "requests>=2.28\n"},
+        {},
+        [
+            {"path": "src/main.py", "contains": ["+def new_function():", "+    return 42", "-def old_function():"]},
+            {"path": "requirements.txt", "contains": ["requests>=2.28"]},
+        ],
+        True,
+        1.0,
+    ),
+    (
+        {"src/main.py": "def old_function():\n    return 42\n"},
+        {},
+        [{"path": "src/main.py", "contains": ["+def new_function():", "+    return 42", "-def old_function():"]}],
+        False,
+        0.5,
+    ),
     # combined: existence + snapshot + 2 fragments = 4 checks
-    ({"config.yaml": "api_key: ${API_KEY}\ndebug: true\n"}, {"expected/config.yaml": "api_key: ${API_KEY}\ndebug: false\n"},
-     [{"path": "config.yaml", "snapshot": "expected/config.yaml", "contains": ["+api_key: ${API_KEY}", "-debug: true"]}], False, 0.5),
+    (
+        {"config.yaml": "api_key: ${API_KEY}\ndebug: true\n"},
+        {"expected/config.yaml": "api_key: ${API_KEY}\ndebug: false\n"},
+        [{"path": "config.yaml", "snapshot": "expected/config.yaml", "contains": ["+api_key: ${API_KEY}", "-debug: true"]}],
+        False,
+        0.5,
+    ),
     # a missing file fails every check of its entry
     ({}, {"e.txt": "x"}, [{"path": "gone.txt", "snapshot": "e.txt", "contains": ["-x"]}], False, 0.0),
     # "+-x" requires a literal "-x"
@@ -103,7 +164,13 @@ def test_a_snapshot_mismatch_shows_a_unified_diff(tmp_path):
 
 # --- git ---------------------------------------------------------------------------------------------
 def git(ws: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@e",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@e",
+    }
     subprocess.run(["git", "-C", str(ws), *args], check=True, capture_output=True, env=env)
 
 
@@ -121,7 +188,12 @@ def repo(tmp_path):
 def test_git_reports_created_modified_deleted_in_outcome(repo):
     write_files(repo, {"app.py": "print(2)\n", "src/new.py": "x\n", "debug.log": "ignored\n", ".waza-workspace": "mark\n"})
     (repo / "old.txt").unlink()
-    config = {"expect_created": ["src/*.py"], "expect_modified": ["app.py"], "expect_deleted": ["old.txt"], "expect_unchanged": ["README.md"]}
+    config = {
+        "expect_created": ["src/*.py"],
+        "expect_modified": ["app.py"],
+        "expect_deleted": ["old.txt"],
+        "expect_unchanged": ["README.md"],
+    }
     grade = grade_both("git", config, cwd=repo)
     assert (grade.passed, grade.score) == (True, 1.0)
     assert grade.outcome == {"filesCreated": ["src/new.py"], "filesModified": ["app.py"], "filesDeleted": ["old.txt"]}
@@ -139,7 +211,9 @@ def test_git_test_command_decides_and_its_exit_code_is_in_outcome(repo):
 
 def test_git_expectations_that_fail(repo):
     write_files(repo, {"README.md": "# changed\n"})
-    grade = grade_both("git", {"expect_created": ["x.py"], "expect_unchanged": ["README.md"], "expect_modified": ["*.md"]}, cwd=repo)
+    grade = grade_both(
+        "git", {"expect_created": ["x.py"], "expect_unchanged": ["README.md"], "expect_modified": ["*.md"]}, cwd=repo
+    )
     assert (grade.passed, grade.score) == (False, pytest.approx(1 / 3))
 
 

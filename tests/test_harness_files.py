@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
 import orjson
 import pytest
 
@@ -43,7 +44,9 @@ def harness_bin() -> Path:
         try:
             done = subprocess.run(
                 ["npm", "install", "--prefix", str(cache), "--no-audit", "--no-fund", "--loglevel=error", HARNESS, BUN],
-                capture_output=True, timeout=300, check=False,
+                capture_output=True,
+                timeout=300,
+                check=False,
             )
         except subprocess.TimeoutExpired:
             pytest.skip(f"npm install {HARNESS} timed out")
@@ -55,11 +58,18 @@ def harness_bin() -> Path:
     return bin_dir
 
 
-def harness(bin_dir: Path, *args: str | Path, cwd: Path, extra_path: Path | None = None, env: dict[str, str] | None = None) -> bytes:
+def harness(
+    bin_dir: Path, *args: str | Path, cwd: Path, extra_path: Path | None = None, env: dict[str, str] | None = None
+) -> bytes:
     path = f"{extra_path}{os.pathsep}" if extra_path else ""
     full_env = {**os.environ, "PATH": f"{path}{bin_dir}{os.pathsep}{os.environ['PATH']}", **(env or {})}
     done = subprocess.run(
-        [str(bin_dir / "agent-eval-harness"), *map(str, args)], capture_output=True, cwd=cwd, env=full_env, timeout=120, check=False
+        [str(bin_dir / "agent-eval-harness"), *map(str, args)],
+        capture_output=True,
+        cwd=cwd,
+        env=full_env,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
     return done.stdout
@@ -77,8 +87,19 @@ def waza_results(tmp: Path) -> Path:
     ]
     out = tmp / "waza.jsonl"
     grader = executable(tmp / "grade.py", GRADER)
-    run_waza("capture", write_jsonl(tmp / "p.jsonl", prompts), "-g", grader, "--cwd", work, "-o", out,
-             "--", sys.executable, AGENTS / "sdk_acp_agent.py")
+    run_waza(
+        "capture",
+        write_jsonl(tmp / "p.jsonl", prompts),
+        "-g",
+        grader,
+        "--cwd",
+        work,
+        "-o",
+        out,
+        "--",
+        sys.executable,
+        AGENTS / "sdk_acp_agent.py",
+    )
     return out
 
 
@@ -115,8 +136,20 @@ def test_waza_trials_read_by_acp_harness(tmp_path: Path, harness_bin: Path) -> N
         {"id": "always", "input": orjson.dumps({"pass": [1, 2, 3]}).decode(), "hint": "ok-answer"},
     ]
     ours = tmp_path / "trials.jsonl"
-    run_waza("trials", write_jsonl(tmp_path / "p.jsonl", prompts), "--adapter", "exec", "-g", "builtin:hint", "-k", "3",
-             "-o", ours, "--", *agent)
+    run_waza(
+        "trials",
+        write_jsonl(tmp_path / "p.jsonl", prompts),
+        "--adapter",
+        "exec",
+        "-g",
+        "builtin:hint",
+        "-k",
+        "3",
+        "-o",
+        ours,
+        "--",
+        *agent,
+    )
     proc = run_waza("export", ours, "--to", "acp-harness")
     assert proc.returncode == 0, proc.stderr
     exported = {r["id"]: r for r in read_jsonl(proc.stdout)}
@@ -136,13 +169,29 @@ def harness_run(tmp: Path, bin_dir: Path, command: str, *args: str, grader: Path
     fake.mkdir(exist_ok=True)
     executable(fake / "claude", f'#!/bin/sh\nexec "{sys.executable}" "{HEADLESS / "fake_cli.py"}" "$@"\n')
     grader = grader or executable(tmp / "grade.py", GRADER)
-    prompts = write_jsonl(tmp / "hp.jsonl", [
-        {"id": "files", "input": "list files", "hint": "a.txt has 3 lines"},
-        {"id": "two", "input": ["one", "two"], "hint": "not said"},
-    ])
+    prompts = write_jsonl(
+        tmp / "hp.jsonl",
+        [
+            {"id": "files", "input": "list files", "hint": "a.txt has 3 lines"},
+            {"id": "two", "input": ["one", "two"], "hint": "not said"},
+        ],
+    )
     out = tmp / f"harness-{command}.jsonl"
-    harness(bin_dir, command, prompts, "-s", compat_path("acp-harness-schemas/claude-headless.json"), "-g", grader, "-o", out, *args,
-            cwd=tmp, extra_path=fake, env={"FAKE_CLI_FIXTURE": str(HEADLESS / "claude-code.jsonl")})
+    harness(
+        bin_dir,
+        command,
+        prompts,
+        "-s",
+        compat_path("acp-harness-schemas/claude-headless.json"),
+        "-g",
+        grader,
+        "-o",
+        out,
+        *args,
+        cwd=tmp,
+        extra_path=fake,
+        env={"FAKE_CLI_FIXTURE": str(HEADLESS / "claude-code.jsonl")},
+    )
     return out
 
 
@@ -188,10 +237,32 @@ def test_iterative_turns_reach_the_cli_as_acp_harness_sends_them(tmp_path: Path,
     executable(fake / "gemini", f'#!/bin/sh\nexec "{sys.executable}" "{HEADLESS / "fake_cli.py"}" "$@"\n')
     prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "two", "input": ["How many files?", "And lines?"]}])
     env = {"FAKE_CLI_FIXTURE": str(HEADLESS / "gemini-cli.jsonl")}
-    harness(harness_bin, "capture", prompts, "-s", schema, "-o", tmp_path / "theirs.jsonl", cwd=tmp_path, extra_path=fake,
-            env={**env, "FAKE_CLI_LOG": str(tmp_path / "theirs.log")})
-    ok(run_waza("capture", prompts, "--adapter", "headless", "--schema", schema, "-o", tmp_path / "ours.jsonl", cwd=tmp_path,
-                env={**env, "FAKE_CLI_LOG": str(tmp_path / "ours.log"), "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"}))
+    harness(
+        harness_bin,
+        "capture",
+        prompts,
+        "-s",
+        schema,
+        "-o",
+        tmp_path / "theirs.jsonl",
+        cwd=tmp_path,
+        extra_path=fake,
+        env={**env, "FAKE_CLI_LOG": str(tmp_path / "theirs.log")},
+    )
+    ok(
+        run_waza(
+            "capture",
+            prompts,
+            "--adapter",
+            "headless",
+            "--schema",
+            schema,
+            "-o",
+            tmp_path / "ours.jsonl",
+            cwd=tmp_path,
+            env={**env, "FAKE_CLI_LOG": str(tmp_path / "ours.log"), "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"},
+        )
+    )
     theirs = [orjson.loads(x)["argv"] for x in (tmp_path / "theirs.log").read_bytes().splitlines()]
     ours = [orjson.loads(x)["argv"] for x in (tmp_path / "ours.log").read_bytes().splitlines()]
     assert [a[:-1] for a in ours] == [a[:-1] for a in theirs] and ours[0][-1] == theirs[0][-1] == "How many files?"
@@ -212,8 +283,10 @@ export const grade = async ({ output, hint }: Req): Promise<{ pass: boolean; sco
 def test_typescript_grader_module_runs_under_bun_as_acp_harness_runs_it(tmp_path: Path, harness_bin: Path) -> None:
     module = tmp_path / "grade.ts"
     module.write_text(GRADE_TS)
-    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "yes", "input": "say yes", "hint": "yes"},
-                                                 {"id": "no", "input": "say no", "hint": "absent"}])
+    prompts = write_jsonl(
+        tmp_path / "p.jsonl",
+        [{"id": "yes", "input": "say yes", "hint": "yes"}, {"id": "no", "input": "say no", "hint": "absent"}],
+    )
     agent = [sys.executable, "-c", "import sys; print(sys.stdin.read())"]
     env = {"PATH": f"{harness_bin}{os.pathsep}{os.environ['PATH']}"}
     proc = run_waza("capture", prompts, "--adapter", "exec", "-g", module, "--", *agent, env=env)
@@ -231,8 +304,19 @@ def test_grader_module_without_a_runtime_names_what_to_install(tmp_path: Path) -
     module = tmp_path / "grade.ts"
     module.write_text(GRADE_TS)
     prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "x"}])
-    proc = run_waza("capture", prompts, "--adapter", "exec", "-g", module, "--", sys.executable, "-c", "print(1)",
-                    env={"PATH": str(tmp_path / "empty")})
+    proc = run_waza(
+        "capture",
+        prompts,
+        "--adapter",
+        "exec",
+        "-g",
+        module,
+        "--",
+        sys.executable,
+        "-c",
+        "print(1)",
+        env={"PATH": str(tmp_path / "empty")},
+    )
     assert proc.returncode == 2
     message = proc.stderr.decode()
     assert "TypeScript module" in message and "Bun" in message and "tsx" in message and "Traceback" not in message
@@ -244,8 +328,18 @@ def test_javascript_grader_module_runs_under_node(tmp_path: Path) -> None:
     module = tmp_path / "grade.mjs"
     module.write_text("export const grade = async ({ output }) => ({ pass: output.includes('ok'), score: 1 })\n")
     node_dir = Path(shutil.which("node")).parent  # node only: no bun on this PATH
-    proc = run_waza("capture", write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "ok"}]), "--adapter", "exec",
-                    "-g", module, "--", sys.executable, "-c", "import sys; print(sys.stdin.read())",
-                    env={"PATH": f"{node_dir}{os.pathsep}/usr/bin{os.pathsep}/bin"})
+    proc = run_waza(
+        "capture",
+        write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "ok"}]),
+        "--adapter",
+        "exec",
+        "-g",
+        module,
+        "--",
+        sys.executable,
+        "-c",
+        "import sys; print(sys.stdin.read())",
+        env={"PATH": f"{node_dir}{os.pathsep}/usr/bin{os.pathsep}/bin"},
+    )
     [result] = read_jsonl(ok(proc))
     assert result["status"] == "passed" and result["grades"][0]["score"] == 1

@@ -67,13 +67,19 @@ def test_claude_code_stream_maps_every_block_and_pairs_tools_by_id(cli):
     proc, [result], [call] = cli(ONE, "--schema", "claude-code", "--grader", "builtin:hint", fixture="claude-code.jsonl")
     assert proc.returncode == 0, proc.stderr
     assert call["argv"] == [
-        "--verbose", "--output-format", "stream-json", "--dangerously-skip-permissions", "-p", ONE[0]["input"],
+        "--verbose",
+        "--output-format",
+        "stream-json",
+        "--dangerously-skip-permissions",
+        "-p",
+        ONE[0]["input"],
     ]
     assert result["status"] == "passed" and result["output"] == ANSWER
     # One assistant line carried a thinking block, a text block and two tool_use blocks: all of them apply.
     assert [s["content"] for s in steps(result, "thought")] == ["I need the file list and the line counts."]
     assert [s["content"] for s in steps(result, "message") if s["role"] == "agent"] == [
-        "I'll list the files and count lines.", ANSWER,
+        "I'll list the files and count lines.",
+        ANSWER,
     ]
     calls = tools(result)
     # Two Bash calls whose results came back in reverse order: paired by id, not by name.
@@ -81,8 +87,12 @@ def test_claude_code_stream_maps_every_block_and_pairs_tools_by_id(cli):
     assert calls["toolu_02"]["output"] == "3 a.txt" and calls["toolu_02"]["input"] == {"command": "wc -l a.txt"}
     assert calls["toolu_03"]["status"] == "failed" and result["toolErrors"] is True
     assert result["usage"] == {
-        "inputTokens": 120, "outputTokens": 80, "cachedReadTokens": 1500, "cachedWriteTokens": 310,
-        "cost": 0.0142, "currency": "USD",
+        "inputTokens": 120,
+        "outputTokens": 80,
+        "cachedReadTokens": 1500,
+        "cachedWriteTokens": 310,
+        "cost": 0.0142,
+        "currency": "USD",
     }
     # The init line matches no mapping but names the session: it is consumed, not an error.
     assert result["errors"] == [] and result["exit"]["code"] == 0
@@ -133,7 +143,13 @@ def test_codex_resume_is_a_subcommand_with_the_thread_id(cli):
     proc, [result], calls = cli(prompts, "--schema", "codex", fixture="codex.jsonl")
     assert proc.returncode == 0, proc.stderr
     assert calls[1]["argv"] == [
-        "exec", "--json", "--full-auto", "--skip-git-repo-check", "resume", "0199a213-81c0-7800-8aa1-bbab2a035a53", "Thanks",
+        "exec",
+        "--json",
+        "--full-auto",
+        "--skip-git-repo-check",
+        "resume",
+        "0199a213-81c0-7800-8aa1-bbab2a035a53",
+        "Thanks",
     ]
 
 
@@ -151,19 +167,23 @@ def test_acp_harness_schemas_load_unchanged_and_run(cli, tmp_path):
         assert run_waza("adapters", "check", harness / name).returncode == 0
     # The stream that schema was written for names the tool on both events and gives no id.
     stream = tmp_path / "named.jsonl"
-    write_jsonl(stream, [
-        {"type": "tool_use", "tool_name": "read_file", "args": {"path": "a.txt"}},
-        {"type": "tool_use", "tool_name": "read_file", "args": {"path": "b.txt"}},
-        {"type": "tool_result", "tool_name": "read_file", "output": "A"},
-        {"type": "tool_result", "tool_name": "read_file", "output": "B"},
-        {"type": "message", "content": "done"},
-        {"type": "result", "content": "A and B"},
-    ])
+    write_jsonl(
+        stream,
+        [
+            {"type": "tool_use", "tool_name": "read_file", "args": {"path": "a.txt"}},
+            {"type": "tool_use", "tool_name": "read_file", "args": {"path": "b.txt"}},
+            {"type": "tool_result", "tool_name": "read_file", "output": "A"},
+            {"type": "tool_result", "tool_name": "read_file", "output": "B"},
+            {"type": "message", "content": "done"},
+            {"type": "result", "content": "A and B"},
+        ],
+    )
     proc, [result], _ = cli(ONE, "--schema", str(harness / "gemini-headless.json"), fixture=str(stream))
     assert proc.returncode == 0, proc.stderr
     # No id to pair by: each result closes the oldest open call of its name.
     assert [(s["input"], s["output"], s["status"]) for s in steps(result, "tool_call")] == [
-        ({"path": "a.txt"}, "A", "completed"), ({"path": "b.txt"}, "B", "completed"),
+        ({"path": "a.txt"}, "A", "completed"),
+        ({"path": "b.txt"}, "B", "completed"),
     ]
     assert result["output"] == "A and B"
 
@@ -209,7 +229,9 @@ def test_timeout_kills_a_hung_cli_and_keeps_what_it_printed(cli, tmp_path):
 
 
 def test_a_cli_that_lingers_after_its_result_is_stopped_without_error(cli):
-    proc, [result], _ = cli(ONE, "--schema", "claude-code", "--grader", "builtin:hint", fixture="claude-code.jsonl", FAKE_CLI_HANG="1")
+    proc, [result], _ = cli(
+        ONE, "--schema", "claude-code", "--grader", "builtin:hint", fixture="claude-code.jsonl", FAKE_CLI_HANG="1"
+    )
     assert result["status"] == "passed" and result["errors"] == []
     assert result["exit"]["signal"] == 9
 
@@ -232,12 +254,22 @@ def test_raw_log_has_every_line_with_its_prompt(cli, tmp_path):
 
 def test_bad_schemas_are_usage_errors_naming_file_and_field(cli, tmp_path):
     bad = tmp_path / "bad.json"
-    bad.write_bytes(orjson.dumps({
-        "version": 1, "name": "x", "command": ["x"], "sessionMode": "stream", "prompt": {"flag": "-p"},
-        "output": {"flag": "", "value": ""},
-        "outputEvents": [{"match": {"path": "$.type", "value": "a"}, "emitAs": "tool_call", "extract": {"content": "$.x"}}],
-        "result": {"matchPath": "$.type", "matchValue": "result"},
-    }))
+    bad.write_bytes(
+        orjson.dumps(
+            {
+                "version": 1,
+                "name": "x",
+                "command": ["x"],
+                "sessionMode": "stream",
+                "prompt": {"flag": "-p"},
+                "output": {"flag": "", "value": ""},
+                "outputEvents": [
+                    {"match": {"path": "$.type", "value": "a"}, "emitAs": "tool_call", "extract": {"content": "$.x"}}
+                ],
+                "result": {"matchPath": "$.type", "matchValue": "result"},
+            }
+        )
+    )
     proc, results, calls = cli(ONE, "--schema", str(bad), fixture="codex.jsonl")
     assert proc.returncode == 2 and results == [] and calls == []
     assert f"{bad}: field 'outputEvents.0.extract.content'" in proc.stderr.decode()
@@ -251,15 +283,28 @@ def test_acp_harness_wildcard_match_and_any_value(cli, tmp_path):
     """acp-harness's forms: a wildcard match path selects each matching item (extract relative to it),
     and "*" as a match or result value means any non-null value."""
     schema = {
-        "version": 1, "name": "wild", "command": ["claude"], "sessionMode": "stream",
-        "prompt": {"flag": "-p"}, "output": {"flag": "--output-format", "value": "stream-json"},
+        "version": 1,
+        "name": "wild",
+        "command": ["claude"],
+        "sessionMode": "stream",
+        "prompt": {"flag": "-p"},
+        "output": {"flag": "--output-format", "value": "stream-json"},
         "outputEvents": [
-            {"match": {"path": "$.message.content[*].type", "value": "tool_use"}, "emitAs": "tool_call",
-             "extract": {"toolCallId": "$.id", "name": "$.name", "status": "'pending'", "input": "$.input"}},
-            {"match": {"path": "$.message.content[*]", "value": "tool_result"}, "emitAs": "tool_call",
-             "extract": {"toolCallId": "$.tool_use_id", "status": "'completed'", "output": "$.content"}},
-            {"match": {"path": "$.message.id", "value": "*"}, "emitAs": "message",
-             "extract": {"content": "$.message.content[?@.type == 'text'].text"}},
+            {
+                "match": {"path": "$.message.content[*].type", "value": "tool_use"},
+                "emitAs": "tool_call",
+                "extract": {"toolCallId": "$.id", "name": "$.name", "status": "'pending'", "input": "$.input"},
+            },
+            {
+                "match": {"path": "$.message.content[*]", "value": "tool_result"},
+                "emitAs": "tool_call",
+                "extract": {"toolCallId": "$.tool_use_id", "status": "'completed'", "output": "$.content"},
+            },
+            {
+                "match": {"path": "$.message.id", "value": "*"},
+                "emitAs": "message",
+                "extract": {"content": "$.message.content[?@.type == 'text'].text"},
+            },
         ],
         "result": {"matchPath": "$.result", "matchValue": "*", "contentPath": "$.result"},
     }
@@ -278,8 +323,11 @@ def test_acp_harness_wildcard_match_and_any_value(cli, tmp_path):
 
 def test_adapters_check_refuses_a_scalar_extract_that_selects_several(tmp_path):
     schema = orjson.loads((FIXTURES.parent.parent.parent / "adapters" / "headless_schemas" / "claude-code.json").read_bytes())
-    schema["outputEvents"][2] = {"match": {"path": "$.type", "value": "assistant"}, "emitAs": "tool_call",
-                                 "extract": {"name": "$.message.content[*].name"}}
+    schema["outputEvents"][2] = {
+        "match": {"path": "$.type", "value": "assistant"},
+        "emitAs": "tool_call",
+        "extract": {"name": "$.message.content[*].name"},
+    }
     path = tmp_path / "bad.json"
     path.write_bytes(orjson.dumps(schema))
     proc = run_waza("adapters", "check", path)
@@ -290,18 +338,28 @@ def test_adapters_check_refuses_a_scalar_extract_that_selects_several(tmp_path):
 def test_acp_harness_passthrough_mode_extra_extract_keys_and_stdin_format(cli, tmp_path):
     """Schema features valid in acp-harness: outputMode passthrough with passthroughTypeMap,
     extract keys toolName and mcpServer, prompt.stdinFormat."""
-    stream = write_jsonl(tmp_path / "typed.jsonl", [
-        {"kind": "reasoning", "content": "look first"},
-        {"kind": "tool", "name": "Bash", "status": "pending", "input": {"command": "ls"}},
-        {"kind": "tool", "name": "Bash", "status": "completed", "output": "a.txt"},
-        {"kind": "text", "content": "one file"},
-        {"kind": "done", "result": "one file"},
-    ])
+    stream = write_jsonl(
+        tmp_path / "typed.jsonl",
+        [
+            {"kind": "reasoning", "content": "look first"},
+            {"kind": "tool", "name": "Bash", "status": "pending", "input": {"command": "ls"}},
+            {"kind": "tool", "name": "Bash", "status": "completed", "output": "a.txt"},
+            {"kind": "text", "content": "one file"},
+            {"kind": "done", "result": "one file"},
+        ],
+    )
     schema = {
-        "version": 1, "name": "typed", "command": ["codex"], "sessionMode": "stream",
-        "prompt": {"stdin": True, "stdinFormat": "text"}, "output": {"flag": "", "value": ""},
+        "version": 1,
+        "name": "typed",
+        "command": ["codex"],
+        "sessionMode": "stream",
+        "prompt": {"stdin": True, "stdinFormat": "text"},
+        "output": {"flag": "", "value": ""},
         "outputMode": "passthrough",
-        "passthroughTypeMap": {"typeField": "kind", "typeValues": {"reasoning": "thought", "tool": "tool_call", "text": "message"}},
+        "passthroughTypeMap": {
+            "typeField": "kind",
+            "typeValues": {"reasoning": "thought", "tool": "tool_call", "text": "message"},
+        },
         "result": {"matchPath": "$.kind", "matchValue": "done", "contentPath": "$.result"},
     }
     path = tmp_path / "typed.json"
@@ -310,14 +368,23 @@ def test_acp_harness_passthrough_mode_extra_extract_keys_and_stdin_format(cli, t
     proc, [result], calls = cli(ONE, "--schema", str(path), fixture=str(stream))
     assert proc.returncode == 0, proc.stderr
     assert calls[0]["stdin"] == ONE[0]["input"]
-    assert [s["type"] for s in result["trajectory"] if s["type"] != "message" or s["role"] != "user"] == ["thought", "tool_call", "message"]
+    assert [s["type"] for s in result["trajectory"] if s["type"] != "message" or s["role"] != "user"] == [
+        "thought",
+        "tool_call",
+        "message",
+    ]
     [call] = steps(result, "tool_call")
     assert (call["name"], call["status"], call["input"], call["output"]) == ("Bash", "completed", {"command": "ls"}, "a.txt")
     assert result["output"] == "one file"
 
     extra_keys = orjson.loads((FIXTURES.parent.parent.parent / "adapters" / "headless_schemas" / "claude-code.json").read_bytes())
-    extra_keys["outputEvents"][2]["extract"] = {"toolCallId": "$.id", "toolName": "$.name", "mcpServer": "'files'",
-                                                "status": "'pending'", "input": "$.input"}
+    extra_keys["outputEvents"][2]["extract"] = {
+        "toolCallId": "$.id",
+        "toolName": "$.name",
+        "mcpServer": "'files'",
+        "status": "'pending'",
+        "input": "$.input",
+    }
     path.write_bytes(orjson.dumps(extra_keys))
     proc, [result], _ = cli(ONE, "--schema", str(path), fixture="claude-code.jsonl")
     assert proc.returncode == 0, proc.stderr

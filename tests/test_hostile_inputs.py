@@ -34,9 +34,16 @@ def _no_traceback(proc: subprocess.CompletedProcess[bytes]) -> str:
 @pytest.mark.parametrize(
     "option",
     [
-        ["--grader-timeout", "nan"], ["--grader-timeout", "-1"], ["--grader-timeout", "0"], ["--grader-timeout", "inf"],
-        ["--timeout", "nan"], ["--timeout", "-5"], ["--timeout", "0"], ["--timeout", "inf"],
-        ["--fail-under", "pass_rate=nan"], ["--fail-under", "score=inf"],
+        ["--grader-timeout", "nan"],
+        ["--grader-timeout", "-1"],
+        ["--grader-timeout", "0"],
+        ["--grader-timeout", "inf"],
+        ["--timeout", "nan"],
+        ["--timeout", "-5"],
+        ["--timeout", "0"],
+        ["--timeout", "inf"],
+        ["--fail-under", "pass_rate=nan"],
+        ["--fail-under", "score=inf"],
     ],
 )
 def test_durations_and_thresholds_reject_nan_inf_and_non_positive(tmp_path, option):
@@ -77,7 +84,9 @@ def test_bad_prompt_values_are_one_line_errors(tmp_path, line, expected):
 
 def test_integers_of_64_bits_stay_exact(tmp_path):
     prompts = tmp_path / "p.jsonl"
-    prompts.write_bytes(b'{"id": "12345678901234567890123", "input": "x", "metadata": {"n": 18446744073709551615, "m": -9223372036854775808}}\n')
+    prompts.write_bytes(
+        b'{"id": "12345678901234567890123", "input": "x", "metadata": {"n": 18446744073709551615, "m": -9223372036854775808}}\n'
+    )
     proc = run_waza("capture", prompts, "--adapter", "exec", "--", *AGENT)
     assert proc.returncode == 0, proc.stderr
     assert b'"n":18446744073709551615' in proc.stdout and b'"m":-9223372036854775808' in proc.stdout
@@ -102,7 +111,9 @@ def test_stdout_full_is_a_one_line_error(tmp_path):
     with open("/dev/full", "wb") as full:
         proc = subprocess.run(
             [sys.executable, "-m", "waza", "capture", str(_prompts(tmp_path)), "--adapter", "exec", "--", *AGENT],
-            stdout=full, stderr=subprocess.PIPE, timeout=60,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=60,
         )
     assert proc.returncode == 1
     assert "No space left on device" in _no_traceback(proc)
@@ -110,7 +121,7 @@ def test_stdout_full_is_a_one_line_error(tmp_path):
 
 def test_a_reader_that_goes_away_ends_waza_quietly(tmp_path):
     shell = f"{sys.executable} -m waza capture {_prompts(tmp_path, 400)} --adapter exec -- {' '.join(AGENT)} | head -1"
-    proc = subprocess.run(["bash", "-c", shell + "; echo \"status ${PIPESTATUS[0]}\" >&2"], capture_output=True, timeout=120)
+    proc = subprocess.run(["bash", "-c", shell + '; echo "status ${PIPESTATUS[0]}" >&2'], capture_output=True, timeout=120)
     assert read_jsonl(proc.stdout)[0]["id"] == "p0"
     err = _no_traceback(proc)
     assert "BrokenPipe" not in err and "status 141" in err, err
@@ -138,13 +149,18 @@ def _blocked_in_open(pid: int) -> bool:
         return False
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or os.uname().machine != "x86_64", reason="reads /proc syscall numbers of x86-64 Linux")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or os.uname().machine != "x86_64", reason="reads /proc syscall numbers of x86-64 Linux"
+)
 def test_sigterm_ends_a_read_from_a_fifo_no_one_writes(tmp_path):
     fifo = tmp_path / "prompts.fifo"
 
     os.mkfifo(fifo)
-    proc = subprocess.Popen([sys.executable, "-m", "waza", "capture", str(fifo), "--adapter", "exec", "--", *AGENT],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "waza", "capture", str(fifo), "--adapter", "exec", "--", *AGENT],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60
         while not _blocked_in_open(proc.pid) and time.monotonic() < deadline:  # waza is waiting for a writer
@@ -216,8 +232,14 @@ BOMB = "name: bomb\na: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         (BOMB, "refused as an alias bomb"),
         ("a: " + "[" * 20000 + "]" * 20000 + "\n", "nested too deeply"),
         ("name: n\nconfig:\n  timeout_seconds: .nan\n", "field 'config.timeout_seconds': must be a finite number"),
-        ("name: n\nmetrics:\n  - name: task_completion\n    threshold: .nan\n", "field 'metrics[0].threshold': must be a finite number"),
-        ("name: n\nconfig:\n  trials_per_task: " + str(10**30) + "\n", "field 'config.trials_per_task': integer does not fit in 64 bits"),
+        (
+            "name: n\nmetrics:\n  - name: task_completion\n    threshold: .nan\n",
+            "field 'metrics[0].threshold': must be a finite number",
+        ),
+        (
+            "name: n\nconfig:\n  trials_per_task: " + str(10**30) + "\n",
+            "field 'config.trials_per_task': integer does not fit in 64 bits",
+        ),
     ],
 )
 def test_hostile_suite_files_are_one_line_errors(tmp_path, text, expected):

@@ -29,8 +29,17 @@ def capture(server, tmp_path):
         log.write_bytes(b"")
         prompts_file = write_jsonl(tmp_path / "prompts.jsonl", prompts)
         proc = run_waza(
-            "capture", prompts_file, "--adapter", "http", "--base-url", base_url, "--model", "echo-1", *args,
-            env={"OPENAI_API_KEY": SECRET, **(env or {})}, cwd=tmp_path,
+            "capture",
+            prompts_file,
+            "--adapter",
+            "http",
+            "--base-url",
+            base_url,
+            "--model",
+            "echo-1",
+            *args,
+            env={"OPENAI_API_KEY": SECRET, **(env or {})},
+            cwd=tmp_path,
         )
         results = read_jsonl(proc.stdout)
         for result in results:
@@ -59,7 +68,10 @@ def test_multi_turn_is_one_conversation_with_usage_and_grades(capture):
         {"role": "assistant", "content": agent_messages(result)[0]},
         {"role": "user", "content": "and again"},
     ]
-    assert agent_messages(result)[1] == 'echo and again | turn 2 | model echo-1 | system be brief | {"max_tokens": 64, "temperature": 0.2}'
+    assert (
+        agent_messages(result)[1]
+        == 'echo and again | turn 2 | model echo-1 | system be brief | {"max_tokens": 64, "temperature": 0.2}'
+    )
     assert result["output"] == agent_messages(result)[1]
     assert result["usage"] == {"inputTokens": 30, "outputTokens": 10, "totalTokens": 40}
     assert result["exit"]["stopReason"] == "end_turn" and result["status"] == "passed"
@@ -67,7 +79,9 @@ def test_multi_turn_is_one_conversation_with_usage_and_grades(capture):
 
 
 def test_streaming_joins_chunks_and_records_usage_and_finish(capture):
-    proc, [result], [request] = capture([{"id": "s", "input": "stream me", "hint": "stream me"}], "--stream", "--grader", "builtin:hint")
+    proc, [result], [request] = capture(
+        [{"id": "s", "input": "stream me", "hint": "stream me"}], "--stream", "--grader", "builtin:hint"
+    )
     assert proc.returncode == 0, proc.stderr
     assert request["body"]["stream"] is True
     assert agent_messages(result) == ["echo stream me | turn 1 | model echo-1 | system -"]
@@ -138,6 +152,9 @@ def test_a_server_reusing_one_completion_id_never_merges_turns(capture, stream):
     assert proc.returncode == 0, proc.stderr
     steps = [(s["role"], s["turn"], s["content"].split(" |")[0]) for s in result["trajectory"] if s["type"] == "message"]
     assert steps == [
-        ("user", 0, "first [sameid]"), ("agent", 0, "echo first [sameid]"), ("user", 1, "second"), ("agent", 1, "echo second"),
+        ("user", 0, "first [sameid]"),
+        ("agent", 0, "echo first [sameid]"),
+        ("user", 1, "second"),
+        ("agent", 1, "echo second"),
     ]
     assert result["output"].startswith("echo second")

@@ -70,8 +70,17 @@ def test_pending_until_labelled_then_the_label_is_the_verdict(tmp_path):
     shown = proc.stderr.decode()
     assert "1/1: c (human)" in shown and "Input: Hi" in shown and "[ ] no passwords" in shown and "answer p, f, s or q" in shown
     assert read_jsonl(tmp_path / "waza-labels.jsonl")[-1] | {"output": None, "input": None} == {
-        "id": "c", "trial": None, "pass": False, "notes": "too short", "sample": None, "input": None, "output": None,
-        "hint": None, "reference": None, "trajectory": None}
+        "id": "c",
+        "trial": None,
+        "pass": False,
+        "notes": "too short",
+        "sample": None,
+        "input": None,
+        "output": None,
+        "hint": None,
+        "reference": None,
+        "trajectory": None,
+    }
 
     proc, by_id = grade(tmp_path, "-g", "builtin:human")
     assert [by_id[k]["status"] for k in "abc"] == ["passed", "failed", "failed"]
@@ -83,8 +92,16 @@ def test_pending_until_labelled_then_the_label_is_the_verdict(tmp_path):
 def test_human_calibration_sits_next_to_the_judge_it_calibrates(tmp_path):
     results(tmp_path)
     judge = f"{sys.executable} {COMMAND}"
-    args = ("-g", "quality_judge=builtin:llm", "-g", "check=builtin:human_calibration",
-            "--grader-config", 'check={"calibrate_grader": "quality_judge"}', "--judge-command", judge)
+    args = (
+        "-g",
+        "quality_judge=builtin:llm",
+        "-g",
+        "check=builtin:human_calibration",
+        "--grader-config",
+        'check={"calibrate_grader": "quality_judge"}',
+        "--judge-command",
+        judge,
+    )
     proc, by_id = grade(tmp_path, *args)
     grades = {g["name"]: g for g in by_id["b"]["grades"]}
     assert grades["quality_judge"]["pass"] is True and grades["check"]["status"] == "pending"
@@ -103,7 +120,9 @@ def test_human_calibration_sits_next_to_the_judge_it_calibrates(tmp_path):
 def test_review_rejects_what_it_cannot_use(tmp_path):
     proc = run_waza("review", cwd=tmp_path)
     assert proc.returncode == 2 and "review queue 'waza-review.jsonl' not found" in proc.stderr.decode()
-    write_jsonl(tmp_path / "waza-review.jsonl", [{"id": "a", "grader": "human", "queued": 1}, {"id": "b", "grader": 3, "queued": 1}])
+    write_jsonl(
+        tmp_path / "waza-review.jsonl", [{"id": "a", "grader": "human", "queued": 1}, {"id": "b", "grader": 3, "queued": 1}]
+    )
     proc = run_waza("review", cwd=tmp_path)
     assert proc.returncode == 2 and "waza-review.jsonl:2" in proc.stderr.decode() and "grader" in proc.stderr.decode()
     write_jsonl(tmp_path / "waza-review.jsonl", [{"id": "a", "grader": "human", "queued": 1}])
@@ -121,8 +140,11 @@ def test_worked_example_gives_its_documented_result_in_process_and_standalone(tm
     runner = make_runner(GraderSpec(name=name, kind="builtin", target=name, config=example.config))
     inside = anyio.run(runner.grade, GraderRequest(**example.request))
     proc = subprocess.run(
-        [sys.executable, "-m", f"waza.graders.{name}"], input=orjson.dumps({**example.request, "config": example.config}),
-        capture_output=True, cwd=tmp_path, timeout=60,
+        [sys.executable, "-m", f"waza.graders.{name}"],
+        input=orjson.dumps({**example.request, "config": example.config}),
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     outside = orjson.loads(proc.stdout)

@@ -22,8 +22,23 @@ def start(prompts: Path, out: Path, *extra: str) -> subprocess.Popen[bytes]:
     if not agent.exists():
         shutil.copy(SOURCE, agent)
     return subprocess.Popen(
-        [sys.executable, "-m", "waza", "capture", str(prompts), "--adapter", "exec", "-j", "2", "-o", str(out), *extra,
-         "--", sys.executable, str(agent)],
+        [
+            sys.executable,
+            "-m",
+            "waza",
+            "capture",
+            str(prompts),
+            "--adapter",
+            "exec",
+            "-j",
+            "2",
+            "-o",
+            str(out),
+            *extra,
+            "--",
+            sys.executable,
+            str(agent),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -102,9 +117,23 @@ def test_interrupt_kills_a_grader_in_flight(tmp_path):
     grader.chmod(0o755)
     prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "x"}])
     proc = subprocess.Popen(
-        [sys.executable, "-m", "waza", "capture", str(prompts), "--adapter", "exec", "-g", str(grader),
-         "-o", str(tmp_path / "out.jsonl"), "--", "cat"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "waza",
+            "capture",
+            str(prompts),
+            "--adapter",
+            "exec",
+            "-g",
+            str(grader),
+            "-o",
+            str(tmp_path / "out.jsonl"),
+            "--",
+            "cat",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 60
     while subprocess.run(["pgrep", "-f", marker], capture_output=True).stdout == b"":

@@ -52,7 +52,12 @@ def test_selects_what_rfc_9535_says(path, expected, singular):
 
 @pytest.mark.parametrize(
     ("path", "reason"),
-    [("type", "starts with '$'"), ("$.a[", "not a valid JSONPath"), ("$.a[?@.b = 1]", "not a valid JSONPath"), ("", "starts with")],
+    [
+        ("type", "starts with '$'"),
+        ("$.a[", "not a valid JSONPath"),
+        ("$.a[?@.b = 1]", "not a valid JSONPath"),
+        ("", "starts with"),
+    ],
 )
 def test_invalid_paths_are_rejected_with_a_reason(path, reason):
     with pytest.raises(ValueError, match=reason.replace("$", r"\$")):

@@ -88,8 +88,16 @@ def test_api_key_goes_only_into_the_header_in_process_and_isolated(grade):
     env = {"WAZA_TEST_JUDGE_KEY": SECRET}
     for extra in ((), ("--isolate",)):
         proc, out, requests = grade(
-            [result("k", "4 <<score:5>>")], "-g", "builtin:llm", "--judge-api-key-env", "WAZA_TEST_JUDGE_KEY",
-            "--judge-model", "judge-1", "--no-cache", *extra, env=env,
+            [result("k", "4 <<score:5>>")],
+            "-g",
+            "builtin:llm",
+            "--judge-api-key-env",
+            "WAZA_TEST_JUDGE_KEY",
+            "--judge-model",
+            "judge-1",
+            "--no-cache",
+            *extra,
+            env=env,
         )
         assert proc.returncode == 0, proc.stderr
         assert only_grade(out[0])["pass"] is True
@@ -98,7 +106,10 @@ def test_api_key_goes_only_into_the_header_in_process_and_isolated(grade):
 
 
 def test_an_endpoint_without_structured_output_is_asked_again_and_parsed_strictly(grade):
-    rows = [result("plain", "4 <<no-schema>> <<score:4>>"), result("fenced", '4 <<no-schema>> <<reply:```json\\n{"reasoning": "ok", "score": 5}\\n```>>')]
+    rows = [
+        result("plain", "4 <<no-schema>> <<score:4>>"),
+        result("fenced", '4 <<no-schema>> <<reply:```json\\n{"reasoning": "ok", "score": 5}\\n```>>'),
+    ]
     proc, out, requests = grade(rows, "-g", "builtin:llm")
     by_id = {line["id"]: only_grade(line) for line in out}
     assert by_id["plain"]["score"] == 0.75 and by_id["plain"]["details"]["structured"] is False
@@ -135,7 +146,9 @@ def free_port() -> int:
 def test_a_dead_endpoint_is_an_error_grade_after_the_retries(grade):
     dead = f"http://127.0.0.1:{free_port()}/v1"
     config = '{"retries": 1, "retry_backoff": 0.01}'
-    proc, out, _ = grade([result("x", "4")], "-g", "builtin:llm", "--judge-base-url", dead, "--grader-config", config, endpoint=False)
+    proc, out, _ = grade(
+        [result("x", "4")], "-g", "builtin:llm", "--judge-base-url", dead, "--grader-config", config, endpoint=False
+    )
     assert proc.returncode == 1
     g = only_grade(out[0])
     assert g["status"] == "error" and g["score"] is None
@@ -143,7 +156,9 @@ def test_a_dead_endpoint_is_an_error_grade_after_the_retries(grade):
 
 
 def test_transient_failures_are_retried(grade):
-    proc, out, requests = grade([result("r", "4 <<503x2>> <<score:5>>")], "-g", "builtin:llm", "--grader-config", '{"retry_backoff": 0.01}')
+    proc, out, requests = grade(
+        [result("r", "4 <<503x2>> <<score:5>>")], "-g", "builtin:llm", "--grader-config", '{"retry_backoff": 0.01}'
+    )
     g = only_grade(out[0])
     assert g["status"] == "passed" and g["details"]["attempts"] == 3 and len(requests) == 3
 
@@ -173,7 +188,9 @@ def test_llm_comparison_judges_against_the_reference(grade):
     assert by_id["ref"]["pass"] is True
     assert "## Reference answer\n2+2 is 4" in by_id["ref"]["details"]["prompt"][-1]["content"]
     assert by_id["none"]["status"] == "error" and "no reference" in by_id["none"]["error"]
-    proc, out, _ = grade([result("cfg", "4 <<score:2>>")], "-g", "builtin:llm_comparison", "--grader-config", '{"reference": "four"}')
+    proc, out, _ = grade(
+        [result("cfg", "4 <<score:2>>")], "-g", "builtin:llm_comparison", "--grader-config", '{"reference": "four"}'
+    )
     assert only_grade(out[0])["score"] == 0.25
 
 
@@ -183,10 +200,17 @@ def test_prompt_grader_criteria_raw_and_text_replies(grade):
     proc, out, requests = grade([result("j", f"4 <<reply:{reply}>>")], "-g", "builtin:prompt", "--grader-config", config)
     g = only_grade(out[0])
     assert g["score"] == 0.75 and g["pass"] is True and g["details"]["criteria"] == {"correctness": 1.0, "clarity": 0.5}
-    assert requests[0]["body"]["response_format"]["json_schema"]["schema"]["required"] == ["reasoning", "correctness", "clarity", "overall_score"]
+    assert requests[0]["body"]["response_format"]["json_schema"]["schema"]["required"] == [
+        "reasoning",
+        "correctness",
+        "clarity",
+        "overall_score",
+    ]
 
     raw = orjson.dumps({"rubric": "r", "score_type": "raw", "threshold": 0.6}).decode()
-    proc, out, _ = grade([result("raw", '4 <<reply:{"reasoning": "x", "overall_score": 0.65}>>')], "-g", "builtin:prompt", "--grader-config", raw)
+    proc, out, _ = grade(
+        [result("raw", '4 <<reply:{"reasoning": "x", "overall_score": 0.65}>>')], "-g", "builtin:prompt", "--grader-config", raw
+    )
     assert only_grade(out[0])["score"] == 0.65 and only_grade(out[0])["pass"] is True
 
     text = orjson.dumps({"rubric": "r", "response_format": "text"}).decode()
@@ -201,7 +225,10 @@ def test_prompt_grader_criteria_raw_and_text_replies(grade):
 def test_prompt_grader_reads_a_rubric_yaml_with_its_own_scale(grade, tmp_path):
     shutil.copy(RUBRIC_YAML, tmp_path / "task_completion.yaml")
     config = '{"rubric": "task_completion.yaml"}'
-    rows = [result("yes", '4 <<reply:{"reasoning": "done", "rating": "true"}>>'), result("no", '4 <<reply:{"reasoning": "gaps", "rating": "false"}>>')]
+    rows = [
+        result("yes", '4 <<reply:{"reasoning": "done", "rating": "true"}>>'),
+        result("no", '4 <<reply:{"reasoning": "gaps", "rating": "false"}>>'),
+    ]
     proc, out, requests = grade(rows, "-g", "builtin:prompt", "--grader-config", config)
     by_id = {line["id"]: only_grade(line) for line in out}
     assert (by_id["yes"]["score"], by_id["yes"]["pass"]) == (1.0, True)
@@ -238,7 +265,9 @@ def test_standalone_llm_grader_speaks_the_protocol(judge):
     request = {"id": "s", "input": "2+2?", "output": "4 <<score:5>>", "config": {"rubric": "right?"}}
     proc = subprocess.run(
         [sys.executable, "-m", "waza.graders.llm", "--config", orjson.dumps({"base_url": base_url}).decode()],
-        input=orjson.dumps(request), capture_output=True, timeout=60,
+        input=orjson.dumps(request),
+        capture_output=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     answer = orjson.loads(proc.stdout)

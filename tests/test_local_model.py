@@ -33,7 +33,13 @@ pytestmark = pytest.mark.skipif(
 READY = re.compile(rb"local model server ready.*pid=(\d+)")
 #: Small judge prompts and replies keep each model call well under a second on an idle machine; the
 #: generous time limits are for a busy one (the judges of a result queue for the server's one slot).
-LEAN = {"trajectory": "none", "max_tokens": 120, "reasoning_max_chars": 120, "judge_timeout": 600, "rubric": "Score 1-5: is the answer right?"}
+LEAN = {
+    "trajectory": "none",
+    "max_tokens": 120,
+    "reasoning_max_chars": 120,
+    "judge_timeout": 600,
+    "rubric": "Score 1-5: is the answer right?",
+}
 SLOW_OK = ("--grader-timeout", "900")
 
 
@@ -68,11 +74,32 @@ def test_every_llm_grader_and_the_http_adapter_on_one_local_server(tmp_path):
         "prompt=" + orjson.dumps({**LEAN, "criteria": ["relevance"]}).decode(),
     ]
     proc = run_waza(
-        "-v", "capture", prompts, "--adapter", "http", "--local-model", "--max-tokens", "8", "--temperature", "0",
-        "--system-prompt", "Answer in one word.",
-        "-g", "builtin:llm", "-g", "builtin:llm_comparison", "-g", "builtin:prompt",
+        "-v",
+        "capture",
+        prompts,
+        "--adapter",
+        "http",
+        "--local-model",
+        "--max-tokens",
+        "8",
+        "--temperature",
+        "0",
+        "--system-prompt",
+        "Answer in one word.",
+        "-g",
+        "builtin:llm",
+        "-g",
+        "builtin:llm_comparison",
+        "-g",
+        "builtin:prompt",
         *[arg for config in configs for arg in ("--grader-config", config)],
-        "--judge", "local", "-o", "results.jsonl", *SLOW_OK, cwd=tmp_path, timeout=900,
+        "--judge",
+        "local",
+        "-o",
+        "results.jsonl",
+        *SLOW_OK,
+        cwd=tmp_path,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     [result] = read_jsonl(tmp_path / "results.jsonl")
@@ -91,8 +118,17 @@ def test_every_llm_grader_and_the_http_adapter_on_one_local_server(tmp_path):
 
     # The same results graded again by an isolated (worker process) judge, chosen by its config this time.
     proc = run_waza(
-        "-v", "grade", "results.jsonl", "-g", "builtin:llm", "--grader-config", orjson.dumps({**LEAN, "judge": "local"}).decode(),
-        "--isolate", *SLOW_OK, cwd=tmp_path, timeout=900,
+        "-v",
+        "grade",
+        "results.jsonl",
+        "-g",
+        "builtin:llm",
+        "--grader-config",
+        orjson.dumps({**LEAN, "judge": "local"}).decode(),
+        "--isolate",
+        *SLOW_OK,
+        cwd=tmp_path,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     [regraded] = read_jsonl(proc.stdout)
@@ -104,9 +140,25 @@ def test_every_llm_grader_and_the_http_adapter_on_one_local_server(tmp_path):
 def test_sigint_stops_the_server(tmp_path):
     prompts = write_jsonl(tmp_path / "prompts.jsonl", [{"id": f"p{i}", "input": "Tell me a long story."} for i in range(20)])
     proc = subprocess.Popen(
-        [sys.executable, "-m", "waza", "-v", "capture", str(prompts), "--adapter", "http", "--local-model",
-         "--max-tokens", "400", "-o", "out.jsonl"],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ},
+        [
+            sys.executable,
+            "-m",
+            "waza",
+            "-v",
+            "capture",
+            str(prompts),
+            "--adapter",
+            "http",
+            "--local-model",
+            "--max-tokens",
+            "400",
+            "-o",
+            "out.jsonl",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ},
     )
     assert proc.stderr is not None
     seen = b""
@@ -123,7 +175,9 @@ def test_sigint_stops_the_server(tmp_path):
 
 
 def test_a_model_that_cannot_be_served_is_a_usage_error(tmp_path):
-    proc = run_waza("grade", "-", "-g", "builtin:llm", "--judge", "local", "--judge-model-path", "nope.gguf", input=b"", cwd=tmp_path)
+    proc = run_waza(
+        "grade", "-", "-g", "builtin:llm", "--judge", "local", "--judge-model-path", "nope.gguf", input=b"", cwd=tmp_path
+    )
     assert proc.returncode == 2 and "model file 'nope.gguf' does not exist" in proc.stderr.decode()
     (tmp_path / "bad.gguf").write_bytes(b"not a model")
     rows = write_jsonl(tmp_path / "r.jsonl", [{"id": "x", "input": "q", "output": "a"}])

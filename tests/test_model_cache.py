@@ -75,7 +75,7 @@ def test_judge_commands_are_cached_and_cache_clear_empties_it(tmp_path):
     command = executable(
         tmp_path / "judge.py",
         f"#!{sys.executable}\nimport sys\nsys.stdin.read()\nopen({str(calls)!r}, 'a').write('call\\n')\n"
-        "print('{\"reasoning\": \"ok\", \"score\": 4}')\n",
+        'print(\'{"reasoning": "ok", "score": 4}\')\n',
     )
     source = results(tmp_path, "4")
     for _ in range(2):

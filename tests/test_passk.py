@@ -102,9 +102,13 @@ def test_error_policy_changes_n_and_the_estimates():
 def test_summary_means_skip_undefined_prompts_and_intervals_are_seeded():
     case = PromptCase(id="a", input="x")
     builder = SummaryBuilder(k=2, k_values=[1, 2], policy="exclude")
-    builder.add(trial_result(case, [_entry(1, "passed"), _entry(2, "passed")], k=2, k_values=[1, 2], policy="exclude", adapter=None))
+    builder.add(
+        trial_result(case, [_entry(1, "passed"), _entry(2, "passed")], k=2, k_values=[1, 2], policy="exclude", adapter=None)
+    )
     other = PromptCase(id="b", input="y")
-    builder.add(trial_result(other, [_entry(1, "failed"), _entry(2, "error")], k=2, k_values=[1, 2], policy="exclude", adapter=None))
+    builder.add(
+        trial_result(other, [_entry(1, "failed"), _entry(2, "error")], k=2, k_values=[1, 2], policy="exclude", adapter=None)
+    )
     summary = builder.build(seed=3)
     assert summary.pass_at_k["1"].estimate == pytest.approx(0.5) and summary.pass_at_k["1"].prompts == 2
     # b has n=1, so pass@2 is defined for a only.

@@ -50,7 +50,9 @@ def test_prompt_case_keeps_unknown_keys_and_accepts_expected():
 
 def test_record_errors_name_the_field_path():
     with pytest.raises(RecordError) as info:
-        CaptureResult.from_dict({"id": "a", "input": "x", "output": "", "trajectory": [{"type": "nope", "stepId": "s", "timestamp": 0}]})
+        CaptureResult.from_dict(
+            {"id": "a", "input": "x", "output": "", "trajectory": [{"type": "nope", "stepId": "s", "timestamp": 0}]}
+        )
     assert info.value.path == "trajectory[0].type"
     with pytest.raises(RecordError) as info:
         Grade.from_dict({"name": "g", "status": "passed", "surprise": 1})

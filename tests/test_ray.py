@@ -70,7 +70,9 @@ def test_a_killed_worker_is_retried_and_each_id_written_once(tmp_path, address):
         prompt("fine"),
     ]
     out = tmp_path / "out.jsonl"
-    proc = capture(write_jsonl(tmp_path / "p.jsonl", rows), out, "--executor", "ray", "--ray-address", address, "--ray-max-retries", "1")
+    proc = capture(
+        write_jsonl(tmp_path / "p.jsonl", rows), out, "--executor", "ray", "--ray-address", address, "--ray-max-retries", "1"
+    )
     assert proc.returncode == 1, proc.stderr  # always-killed ends as an error
     records = read_jsonl(out)
     assert sorted(r["id"] for r in records) == ["always-killed", "fine", "killed-once"]
@@ -97,7 +99,20 @@ def test_interrupt_then_resume_on_ray_is_exact(tmp_path, address):
     ids = [f"p{i}" for i in range(8)]
     prompts = write_jsonl(tmp_path / "p.jsonl", [prompt(i, sleep=0.6, log=str(log)) for i in ids])
     out = tmp_path / "out.jsonl"
-    args = ["capture", prompts, "--adapter", "exec", "-g", "builtin:hint", "-o", out, "--executor", "ray", "--ray-address", address]
+    args = [
+        "capture",
+        prompts,
+        "--adapter",
+        "exec",
+        "-g",
+        "builtin:hint",
+        "-o",
+        out,
+        "--executor",
+        "ray",
+        "--ray-address",
+        address,
+    ]
     proc = subprocess.Popen([sys.executable, "-m", "waza", *map(str, args), "--", *AGENT], stderr=subprocess.PIPE, cwd=ROOT)
     wait_for_lines(out, 2, proc)
     proc.send_signal(signal.SIGINT)
@@ -122,7 +137,9 @@ def test_trials_on_ray_give_the_local_pass_at_k(tmp_path, address):
     prompts = write_jsonl(tmp_path / "p.jsonl", rows)
 
     def trials(out: Path, *extra: str) -> dict[str, dict[str, Any]]:
-        proc = run_waza("trials", prompts, "-k", "3", "--adapter", "exec", "-g", "builtin:hint", "-o", out, *extra, "--", *TRIAL_AGENT)
+        proc = run_waza(
+            "trials", prompts, "-k", "3", "--adapter", "exec", "-g", "builtin:hint", "-o", out, *extra, "--", *TRIAL_AGENT
+        )
         assert proc.returncode == 1, proc.stderr  # flaky's trial 2 crashed
         return {r["id"]: r for r in read_jsonl(out)}
 
@@ -171,7 +188,9 @@ def test_without_the_extra_executor_ray_is_one_line_naming_it(tmp_path):
     (tmp_path / "hidden" / "ray").mkdir(parents=True)
     (tmp_path / "hidden" / "ray" / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
     out = tmp_path / "out.jsonl"
-    proc = capture(write_jsonl(tmp_path / "p.jsonl", [prompt("a")]), out, "--executor", "ray", env={"PYTHONPATH": str(tmp_path / "hidden")})
+    proc = capture(
+        write_jsonl(tmp_path / "p.jsonl", [prompt("a")]), out, "--executor", "ray", env={"PYTHONPATH": str(tmp_path / "hidden")}
+    )
     assert proc.returncode == 2
     assert proc.stderr == b"waza: --executor ray needs Ray: pip install 'waza[ray]'\n"
     assert not out.exists()

@@ -53,11 +53,28 @@ def test_capture_results_replay_to_the_same_record(tmp_path):
 
 def test_recorded_errors_replay_as_errors(tmp_path):
     failed = {
-        "id": "broken", "input": "x", "output": "partial", "status": "error", "errors": ["agent exited with code 3"],
-        "exit": {"code": 3, "signal": None, "timedOut": False, "stopReason": None}, "stderr": "boom",
-        "trajectory": [{"type": "message", "stepId": "s1", "timestamp": 0, "turn": 0, "role": "user", "content": "x"},
-                       {"type": "tool_call", "stepId": "s2", "timestamp": 5, "turn": 0, "toolCallId": "t", "name": "bash",
-                        "status": "failed", "start": 5, "end": 9, "duration": 4}],
+        "id": "broken",
+        "input": "x",
+        "output": "partial",
+        "status": "error",
+        "errors": ["agent exited with code 3"],
+        "exit": {"code": 3, "signal": None, "timedOut": False, "stopReason": None},
+        "stderr": "boom",
+        "trajectory": [
+            {"type": "message", "stepId": "s1", "timestamp": 0, "turn": 0, "role": "user", "content": "x"},
+            {
+                "type": "tool_call",
+                "stepId": "s2",
+                "timestamp": 5,
+                "turn": 0,
+                "toolCallId": "t",
+                "name": "bash",
+                "status": "failed",
+                "start": 5,
+                "end": 9,
+                "duration": 4,
+            },
+        ],
     }
     proc, [result] = replay(tmp_path, [{"id": "broken", "input": "x"}], write_jsonl(tmp_path / "r.jsonl", [failed]))
     assert result["errors"] == ["agent exited with code 3"] and result["exit"]["code"] == 3 and result["stderr"] == "boom"
@@ -66,16 +83,28 @@ def test_recorded_errors_replay_as_errors(tmp_path):
 
 
 def test_event_streams_keyed_by_prompt_id(tmp_path):
-    stream = write_jsonl(tmp_path / "events.jsonl", [
-        {"promptId": "a", "type": "message", "role": "user", "content": "list files", "timestamp": 0},
-        {"type": "tool_call", "toolCallId": "t1", "name": "bash", "status": "pending", "input": {"cmd": "ls"}, "timestamp": 10},
-        {"type": "tool_call", "toolCallId": "t1", "status": "completed", "output": "a.txt", "timestamp": 30},
-        {"type": "usage", "inputTokens": 7, "outputTokens": 3},
-        {"type": "message", "content": "one file: a.txt", "timestamp": 40},
-        {"promptId": "b", "type": "message", "role": "user", "content": "hi"},
-        {"type": "message", "content": "hello"},
-    ])
-    proc, results = replay(tmp_path, [{"id": "b", "input": "hi"}, {"id": "a", "input": "list files"}, {"id": "c", "input": "?"}], stream)
+    stream = write_jsonl(
+        tmp_path / "events.jsonl",
+        [
+            {"promptId": "a", "type": "message", "role": "user", "content": "list files", "timestamp": 0},
+            {
+                "type": "tool_call",
+                "toolCallId": "t1",
+                "name": "bash",
+                "status": "pending",
+                "input": {"cmd": "ls"},
+                "timestamp": 10,
+            },
+            {"type": "tool_call", "toolCallId": "t1", "status": "completed", "output": "a.txt", "timestamp": 30},
+            {"type": "usage", "inputTokens": 7, "outputTokens": 3},
+            {"type": "message", "content": "one file: a.txt", "timestamp": 40},
+            {"promptId": "b", "type": "message", "role": "user", "content": "hi"},
+            {"type": "message", "content": "hello"},
+        ],
+    )
+    proc, results = replay(
+        tmp_path, [{"id": "b", "input": "hi"}, {"id": "a", "input": "list files"}, {"id": "c", "input": "?"}], stream
+    )
     by_id = {r["id"]: r for r in results}
     assert by_id["a"]["output"] == "one file: a.txt" and by_id["a"]["usage"] == {"inputTokens": 7, "outputTokens": 3}
     tool = next(s for s in by_id["a"]["trajectory"] if s["type"] == "tool_call")

@@ -23,19 +23,43 @@ def shape(result: dict) -> list[tuple]:
     out = []
     for s in result["trajectory"]:
         decision = (s.get("extra") or {}).get("decision") or {}
-        out.append((s["type"], s.get("role"), s.get("content"), s.get("toolCallId"), s.get("status"), s.get("turn"),
-                    {k: decision.get(k) for k in ("outcome", "optionId", "kind")}))
+        out.append(
+            (
+                s["type"],
+                s.get("role"),
+                s.get("content"),
+                s.get("toolCallId"),
+                s.get("status"),
+                s.get("turn"),
+                {k: decision.get(k) for k in ("outcome", "optionId", "kind")},
+            )
+        )
     return out
 
 
 def test_raw_log_replays_to_the_same_trajectory(tmp_path):
     prompts = write_jsonl(tmp_path / "p.jsonl", PROMPTS)
     raw = tmp_path / "raw.jsonl"
-    live = run_waza("capture", prompts, "--adapter", "acp", "--raw-log", raw, "--permission", "allow",
-                    "--grader", "builtin:hint", "-o", tmp_path / "live.jsonl", "--", *AGENT)
+    live = run_waza(
+        "capture",
+        prompts,
+        "--adapter",
+        "acp",
+        "--raw-log",
+        raw,
+        "--permission",
+        "allow",
+        "--grader",
+        "builtin:hint",
+        "-o",
+        tmp_path / "live.jsonl",
+        "--",
+        *AGENT,
+    )
     assert live.returncode in (0, 1), live.stderr
-    replayed = run_waza("capture", prompts, "--adapter", "replay", "--from", raw, "--grader", "builtin:hint",
-                        "-o", tmp_path / "replay.jsonl")
+    replayed = run_waza(
+        "capture", prompts, "--adapter", "replay", "--from", raw, "--grader", "builtin:hint", "-o", tmp_path / "replay.jsonl"
+    )
     assert replayed.returncode in (0, 1), replayed.stderr
     before = {r["id"]: r for r in read_jsonl(tmp_path / "live.jsonl")}
     after = {r["id"]: r for r in read_jsonl(tmp_path / "replay.jsonl")}

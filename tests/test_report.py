@@ -101,8 +101,14 @@ def test_html_trajectory_opens_on_click_in_headless_chromium(tmp_path, browser):
     assert browser.js(f"document.querySelector('{prompt}').open") is True
     assert browser.js(visible) is True
     shown = browser.js(f"document.querySelector('{prompt} .body').innerText")
-    for text in ("The user wants me to say pear.", "look the word up", "lookup", '"word": "pear"', "I would rather not",
-                 "output does not contain the hint 'pear'"):
+    for text in (
+        "The user wants me to say pear.",
+        "look the word up",
+        "lookup",
+        '"word": "pear"',
+        "I would rather not",
+        "output does not contain the hint 'pear'",
+    ):
         assert text in shown
     # agent text stays text: no element was made of it, and no script ran but the page's own
     assert browser.js("document.scripts.length") == 1
@@ -113,7 +119,9 @@ def test_html_trajectory_opens_on_click_in_headless_chromium(tmp_path, browser):
     assert browser.js("document.querySelector('details.prompt[data-id=\"q3\"]').open") is True
     # the status filter hides the other prompts
     browser.click('button[data-filter="failed"]')
-    assert browser.js("[...document.querySelectorAll('details.prompt')].filter(d => d.checkVisibility()).map(d => d.dataset.id)") == ["q2"]
+    assert browser.js(
+        "[...document.querySelectorAll('details.prompt')].filter(d => d.checkVisibility()).map(d => d.dataset.id)"
+    ) == ["q2"]
 
 
 def test_html_for_trials_opens_the_first_trial(tmp_path, browser):
@@ -121,7 +129,9 @@ def test_html_for_trials_opens_the_first_trial(tmp_path, browser):
     assert run_waza("report", trials(tmp_path, "t.jsonl", 2, "q1=2"), "-f", "html", "-o", page).returncode == 0
     browser.open(page)
     browser.click('details.prompt[data-id="q1"] > summary')
-    assert browser.js("document.querySelector('details.prompt[data-id=\"q1\"] details.trial .trajectory').checkVisibility()") is True
+    assert (
+        browser.js("document.querySelector('details.prompt[data-id=\"q1\"] details.trial .trajectory').checkVisibility()") is True
+    )
     assert "trial 2" in browser.js("document.querySelector('details.prompt[data-id=\"q1\"]').innerText")
 
 

@@ -91,7 +91,16 @@ def test_a_variable_named_by_api_key_env_is_masked_whatever_its_name(tmp_path):
     prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "the word is zq9"}])
     with loopback_server(server, tmp_path / "requests.jsonl") as (base_url, _):
         proc = run_waza(
-            "capture", prompts, "--adapter", "http", "--base-url", base_url, "--model", "m", "--api-key-env", "MODEL_ACCESS",
+            "capture",
+            prompts,
+            "--adapter",
+            "http",
+            "--base-url",
+            base_url,
+            "--model",
+            "m",
+            "--api-key-env",
+            "MODEL_ACCESS",
             env={"MODEL_ACCESS": "zq9"},
         )
     assert proc.returncode == 0, proc.stderr
@@ -120,7 +129,8 @@ def test_a_secret_split_across_message_chunks_is_not_in_the_raw_log(tmp_path):
     chunks = "".join(
         m["message"]["params"]["update"]["content"]["text"]
         for m in read_jsonl(raw)
-        if m["dir"] == "in" and m.get("message", {}).get("method") == "session/update"
+        if m["dir"] == "in"
+        and m.get("message", {}).get("method") == "session/update"
         and m["message"]["params"]["update"].get("sessionUpdate") == "agent_message_chunk"
     )
     assert chunks and secret not in chunks and "[REDACTED]" in chunks

@@ -83,7 +83,9 @@ def test_bad_suite_through_the_cli_exits_2_with_one_line(tmp_path: Path) -> None
         done = run_waza(*args)
         assert done.returncode == 2, done.stderr.decode()
         lines = done.stderr.decode().strip().splitlines()
-        assert lines == [f"waza: {path}:9: field 'retries': unknown key 'retries' (allowed here: baseline, config, description, graders, hooks, inputs, metrics, name, range, skill, tasks, tasks_from, version)"]
+        assert lines == [
+            f"waza: {path}:9: field 'retries': unknown key 'retries' (allowed here: baseline, config, description, graders, hooks, inputs, metrics, name, range, skill, tasks, tasks_from, version)"
+        ]
         assert done.stdout == b""
     assert not out.exists()
 
@@ -133,16 +135,40 @@ CASES = [
         "eval.yaml:10",
         "trigger_accuracy needs trigger_tests.yaml",
     ),
-    ("wrong type", GOOD_EVAL.replace("executor: mock", "executor: mock\n      trials_per_task: '3'"), GOOD_TASK, "eval.yaml:4", "must be an integer, got str '3'"),
+    (
+        "wrong type",
+        GOOD_EVAL.replace("executor: mock", "executor: mock\n      trials_per_task: '3'"),
+        GOOD_TASK,
+        "eval.yaml:4",
+        "must be an integer, got str '3'",
+    ),
     ("empty task file", GOOD_EVAL, "", "one.yaml:1", "must be a mapping, got nothing"),
-    ("glob matching nothing", GOOD_EVAL.replace("tasks/*.yaml", "missing/*.yaml"), GOOD_TASK, "eval.yaml:8", "matches no task file"),
-    ("unknown executor", GOOD_EVAL.replace("executor: mock", "executor: telepathy"), GOOD_TASK, "eval.yaml:3", "unknown adapter 'telepathy'"),
+    (
+        "glob matching nothing",
+        GOOD_EVAL.replace("tasks/*.yaml", "missing/*.yaml"),
+        GOOD_TASK,
+        "eval.yaml:8",
+        "matches no task file",
+    ),
+    (
+        "unknown executor",
+        GOOD_EVAL.replace("executor: mock", "executor: telepathy"),
+        GOOD_TASK,
+        "eval.yaml:3",
+        "unknown adapter 'telepathy'",
+    ),
     ("fixture climbing out", GOOD_EVAL, GOOD_TASK.replace("path: a.txt", "path: ../eval.yaml"), "one.yaml:5", "climbs out"),
     ("absolute fixture", GOOD_EVAL, GOOD_TASK.replace("path: a.txt", "path: /etc/passwd"), "one.yaml:5", "not absolute"),
     ("missing fixture", GOOD_EVAL, GOOD_TASK.replace("path: a.txt", "path: b.txt"), "one.yaml:5", "fixture 'b.txt' not found"),
     ("duplicate key", GOOD_EVAL, GOOD_TASK + "    id: two\n", "one.yaml:6", "key 'id' appears twice (first on line 1)"),
     ("YAML syntax", GOOD_EVAL, "id: one\ninputs: [\n", "one.yaml:3", "not valid YAML"),
-    ("expected key unknown", GOOD_EVAL, GOOD_TASK + "    expected:\n      output_equals: 'x'\n", "one.yaml:7", "unknown key 'output_equals'"),
+    (
+        "expected key unknown",
+        GOOD_EVAL,
+        GOOD_TASK + "    expected:\n      output_equals: 'x'\n",
+        "one.yaml:7",
+        "unknown key 'output_equals'",
+    ),
     (
         "bad mock step",
         GOOD_EVAL,
@@ -167,7 +193,8 @@ CASES = [
     (
         "assertions both folded and in config",
         GOOD_EVAL,
-        GOOD_TASK + "    graders:\n      - type: code\n        name: c\n        assertions: ['True']\n        config: {assertions: ['True']}\n",
+        GOOD_TASK
+        + "    graders:\n      - type: code\n        name: c\n        assertions: ['True']\n        config: {assertions: ['True']}\n",
         "one.yaml:9",
         "given both here and under config",
     ),
@@ -192,7 +219,9 @@ def test_duplicate_task_id_names_both_files(tmp_path: Path) -> None:
 
 def test_bad_trigger_file_is_located(tmp_path: Path) -> None:
     triggers = "skill: s\nshould_trigger_prompts:\n  - prompt: go\n    confidence: low\n"
-    line = check_error(tmp_path, GOOD_EVAL.replace("name: mini", "name: mini\n    skill: s"), GOOD_TASK, {"trigger_tests.yaml": triggers})
+    line = check_error(
+        tmp_path, GOOD_EVAL.replace("name: mini", "name: mini\n    skill: s"), GOOD_TASK, {"trigger_tests.yaml": triggers}
+    )
     assert "trigger_tests.yaml:4:" in line and "must be one of 'high', 'medium'" in line
 
 

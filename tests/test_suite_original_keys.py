@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
-from waza.runner.suites.loader import load_suite
 
 from tests.conftest import run_waza
+from waza.runner.suites.loader import load_suite
 
 SUITE = Path(__file__).parent / "fixtures" / "suites" / "original-keys" / "eval.yaml"
 
@@ -87,9 +87,12 @@ def test_undefined_trigger_rates_are_0_as_in_the_original():
     from waza.runner.suites.models import TriggerPrompt, TriggerTests
     from waza.runner.suites.triggers import case_id, report
 
-    tests = TriggerTests(skill="demo", file="trigger_tests.yaml",
-                         prompts=[TriggerPrompt("use demo", True), TriggerPrompt("unrelated", False)])
-    results = {case_id(i): CaptureResult.from_dict({"id": case_id(i), "input": p.prompt, "output": "ok", "trajectory": []})
-               for i, p in enumerate(tests.prompts)}
+    tests = TriggerTests(
+        skill="demo", file="trigger_tests.yaml", prompts=[TriggerPrompt("use demo", True), TriggerPrompt("unrelated", False)]
+    )
+    results = {
+        case_id(i): CaptureResult.from_dict({"id": case_id(i), "input": p.prompt, "output": "ok", "trajectory": []})
+        for i, p in enumerate(tests.prompts)
+    }
     got = report(tests, results)
     assert (got.precision, got.recall, got.f1, got.accuracy) == (0.0, 0.0, 0.0, 0.5)

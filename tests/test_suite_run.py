@@ -23,7 +23,17 @@ SUITES = Path(__file__).parent / "fixtures" / "suites"
 def run_suite(tmp: Path, suite: str | Path, *args: str) -> tuple[int, dict[str, Any], list[dict[str, Any]], str]:
     """Run a suite; return the exit code, the result document, the JSONL lines and stderr (all schema-checked)."""
     doc, jsonl = tmp / "result.json", tmp / "trials.jsonl"
-    done = run_waza("run", SUITES / suite if isinstance(suite, str) else suite, "-o", jsonl, "--reporter", f"json:{doc}", "--no-progress", *args, cwd=tmp)
+    done = run_waza(
+        "run",
+        SUITES / suite if isinstance(suite, str) else suite,
+        "-o",
+        jsonl,
+        "--reporter",
+        f"json:{doc}",
+        "--no-progress",
+        *args,
+        cwd=tmp,
+    )
     assert done.returncode in (0, 1), done.stderr.decode()
     assert done.stdout == b""
     result = orjson.loads(doc.read_bytes())
@@ -50,7 +60,14 @@ def code_explainer(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[
 @pytest.fixture(scope="module")
 def showcase(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, Any], list[dict[str, Any]], str]:
     tmp = tmp_path_factory.mktemp("gs")
-    outcome = run_suite(tmp, compat_path("waza-examples/grader-showcase"), "--reporter", f"junit:{tmp / 'junit.xml'}", "--reporter", f"markdown:{tmp / 'report.md'}")
+    outcome = run_suite(
+        tmp,
+        compat_path("waza-examples/grader-showcase"),
+        "--reporter",
+        f"junit:{tmp / 'junit.xml'}",
+        "--reporter",
+        f"markdown:{tmp / 'report.md'}",
+    )
     return (*outcome, tmp)  # type: ignore[return-value]
 
 
@@ -65,7 +82,12 @@ def test_code_explainer_runs_with_the_mock_agent(code_explainer: Any) -> None:
     assert result["adapter"] == "mock" and result["model"] == "claude-sonnet-4-20250514"
     assert result["trialsPerTask"] == 3
     tasks = by_id(result)
-    assert set(tasks) == {"explain-js-async-001", "explain-list-comprehension-001", "explain-python-recursion-001", "explain-sql-join-001"}
+    assert set(tasks) == {
+        "explain-js-async-001",
+        "explain-list-comprehension-001",
+        "explain-python-recursion-001",
+        "explain-sql-join-001",
+    }
     for task in tasks.values():
         assert task["status"] == "failed" and len(task["trials"]) == 3
         assert [t["trial"] for t in task["trials"]] == [1, 2, 3]
@@ -93,7 +115,9 @@ def test_code_explainer_trigger_metrics_are_confidence_weighted(code_explainer: 
     _, result, _, _ = code_explainer
     trig = result["triggers"]
     # Default mock rule: the skill is invoked when a prompt word starts with "code" or "expla".
-    assert [c["triggered"] for c in trig["cases"]] == [True, False, False, False, False, True, False, True] + [False] * 3 + [True] + [False] * 4
+    assert [c["triggered"] for c in trig["cases"]] == [True, False, False, False, False, True, False, True] + [False] * 3 + [
+        True
+    ] + [False] * 4
     assert (trig["truePositives"], trig["falseNegatives"], trig["trueNegatives"], trig["falsePositives"]) == (2.5, 4.5, 6.5, 0.5)
     assert trig["accuracy"] == pytest.approx(9 / 14)
     assert trig["precision"] == pytest.approx(2.5 / 3)
@@ -122,7 +146,9 @@ def test_grader_showcase_outcomes_match_the_documented_ones(showcase: Any) -> No
     assert metric(result, "task_completion")["value"] == pytest.approx(1 / 6, abs=1e-6)
     assert metric(result, "grader_validation")["value"] == pytest.approx(19 / 27, abs=1e-6)
     assert metric(result, "efficiency")["value"] == pytest.approx(0.3, abs=1e-6)
-    assert result["summary"]["missed"][:5] == [f"task {t} failed" for t in sorted(s for s, v in statuses.items() if v == "failed")]
+    assert result["summary"]["missed"][:5] == [
+        f"task {t} failed" for t in sorted(s for s, v in statuses.items() if v == "failed")
+    ]
 
 
 def test_junit_and_markdown_reports_render_the_same_run(showcase: Any) -> None:
@@ -145,14 +171,23 @@ def test_junit_and_markdown_reports_render_the_same_run(showcase: Any) -> None:
 def test_our_suite_in_the_original_format_runs_and_reports(tmp_path: Path) -> None:
     """snippet-explainer: the original tool's eval.yaml, task and trigger formats, written by us."""
     code, result, lines, stderr = run_suite(
-        tmp_path, SUITES.parent.parent.parent / "examples" / "snippet-explainer", "--reporter", f"junit:{tmp_path / 'junit.xml'}", "--reporter", f"markdown:{tmp_path / 'report.md'}"
+        tmp_path,
+        SUITES.parent.parent.parent / "examples" / "snippet-explainer",
+        "--reporter",
+        f"junit:{tmp_path / 'junit.xml'}",
+        "--reporter",
+        f"markdown:{tmp_path / 'report.md'}",
     )
     assert code == 1 and result["adapter"] == "mock" and result["model"] == "mock-model-1" and result["trialsPerTask"] == 2
     assert {t["id"]: t["status"] for t in result["tasks"]} == {"shell-pipeline-001": "passed", "python-generator-001": "failed"}
     trial = by_id(result)["python-generator-001"]["trials"][0]
     assert {g["name"]: g["status"] for g in trial["grades"]} == {
-        "says_something": "passed", "no_stack_trace": "passed", "mentions_yield": "failed",
-        "expected_output_contains": "failed", "expected_output_contains_any": "failed", "expected_behavior": "passed",
+        "says_something": "passed",
+        "no_stack_trace": "passed",
+        "mentions_yield": "failed",
+        "expected_output_contains": "failed",
+        "expected_output_contains_any": "failed",
+        "expected_behavior": "passed",
     }
     assert trial["metadata"]["context"] == {"language": "python", "level": "intermediate"}
     assert [c["triggered"] for c in result["triggers"]["cases"]] == [True, False, False, False]
@@ -163,7 +198,10 @@ def test_our_suite_in_the_original_format_runs_and_reports(tmp_path: Path) -> No
     assert tasks is not None and tasks.get("tests") == "2" and tasks.get("failures") == "1"
     markdown = (tmp_path / "report.md").read_text()
     assert markdown.startswith("# snippet-explainer-eval: failed\n")
-    assert "| task_completion | 0.500 | 0.5 | pass |" in markdown and "| shell-pipeline-001 | passed | 1.000 | 1.000 | 2 |" in markdown
+    assert (
+        "| task_completion | 0.500 | 0.5 | pass |" in markdown
+        and "| shell-pipeline-001 | passed | 1.000 | 1.000 | 2 |" in markdown
+    )
 
 
 def test_every_grader_type_judges_mock_trials(every: Any) -> None:
@@ -183,10 +221,29 @@ def test_every_grader_type_judges_mock_trials(every: Any) -> None:
         "human-review": "pending",
     }
     kinds = {g["name"] for t in tasks.values() for trial in t["trials"] for g in trial["grades"]}
-    assert {"languages", "no_errors", "answer_shape", "readme_exists", "readme_matches_snapshot", "changes", "listed_files",
-            "constraints", "efficient", "workflow", "orchestration", "script_check", "grep_42", "judge", "multi_criteria",
-            "matches_reference", "reviewer", "calibration", "expected_behavior", "expected_output_contains",
-            "expected_output_contains_any"} <= kinds
+    assert {
+        "languages",
+        "no_errors",
+        "answer_shape",
+        "readme_exists",
+        "readme_matches_snapshot",
+        "changes",
+        "listed_files",
+        "constraints",
+        "efficient",
+        "workflow",
+        "orchestration",
+        "script_check",
+        "grep_42",
+        "judge",
+        "multi_criteria",
+        "matches_reference",
+        "reviewer",
+        "calibration",
+        "expected_behavior",
+        "expected_output_contains",
+        "expected_output_contains_any",
+    } <= kinds
     assert result["summary"]["disabled"] == ["disabled-task"]
     assert result["summary"]["pending"] == 1  # pending is neither pass nor fail: not in missed
     assert not any("human-review" in m for m in result["summary"]["missed"])
@@ -218,11 +275,21 @@ def test_every_grader_metrics_and_trigger_errors(every: Any) -> None:
 
 
 def test_filters_parallel_workers_and_passing_exit(tmp_path: Path) -> None:
-    code, result, lines, stderr = run_suite(tmp_path, "every-grader", "--tags", "good", "--task", "*-*", "--parallel", "--workers", "3", "--no-triggers")
+    code, result, lines, stderr = run_suite(
+        tmp_path, "every-grader", "--tags", "good", "--task", "*-*", "--parallel", "--workers", "3", "--no-triggers"
+    )
     assert code == 0, stderr
     assert sorted(t["id"] for t in result["tasks"]) == ["json-answer", "text-and-patterns", "tool-use"]
     assert result["summary"]["status"] == "passed" and result["summary"]["missed"] == []
-    assert sorted(result["summary"]["filtered"]) == ["agent-crash", "broken-limits", "external", "files", "human-review", "judged", "skills"]
+    assert sorted(result["summary"]["filtered"]) == [
+        "agent-crash",
+        "broken-limits",
+        "external",
+        "files",
+        "human-review",
+        "judged",
+        "skills",
+    ]
     assert metric(result, "trigger_accuracy")["value"] is None and metric(result, "trigger_accuracy")["pass"] is None
     assert len(lines) == 3
 
@@ -244,7 +311,18 @@ def test_trials_keep_workspaces_and_any_adapter(tmp_path: Path) -> None:
         "print('Python and JavaScript; 6 x 7 = 42; files: ' + ', '.join(files))\n",
     )
     code, result, lines, stderr = run_suite(
-        tmp_path, "every-grader", "--task", "external", "--trials", "2", "--keep-workspaces", "--adapter", "exec", "--no-triggers", "--", str(agent)
+        tmp_path,
+        "every-grader",
+        "--task",
+        "external",
+        "--trials",
+        "2",
+        "--keep-workspaces",
+        "--adapter",
+        "exec",
+        "--no-triggers",
+        "--",
+        str(agent),
     )
     assert code == 0, stderr
     trials = result["tasks"][0]["trials"]
@@ -269,7 +347,9 @@ def test_report_on_stdout_and_a_task_timeout_is_an_error(tmp_path: Path) -> None
         f"#!{sys.executable}\nimport sys, time\nprompt = sys.stdin.read()\nif 'time' in prompt:\n    time.sleep(30)\nprint('done')\n",
     )
     jsonl = tmp_path / "trials.jsonl"
-    done = run_waza("run", tmp_path, "--adapter", "exec", "-o", jsonl, "--reporter", "json:-", "--reporter", f"markdown:{tmp_path / 'r.md'}")
+    done = run_waza(
+        "run", tmp_path, "--adapter", "exec", "-o", jsonl, "--reporter", "json:-", "--reporter", f"markdown:{tmp_path / 'r.md'}"
+    )
     assert done.returncode == 1
     result = orjson.loads(done.stdout)
     assert errors("SuiteResult", result) == []

@@ -31,8 +31,15 @@ pytest.importorskip("starlette", reason="waza view needs the view extra: pip ins
 pytest.importorskip("uvicorn", reason="waza view needs the view extra: pip install '.[view]'")
 
 CHROMIUM = next((p for name in ("chromium", "chromium-browser") if (p := shutil.which(name))), None)
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 WAIT_MS = 20_000
 HUGE = 3_000_000
 
@@ -49,7 +56,9 @@ def leaving(page) -> Iterator[None]:
 @contextlib.contextmanager
 def viewer(*args: str | os.PathLike[str]) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`waza view ARGS` on a free loopback port; yields (base URL, process) once it prints its URL."""
-    proc = subprocess.Popen([sys.executable, "-m", "waza", "view", *map(str, args)], stderr=subprocess.PIPE, stdout=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "waza", "view", *map(str, args)], stderr=subprocess.PIPE, stdout=subprocess.PIPE
+    )
     assert proc.stderr is not None
     try:
         ready, _, _ = select.select([proc.stderr], [], [], 60)
@@ -69,12 +78,27 @@ def viewer(*args: str | os.PathLike[str]) -> Iterator[tuple[str, subprocess.Pope
 
 
 def hostile_rows() -> list[dict]:
-    base = {"input": "Say <b>hi</b>", "status": "failed", "adapter": "exec<script>alert(3)</script>",
-            "grades": [{"name": "judge<i>", "status": "failed", "pass": False, "score": 0.0,
-                        "reasoning": "<img src=x onerror=\"window.__pwned=1\"> [click](javascript:window.__pwned=2)"}],
-            "score": {"status": "failed", "pass": False, "score": 0.0}}
+    base = {
+        "input": "Say <b>hi</b>",
+        "status": "failed",
+        "adapter": "exec<script>alert(3)</script>",
+        "grades": [
+            {
+                "name": "judge<i>",
+                "status": "failed",
+                "pass": False,
+                "score": 0.0,
+                "reasoning": '<img src=x onerror="window.__pwned=1"> [click](javascript:window.__pwned=2)',
+            }
+        ],
+        "score": {"status": "failed", "pass": False, "score": 0.0},
+    }
     return [
-        {**base, "id": "<script>window.__pwned=3</script>", "output": "javascript:window.__pwned=4 <a href=\"javascript:window.__pwned=5\">x</a>"},
+        {
+            **base,
+            "id": "<script>window.__pwned=3</script>",
+            "output": 'javascript:window.__pwned=4 <a href="javascript:window.__pwned=5">x</a>',
+        },
         {**base, "id": "huge", "output": "<script>window.__pwned=6</script>" + "A" * HUGE},
     ]
 
@@ -102,7 +126,9 @@ def tiny_suite(folder: Path) -> Path:
     """An eval.yaml with two tasks for the mock agent (2 trials each)."""
     (folder / "tasks").mkdir(parents=True)
     for n, what in ((1, "a loop"), (2, "a list")):
-        (folder / "tasks" / f"t{n}.yaml").write_text(f'id: explain-00{n}\nname: Explain {what}\ninputs:\n  prompt: "Explain {what}"\n')
+        (folder / "tasks" / f"t{n}.yaml").write_text(
+            f'id: explain-00{n}\nname: Explain {what}\ninputs:\n  prompt: "Explain {what}"\n'
+        )
     eval_yaml = folder / "eval.yaml"
     eval_yaml.write_text(TINY_SUITE)
     return eval_yaml
@@ -140,7 +166,9 @@ def server(runs: Path) -> Iterator[str]:
 def browser():
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (apt-get install chromium; .ci/run installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright; .ci/run installs it)")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (pip install playwright; .ci/run installs it)"
+    )
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield b
@@ -175,7 +203,13 @@ def test_runs_page_lists_every_run_and_sorts(server, page, tmp_path):
     rows = page.locator("#runs tr")
     files = rows.locator("td:first-child a").all_inner_texts()
     assert sorted(Path(f).name for f in files) == [
-        "<img src=x onerror=window.__pwned=7>.jsonl", "base.jsonl", "cand.jsonl", "copy.jsonl", "hostile.jsonl", "suite.json", "trials.jsonl"
+        "<img src=x onerror=window.__pwned=7>.jsonl",
+        "base.jsonl",
+        "cand.jsonl",
+        "copy.jsonl",
+        "hostile.jsonl",
+        "suite.json",
+        "trials.jsonl",
     ]
     base = page.locator("#runs tr", has_text="base.jsonl")
     assert base.locator("td").nth(1).inner_text() == "capture"
@@ -322,7 +356,14 @@ def test_a_run_in_progress_gains_rows(runs, page, tmp_path):
         page.locator("#runs a", has_text="started.jsonl").wait_for()
         assert page.url == url
         # the file is written again from the start (a new run to the same -o), longer than before: indexed anew
-        live.write_bytes(lines[3] + lines[2] + lines[1] + lines[0] + lines[0].replace(b'"q1"', b'"q5"', 1) + lines[1].replace(b'"q2"', b'"q6"', 1))
+        live.write_bytes(
+            lines[3]
+            + lines[2]
+            + lines[1]
+            + lines[0]
+            + lines[0].replace(b'"q1"', b'"q5"', 1)
+            + lines[1].replace(b'"q2"', b'"q6"', 1)
+        )
         page.locator("#runs tr", has_text="live.jsonl").locator("td:nth-child(3)", has_text="6").wait_for()
         page.locator("#runs a", has_text="live.jsonl").click()
         assert page.locator("#rows tr td:nth-child(2)").all_inner_texts() == ["q4", "q3", "q2", "q1", "q5", "q6"]

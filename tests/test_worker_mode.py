@@ -23,7 +23,10 @@ LEFTOVER = ROOT / "tests" / "graders" / "leftover_worker.py"
 
 
 def results_file(tmp_path: Path, ids: list[str]) -> Path:
-    rows = [{"id": i, "input": "q", "output": f"the answer to {i} is 42", "hint": "42" if n % 3 else "nope"} for n, i in enumerate(ids)]
+    rows = [
+        {"id": i, "input": "q", "output": f"the answer to {i} is 42", "hint": "42" if n % 3 else "nope"}
+        for n, i in enumerate(ids)
+    ]
     return write_jsonl(tmp_path / "results.jsonl", rows)
 
 
@@ -51,7 +54,10 @@ def test_worker_mode_gives_the_same_results_as_one_shot(waza, tmp_path, grader):
     rows = write_jsonl(
         tmp_path / "results.jsonl",
         [{"id": "nohint", "input": "q", "output": "x"}]
-        + [{"id": i, "input": "q", "output": f"Ünïcode 🎉 answer {i}", "hint": "🎉 ANSWER" if n % 2 else "absent"} for n, i in enumerate(ids)],
+        + [
+            {"id": i, "input": "q", "output": f"Ünïcode 🎉 answer {i}", "hint": "🎉 ANSWER" if n % 2 else "absent"}
+            for n, i in enumerate(ids)
+        ],
     )
     path = str(EXAMPLES / grader)
     one_shot = graded(waza, rows, "--grader", f"g={path}", "-j", "2")

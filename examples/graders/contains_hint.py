@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Pass when the output contains the hint. Works one-shot and as a worker (worker:./contains_hint.py)."""
+
 import json
 import sys
 

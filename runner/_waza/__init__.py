@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         TrialResult,
         TrialsSummary,
     )
+    from waza.runner.analysis.passk import pass_at_k, pass_hat_k
     from waza.runner.engine.api import (
         CaptureRun,
         GradeRun,
@@ -67,8 +68,6 @@ if TYPE_CHECKING:
         trials,
     )
     from waza.runner.engine.api_analysis import CalibrationRun, acalibrate, calibrate, compare
-    from waza.runner.suites.run import SuiteRun, arun_suite, run_suite
-    from waza.runner.analysis.passk import pass_at_k, pass_hat_k
     from waza.runner.engine.specs import (
         AcpAgent,
         AgentSpec,
@@ -87,6 +86,7 @@ if TYPE_CHECKING:
         Worker,
         Workspace,
     )
+    from waza.runner.suites.run import SuiteRun, arun_suite, run_suite
 
 
 def __getattr__(name: str) -> Any:

@@ -22,9 +22,8 @@ from typing import Any
 
 from waza.protocol.records import CaptureResult, TrajectoryStep, Verdict
 from waza.protocol.trial_records import CalibrationItem, TrialResult
-
-from waza.runner.reports.markdown import fence
 from waza.runner.analysis.runs import ResultsFile
+from waza.runner.reports.markdown import fence
 
 EXCERPT_STEPS = 20
 EXCERPT_WIDTH = 240
@@ -199,9 +198,9 @@ def markdown_sheet(sheet: list[CalibrationItem], source: str) -> str:
     """The sheet for reading: one section per item; the verdict is not shown (the labelling is blind)."""
     out = [
         f"# Calibration sheet for {source}\n",
-        f"{len(sheet)} items. For each, decide whether the output is acceptable and set `\"pass\"` to",
+        f'{len(sheet)} items. For each, decide whether the output is acceptable and set `"pass"` to',
         "true or false on the line with the same `sample` number in the JSONL sheet",
-        "(notes go in `\"notes\"`), then run `waza calibrate RESULTS --labels SHEET.jsonl`.\n",
+        '(notes go in `"notes"`), then run `waza calibrate RESULTS --labels SHEET.jsonl`.\n',
     ]
     for item in sheet:
         trial = f" (trial {item.trial})" if item.trial is not None else ""

@@ -20,7 +20,6 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import JsonlError
 from waza.protocol.records import CaptureResult
 from waza.protocol.trial_records import TrialResult
-
 from waza.runner.analysis.attempts import trials_status
 from waza.runner.analysis.paired import mcnemar_table, paired_difference
 from waza.runner.analysis.passk import pass_at_k, pass_hat_k
@@ -90,7 +89,12 @@ def load_run(path: str, label: str, errors: ErrorPolicy) -> Run:
     ks: set[int] = set()
     for number, result in results:
         if result.id in lines:
-            raise JsonlError(results.source, number, f"duplicate id {result.id!r} (first on line {lines[result.id]}); runs are paired on ids", "id")
+            raise JsonlError(
+                results.source,
+                number,
+                f"duplicate id {result.id!r} (first on line {lines[result.id]}); runs are paired on ids",
+                "id",
+            )
         lines[result.id] = number
         if isinstance(result, TrialResult):
             own = sorted({int(k) for k in result.pass_at_k} | {int(k) for k in result.pass_hat_k})
@@ -143,7 +147,9 @@ def _by_k(shared: list[tuple[Outcome, Outcome]], ks: list[int], pick: str, boot:
             va, vb = getattr(a, pick).get(k), getattr(b, pick).get(k)
             if va is not None and vb is not None:
                 pairs.append((va, vb))
-        out.append(KDifference(k=k, difference=paired_difference(pairs, seed=boot.seed, resamples=boot.resamples, level=boot.level)))
+        out.append(
+            KDifference(k=k, difference=paired_difference(pairs, seed=boot.seed, resamples=boot.resamples, level=boot.level))
+        )
     return out
 
 

@@ -16,7 +16,6 @@ import orjson
 
 from waza.protocol.analysis_records import BalanceReport, CategoryCount
 from waza.protocol.records import PromptCase
-
 from waza.runner.reports.markdown import cell, ids, num, table
 
 #: A category holding more than this share of the tagged prompts is called dominant.

@@ -13,7 +13,6 @@ import math
 from collections.abc import Sequence
 
 from waza.protocol.analysis_records import Difference, McNemar
-
 from waza.runner.analysis.stats import bootstrap_ci, mean
 
 
@@ -48,9 +47,7 @@ def mcnemar_table(pairs: Sequence[tuple[bool, bool]]) -> McNemar:
     )
 
 
-def paired_difference(
-    pairs: Sequence[tuple[float, float]], *, seed: int, resamples: int, level: float
-) -> Difference | None:
+def paired_difference(pairs: Sequence[tuple[float, float]], *, seed: int, resamples: int, level: float) -> Difference | None:
     """Mean of (candidate - baseline) with a bootstrap interval over prompts; None without pairs."""
     if not pairs:
         return None

@@ -19,7 +19,6 @@ from waza.protocol.codec import RecordError
 from waza.protocol.jsonl import JsonlError, display_name, iter_lines, open_input, parse_line
 from waza.protocol.records import CaptureResult
 from waza.protocol.trial_records import TrialResult
-
 from waza.runner.analysis.harness_format import from_harness
 
 Result = CaptureResult | TrialResult
@@ -59,9 +58,7 @@ class ResultsFile:
                 if self.kind is None:
                     self.kind = kind
                 elif kind != self.kind:
-                    raise JsonlError(
-                        self.source, number, f"is a {kind} result, but the file started with {self.kind} results"
-                    )
+                    raise JsonlError(self.source, number, f"is a {kind} result, but the file started with {self.kind} results")
                 try:
                     record = _record_class(kind).from_dict(from_harness(value, kind))
                 except RecordError as exc:

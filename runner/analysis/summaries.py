@@ -17,7 +17,6 @@ import orjson
 from waza.protocol.analysis_records import GradeView, ResultSummary, StepView
 from waza.protocol.records import CaptureResult, Grade, TrajectoryStep
 from waza.protocol.trial_records import TrialResult
-
 from waza.runner.analysis.attempts import Attempt, attempts
 from waza.runner.reports.markdown import cell, num, shorten
 
@@ -124,9 +123,15 @@ def summary_markdown(s: ResultSummary) -> str:
     trial = f" (trial {s.trial})" if s.trial is not None else ""
     lines = [f"## `{cell(s.id, 200).replace('`', chr(39))}`{trial}: {s.status}, score {num(s.score)}", ""]
     tools = ", ".join(f"{cell(k, 60)} x{v}" for k, v in sorted(s.tools.items()))
-    figures = [f"{_ms(s.duration)}", f"{s.turns} turn(s)", f"{s.tool_calls} tool call(s)" + (f" ({s.failed_tool_calls} failed)" if s.failed_tool_calls else "")]
+    figures = [
+        f"{_ms(s.duration)}",
+        f"{s.turns} turn(s)",
+        f"{s.tool_calls} tool call(s)" + (f" ({s.failed_tool_calls} failed)" if s.failed_tool_calls else ""),
+    ]
     if s.input_tokens is not None or s.output_tokens is not None:
-        figures.append(f"tokens {s.input_tokens if s.input_tokens is not None else '?'} in / {s.output_tokens if s.output_tokens is not None else '?'} out")
+        figures.append(
+            f"tokens {s.input_tokens if s.input_tokens is not None else '?'} in / {s.output_tokens if s.output_tokens is not None else '?'} out"
+        )
     lines.append(" · ".join(figures) + (f" · tools: {tools}" if tools else ""))
     lines.append("")
     lines.append(f"**Output:** {cell(s.output, 10_000)}")

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.protocol.trial_records import ErrorPolicy, MeanEstimate, TrialEntry, TrialResult, TrialsSummary
-
 from waza.runner.analysis.error_digest import error_reasons
 from waza.runner.analysis.passk import by_k
 from waza.runner.analysis.stats import bootstrap_ci, mean

@@ -68,8 +68,7 @@ def build(command: str | None = None) -> typer.Typer:
     """The app with ``command`` registered, or with every command when it names none of them."""
     app = typer.Typer(
         name="waza",
-        help="Evaluate AI agents: stream prompts to an agent, record its trajectory, grade the results.\n\n"
-        "Try it: waza demo",
+        help="Evaluate AI agents: stream prompts to an agent, record its trajectory, grade the results.\n\nTry it: waza demo",
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,

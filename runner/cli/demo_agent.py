@@ -30,7 +30,9 @@ def answer(prompt: str, history: list[dict[str, str]]) -> str:
     text = prompt.lower()
     if m := re.search(r"(-?\d+)\s*([+*-])\s*(-?\d+)", text):
         a, op, b = int(m[1]), m[2], int(m[3])
-        emit(type="tool_call", toolCallId="calc-1", name="calculator", kind="execute", status="pending", input={"expression": m[0]})
+        emit(
+            type="tool_call", toolCallId="calc-1", name="calculator", kind="execute", status="pending", input={"expression": m[0]}
+        )
         value = a + b if op == "+" else a - b if op == "-" else a * b
         emit(type="tool_call", toolCallId="calc-1", status="completed", output={"value": value})
         return f"{m[0]} = {value}"

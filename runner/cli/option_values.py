@@ -43,8 +43,10 @@ def finite_number(low: float | None = None, high: float | None = None) -> Callab
     def parse(text: str | float) -> float:
         value = _number(str(text))
         if (low is not None and value < low) or (high is not None and value > high):
-            bounds = f"between {low:g} and {high:g}" if low is not None and high is not None else (
-                f"at least {low:g}" if low is not None else f"at most {high:g}"
+            bounds = (
+                f"between {low:g} and {high:g}"
+                if low is not None and high is not None
+                else (f"at least {low:g}" if low is not None else f"at most {high:g}")
             )
             raise typer.BadParameter(f"{text!r} must be {bounds}")
         return value

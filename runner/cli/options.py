@@ -23,15 +23,10 @@ from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB, set_max_line_mb
 from waza.protocol.secrets import mark_secret_env
-
+from waza.runner.cli.option_values import finite_number, positive_seconds
 from waza.runner.engine.api import build_graders, resolve_agent
-from waza.runner.grading.grader_runners import GraderRunner
-from waza.runner.grading.grader_specs import build_specs
 from waza.runner.engine.datasets import TableOptions, parse_map
 from waza.runner.engine.inputs import TimeoutUnit
-from waza.runner.grading.judges import JudgeChoice
-from waza.runner.grading.judges import apply as apply_judge
-from waza.runner.cli.option_values import finite_number, positive_seconds
 from waza.runner.engine.specs import (
     AgentSpec,
     GraderSpecT,
@@ -41,6 +36,10 @@ from waza.runner.engine.specs import (
     agent_spec,
     from_internal,
 )
+from waza.runner.grading.grader_runners import GraderRunner
+from waza.runner.grading.grader_specs import build_specs
+from waza.runner.grading.judges import JudgeChoice
+from waza.runner.grading.judges import apply as apply_judge
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,15 +55,41 @@ def opt(*names: str, help: str, panel: str, **kw: Any) -> Any:
 @dataclasses.dataclass
 class AgentOptions:
     adapter: Annotated[str, opt("--adapter", help="exec, acp, headless, http, replay.", panel=AGENT)] = DEFAULT_ADAPTER
-    timeout: Annotated[float | None, opt("--timeout", help="Per-prompt limit in seconds (a prompt's own `timeout` wins).", panel=AGENT, parser=positive_seconds)] = None
-    prompt_timeout_unit: Annotated[str, opt("--prompt-timeout-unit", help="Unit of a prompt's own `timeout`: s, ms (acp-harness files), or auto (seconds; 1000 or more is refused as ambiguous).", panel=AGENT)] = "auto"
-    prompts_format: Annotated[str | None, opt("--prompts-format", help="Prompts file format: jsonl, csv or parquet (default: by extension).", panel=AGENT)] = None
-    column_map: Annotated[list[str] | None, opt("--map", help="CSV/Parquet: FIELD=COLUMN, e.g. input=question,hint=answer (other columns go into metadata).", panel=AGENT)] = None
+    timeout: Annotated[
+        float | None,
+        opt(
+            "--timeout", help="Per-prompt limit in seconds (a prompt's own `timeout` wins).", panel=AGENT, parser=positive_seconds
+        ),
+    ] = None
+    prompt_timeout_unit: Annotated[
+        str,
+        opt(
+            "--prompt-timeout-unit",
+            help="Unit of a prompt's own `timeout`: s, ms (acp-harness files), or auto (seconds; 1000 or more is refused as ambiguous).",
+            panel=AGENT,
+        ),
+    ] = "auto"
+    prompts_format: Annotated[
+        str | None,
+        opt("--prompts-format", help="Prompts file format: jsonl, csv or parquet (default: by extension).", panel=AGENT),
+    ] = None
+    column_map: Annotated[
+        list[str] | None,
+        opt(
+            "--map",
+            help="CSV/Parquet: FIELD=COLUMN, e.g. input=question,hint=answer (other columns go into metadata).",
+            panel=AGENT,
+        ),
+    ] = None
     concurrency: Annotated[int, opt("-j", "--concurrency", help="Prompts run at once (one agent each).", panel=AGENT, min=1)] = 1
     cwd: Annotated[Path | None, opt("--cwd", help="Directory the agent runs in (default: here).", panel=AGENT)] = None
-    workspace_dir: Annotated[Path | None, opt("--workspace-dir", help="Give each prompt a fresh DIR/<id> as its workspace.", panel=AGENT)] = None
+    workspace_dir: Annotated[
+        Path | None, opt("--workspace-dir", help="Give each prompt a fresh DIR/<id> as its workspace.", panel=AGENT)
+    ] = None
     events: Annotated[bool, opt("--events", help="exec: the agent prints JSONL trajectory events.", panel=AGENT)] = False
-    mcp_server: Annotated[list[str] | None, opt("--mcp-server", help="acp: an MCP server as JSON (repeatable).", panel=AGENT)] = None
+    mcp_server: Annotated[list[str] | None, opt("--mcp-server", help="acp: an MCP server as JSON (repeatable).", panel=AGENT)] = (
+        None
+    )
     mcp_config: Annotated[Path | None, opt("--mcp-config", help="acp: a JSON file listing MCP servers.", panel=AGENT)] = None
     permission: Annotated[str | None, opt("--permission", help="acp: allow or deny permission requests.", panel=AGENT)] = None
     permission_rules: Annotated[Path | None, opt("--permission-rules", help="acp: permission rules file.", panel=AGENT)] = None
@@ -76,11 +101,22 @@ class AgentOptions:
     model: Annotated[str | None, opt("--model", help="http: model name.", panel=AGENT)] = None
     api_key_env: Annotated[str | None, opt("--api-key-env", help="http: env var holding the API key.", panel=AGENT)] = None
     system_prompt: Annotated[str | None, opt("--system-prompt", help="http: system message.", panel=AGENT)] = None
-    temperature: Annotated[float | None, opt("--temperature", help="http: sampling temperature.", panel=AGENT, parser=finite_number(0))] = None
+    temperature: Annotated[
+        float | None, opt("--temperature", help="http: sampling temperature.", panel=AGENT, parser=finite_number(0))
+    ] = None
     max_tokens: Annotated[int | None, opt("--max-tokens", help="http: max tokens per reply.", panel=AGENT)] = None
     stream: Annotated[bool, opt("--stream", help="http: use streaming responses.", panel=AGENT)] = False
-    cache: Annotated[bool, opt("--cache", help="http: keep replies in the model cache and reuse them (keyed by trial in trials).", panel=AGENT)] = False
-    local_model: Annotated[bool, opt("--local-model", help="http: start a local model server as the agent (--model FILE.gguf picks the model).", panel=AGENT)] = False
+    cache: Annotated[
+        bool, opt("--cache", help="http: keep replies in the model cache and reuse them (keyed by trial in trials).", panel=AGENT)
+    ] = False
+    local_model: Annotated[
+        bool,
+        opt(
+            "--local-model",
+            help="http: start a local model server as the agent (--model FILE.gguf picks the model).",
+            panel=AGENT,
+        ),
+    ] = False
 
     def adapter_options(self) -> AdapterOptions:
         import orjson
@@ -141,18 +177,50 @@ class AgentOptions:
 
 @dataclasses.dataclass
 class GraderOptions:
-    grader: Annotated[list[str] | None, opt("--grader", "-g", help="Grader: PATH, FILE.py:FUNC, module:FUNC, builtin:NAME, worker:PATH; NAME=SPEC names it (repeatable).", panel=GRADING)] = None
-    grader_config: Annotated[list[str] | None, opt("--grader-config", help="NAME=JSON config for a grader (bare JSON with one grader).", panel=GRADING)] = None
-    grader_weight: Annotated[list[str] | None, opt("--grader-weight", help="NAME=W weight in the aggregate score (default 1).", panel=GRADING)] = None
-    grader_timeout: Annotated[float, opt("--grader-timeout", help="Seconds a grader may take per result.", panel=GRADING, parser=positive_seconds)] = 60.0
-    isolate: Annotated[bool, opt("--isolate", help="Run built-in graders as subprocesses instead of in-process.", panel=GRADING)] = False
-    judge: Annotated[str | None, opt("--judge", help="LLM graders: 'local' starts a local model server as their judge (no API key).", panel=GRADING)] = None
-    judge_base_url: Annotated[str | None, opt("--judge-base-url", help="LLM graders: OpenAI-compatible endpoint, e.g. https://api.openai.com/v1.", panel=GRADING)] = None
-    judge_model: Annotated[str | None, opt("--judge-model", help="LLM graders: model name for the endpoint.", panel=GRADING)] = None
-    judge_api_key_env: Annotated[str | None, opt("--judge-api-key-env", help="LLM graders: env var holding the endpoint's API key.", panel=GRADING)] = None
-    judge_command: Annotated[str | None, opt("--judge-command", help="LLM graders: a judge program (prompt on stdin, reply on stdout).", panel=GRADING)] = None
-    judge_model_path: Annotated[Path | None, opt("--judge-model-path", help="--judge local: the GGUF model file to serve.", panel=GRADING)] = None
-    no_cache: Annotated[bool, opt("--no-cache", help="LLM graders: ask the judge every time; keep nothing in the model cache.", panel=GRADING)] = False
+    grader: Annotated[
+        list[str] | None,
+        opt(
+            "--grader",
+            "-g",
+            help="Grader: PATH, FILE.py:FUNC, module:FUNC, builtin:NAME, worker:PATH; NAME=SPEC names it (repeatable).",
+            panel=GRADING,
+        ),
+    ] = None
+    grader_config: Annotated[
+        list[str] | None, opt("--grader-config", help="NAME=JSON config for a grader (bare JSON with one grader).", panel=GRADING)
+    ] = None
+    grader_weight: Annotated[
+        list[str] | None, opt("--grader-weight", help="NAME=W weight in the aggregate score (default 1).", panel=GRADING)
+    ] = None
+    grader_timeout: Annotated[
+        float, opt("--grader-timeout", help="Seconds a grader may take per result.", panel=GRADING, parser=positive_seconds)
+    ] = 60.0
+    isolate: Annotated[
+        bool, opt("--isolate", help="Run built-in graders as subprocesses instead of in-process.", panel=GRADING)
+    ] = False
+    judge: Annotated[
+        str | None,
+        opt("--judge", help="LLM graders: 'local' starts a local model server as their judge (no API key).", panel=GRADING),
+    ] = None
+    judge_base_url: Annotated[
+        str | None,
+        opt("--judge-base-url", help="LLM graders: OpenAI-compatible endpoint, e.g. https://api.openai.com/v1.", panel=GRADING),
+    ] = None
+    judge_model: Annotated[str | None, opt("--judge-model", help="LLM graders: model name for the endpoint.", panel=GRADING)] = (
+        None
+    )
+    judge_api_key_env: Annotated[
+        str | None, opt("--judge-api-key-env", help="LLM graders: env var holding the endpoint's API key.", panel=GRADING)
+    ] = None
+    judge_command: Annotated[
+        str | None, opt("--judge-command", help="LLM graders: a judge program (prompt on stdin, reply on stdout).", panel=GRADING)
+    ] = None
+    judge_model_path: Annotated[
+        Path | None, opt("--judge-model-path", help="--judge local: the GGUF model file to serve.", panel=GRADING)
+    ] = None
+    no_cache: Annotated[
+        bool, opt("--no-cache", help="LLM graders: ask the judge every time; keep nothing in the model cache.", panel=GRADING)
+    ] = False
 
     def specs(self, *, judge: bool = True) -> list[GraderSpecT]:
         """Every ``--grader`` parsed into an API spec, judge options merged in (unless ``judge`` is false):
@@ -199,10 +267,31 @@ class GraderOptions:
 @dataclasses.dataclass
 class OutputOptions:
     output: Annotated[str, opt("-o", "--output", help="Results JSONL file, or - for stdout.", panel=OUTPUT)] = "-"
-    resume: Annotated[bool, opt("--resume", help="Skip results already in -o FILE (a torn last line is repaired).", panel=OUTPUT)] = False
-    progress: Annotated[bool | None, opt("--progress/--no-progress", help="Progress bar on stderr (default: when stderr is a terminal).", panel=OUTPUT, show_default=False)] = None
-    fail_under: Annotated[str | None, opt("--fail-under", help="Exit 1 below these: pass_rate=0.8,score=0.5.", panel=OUTPUT)] = None
-    max_line_mb: Annotated[int, opt("--max-line-mb", help="Longest input line read, in MB (an endless line is an error, not endless memory).", panel=OUTPUT, min=1, max=1 << 20)] = DEFAULT_MAX_LINE_MB
+    resume: Annotated[
+        bool, opt("--resume", help="Skip results already in -o FILE (a torn last line is repaired).", panel=OUTPUT)
+    ] = False
+    progress: Annotated[
+        bool | None,
+        opt(
+            "--progress/--no-progress",
+            help="Progress bar on stderr (default: when stderr is a terminal).",
+            panel=OUTPUT,
+            show_default=False,
+        ),
+    ] = None
+    fail_under: Annotated[str | None, opt("--fail-under", help="Exit 1 below these: pass_rate=0.8,score=0.5.", panel=OUTPUT)] = (
+        None
+    )
+    max_line_mb: Annotated[
+        int,
+        opt(
+            "--max-line-mb",
+            help="Longest input line read, in MB (an endless line is an error, not endless memory).",
+            panel=OUTPUT,
+            min=1,
+            max=1 << 20,
+        ),
+    ] = DEFAULT_MAX_LINE_MB
 
     def __post_init__(self) -> None:
         set_max_line_mb(self.max_line_mb)  # every reader of this command honours it

@@ -16,7 +16,6 @@ import sys
 from collections.abc import Callable
 
 from waza.protocol.errors import WazaError
-
 from waza.runner.cli.runtime import EXIT_SIGNAL_BASE, fail
 
 

@@ -36,7 +36,6 @@ from waza.protocol.grading import GraderProtocolError, normalize_result, parse_r
 from waza.protocol.process import ProcessOutcome, Tail, exit_parts, reap, run_once, spawn
 from waza.protocol.records import PROTOCOL_VERSION, GraderResult, TrajectoryStep
 from waza.protocol.secrets import scrubbed_env
-
 from waza.runner.grading.build import builtin_argv
 from waza.runner.grading.grader_specs import parse_grader
 from waza.runner.grading.worker_pool import Worker, WorkerFault, decode_answer
@@ -82,7 +81,9 @@ def resolve(text: str, config: dict[str, Any] | None, worker: bool) -> Target:
     if spec.kind == "python":
         # Absolute, because the grader runs in the kit's scratch directory.
         target = str(Path(spec.target).resolve()) if spec.target.endswith(".py") else spec.target
-        return Target(text, [sys.executable, "-m", "waza.runner.grading.python_host", f"{target}:{spec.func}", *flag], worker, config or {})
+        return Target(
+            text, [sys.executable, "-m", "waza.runner.grading.python_host", f"{target}:{spec.func}", *flag], worker, config or {}
+        )
     return Target(text, spec.argv, worker or spec.kind == "worker", config or {})
 
 
@@ -140,14 +141,21 @@ def large_request(base: dict[str, Any]) -> dict[str, Any]:
     chunk = "log line with some tool output\n" * 1024
     count = LARGE_TRAJECTORY // len(chunk) + 1
     steps = [
-        TrajectoryStep(type="message", step_id=i, timestamp=i, turn=0, role="agent", content=chunk).to_dict() for i in range(count)
+        TrajectoryStep(type="message", step_id=i, timestamp=i, turn=0, role="agent", content=chunk).to_dict()
+        for i in range(count)
     ]
     return {**base, "id": "conformance-large", "trajectory": steps}
 
 
 def future_request(base: dict[str, Any]) -> dict[str, Any]:
     step = {**base["trajectory"][0], "futureStepField": {"x": 1}}
-    return {**base, "id": "conformance-future", "protocolExtension": {"nested": [1, 2, 3]}, "xVendor": "ignore me", "trajectory": [step]}
+    return {
+        **base,
+        "id": "conformance-future",
+        "protocolExtension": {"nested": [1, 2, 3]},
+        "xVendor": "ignore me",
+        "trajectory": [step],
+    }
 
 
 def sparse_request(base: dict[str, Any]) -> dict[str, Any]:
@@ -166,7 +174,14 @@ class Probe:
     outcome: ProcessOutcome
 
     def evidence(self) -> ConformanceEvidence:
-        return evidence(self.payload, self.outcome.stdout, self.outcome.code, self.outcome.signal, self.outcome.stderr_tail, self.outcome.duration_ms)
+        return evidence(
+            self.payload,
+            self.outcome.stdout,
+            self.outcome.code,
+            self.outcome.signal,
+            self.outcome.stderr_tail,
+            self.outcome.duration_ms,
+        )
 
     def result(self) -> GraderResult:
         """The decoded result, or GraderProtocolError saying why there is none."""
@@ -234,7 +249,9 @@ class Kit:
             raise ConfigError(f"cannot start {self.target.argv[0]!r}: {exc.strerror or exc}") from None
         return Probe(payload, outcome)
 
-    def verdict(self, rule_id: str, description: str, status: RuleStatus, reason: str, *probes: Probe, required: bool = True) -> None:
+    def verdict(
+        self, rule_id: str, description: str, status: RuleStatus, reason: str, *probes: Probe, required: bool = True
+    ) -> None:
         self.rules.append(
             ConformanceRule(
                 id=rule_id,
@@ -269,7 +286,9 @@ class Kit:
             self.expect_result("unicode", "handles non-ASCII, emoji and right-to-left text", unicode, "answered in valid UTF-8")
             large = await self.probe(large_request(base))
             self.expect_result(
-                "large-request", "answers a request with a 5 MB trajectory within the timeout", large,
+                "large-request",
+                "answers a request with a 5 MB trajectory within the timeout",
+                large,
                 f"answered in {large.outcome.duration_ms:.0f} ms",
             )
             await self.reports_errors()
@@ -301,13 +320,21 @@ class Kit:
             return
         lines = [line for line in raw.splitlines() if line.strip()]
         if self.target.worker and len(lines) != 1:
-            self.verdict("stdout-clean", description, "fail", f"{len(lines)} lines on stdout for one request; a worker answers with exactly one", probe)
+            self.verdict(
+                "stdout-clean",
+                description,
+                "fail",
+                f"{len(lines)} lines on stdout for one request; a worker answers with exactly one",
+                probe,
+            )
             return
         try:
             orjson.loads(raw)
         except orjson.JSONDecodeError:
             stray = lines[0][:60].decode("utf-8", "replace")
-            self.verdict("stdout-clean", description, "fail", f"stdout holds more than one JSON document: stray output {stray!r}", probe)
+            self.verdict(
+                "stdout-clean", description, "fail", f"stdout holds more than one JSON document: stray output {stray!r}", probe
+            )
             return
         self.verdict("stdout-clean", description, "pass", "one JSON document and nothing else", probe)
 
@@ -323,7 +350,9 @@ class Kit:
             self.verdict("deterministic", description, "pass", "identical results", first, second, required=False)
         else:
             diff = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
-            self.verdict("deterministic", description, "warning", f"results differ in {', '.join(diff)}", first, second, required=False)
+            self.verdict(
+                "deterministic", description, "warning", f"results differ in {', '.join(diff)}", first, second, required=False
+            )
 
     async def sparse(self, base: dict[str, Any]) -> None:
         """Absent optional fields: a result, or an ``{"error"}`` answer saying what is missing; never a crash."""
@@ -334,19 +363,27 @@ class Kit:
         if problem is None:
             self.verdict("optional-absent", description, "pass", "a valid result", probe)
         elif refusal is not None:
-            self.verdict("optional-absent", description, "pass", f"answered {{\"error\": {refusal!r}}}: allowed when it needs an absent field", probe)
+            self.verdict(
+                "optional-absent",
+                description,
+                "pass",
+                f'answered {{"error": {refusal!r}}}: allowed when it needs an absent field',
+                probe,
+            )
         else:
             tip = 'to refuse a request it cannot grade, a grader answers {"error": "why"}'
             self.verdict("optional-absent", description, "fail", f"{problem}; {tip}", probe)
 
     async def reports_errors(self) -> None:
-        description = "signals a request it cannot grade (non-zero exit or {\"error\": ...}), never silence"
+        description = 'signals a request it cannot grade (non-zero exit or {"error": ...}), never silence'
         probe = await self.probe(b'{"protocol": "%s", "id": "conformance-truncated", "output": ' % PROTOCOL_VERSION.encode())
         signalled = self.signalled_error(probe)
         if signalled:
             self.verdict("reports-errors", description, "pass", f"signalled an error ({signalled})", probe)
         elif probe.failure() is None:
-            self.verdict("reports-errors", description, "warning", "graded a request that is not valid JSON", probe, required=False)
+            self.verdict(
+                "reports-errors", description, "warning", "graded a request that is not valid JSON", probe, required=False
+            )
         else:
             reason = probe.failure() or ""
             self.verdict("reports-errors", description, "fail", f"exited 0 without a result or an error: {reason}", probe)
@@ -358,7 +395,7 @@ class Kit:
             return None
         refusal = refused(out.stdout)
         if refusal is not None:
-            return f"answered {{\"error\": {refusal[:60]!r}}}"
+            return f'answered {{"error": {refusal[:60]!r}}}'
         if out.code:
             tail = out.stderr_tail.strip().splitlines()[-1:] or ["nothing on stderr"]
             return f"exit code {out.code}: {tail[0][:100]}"
@@ -372,7 +409,9 @@ class Kit:
         await self.after_reject(base)
         await self.exits_on_eof(base)
 
-    async def session(self, lines: list[bytes], body: Callable[[Worker, list[bytes]], Awaitable[str | None]]) -> tuple[str | None, ConformanceEvidence]:
+    async def session(
+        self, lines: list[bytes], body: Callable[[Worker, list[bytes]], Awaitable[str | None]]
+    ) -> tuple[str | None, ConformanceEvidence]:
         """Drive one worker process through ``body``; returns its problem (or None) and the evidence."""
         started = time.perf_counter()
         process = await spawn(self.target.argv, env=self.env)
@@ -394,7 +433,9 @@ class Kit:
                 tg.cancel_scope.cancel()
         sent = b"".join(lines)
         code, signal = exit_parts(process.returncode)
-        return problem, evidence(sent, b"".join(answers), code, signal, worker.stderr.text(), (time.perf_counter() - started) * 1000)
+        return problem, evidence(
+            sent, b"".join(answers), code, signal, worker.stderr.text(), (time.perf_counter() - started) * 1000
+        )
 
     async def echoes_request_id(self, base: dict[str, Any]) -> None:
         """Two requests on one process, each answer echoing its own ``requestId`` (protocol 2)."""
@@ -493,7 +534,14 @@ class Kit:
 
     def _worker_verdict(self, rule_id: str, description: str, problem: str | None, ok: str, ev: ConformanceEvidence) -> None:
         self.rules.append(
-            ConformanceRule(id=rule_id, description=description, required=True, status="fail" if problem else "pass", reason=problem or ok, evidence=[ev])
+            ConformanceRule(
+                id=rule_id,
+                description=description,
+                required=True,
+                status="fail" if problem else "pass",
+                reason=problem or ok,
+                evidence=[ev],
+            )
         )
 
 
@@ -549,5 +597,8 @@ def describe(report: ConformanceReport) -> str:
                     lines.append(f"        stderr:   {ev.stderr_tail.strip().splitlines()[-1][:160]!r}")
     counts = {s: sum(r.status == s for r in report.rules) for s in MARK}
     verdict = "conforms" if report.conforms else "does NOT conform"
-    lines += ["", f"{len(report.rules)} rules: {counts['pass']} passed, {counts['fail']} failed, {counts['warning']} warnings: {verdict}"]
+    lines += [
+        "",
+        f"{len(report.rules)} rules: {counts['pass']} passed, {counts['fail']} failed, {counts['warning']} warnings: {verdict}",
+    ]
     return "\n".join(lines)

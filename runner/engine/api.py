@@ -41,6 +41,7 @@ import anyio
 
 from waza.adapters import adapter_class
 from waza.adapters.base import Adapter, AdapterOptions
+from waza.protocol.agent_command import resolve_agent_command
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import (
     JsonlError,
@@ -56,16 +57,12 @@ from waza.protocol.trial_records import (
     TrialResult,
     TrialsSummary,
 )
-
-from waza.protocol.agent_command import resolve_agent_command
 from waza.runner.analysis.error_digest import ErrorDigest
-from waza.runner.grading.build import make_runner
-from waza.runner.grading.grader_runners import GraderRunner
+from waza.runner.analysis.passk import parse_k_values
+from waza.runner.analysis.trial_stats import SummaryBuilder
 from waza.runner.engine.datasets import TableOptions
 from waza.runner.engine.inputs import check_resumed, in_batches, prescan, prompt_cases, require_lines
-from waza.runner.grading.judges import finish as finish_judge
 from waza.runner.engine.outputs import ResultWriter, Tally, resume_state
-from waza.runner.analysis.passk import parse_k_values
 from waza.runner.engine.pipeline import (
     Executor,
     Settings,
@@ -89,7 +86,9 @@ from waza.runner.engine.trial_runs import (
     seeder,
     sidecar_path,
 )
-from waza.runner.analysis.trial_stats import SummaryBuilder
+from waza.runner.grading.build import make_runner
+from waza.runner.grading.grader_runners import GraderRunner
+from waza.runner.grading.judges import finish as finish_judge
 
 R = TypeVar("R")
 
@@ -137,9 +136,7 @@ def build_graders(graders: Sequence[GraderSpecT], timeouts: Timeouts) -> list[Gr
 def _workspaces(workspace: Workspace, *, fresh: bool = False) -> Workspaces:
     if workspace.root is not None:
         workspace.root.mkdir(parents=True, exist_ok=True)
-    return Workspaces(
-        cwd=workspace.cwd or Path.cwd(), root=workspace.root, fresh=workspace.fresh or fresh, keep=workspace.keep
-    )
+    return Workspaces(cwd=workspace.cwd or Path.cwd(), root=workspace.root, fresh=workspace.fresh or fresh, keep=workspace.keep)
 
 
 def _settings(
@@ -402,9 +399,7 @@ def run_one(
 ) -> CaptureResult:
     """Blocking :func:`arun_one`."""
     return anyio.run(
-        functools.partial(
-            arun_one, case, agent, graders, trial=trial, timeouts=timeouts, workspace=workspace, prepare=prepare
-        )
+        functools.partial(arun_one, case, agent, graders, trial=trial, timeouts=timeouts, workspace=workspace, prepare=prepare)
     )
 
 
@@ -705,9 +700,7 @@ def grade(
     output: Output | None = None,
 ) -> list[CaptureResult]:
     """Blocking :func:`agrade`."""
-    return _collect(
-        functools.partial(agrade, results, graders, timeouts=timeouts, concurrency=concurrency, output=output)
-    )
+    return _collect(functools.partial(agrade, results, graders, timeouts=timeouts, concurrency=concurrency, output=output))
 
 
 __all__ = [

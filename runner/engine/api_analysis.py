@@ -26,18 +26,17 @@ from waza.protocol.trial_records import (
     CalibrationReport,
     ErrorPolicy,
 )
-
 from waza.runner.analysis.agreement import Pair, agreement
-from waza.runner.engine.api import build_graders
 from waza.runner.analysis.calibration import StratifiedSample, items, reasoning, verdict
 from waza.runner.analysis.comparison import Bootstrap, labels_for, load_run
 from waza.runner.analysis.comparison import compare as compare_runs
-from waza.runner.grading.grader_runners import GraderRunner
+from waza.runner.analysis.runs import check_readable
+from waza.runner.engine.api import build_graders
 from waza.runner.engine.inputs import in_batches
 from waza.runner.engine.pipeline import entered, grade_stream
-from waza.runner.analysis.runs import check_readable
 from waza.runner.engine.specs import GraderSpecT, Timeouts
 from waza.runner.engine.trial_runs import check_policy
+from waza.runner.grading.grader_runners import GraderRunner
 
 Key = tuple[str, int | None]
 
@@ -64,7 +63,7 @@ def load_labels(path: str) -> tuple[dict[Key, CalibrationLabel], int]:
         else:
             labels[key] = label
     if not labels:
-        raise ConfigError(f"{display_name(path)}: no line has \"pass\" set to true or false yet")
+        raise ConfigError(f'{display_name(path)}: no line has "pass" set to true or false yet')
     return labels, unlabelled
 
 
@@ -115,7 +114,10 @@ class Comparisons:
 
 
 async def regrade(
-    scope: Iterable[CaptureResult], runners: list[GraderRunner], concurrency: int, judge: Callable[[CaptureResult, CaptureResult], None]
+    scope: Iterable[CaptureResult],
+    runners: list[GraderRunner],
+    concurrency: int,
+    judge: Callable[[CaptureResult, CaptureResult], None],
 ) -> None:
     """Grade a copy of every item with the new graders; ``judge`` gets (original, re-graded)."""
     originals: dict[int, CaptureResult] = {}
@@ -130,7 +132,6 @@ async def regrade(
         judge(originals.pop(id(new)), new)
 
     await grade_stream(copies(), runners, concurrency, judged)
-
 
 
 @dataclass

@@ -85,7 +85,9 @@ def detect_format(path: str | Path, given: str | None = None) -> PromptFormat:
         suffix = Path(str(path)).suffix.lower()
         fmt = "csv" if suffix == ".csv" else "parquet" if suffix in (".parquet", ".pq") else "jsonl"
     if fmt == "parquet" and str(path) == "-":
-        raise ConfigError("a Parquet file cannot be read from stdin (it is read from its end); give its path", field="--prompts-format")
+        raise ConfigError(
+            "a Parquet file cannot be read from stdin (it is read from its end); give its path", field="--prompts-format"
+        )
     return fmt
 
 
@@ -119,7 +121,9 @@ def _renames(header: list[str], columns: dict[str, str], source: str, error: typ
     return renames
 
 
-def _case(row: dict[str, Any], renames: dict[str, str], count: int, source: str, number: int, error: type[JsonlError]) -> PromptCase:
+def _case(
+    row: dict[str, Any], renames: dict[str, str], count: int, source: str, number: int, error: type[JsonlError]
+) -> PromptCase:
     record: dict[str, Any] = {"id": str(count)}
     metadata: dict[str, Any] = {}
     for column, value in row.items():

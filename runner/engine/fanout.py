@@ -22,9 +22,7 @@ R = TypeVar("R")
 Worker = Callable[[], contextlib.AbstractAsyncContextManager[Callable[[T], Awaitable[R]]]]
 
 
-async def fan_out(
-    items: AsyncIterator[T], worker: Worker[T, R], concurrency: int, sink: Callable[[R], Awaitable[None]]
-) -> None:
+async def fan_out(items: AsyncIterator[T], worker: Worker[T, R], concurrency: int, sink: Callable[[R], Awaitable[None]]) -> None:
     """Run each item through one of ``concurrency`` workers; each result goes to ``sink`` as it finishes.
 
     ``worker()`` is entered once per worker and yields the function that handles one item.

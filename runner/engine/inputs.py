@@ -30,7 +30,6 @@ import anyio.lowlevel
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import JsonlError, decode_line, display_name, iter_lines, open_input
 from waza.protocol.records import PromptCase
-
 from waza.runner.engine.datasets import TableOptions, detect_format, error_type, iter_table
 
 T = TypeVar("T")
@@ -125,9 +124,9 @@ def _seconds(value: float, unit: TimeoutUnit, where: JsonlError) -> float:
         return value / 1000
     if unit == "auto" and value >= AMBIGUOUS_TIMEOUT:
         raise type(where)(
-            where.source, where.line,
-            f"{value:g} is ambiguous: waza reads seconds, acp-harness files milliseconds; "
-            "pass --prompt-timeout-unit s or ms",
+            where.source,
+            where.line,
+            f"{value:g} is ambiguous: waza reads seconds, acp-harness files milliseconds; pass --prompt-timeout-unit s or ms",
             "timeout",
         )
     return value
@@ -173,9 +172,9 @@ def check_resumed(output: str, done: set[str], ids: set[str] | None, prompts: st
     stray = sorted(done - ids)
     if stray:
         raise ConfigError(
-            f"holds results for ids not in {display_name(prompts)} (first: {stray[0]!r}); "
-            "it belongs to another prompts file",
-            source=output, field="--resume",
+            f"holds results for ids not in {display_name(prompts)} (first: {stray[0]!r}); it belongs to another prompts file",
+            source=output,
+            field="--resume",
         )
 
 

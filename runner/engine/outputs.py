@@ -17,9 +17,8 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import JsonlError, dumps, iter_existing, repair_torn_tail
 from waza.protocol.records import CaptureResult
 from waza.protocol.secrets import Redactor
-
-from waza.runner.engine.cache_summary import print_cache_line
 from waza.runner.analysis.error_digest import ErrorDigest
+from waza.runner.engine.cache_summary import print_cache_line
 from waza.runner.engine.progress import Progress
 
 #: The gates ``--fail-under`` can set (parsed by ``cli.option_values.parse_gates``).

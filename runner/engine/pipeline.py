@@ -33,7 +33,6 @@ from waza.protocol.errors import AgentError, ConfigError, GraderError, WazaError
 from waza.protocol.grading import request_for, settle
 from waza.protocol.records import CaptureResult, Exit, Grade, PromptCase, Timing
 from waza.protocol.trajectory import TrajectoryBuilder
-
 from waza.runner.engine.fanout import fan_out
 from waza.runner.grading.grader_runners import GraderRunner
 

@@ -26,9 +26,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 from waza.adapters.base import AdapterOptions
 from waza.protocol.errors import ConfigError
-
-from waza.runner.grading.grader_specs import GraderSpec, check_python_target, resolve_argv
 from waza.runner.engine.inputs import TimeoutUnit
+from waza.runner.grading.grader_specs import GraderSpec, check_python_target, resolve_argv
 
 if TYPE_CHECKING:
     from waza.runner.grading.judges import JudgeChoice
@@ -327,7 +326,9 @@ class Judge(_Grader):
     def internal(self) -> GraderSpec:
         from waza.runner.grading.judges import apply
 
-        spec = Builtin(grader=self.grader, name=self.name, config=self.config, weight=self.weight, timeout=self.timeout).internal()
+        spec = Builtin(
+            grader=self.grader, name=self.name, config=self.config, weight=self.weight, timeout=self.timeout
+        ).internal()
         apply([spec], self.choice())
         return spec
 

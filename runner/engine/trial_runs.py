@@ -23,10 +23,9 @@ from waza.protocol.jsonl import JsonlWriter, dumps, read_records, repair_torn_ta
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.protocol.secrets import Redactor
 from waza.protocol.trial_records import ErrorPolicy, TrialEntry, TrialResult
-
 from waza.runner.analysis.error_digest import ErrorDigest
-from waza.runner.engine.progress import Progress
 from waza.runner.analysis.trial_stats import SummaryBuilder, trial_entry, trial_result
+from waza.runner.engine.progress import Progress
 
 SIDECAR_SUFFIX = ".trials.jsonl"
 

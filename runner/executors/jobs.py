@@ -30,10 +30,7 @@ from pathlib import Path
 
 from waza.protocol.errors import WazaError
 from waza.protocol.records import CaptureResult, PromptCase
-
 from waza.runner.engine.api import run_one
-from waza.runner.grading.grader_runners import GraderRunner
-from waza.runner.grading.grader_specs import resolve_argv
 from waza.runner.engine.pipeline import Settings, failed_result
 from waza.runner.engine.specs import (
     AgentSpec,
@@ -46,6 +43,8 @@ from waza.runner.engine.specs import (
     agent_spec,
     from_internal,
 )
+from waza.runner.grading.grader_runners import GraderRunner
+from waza.runner.grading.grader_specs import resolve_argv
 
 #: Agent options that name files the agent writes: always made absolute (the others only when they exist).
 _WRITTEN = frozenset({"raw_log"})

@@ -10,7 +10,6 @@ import orjson
 import typer
 
 from waza.protocol.errors import ConfigError
-
 from waza.runner.executors.ray_executor import RayOptions
 
 EXECUTION = "Execution"
@@ -22,12 +21,24 @@ def _opt(*names: str, help: str, **kw: Any) -> Any:
 
 @dataclasses.dataclass
 class ExecutorOptions:
-    executor: Annotated[str, _opt("--executor", help="local (this process) or ray (a Ray task per prompt × trial; pip install 'waza[ray]').")] = "local"
-    ray_address: Annotated[str | None, _opt("--ray-address", help="ray: join the cluster at ADDR (default: start an embedded local instance with -j CPUs).")] = None
+    executor: Annotated[
+        str, _opt("--executor", help="local (this process) or ray (a Ray task per prompt × trial; pip install 'waza[ray]').")
+    ] = "local"
+    ray_address: Annotated[
+        str | None,
+        _opt("--ray-address", help="ray: join the cluster at ADDR (default: start an embedded local instance with -j CPUs)."),
+    ] = None
     ray_num_cpus: Annotated[float | None, _opt("--ray-num-cpus", help="ray: CPUs each task reserves (default 1).")] = None
-    ray_resources: Annotated[str | None, _opt("--ray-resources", help='ray: other resources each task reserves, as JSON, e.g. \'{"GPU": 1}\'.')] = None
-    ray_in_flight: Annotated[int | None, _opt("--ray-in-flight", help="ray: tasks submitted at once (default: twice what the cluster runs at once).")] = None
-    ray_max_retries: Annotated[int | None, _opt("--ray-max-retries", help="ray: reruns of a task whose worker or node died, before it is an error (default 3).")] = None
+    ray_resources: Annotated[
+        str | None, _opt("--ray-resources", help="ray: other resources each task reserves, as JSON, e.g. '{\"GPU\": 1}'.")
+    ] = None
+    ray_in_flight: Annotated[
+        int | None, _opt("--ray-in-flight", help="ray: tasks submitted at once (default: twice what the cluster runs at once).")
+    ] = None
+    ray_max_retries: Annotated[
+        int | None,
+        _opt("--ray-max-retries", help="ray: reruns of a task whose worker or node died, before it is an error (default 3)."),
+    ] = None
 
     def ray(self, concurrency: int, *, cpus: int | None = None) -> RayOptions | None:
         """The Ray options (None: the local executor); an option that would do nothing is a ConfigError.
@@ -44,7 +55,9 @@ class ExecutorOptions:
         if self.executor != "ray":
             raise ConfigError(f"--executor takes local or ray, got {self.executor!r}")
         if self.ray_address is not None and concurrency != 1:
-            raise ConfigError("-j does nothing with --ray-address: the cluster's resources decide how many tasks run at once (see --ray-in-flight)")
+            raise ConfigError(
+                "-j does nothing with --ray-address: the cluster's resources decide how many tasks run at once (see --ray-in-flight)"
+            )
         return RayOptions(
             address=self.ray_address,
             cpus=None if self.ray_address is not None else (cpus or concurrency),

@@ -29,7 +29,6 @@ import anyio
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult
-
 from waza.runner.engine.pipeline import Settings, Sink, WorkItem, failed_result
 from waza.runner.engine.specs import GraderSpecT, Timeouts
 from waza.runner.executors.jobs import Job, agent_of, graders_of, pack, run_job, workspace_of
@@ -157,7 +156,9 @@ class RayExecutor:
                     try:
                         job, seed = jobs.of(item)
                     except Exception as exc:  # noqa: BLE001 - a workspace that cannot be made is this item's error
-                        await sink(failed_result(item.case, item.trial, settings.adapter.name, f"cannot prepare workspace: {exc}"))
+                        await sink(
+                            failed_result(item.case, item.trial, settings.adapter.name, f"cannot prepare workspace: {exc}")
+                        )
                         continue
                     pending[remote.remote(job, seed)] = item
                 if not pending:

@@ -25,7 +25,6 @@ from waza.protocol.grading import GraderProtocolError, error_grade, grade_from_r
 from waza.protocol.process import run_once
 from waza.protocol.records import Grade, GraderRequest
 from waza.protocol.secrets import scrubbed_env
-
 from waza.runner.grading.grader_specs import GraderSpec
 
 DEFAULT_TIMEOUT = 60.0
@@ -66,9 +65,7 @@ class GraderRunner:
 
     def _ok(self, value: Any, started: float) -> Grade:
         result = normalize_result(value)
-        return grade_from_result(
-            self.name, result, weight=self.spec.weight, duration_ms=(time.perf_counter() - started) * 1000
-        )
+        return grade_from_result(self.name, result, weight=self.spec.weight, duration_ms=(time.perf_counter() - started) * 1000)
 
     def _error(self, reason: str, started: float, details: dict[str, Any] | None = None) -> Grade:
         return error_grade(
@@ -170,6 +167,4 @@ class ProcessRunner(GraderRunner):
             result = parse_result_bytes(out.stdout)
         except GraderProtocolError as exc:
             return self._error(str(exc), started, details)
-        return grade_from_result(
-            self.name, result, weight=self.spec.weight, duration_ms=(time.perf_counter() - started) * 1000
-        )
+        return grade_from_result(self.name, result, weight=self.spec.weight, duration_ms=(time.perf_counter() - started) * 1000)

@@ -20,7 +20,6 @@ from typing import Any
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import Grade, GraderRequest
-
 from waza.runner.grading.grader_runners import GraderRunner
 from waza.runner.grading.grader_specs import GraderSpec
 
@@ -82,7 +81,9 @@ def apply(specs: list[GraderSpec], choice: JudgeChoice | None) -> None:
         return
     llm_specs = [s for s in specs if is_llm(s)]
     if not llm_specs:
-        flags = ", ".join("--no-cache" if k == "cache" else "--judge" + ("" if k == "judge" else "-" + k.replace("_", "-")) for k in given)
+        flags = ", ".join(
+            "--no-cache" if k == "cache" else "--judge" + ("" if k == "judge" else "-" + k.replace("_", "-")) for k in given
+        )
         raise ConfigError(f"{flags} does nothing without an LLM grader (builtin:llm, builtin:llm_comparison, builtin:prompt)")
     # A judge chosen on the command line replaces the one a config chose, not just some of its keys.
     replaced = DESTINATION_KEYS if DESTINATION_KEYS & set(given) else frozenset()

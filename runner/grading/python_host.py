@@ -22,7 +22,6 @@ import orjson
 from waza.protocol.codec import Record
 from waza.protocol.errors import ConfigError
 from waza.protocol.grading import echo_request_id
-
 from waza.runner.grading.build import import_callable
 from waza.runner.grading.grader_specs import parse_grader
 

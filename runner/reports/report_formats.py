@@ -15,19 +15,18 @@ import re
 import shutil
 import tempfile
 import xml.etree.ElementTree as ET
-from xml.sax.saxutils import quoteattr
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Protocol
+from xml.sax.saxutils import quoteattr
 
 from waza.protocol.records import CaptureResult
 from waza.protocol.trial_records import TrialResult
-
 from waza.runner.analysis.attempts import Attempt, attempts, trials_status
-from waza.runner.reports.markdown import cell, num, one_line, table
 from waza.runner.analysis.runs import ResultsFile
 from waza.runner.analysis.summaries import step_line, summarize, summary_markdown
+from waza.runner.reports.markdown import cell, num, one_line, table
 
 SPOOL_IN_MEMORY = 8 * 1024 * 1024
 
@@ -163,8 +162,22 @@ class MarkdownReport:
 # ---------------------------------------------------------------- CSV
 
 CSV_COLUMNS = [
-    "id", "trial", "status", "pass", "score", "duration_ms", "first_response_ms", "turns", "tool_calls",
-    "failed_tool_calls", "input_tokens", "output_tokens", "grades", "reasoning", "errors", "output",
+    "id",
+    "trial",
+    "status",
+    "pass",
+    "score",
+    "duration_ms",
+    "first_response_ms",
+    "turns",
+    "tool_calls",
+    "failed_tool_calls",
+    "input_tokens",
+    "output_tokens",
+    "grades",
+    "reasoning",
+    "errors",
+    "output",
 ]
 
 
@@ -183,13 +196,26 @@ class CsvReport:
         writer = csv.writer(buf, lineterminator="\r\n")
         for a in entry.attempts:
             s = summarize(a, self.width)
-            writer.writerow([
-                s.id, s.trial, s.status, _flag(s.passed), s.score, s.duration, s.first_response, s.turns, s.tool_calls,
-                s.failed_tool_calls, s.input_tokens, s.output_tokens,
-                ";".join(f"{g.name}:{g.status}" for g in s.grades),
-                " | ".join(f"{g.name}: {g.reasoning}" for g in s.grades if g.status != "passed" and g.reasoning),
-                " | ".join(s.errors), s.output,
-            ])
+            writer.writerow(
+                [
+                    s.id,
+                    s.trial,
+                    s.status,
+                    _flag(s.passed),
+                    s.score,
+                    s.duration,
+                    s.first_response,
+                    s.turns,
+                    s.tool_calls,
+                    s.failed_tool_calls,
+                    s.input_tokens,
+                    s.output_tokens,
+                    ";".join(f"{g.name}:{g.status}" for g in s.grades),
+                    " | ".join(f"{g.name}: {g.reasoning}" for g in s.grades if g.status != "passed" and g.reasoning),
+                    " | ".join(s.errors),
+                    s.output,
+                ]
+            )
         return buf.getvalue().encode()
 
     def write(self, out: IO[bytes], title: str, rows: list[Row], totals: Totals, bodies: IO[bytes]) -> None:

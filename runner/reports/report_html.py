@@ -16,7 +16,6 @@ from typing import IO, Any
 import orjson
 
 from waza.protocol.records import Grade, TrajectoryStep
-
 from waza.runner.analysis.attempts import Attempt
 from waza.runner.reports.markdown import num
 from waza.runner.reports.report_formats import Entry, Row, Totals
@@ -70,7 +69,7 @@ def step_html(step: TrajectoryStep) -> str:
         return (
             f'<li class="step tool_call"><div class="meta">{e(meta)}{e(took)} · tool call</div>'
             f'<div class="tool"><span class="name">{e(step.name or "(unnamed)")}</span>{kind_label}{title} '
-            f'{badge(step.status or "pending")}</div>'
+            f"{badge(step.status or 'pending')}</div>"
             f"{_block('input', step.input)}{_block('output', step.output)}{_block('content', step.tool_content)}"
             f"{_block('locations', step.locations)}</li>"
         )
@@ -99,7 +98,7 @@ def grades_html(grades: list[Grade]) -> str:
         details = f"<details><summary>details</summary><pre>{pretty(g.details)}</pre></details>" if g.details else ""
         rows.append(
             f"<tr><td>{e(g.name)}</td><td>{badge(g.status)}</td><td>{num(g.score) if g.score is not None else ''}</td>"
-            f"<td>{g.weight:g}</td><td class=\"why\">{e(why)}{details}</td></tr>"
+            f'<td>{g.weight:g}</td><td class="why">{e(why)}{details}</td></tr>'
         )
     return (
         '<table class="grades"><thead><tr><th>grader</th><th>status</th><th>score</th><th>weight</th>'
@@ -147,7 +146,7 @@ def entry_html(entry: Entry) -> str:
         )
     return (
         f'<details class="prompt" id="p{entry.number}" data-status="{e(entry.status)}" data-id="{e(entry.id)}">'
-        f"{head}<div class=\"body\">{inner}</div></details>\n"
+        f'{head}<div class="body">{inner}</div></details>\n'
     )
 
 
@@ -218,7 +217,7 @@ class HtmlReport:
             f'<button data-filter="{s}">{s} ({totals.statuses[s]})</button>' for s in present
         )
         page_head = (
-            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
             "script-src 'unsafe-inline'; img-src data:\">"
             '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 from waza.protocol.records import CaptureResult
 from waza.protocol.suite_records import SuiteMetric, SuiteResult, SuiteSummary, SuiteTask, TriggerReport
-
 from waza.runner.suites import metrics
 from waza.runner.suites.models import Suite, Task
 

@@ -39,10 +39,14 @@ def expected_graders(expected: dict[str, Any]) -> list[tuple[str, GraderSpec]]:
     if "output_contains" in expected:
         out.append(("output_contains", _spec("output_contains", "text", {"contains": list(expected["output_contains"])})))
     if "output_not_contains" in expected:
-        out.append(("output_not_contains", _spec("output_not_contains", "text", {"not_contains": list(expected["output_not_contains"])})))
+        out.append(
+            ("output_not_contains", _spec("output_not_contains", "text", {"not_contains": list(expected["output_not_contains"])}))
+        )
     if "output_contains_any" in expected:
         either = "|".join(re.escape(s) for s in expected["output_contains_any"])
-        out.append(("output_contains_any", _spec("output_contains_any", "regex", {"must_match": [f"(?:{either})"], "flags": "i"})))
+        out.append(
+            ("output_contains_any", _spec("output_contains_any", "regex", {"must_match": [f"(?:{either})"], "flags": "i"}))
+        )
     if any(o.get("type") == "task_completed" for o in expected.get("outcomes", [])):
         out.append(("outcomes", _spec("outcomes", "code", {"assertions": list(TASK_COMPLETED)})))
     if "behavior" in expected:

@@ -21,7 +21,6 @@ from pathlib import Path
 
 from waza.graders._paths import PathEscape, check_relative, inside
 from waza.protocol.errors import ConfigError
-
 from waza.runner.suites.models import FixtureFile, Task
 
 

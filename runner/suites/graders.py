@@ -22,7 +22,6 @@ from waza.graders import canonical
 from waza.graders import load as load_builtin
 from waza.protocol import schemas
 from waza.protocol.errors import ConfigError
-
 from waza.runner.grading.build import make_runner
 from waza.runner.grading.grader_specs import GraderSpec
 from waza.runner.suites.located import Located, PathKey
@@ -59,10 +58,14 @@ def build(doc: Located, where: PathKey, raw: dict[str, Any], roots: Roots, notic
     except ConfigError as exc:
         raise doc.error((*where, "type"), exc.message) from None
     if canonical(kind) == "hint":
-        raise doc.error((*where, "type"), "the hint grader needs a prompt's hint, which suite tasks do not have; use expected.output_contains")
+        raise doc.error(
+            (*where, "type"), "the hint grader needs a prompt's hint, which suite tasks do not have; use expected.output_contains"
+        )
     config = dict(raw.get("config") or {})
     known = schemas.load(builtin_config.schema_name(canonical(kind))).get("properties", {})
-    folded = [k for k in FOLDED if k not in FOLDED_IF_KNOWN or k in known] + [k for k in FOLDED_IF_KNOWN if k not in FOLDED and k in known]
+    folded = [k for k in FOLDED if k not in FOLDED_IF_KNOWN or k in known] + [
+        k for k in FOLDED_IF_KNOWN if k not in FOLDED and k in known
+    ]
     for key in FOLDED_IF_KNOWN:
         if key in raw and key not in known and notices is not None:
             notices.append(grader_notice(doc, where, key, canonical(kind)))

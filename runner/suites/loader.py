@@ -18,7 +18,6 @@ from typing import Any
 from waza.adapters import adapter_class
 from waza.adapters.mock import ScriptError, parse_script
 from waza.protocol.errors import ConfigError
-
 from waza.runner.grading.build import make_runner
 from waza.runner.grading.grader_specs import GraderSpec
 from waza.runner.suites import fixtures, unsupported, validate
@@ -68,7 +67,9 @@ def load_suite(path: Path, *, context_dir: Path | None = None) -> Suite:
         metrics=_metrics(doc, raw.get("metrics", [])),
         notices=notices,
     )
-    suite.graders = [build(doc, ("graders", i), g, Roots(here, fixtures_root), notices) for i, g in enumerate(raw.get("graders", []))]
+    suite.graders = [
+        build(doc, ("graders", i), g, Roots(here, fixtures_root), notices) for i, g in enumerate(raw.get("graders", []))
+    ]
     _unique_names(doc, ("graders",), suite.graders, [])
     for task_file in _task_files(doc, here):
         suite.tasks.append(_task(task_file, fixtures_root, suite))
@@ -126,9 +127,7 @@ def _task_files(doc: Located, here: Path) -> list[Path]:
         raise doc.error((), "give tasks or tasks_from")
     for where, pattern in patterns:
         matched = sorted(
-            Path(p)
-            for p in glob.glob(str(here / pattern), recursive=True)
-            if Path(p).is_file() and Path(p).resolve() not in own
+            Path(p) for p in glob.glob(str(here / pattern), recursive=True) if Path(p).is_file() and Path(p).resolve() not in own
         )
         if not matched:
             raise doc.error(where, f"{pattern!r} matches no task file (relative to {here})")

@@ -91,7 +91,8 @@ def _build(loader: yaml.SafeLoader, node: yaml.Node, path: PathKey, out: Located
     if budget[0] < 0:
         raise ConfigError(
             f"expands to more than {MAX_NODES:,} values (YAML aliases repeat what they name); refused as an alias bomb",
-            source=out.source, line=node.start_mark.line + 1,
+            source=out.source,
+            line=node.start_mark.line + 1,
         )
     if len(path) > MAX_DEPTH:
         raise ConfigError(f"nested deeper than {MAX_DEPTH} levels", source=out.source, line=node.start_mark.line + 1)

@@ -24,15 +24,12 @@ from collections.abc import Callable, Iterator
 
 from waza.protocol.records import Grade
 from waza.protocol.suite_records import SuiteMetric, SuiteTask, TriggerReport
-
 from waza.runner.suites.models import BEHAVIOUR_GRADERS, Metric, Task
 
 Value = tuple[float | None, str]
 
 
-def compute(
-    metrics: list[Metric], tasks: list[tuple[Task, SuiteTask]], triggers: TriggerReport | None
-) -> list[SuiteMetric]:
+def compute(metrics: list[Metric], tasks: list[tuple[Task, SuiteTask]], triggers: TriggerReport | None) -> list[SuiteMetric]:
     out = []
     for metric in metrics:
         value, detail = (None, "disabled") if not metric.enabled else MEASURES.get(metric.name, _unknown)(tasks, triggers)
@@ -79,7 +76,9 @@ def trigger_accuracy(_: list[tuple[Task, SuiteTask]], triggers: TriggerReport | 
 
 
 def behavior_quality(tasks: list[tuple[Task, SuiteTask]], _: TriggerReport | None) -> Value:
-    scores = [0.0 if g.status == "error" else g.score for g in _grades(tasks, lambda t, g: t.grader_type(g.name) in BEHAVIOUR_GRADERS)]
+    scores = [
+        0.0 if g.status == "error" else g.score for g in _grades(tasks, lambda t, g: t.grader_type(g.name) in BEHAVIOUR_GRADERS)
+    ]
     scores = [s for s in scores if s is not None]
     if not scores:
         return None, "no behaviour grades in this run"

@@ -23,7 +23,6 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult
 from waza.protocol.secrets import Redactor
 from waza.protocol.suite_records import SuiteResult, SuiteTask
-
 from waza.runner.reports.markdown import cell, num, table
 
 KINDS = ("json", "junit", "markdown")

@@ -21,9 +21,8 @@ import anyio
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult
 from waza.protocol.suite_records import SuiteResult
-
-from waza.runner.engine.api import _as_stream, resolve_agent
 from waza.runner.analysis.error_digest import ErrorDigest
+from waza.runner.engine.api import _as_stream, resolve_agent
 from waza.runner.engine.outputs import ResultWriter, Tally
 from waza.runner.engine.pipeline import Executor, Settings, Sink, Workspaces, run_items
 from waza.runner.engine.progress import Progress, wanted

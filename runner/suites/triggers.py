@@ -14,7 +14,6 @@ from __future__ import annotations
 from waza.graders._trajectory import skills
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.protocol.suite_records import TriggerCase, TriggerReport
-
 from waza.runner.engine.pipeline import WorkItem
 from waza.runner.suites.models import TriggerPrompt, TriggerTests
 
@@ -29,7 +28,9 @@ def work_items(tests: TriggerTests) -> list[WorkItem]:
     for i, prompt in enumerate(tests.prompts):
         metadata = {"skill": tests.skill, "trigger": {"shouldTrigger": prompt.should_trigger, "confidence": prompt.confidence}}
         unknown = {"mock": prompt.mock} if prompt.mock is not None else {}
-        items.append(WorkItem(case=PromptCase(id=case_id(i), input=prompt.prompt, metadata=metadata, unknown=unknown), graders=[]))
+        items.append(
+            WorkItem(case=PromptCase(id=case_id(i), input=prompt.prompt, metadata=metadata, unknown=unknown), graders=[])
+        )
     return items
 
 

@@ -36,8 +36,20 @@ EXPECTED_KEYS = {
 }
 #: Task keys waza reads (anything else in a task file is the original's open schema).
 TASK_KEYS = frozenset(
-    {"id", "name", "description", "enabled", "tags", "timeout_seconds", "context_dir", "weight", "inputs", "expected",
-     "graders", "mock"}
+    {
+        "id",
+        "name",
+        "description",
+        "enabled",
+        "tags",
+        "timeout_seconds",
+        "context_dir",
+        "weight",
+        "inputs",
+        "expected",
+        "graders",
+        "mock",
+    }
 )
 
 

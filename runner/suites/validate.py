@@ -17,7 +17,6 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from waza.protocol import schemas
 from waza.protocol.errors import ConfigError
-
 from waza.runner.suites.located import Located, PathKey
 
 

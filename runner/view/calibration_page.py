@@ -12,7 +12,6 @@ from __future__ import annotations
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import JsonlError
 from waza.protocol.trial_records import Agreement, CalibrationReport
-
 from waza.runner.analysis.calibration import items
 from waza.runner.view.html import e, href, page, table
 from waza.runner.view.index import Registry
@@ -29,8 +28,12 @@ def _rate(value: float | None) -> str:
 
 def agreement_html(a: Agreement) -> str:
     c = a.confusion
-    picture = confusion((c.true_pass, c.false_pass, c.false_fail, c.true_fail), grader=a.grader, reference=a.reference,
-                        title=f"{a.grader} against {a.reference}")
+    picture = confusion(
+        (c.true_pass, c.false_pass, c.false_fail, c.true_fail),
+        grader=a.grader,
+        reference=a.reference,
+        title=f"{a.grader} against {a.reference}",
+    )
     rows = [
         f'<tr><td class="wrap">{e(d.id)}{"" if d.trial is None else f" #{d.trial}"}</td><td>{"pass" if d.verdict else "fail"}</td>'
         f'<td>{"pass" if d.reference else "fail"}</td><td class="wrap">{e(d.reasoning)}</td><td class="wrap">{e(d.notes)}</td></tr>'

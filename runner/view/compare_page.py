@@ -19,11 +19,10 @@ from waza.protocol.analysis_records import Difference, KDifference, PairedCompar
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import JsonlError
 from waza.protocol.records import TrajectoryStep
-
 from waza.runner.analysis.attempts import Attempt, attempts
 from waza.runner.analysis.comparison import Bootstrap, compare, load_run
-from waza.runner.reports.report_html import grades_html, step_html
 from waza.runner.analysis.summaries import step_text
+from waza.runner.reports.report_html import grades_html, step_html
 from waza.runner.view.html import badge, e, href, link, num, page, secs, table
 from waza.runner.view.index import Index, Registry
 from waza.runner.view.pages import clipped
@@ -46,9 +45,12 @@ def _runs(registry: Registry) -> list[Index]:
 def _picker(registry: Registry, a: str, b: str) -> str:
     def select(name: str, chosen: str, label: str) -> str:
         options = "".join(
-            f'<option value="{e(i.key)}"{" selected" if i.key == chosen else ""}>{e(i.key)} ({e(i.kind)})</option>' for i in _runs(registry)
+            f'<option value="{e(i.key)}"{" selected" if i.key == chosen else ""}>{e(i.key)} ({e(i.kind)})</option>'
+            for i in _runs(registry)
         )
-        return f'<label>{label} <select name="{name}" data-submit><option value="">choose a run</option>{options}</select></label>'
+        return (
+            f'<label>{label} <select name="{name}" data-submit><option value="">choose a run</option>{options}</select></label>'
+        )
 
     return (
         f'<form class="controls" method="get" action="/compare">{select("a", a, "baseline")}{select("b", b, "candidate")}'
@@ -63,7 +65,9 @@ def comparison(a: Index, b: Index) -> PairedComparison | str:
         if key in _cache:
             return _cache[key]
     try:
-        result: PairedComparison | str = compare(load_run(str(a.path), a.key, "exclude"), load_run(str(b.path), b.key, "exclude"), BOOT)
+        result: PairedComparison | str = compare(
+            load_run(str(a.path), a.key, "exclude"), load_run(str(b.path), b.key, "exclude"), BOOT
+        )
     except (JsonlError, ConfigError) as exc:
         result = str(exc)
     with _cache_lock:
@@ -120,7 +124,10 @@ def _delta_rows(c: PairedComparison, a: str, b: str, show: str) -> list[str]:
             )
     for name, ids, side in (("only-a", c.only_baseline, "baseline"), ("only-b", c.only_candidate, "candidate")):
         if show in ("", name):
-            rows += [f'<tr><td class="wrap">{e(i)}</td><td>only in the {side}</td><td></td><td></td><td></td></tr>' for i in ids[:SHOWN]]
+            rows += [
+                f'<tr><td class="wrap">{e(i)}</td><td>only in the {side}</td><td></td><td></td><td></td></tr>'
+                for i in ids[:SHOWN]
+            ]
     return rows
 
 
@@ -186,7 +193,8 @@ def marked_steps(left: Sequence[TrajectoryStep], right: Sequence[TrajectoryStep]
 
     def render(steps: Sequence[TrajectoryStep], changed: set[int]) -> str:
         return "".join(
-            step_html(s).replace('class="step ', 'class="step changed ', 1) if n in changed else step_html(s) for n, s in enumerate(steps)
+            step_html(s).replace('class="step ', 'class="step changed ', 1) if n in changed else step_html(s)
+            for n, s in enumerate(steps)
         )
 
     return render(left, changed_a), render(right, changed_b)
@@ -194,7 +202,7 @@ def marked_steps(left: Sequence[TrajectoryStep], right: Sequence[TrajectoryStep]
 
 def _side(label: str, key: str, a: Attempt | None, output: str, steps: str) -> str:
     if a is None:
-        return f"<div><h2>{e(label)}</h2><p class=\"empty\">Not in {e(key)}.</p></div>"
+        return f'<div><h2>{e(label)}</h2><p class="empty">Not in {e(key)}.</p></div>'
     trial = f" trial {a.trial}" if a.trial is not None else ""
     return (
         f'<div><h2>{e(label)}{e(trial)}</h2><p class="facts-line">{e(key)}</p><div class="facts">{badge(a.status)} score {num(a.score)} · {e(secs(a.duration) or "n/a")}</div>'

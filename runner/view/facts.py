@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 from waza.protocol.records import CaptureResult
 from waza.protocol.trial_records import TrialResult
-
 from waza.runner.analysis.attempts import attempts, trials_status
 from waza.runner.analysis.trial_stats import SummaryBuilder
 

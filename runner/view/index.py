@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 import orjson
+
 from waza.protocol.codec import RecordError
 from waza.protocol.records import CaptureResult
 from waza.protocol.suite_records import SuiteResult
 from waza.protocol.trial_records import CalibrationReport, TrialResult
-
 from waza.runner.analysis.runs import kind_of
 from waza.runner.view.facts import Fact, FileTotals, fact_of
 

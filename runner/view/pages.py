@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+
 from waza.protocol.records import CaptureResult, TrajectoryStep
 from waza.protocol.suite_records import SuiteResult
 from waza.protocol.trial_records import TrialResult, TrialsSummary
-
 from waza.runner.analysis.attempts import Attempt, attempts
 from waza.runner.reports.report_html import attempt_html
 from waza.runner.view.html import badge, e, href, link, num, page, secs, table, when
@@ -90,8 +90,18 @@ SORTS: dict[str, Callable[[RunRow], Any]] = {
     "date": lambda r: r.date or 0,
     "duration": lambda r: r.duration or 0,
 }
-RUN_COLUMNS = (("file", "file"), ("kind", "kind"), ("results", "results"), ("pass", "pass rate"), ("score", "mean score"),
-               ("errors", "errors"), ("", "agent / adapter"), ("", "graders"), ("date", "date"), ("duration", "duration"))
+RUN_COLUMNS = (
+    ("file", "file"),
+    ("kind", "kind"),
+    ("results", "results"),
+    ("pass", "pass rate"),
+    ("score", "mean score"),
+    ("errors", "errors"),
+    ("", "agent / adapter"),
+    ("", "graders"),
+    ("date", "date"),
+    ("duration", "duration"),
+)
 
 
 def _target(row: RunRow) -> str:
@@ -116,7 +126,7 @@ def _run_row(row: RunRow) -> str:
     return (
         f'<tr data-kind="{e(row.kind)}"><td class="wrap"><a href="{_target(row)}">{e(row.key)}</a>{state}</td><td>{e(row.kind)}</td>'
         f"<td>{row.results}</td><td>{rate}</td><td>{'' if row.mean_score is None else num(row.mean_score)}</td>"
-        f"<td>{row.errors or ''}</td><td class=\"wrap\">{e(row.adapters)}</td><td class=\"wrap\">{e(row.graders)}</td>"
+        f'<td>{row.errors or ""}</td><td class="wrap">{e(row.adapters)}</td><td class="wrap">{e(row.graders)}</td>'
         f"<td>{e(when(row.date))}</td><td>{e(secs(row.duration))}</td></tr>"
     )
 
@@ -147,8 +157,14 @@ def runs_page(registry: Registry, roots: list[str], sort: str, desc: bool, q: st
         f'<div class="controls"><form method="get" action="/"><input type="search" name="q" value="{e(q)}" placeholder="filter by file, adapter, grader">'
         f'<input type="hidden" name="sort" value="{e(sort)}"><input type="hidden" name="dir" value="{"desc" if desc else "asc"}">'
         '<button type="submit">filter</button></form></div>'
-        + table(heads, rows, "list runs", "runs").replace('<tbody id="runs">', f'<tbody id="runs" data-poll="{poll}" data-mode="replace">', 1)
-        + ("" if rows else '<p class="empty">No results files found yet (CaptureResult, TrialResult or suite files, *.jsonl / *.json).</p>')
+        + table(heads, rows, "list runs", "runs").replace(
+            '<tbody id="runs">', f'<tbody id="runs" data-poll="{poll}" data-mode="replace">', 1
+        )
+        + (
+            ""
+            if rows
+            else '<p class="empty">No results files found yet (CaptureResult, TrialResult or suite files, *.jsonl / *.json).</p>'
+        )
     )
     return page("Runs", body, active="/")
 
@@ -167,15 +183,25 @@ class Query:
 
     def link(self, **change: object) -> str:
         """This page's URL with some parameters changed (the page number back to 1 unless given)."""
-        params: dict[str, object] = {"f": self.key, "status": self.status, "q": self.q, "sort": self.sort,
-                                     "dir": "desc" if self.desc and self.sort else "", "page": None}
+        params: dict[str, object] = {
+            "f": self.key,
+            "status": self.status,
+            "q": self.q,
+            "sort": self.sort,
+            "dir": "desc" if self.desc and self.sort else "",
+            "page": None,
+        }
         params.update(change)
         return href("/run", **params)
 
 
 #: Sortable result columns: header, column name in :class:`Columns`, and the value meaning "unknown".
-RESULT_SORTS = {"score": ("score", "scores"), "duration": ("duration", "durations"), "tokens": ("tokens", "tokens"),
-                "tools": ("tool calls", "tools")}
+RESULT_SORTS = {
+    "score": ("score", "scores"),
+    "duration": ("duration", "durations"),
+    "tokens": ("tokens", "tokens"),
+    "tools": ("tool calls", "tools"),
+}
 
 
 def _sorted(index: Index, chosen: list[int], sort: str, desc: bool) -> list[int]:
@@ -344,12 +370,12 @@ def _suite_head(suite: SuiteResult) -> str:
     s = suite.summary
     metrics = [
         f"<tr><td>{e(m.name)}</td><td>{num(m.value)}</td><td>{num(m.threshold)}</td>"
-        f"<td>{badge('passed' if m.passed else 'failed') if m.passed is not None else ''}</td><td class=\"wrap\">{e(m.detail)}</td></tr>"
+        f'<td>{badge("passed" if m.passed else "failed") if m.passed is not None else ""}</td><td class="wrap">{e(m.detail)}</td></tr>'
         for m in suite.metrics
     ]
     missed = "".join(f"<li>{e(m)}</li>" for m in s.missed)
     return (
-        f'<p>{badge(s.status)} suite <b>{e(suite.suite)}</b> ({e(suite.file)}), adapter {e(suite.adapter)}: '
+        f"<p>{badge(s.status)} suite <b>{e(suite.suite)}</b> ({e(suite.file)}), adapter {e(suite.adapter)}: "
         f"{s.tasks} tasks, {s.passed} passed, {s.failed} failed, {s.errored} errored, {s.pending} pending; score {num(s.score)}</p>"
         + (table(["metric", "value", "threshold", "", "detail"], metrics, "list") if metrics else "")
         + (f'<ul class="problems">{missed}</ul>' if missed else "")
@@ -378,14 +404,24 @@ def run_page(index: Index, query: Query) -> str:
         problems = list(index.problems)
         bad = index.bad_lines
         document = index.document
-    head_cells = ["line", "id", "status"] + [_sort_head(query, key) for key in RESULT_SORTS] + (["passes/n"] if index.kind == "trials" else [])
+    head_cells = (
+        ["line", "id", "status"]
+        + [_sort_head(query, key) for key in RESULT_SORTS]
+        + (["passes/n"] if index.kind == "trials" else [])
+    )
     follows = not query.q and not query.sort and current == pages and index.kind != "suite"
     body_id = "rows"
     listing = table(head_cells, rows, "list", body_id)
     if follows:
         poll = href("/api/rows", f=index.key, status=query.status)
-        listing = listing.replace('<tbody id="rows">', f'<tbody id="rows" data-poll="{poll}" data-next="{count}" data-status-box="count">', 1)
-    what = f"{len(chosen)} of {count} results" + (f" matching “{e(query.q)}”" if query.q else "") + (f" with status {e(query.status)}" if query.status else "")
+        listing = listing.replace(
+            '<tbody id="rows">', f'<tbody id="rows" data-poll="{poll}" data-next="{count}" data-status-box="count">', 1
+        )
+    what = (
+        f"{len(chosen)} of {count} results"
+        + (f" matching “{e(query.q)}”" if query.q else "")
+        + (f" with status {e(query.status)}" if query.status else "")
+    )
     pager = ""
     if pages > 1:
         prev = f'<a href="{query.link(page=current - 1)}">« previous</a>' if current > 1 else ""
@@ -396,7 +432,7 @@ def run_page(index: Index, query: Query) -> str:
         more = f"<li>and {bad - len(problems)} more</li>" if bad > len(problems) else ""
         trouble = f'<ul class="problems">{"".join(f"<li>{e(p)}</li>" for p in problems)}{more}</ul>'
     body = (
-        f"<h1>{e(index.key)}</h1><p class=\"facts-line\">{e(index.kind)} file · {e(facts)}"
+        f'<h1>{e(index.key)}</h1><p class="facts-line">{e(index.kind)} file · {e(facts)}'
         f' · <a href="{href("/compare", a=index.key)}">compare with…</a></p>'
         + (_suite_head(document) if isinstance(document, SuiteResult) else "")
         + trouble
@@ -448,7 +484,8 @@ def attempts_html(record: CaptureResult | TrialResult) -> str:
     if len(tries) == 1 and tries[0].trial is None:
         return attempt_html(tries[0])
     return "".join(
-        f'<details class="trial" open><summary>trial {e(a.trial)} {badge(a.status)}</summary>{attempt_html(a)}</details>' for a in tries
+        f'<details class="trial" open><summary>trial {e(a.trial)} {badge(a.status)}</summary>{attempt_html(a)}</details>'
+        for a in tries
     )
 
 
@@ -472,6 +509,6 @@ def prompt_page(index: Index, i: int) -> str:
     body = (
         f'<div class="pager">{" ".join(nav)}</div>'
         f'<h1 class="pid">{e(clip(record.id, 2000))}</h1><p class="facts-line">{badge(status)} in {e(index.key)}{e(trials)}</p>'
-        f"{extra}<div class=\"prompt-body\">{attempts_html(record)}</div>"
+        f'{extra}<div class="prompt-body">{attempts_html(record)}</div>'
     )
     return page(record.id[:80], body, active="/")

@@ -101,7 +101,9 @@ def build_app(registry: Registry, roots: list[str], allowed_hosts: list[str]) ->
         if index is None or index.kind not in ("capture", "trials", "suite"):
             return not_found("No such run: pick one on the Runs page.")
         p = request.query_params
-        query = Query(index.key, p.get("status", ""), p.get("q", ""), _int(p.get("page"), 1), p.get("sort", ""), p.get("dir") == "desc")
+        query = Query(
+            index.key, p.get("status", ""), p.get("q", ""), _int(p.get("page"), 1), p.get("sort", ""), p.get("dir") == "desc"
+        )
         return HTMLResponse(run_page(index, query))
 
     def api_rows(request: Request) -> Response:
@@ -123,7 +125,10 @@ def build_app(registry: Registry, roots: list[str], allowed_hosts: list[str]) ->
         try:
             return HTMLResponse(prompt_page(index, i))
         except (OSError, ValueError) as exc:  # the file was replaced or cut since it was indexed
-            return HTMLResponse(page("Changed", f"<h1>The file changed</h1><p>{e(index.key)}: {e(exc)}; it is being indexed again.</p>"), status_code=409)
+            return HTMLResponse(
+                page("Changed", f"<h1>The file changed</h1><p>{e(index.key)}: {e(exc)}; it is being indexed again.</p>"),
+                status_code=409,
+            )
 
     def compare(request: Request) -> Response:
         p = request.query_params

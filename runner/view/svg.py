@@ -21,7 +21,14 @@ INK = "#1d2330"
 MUTED = "#6b7280"
 GRID = "#e5e7eb"
 BLUE = "#3b82f6"
-STATUS_COLOURS = {"passed": "#10b981", "failed": "#ef4444", "flaky": "#f59e0b", "error": "#d97706", "pending": "#6366f1", "ungraded": "#9ca3af"}
+STATUS_COLOURS = {
+    "passed": "#10b981",
+    "failed": "#ef4444",
+    "flaky": "#f59e0b",
+    "error": "#d97706",
+    "pending": "#6366f1",
+    "ungraded": "#9ca3af",
+}
 
 
 def _frame(title: str, body: str, label: str) -> str:
@@ -44,16 +51,24 @@ def _y_axis(top: float, label: str = "") -> str:
     for frac in (0.0, 0.5, 1.0):
         y = TOP + plot_h * (1 - frac)
         out.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="{GRID}"/>')
-        out.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" font-size="10" text-anchor="end" fill="{MUTED}">{e(_tick(top * frac))}</text>')
+        out.append(
+            f'<text x="{LEFT - 6}" y="{y + 4:.1f}" font-size="10" text-anchor="end" fill="{MUTED}">{e(_tick(top * frac))}</text>'
+        )
     if label:
-        out.append(f'<text x="12" y="{TOP + plot_h / 2:.1f}" font-size="10" fill="{MUTED}" transform="rotate(-90 12 {TOP + plot_h / 2:.1f})" text-anchor="middle">{e(label)}</text>')
+        out.append(
+            f'<text x="12" y="{TOP + plot_h / 2:.1f}" font-size="10" fill="{MUTED}" transform="rotate(-90 12 {TOP + plot_h / 2:.1f})" text-anchor="middle">{e(label)}</text>'
+        )
     return "".join(out)
 
 
-def histogram(values: Sequence[float], *, title: str, unit: str = "", bins: int = 20, lo: float | None = None, hi: float | None = None) -> str:
+def histogram(
+    values: Sequence[float], *, title: str, unit: str = "", bins: int = 20, lo: float | None = None, hi: float | None = None
+) -> str:
     """Counts of ``values`` in equal-width bins between lo and hi (default: their min and max)."""
     if not values:
-        return _frame(title, f'<text x="{W / 2}" y="{H / 2}" font-size="12" text-anchor="middle" fill="{MUTED}">no values</text>', title)
+        return _frame(
+            title, f'<text x="{W / 2}" y="{H / 2}" font-size="12" text-anchor="middle" fill="{MUTED}">no values</text>', title
+        )
     low = min(values) if lo is None else lo
     high = max(values) if hi is None else hi
     if high <= low:
@@ -77,8 +92,12 @@ def histogram(values: Sequence[float], *, title: str, unit: str = "", bins: int 
             )
     for frac in (0.0, 0.5, 1.0):
         x = LEFT + plot_w * frac
-        out.append(f'<text x="{x:.1f}" y="{H - BOTTOM + 14}" font-size="10" text-anchor="middle" fill="{MUTED}">{e(_tick(low + (high - low) * frac))}</text>')
-    out.append(f'<text x="{LEFT + plot_w / 2:.1f}" y="{H - 8}" font-size="10" text-anchor="middle" fill="{MUTED}">{e(unit)} ({len(values)} values)</text>')
+        out.append(
+            f'<text x="{x:.1f}" y="{H - BOTTOM + 14}" font-size="10" text-anchor="middle" fill="{MUTED}">{e(_tick(low + (high - low) * frac))}</text>'
+        )
+    out.append(
+        f'<text x="{LEFT + plot_w / 2:.1f}" y="{H - 8}" font-size="10" text-anchor="middle" fill="{MUTED}">{e(unit)} ({len(values)} values)</text>'
+    )
     return _frame(title, "".join(out), title)
 
 
@@ -90,10 +109,14 @@ def bars(rows: Sequence[tuple[str, float | None, str]], *, title: str) -> str:
     out = []
     for i, (label, rate, text) in enumerate(rows):
         y = TOP + 22 * i
-        out.append(f'<text x="{label_w - 6}" y="{y + 14}" font-size="11" text-anchor="end" fill="{INK}">{e(label[:24])}<title>{e(label)}</title></text>')
+        out.append(
+            f'<text x="{label_w - 6}" y="{y + 14}" font-size="11" text-anchor="end" fill="{INK}">{e(label[:24])}<title>{e(label)}</title></text>'
+        )
         out.append(f'<rect x="{label_w}" y="{y + 3}" width="{plot_w}" height="14" fill="{GRID}"/>')
         if rate is not None:
-            out.append(f'<rect x="{label_w}" y="{y + 3}" width="{plot_w * max(0.0, min(rate, 1.0)):.1f}" height="14" fill="{STATUS_COLOURS["passed"]}"/>')
+            out.append(
+                f'<rect x="{label_w}" y="{y + 3}" width="{plot_w * max(0.0, min(rate, 1.0)):.1f}" height="14" fill="{STATUS_COLOURS["passed"]}"/>'
+            )
         out.append(f'<text x="{label_w + plot_w + 6}" y="{y + 14}" font-size="11" fill="{MUTED}">{e(text)}</text>')
     return (
         f'<svg class="chart" viewBox="0 0 {W} {height}" role="img" aria-label="{e(title)}" xmlns="http://www.w3.org/2000/svg">'
@@ -120,7 +143,9 @@ def k_curves(series: Sequence[Series], *, title: str) -> str:
     """Estimates against k in [0, 1], each with its interval as a vertical whisker."""
     ks = sorted({p.k for s in series for p in s.points})
     if not ks:
-        return _frame(title, f'<text x="{W / 2}" y="{H / 2}" font-size="12" text-anchor="middle" fill="{MUTED}">no estimates</text>', title)
+        return _frame(
+            title, f'<text x="{W / 2}" y="{H / 2}" font-size="12" text-anchor="middle" fill="{MUTED}">no estimates</text>', title
+        )
     plot_w, plot_h = W - LEFT - RIGHT - 70, H - TOP - BOTTOM
     span = max(ks[-1] - ks[0], 1)
 
@@ -160,8 +185,12 @@ def confusion(cells: tuple[int, int, int, int], *, grader: str, reference: str, 
         f'<text x="{x0 - 64}" y="{y0 + size + 4}" font-size="11" text-anchor="middle" fill="{MUTED}" transform="rotate(-90 {x0 - 64} {y0 + size})">{e(grader[:30])} says</text>',
     ]
     for col, name in enumerate(("pass", "fail")):
-        out.append(f'<text x="{x0 + size * col + size / 2}" y="{y0 + 2 * size + 16}" font-size="11" text-anchor="middle" fill="{INK}">{name}</text>')
-        out.append(f'<text x="{x0 - 8}" y="{y0 + size * col + size / 2 + 4}" font-size="11" text-anchor="end" fill="{INK}">{name}</text>')
+        out.append(
+            f'<text x="{x0 + size * col + size / 2}" y="{y0 + 2 * size + 16}" font-size="11" text-anchor="middle" fill="{INK}">{name}</text>'
+        )
+        out.append(
+            f'<text x="{x0 - 8}" y="{y0 + size * col + size / 2 + 4}" font-size="11" text-anchor="end" fill="{INK}">{name}</text>'
+        )
     # rows: grader pass / fail; columns: reference pass / fail
     grid = [[(tp, True), (fp, False)], [(fn, False), (tn, True)]]
     for r, row in enumerate(grid):

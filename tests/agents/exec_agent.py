@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """A scripted exec-adapter agent for tests: what it does is chosen by words in the prompt.
 
-  "crash"        prints part of an answer, then exits 3
-  "hang"         prints a line, then sleeps for a minute
-  "slow"         sleeps 0.3 s, then answers
-  "stderr"       writes 2 MB to stderr, then answers
-  "events"       prints JSONL trajectory events (use with --events)
-  "name is X"    remembers X; "what is my name" answers from WAZA_HISTORY
-  anything else  answers "echo: <prompt>"
+"crash"        prints part of an answer, then exits 3
+"hang"         prints a line, then sleeps for a minute
+"slow"         sleeps 0.3 s, then answers
+"stderr"       writes 2 MB to stderr, then answers
+"events"       prints JSONL trajectory events (use with --events)
+"name is X"    remembers X; "what is my name" answers from WAZA_HISTORY
+anything else  answers "echo: <prompt>"
 """
 
 import json

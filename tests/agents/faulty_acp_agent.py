@@ -69,11 +69,14 @@ class FaultyAgent(Agent):
         while True:
             message = self.read()
             if message.get("method") == "session/cancel":
-                res, _ = self.call("session/request_permission", {
-                    "sessionId": sid,
-                    "toolCall": {"toolCallId": "late", "title": "after cancel", "kind": "edit"},
-                    "options": [{"optionId": "yes", "name": "Allow", "kind": "allow_once"}],
-                })
+                res, _ = self.call(
+                    "session/request_permission",
+                    {
+                        "sessionId": sid,
+                        "toolCall": {"toolCallId": "late", "title": "after cancel", "kind": "edit"},
+                        "options": [{"optionId": "yes", "name": "Allow", "kind": "allow_once"}],
+                    },
+                )
                 self.say(sid, f"after cancel: {(res or {}).get('outcome', {}).get('outcome')}", parts=1)
 
     def do_emit(self, sid, session, verb, rest, result):
@@ -108,12 +111,21 @@ class FaultyAgent(Agent):
             rid = f"p{i}"
             kind, title = ("execute", f"rm {i}") if i % 4 == 0 else ("read", f"ls {i}")
             ids.append(rid)
-            self.send({"jsonrpc": "2.0", "id": rid, "method": "session/request_permission", "params": {
-                "sessionId": sid,
-                "toolCall": {"toolCallId": f"t{i}", "title": title, "kind": kind},
-                "options": [{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
-                            {"optionId": "no", "name": "Reject", "kind": "reject_once"}],
-            }})
+            self.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "method": "session/request_permission",
+                    "params": {
+                        "sessionId": sid,
+                        "toolCall": {"toolCallId": f"t{i}", "title": title, "kind": kind},
+                        "options": [
+                            {"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+                            {"optionId": "no", "name": "Reject", "kind": "reject_once"},
+                        ],
+                    },
+                }
+            )
         answers: dict[str, str] = {}
         while len(answers) < len(ids):
             message = self.read()

@@ -148,30 +148,54 @@ class Agent:
     def do_tool(self, sid, session, verb, rest, result):
         tid, _, outcome = rest.partition(" ")
         path = f"{session['cwd']}/notes.txt"
-        self.update(sid, {"sessionUpdate": "tool_call", "toolCallId": tid, "title": "Read notes.txt", "kind": "read",
-                          "status": "pending", "rawInput": {"path": path}, "locations": [{"path": path, "line": 1}]})
+        self.update(
+            sid,
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": tid,
+                "title": "Read notes.txt",
+                "kind": "read",
+                "status": "pending",
+                "rawInput": {"path": path},
+                "locations": [{"path": path, "line": 1}],
+            },
+        )
         self.update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": tid, "status": "in_progress"})
         status = "failed" if outcome == "fail" else "completed"
-        self.update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": tid, "status": status,
-                          "rawOutput": {"ok": status == "completed"},
-                          "content": [{"type": "content", "content": {"type": "text", "text": "notes"}},
-                                      {"type": "diff", "path": path, "oldText": "a", "newText": "b"}]})
+        self.update(
+            sid,
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": tid,
+                "status": status,
+                "rawOutput": {"ok": status == "completed"},
+                "content": [
+                    {"type": "content", "content": {"type": "text", "text": "notes"}},
+                    {"type": "diff", "path": path, "oldText": "a", "newText": "b"},
+                ],
+            },
+        )
 
     def do_plan(self, sid, session, verb, rest, result):
-        entries = [{"content": "look", "priority": "high", "status": "pending"},
-                   {"content": "answer", "priority": "medium", "status": "pending"}]
+        entries = [
+            {"content": "look", "priority": "high", "status": "pending"},
+            {"content": "answer", "priority": "medium", "status": "pending"},
+        ]
         self.update(sid, {"sessionUpdate": "plan", "entries": entries})
         entries[0] = {**entries[0], "status": "completed"}
         self.update(sid, {"sessionUpdate": "plan", "entries": entries})
 
     def do_usage(self, sid, session, verb, rest, result):
-        self.update(sid, {"sessionUpdate": "usage_update", "used": 1200, "size": 200000,
-                          "cost": {"amount": 0.25, "currency": "USD"}})
+        self.update(
+            sid, {"sessionUpdate": "usage_update", "used": 1200, "size": 200000, "cost": {"amount": 0.25, "currency": "USD"}}
+        )
         result["usage"] = {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15, "thoughtTokens": 2}
 
     def do_extras(self, sid, session, verb, rest, result):
-        self.update(sid, {"sessionUpdate": "available_commands_update",
-                          "availableCommands": [{"name": "test", "description": "run tests"}]})
+        self.update(
+            sid,
+            {"sessionUpdate": "available_commands_update", "availableCommands": [{"name": "test", "description": "run tests"}]},
+        )
         self.update(sid, {"sessionUpdate": "current_mode_update", "currentModeId": "code"})
         self.update(sid, {"sessionUpdate": "future_update_kind", "payload": {"x": 1}})
 
@@ -179,13 +203,18 @@ class Agent:
         kind, _, title = rest.partition(" ")
         tid = f"perm-{uuid.uuid4().hex[:6]}"
         self.update(sid, {"sessionUpdate": "tool_call", "toolCallId": tid, "title": title, "kind": kind, "status": "pending"})
-        res, err = self.call("session/request_permission", {
-            "sessionId": sid,
-            "toolCall": {"toolCallId": tid, "title": title, "kind": kind},
-            "options": [{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
-                        {"optionId": "always", "name": "Always", "kind": "allow_always"},
-                        {"optionId": "no", "name": "Reject", "kind": "reject_once"}],
-        })
+        res, err = self.call(
+            "session/request_permission",
+            {
+                "sessionId": sid,
+                "toolCall": {"toolCallId": tid, "title": title, "kind": kind},
+                "options": [
+                    {"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+                    {"optionId": "always", "name": "Always", "kind": "allow_always"},
+                    {"optionId": "no", "name": "Reject", "kind": "reject_once"},
+                ],
+            },
+        )
         outcome = (res or {}).get("outcome", {})
         self.say(sid, f"permission: {outcome.get('outcome')} {outcome.get('optionId', '')}".strip())
 
@@ -329,8 +358,12 @@ class Agent:
 
     # -- main loop --------------------------------------------------------------
     def serve(self) -> None:
-        methods = {"initialize": self.initialize, "authenticate": self.authenticate,
-                   "session/new": self.new_session, "session/prompt": self.prompt}
+        methods = {
+            "initialize": self.initialize,
+            "authenticate": self.authenticate,
+            "session/new": self.new_session,
+            "session/prompt": self.prompt,
+        }
         while True:
             message = self.read()
             if "id" not in message:
@@ -343,7 +376,9 @@ class Agent:
             try:
                 self.send({"jsonrpc": "2.0", "id": message["id"], "result": handler(message["params"])})
             except Stop:
-                self.send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32000, "message": "authentication required"}})
+                self.send(
+                    {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32000, "message": "authentication required"}}
+                )
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """A judge command for the LLM graders in tests: reads the prompt, always answers a 4 out of 5 with a reason."""
+
 import json
 import sys
 

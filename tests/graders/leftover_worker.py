@@ -7,6 +7,7 @@ stray line first, then every answer when the next request arrives. Without
 request ids waza takes each line for the answer to the request in flight, and
 the first bad result passes on the stray line.
 """
+
 import json
 import sys
 

@@ -5,6 +5,7 @@ Every good answer names the id it answers and the worker's pid in ``outcome``,
 so a test can see that no answer went to the wrong request and when a worker
 was replaced.
 """
+
 import json
 import os
 import sys
@@ -27,7 +28,9 @@ for line in sys.stdin:
         print("this is not json", flush=True)
         continue
     if rid.startswith("double"):
-        print(json.dumps({"requestId": echo, "pass": True, "score": 1}) + "\n" + json.dumps({"pass": True, "score": 1}), flush=True)
+        print(
+            json.dumps({"requestId": echo, "pass": True, "score": 1}) + "\n" + json.dumps({"pass": True, "score": 1}), flush=True
+        )
         continue
     if rid.startswith("wrongid"):
         print(json.dumps({"id": "someone-else", "requestId": echo, "pass": True, "score": 1}), flush=True)
@@ -43,5 +46,12 @@ for line in sys.stdin:
         print(json.dumps({"requestId": echo, "error": "cannot grade this one"}), flush=True)
         continue
     found = request.get("hint", "") in request.get("output", "")
-    answer = {"id": rid, "requestId": echo, "pass": found, "score": 1.0 if found else 0.0, "reasoning": f"graded {rid}", "outcome": {"pid": os.getpid(), "for": rid}}
+    answer = {
+        "id": rid,
+        "requestId": echo,
+        "pass": found,
+        "score": 1.0 if found else 0.0,
+        "reasoning": f"graded {rid}",
+        "outcome": {"pid": os.getpid(), "for": rid},
+    }
     print(json.dumps(answer), flush=True)

@@ -9,7 +9,6 @@ import typer
 
 from waza.adapters.headless_schema import load_schema, shipped
 from waza.protocol.errors import ConfigError
-
 from waza.runner.cli.runtime import EXIT_OK, EXIT_USAGE
 
 HELP = """Check a headless adapter schema: its shape (schemas/adapter-headless.json),

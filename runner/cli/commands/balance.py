@@ -8,13 +8,12 @@ import typer
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import dumps
-
 from waza.runner.analysis.coverage import balance, balance_markdown
-from waza.runner.engine.inputs import iter_prompts
 from waza.runner.analysis.runs import check_readable
-from waza.runner.engine.sink import output_stream
-from waza.runner.cli.sync_command import run_sync
 from waza.runner.cli.option_values import finite_number
+from waza.runner.cli.sync_command import run_sync
+from waza.runner.engine.inputs import iter_prompts
+from waza.runner.engine.sink import output_stream
 
 HELP = """Count prompts per value of a metadata key, flag under-represented values, suggest what to add.
 
@@ -38,7 +37,10 @@ def register(app: typer.Typer) -> None:
         prompts: Annotated[str, typer.Argument(help="Prompts JSONL (results files work too), or - for stdin.")] = "-",
         key: Annotated[str, typer.Option("--key", "-k", help="Metadata key to count prompts by.")] = "category",
         expect: Annotated[list[str] | None, typer.Option("--expect", help="A value that should be covered (repeatable).")] = None,
-        threshold: Annotated[float, typer.Option("--threshold", help="Under-represented below this share of the mean count.", parser=finite_number(0, 1))] = 0.5,
+        threshold: Annotated[
+            float,
+            typer.Option("--threshold", help="Under-represented below this share of the mean count.", parser=finite_number(0, 1)),
+        ] = 0.5,
         markdown: Annotated[bool, typer.Option("--markdown", help="Write Markdown for people instead of JSON.")] = False,
         output: Annotated[str, typer.Option("-o", "--output", help="Write here instead of stdout.")] = "-",
     ) -> None:

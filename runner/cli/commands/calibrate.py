@@ -27,18 +27,17 @@ from waza.protocol.jsonl import (
     dumps,
 )
 from waza.protocol.trial_records import CalibrationReport
-
-from waza.runner.engine.api_analysis import CalibrationRun, show_key
 from waza.runner.analysis.calibration import (
     StratifiedSample,
     items,
     markdown_sheet,
     sheet_item,
 )
-from waza.runner.cli.options import GraderOptions, with_groups
 from waza.runner.analysis.runs import check_readable
 from waza.runner.cli.option_values import finite_number
+from waza.runner.cli.options import GraderOptions, with_groups
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
+from waza.runner.engine.api_analysis import CalibrationRun, show_key
 from waza.runner.engine.specs import Timeouts
 
 SHOWN_DISAGREEMENTS = 10
@@ -78,7 +77,9 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option("--seed", help="Seed of the sample.")] = 0,
         labels: Annotated[str | None, typer.Option("--labels", help="The labelled sheet (JSONL with pass true/false).")] = None,
         markdown: Annotated[Path | None, typer.Option("--markdown", help="Also write the sheet as Markdown to FILE.")] = None,
-        min_kappa: Annotated[float | None, typer.Option("--min-kappa", help="Exit 1 when kappa is below this.", parser=finite_number(-1, 1))] = None,
+        min_kappa: Annotated[
+            float | None, typer.Option("--min-kappa", help="Exit 1 when kappa is below this.", parser=finite_number(-1, 1))
+        ] = None,
         concurrency: Annotated[int, typer.Option("-j", "--concurrency", help="Items re-graded at once.", min=1)] = 1,
         output: Annotated[str, typer.Option("-o", "--output", help="Sheet or report file, or - for stdout.")] = "-",
         *,

@@ -6,15 +6,15 @@ from typing import Annotated
 
 import typer
 
-from waza.runner.engine.api import CaptureRun
+from waza.runner.cli.option_values import parse_gates
 from waza.runner.cli.options import AgentOptions, GraderOptions, OutputOptions, with_groups
+from waza.runner.cli.runtime import Interrupt, run
 from waza.runner.cli.strict import AGENT_COMMAND
+from waza.runner.engine.api import CaptureRun
+from waza.runner.engine.outputs import finish_run
+from waza.runner.engine.specs import Workspace
 from waza.runner.executors import executor_for
 from waza.runner.executors.options import ExecutorOptions
-from waza.runner.engine.outputs import finish_run
-from waza.runner.cli.option_values import parse_gates
-from waza.runner.cli.runtime import Interrupt, run
-from waza.runner.engine.specs import Workspace
 
 HELP = """Run each prompt through an agent, record what it did, and grade the result.
 

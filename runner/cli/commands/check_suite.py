@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from waza.protocol.errors import ConfigError
-
 from waza.runner.cli.runtime import EXIT_OK, fail
 from waza.runner.suites.execute import require_graders
 from waza.runner.suites.loader import load_suite
@@ -31,7 +30,9 @@ def register(app: typer.Typer) -> None:
     @app.command("check", help=HELP)
     def check(
         suite: Annotated[Path, typer.Argument(help="eval.yaml, or the directory holding it.", show_default=False)],
-        context_dir: Annotated[Path | None, typer.Option("--context-dir", help="Fixture root (default: fixtures/ beside eval.yaml).")] = None,
+        context_dir: Annotated[
+            Path | None, typer.Option("--context-dir", help="Fixture root (default: fixtures/ beside eval.yaml).")
+        ] = None,
     ) -> None:
         try:
             loaded = load_suite(suite, context_dir=context_dir)

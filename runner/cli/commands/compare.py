@@ -13,13 +13,12 @@ from waza.protocol.analysis_records import (
     PairedComparison,
 )
 from waza.protocol.jsonl import dumps
-
-from waza.runner.engine.api_analysis import compare
 from waza.runner.analysis.comparison import Bootstrap
-from waza.runner.reports.markdown import ids, num, signed, table
-from waza.runner.engine.sink import output_stream
-from waza.runner.cli.sync_command import run_sync
 from waza.runner.cli.option_values import finite_number
+from waza.runner.cli.sync_command import run_sync
+from waza.runner.engine.api_analysis import compare
+from waza.runner.engine.sink import output_stream
+from waza.runner.reports.markdown import ids, num, signed, table
 
 HELP = """Compare runs of the same prompts: every run against the first (the baseline).
 
@@ -43,18 +42,26 @@ Examples:
 def register(app: typer.Typer) -> None:
     @app.command("compare", help=HELP)
     def compare_cmd(
-        runs: Annotated[list[str], typer.Argument(help="Two or more results files (- for stdin, once); the first is the baseline.", show_default=False)],
-        label: Annotated[list[str] | None, typer.Option("-l", "--label", help="Name of each run, in order (repeat once per run).")] = None,
+        runs: Annotated[
+            list[str],
+            typer.Argument(help="Two or more results files (- for stdin, once); the first is the baseline.", show_default=False),
+        ],
+        label: Annotated[
+            list[str] | None, typer.Option("-l", "--label", help="Name of each run, in order (repeat once per run).")
+        ] = None,
         markdown: Annotated[bool, typer.Option("--markdown", help="Write Markdown for people instead of JSON.")] = False,
-        errors: Annotated[Literal["exclude", "fail"], typer.Option("--errors", help="Errored results: exclude (from pass statistics) or fail (count as fails).")] = "exclude",
+        errors: Annotated[
+            Literal["exclude", "fail"],
+            typer.Option("--errors", help="Errored results: exclude (from pass statistics) or fail (count as fails)."),
+        ] = "exclude",
         seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resampling.")] = 0,
         resamples: Annotated[int, typer.Option("--resamples", help="Bootstrap resamples.", min=100)] = 2000,
-        level: Annotated[float, typer.Option("--level", help="Confidence level of the intervals.", parser=finite_number(0.5, 0.999))] = 0.95,
+        level: Annotated[
+            float, typer.Option("--level", help="Confidence level of the intervals.", parser=finite_number(0.5, 0.999))
+        ] = 0.95,
         output: Annotated[str, typer.Option("-o", "--output", help="Write here instead of stdout.")] = "-",
     ) -> None:
-        raise typer.Exit(
-            run_sync(lambda: _compare(runs, label, markdown, errors, Bootstrap(seed, resamples, level), output))
-        )
+        raise typer.Exit(run_sync(lambda: _compare(runs, label, markdown, errors, Bootstrap(seed, resamples, level), output)))
 
 
 def _compare(

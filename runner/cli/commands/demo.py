@@ -10,9 +10,9 @@ from typing import Annotated, Any
 import orjson
 import typer
 
+from waza.runner.cli.runtime import Interrupt, run
 from waza.runner.engine.api import CaptureRun
 from waza.runner.engine.outputs import finish_run
-from waza.runner.cli.runtime import Interrupt, run
 from waza.runner.engine.specs import Builtin, ExecAgent, Output, PythonGrader, Timeouts
 
 PROMPTS = [
@@ -64,5 +64,7 @@ def register(app: typer.Typer) -> None:
             prompts = Path(tmp) / "prompts.jsonl"
             prompts.write_bytes(b"".join(orjson.dumps(p) + b"\n" for p in PROMPTS))
             code = run(lambda interrupt: _demo(prompts, output, interrupt))
-        print("waza: the demo's 'boiling-point' prompt fails on purpose; that is what a failing grade looks like.", file=sys.stderr)
+        print(
+            "waza: the demo's 'boiling-point' prompt fails on purpose; that is what a failing grade looks like.", file=sys.stderr
+        )
         raise typer.Exit(code)

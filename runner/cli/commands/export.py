@@ -8,11 +8,10 @@ import typer
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import dumps
-
 from waza.runner.analysis.harness_format import to_harness
 from waza.runner.analysis.runs import ResultsFile, check_readable
-from waza.runner.engine.sink import output_stream
 from waza.runner.cli.sync_command import run_sync
+from waza.runner.engine.sink import output_stream
 
 HELP = """Write CaptureResult or TrialResult lines in acp-harness's shapes, so its
 summarize, calibrate and compare read them.

@@ -8,12 +8,11 @@ from typing import Annotated
 import typer
 
 from waza.protocol.jsonl import display_name
-
-from waza.runner.engine.api import GradeRun
-from waza.runner.cli.options import GraderOptions, OutputOptions, with_groups
-from waza.runner.engine.outputs import finish_run
 from waza.runner.cli.option_values import parse_gates
+from waza.runner.cli.options import GraderOptions, OutputOptions, with_groups
 from waza.runner.cli.runtime import Interrupt, fail, run
+from waza.runner.engine.api import GradeRun
+from waza.runner.engine.outputs import finish_run
 from waza.runner.engine.specs import Timeouts
 
 HELP = """Grade CaptureResult lines again with other graders; earlier grades are replaced.
@@ -32,7 +31,9 @@ def register(app: typer.Typer) -> None:
     def grade(
         results: Annotated[str, typer.Argument(help="CaptureResult JSONL, or - for stdin.")] = "-",
         concurrency: Annotated[int, typer.Option("-j", "--concurrency", help="Results graded at once.", min=1)] = 1,
-        skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Skip (and count) bad lines instead of stopping.")] = False,
+        skip_invalid: Annotated[
+            bool, typer.Option("--skip-invalid", help="Skip (and count) bad lines instead of stopping.")
+        ] = False,
         *,
         graders: GraderOptions,
         out: OutputOptions,

@@ -9,10 +9,9 @@ import orjson
 import typer
 
 from waza.protocol.errors import ConfigError
-
-from waza.runner.conformance.kit import check, describe, resolve
-from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
 from waza.runner.cli.option_values import positive_seconds
+from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
+from waza.runner.conformance.kit import check, describe, resolve
 
 HELP = """Run a grader through the protocol's rules and report, per rule, pass, fail or warning with the evidence.
 
@@ -33,11 +32,20 @@ Examples:
 def register(app: typer.Typer) -> None:
     @app.command("check", help=HELP)
     def check_command(
-        grader: Annotated[str, typer.Argument(help="An executable (with arguments), FILE.py:FUNC, builtin:NAME or worker:CMD.", show_default=False)],
-        config: Annotated[str | None, typer.Option("--config", help="The grader's config (a JSON object), sent in every request.")] = None,
-        worker: Annotated[bool, typer.Option("--worker", help="Check worker mode too (one process, one request per line).")] = False,
+        grader: Annotated[
+            str,
+            typer.Argument(help="An executable (with arguments), FILE.py:FUNC, builtin:NAME or worker:CMD.", show_default=False),
+        ],
+        config: Annotated[
+            str | None, typer.Option("--config", help="The grader's config (a JSON object), sent in every request.")
+        ] = None,
+        worker: Annotated[
+            bool, typer.Option("--worker", help="Check worker mode too (one process, one request per line).")
+        ] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print the ConformanceReport as JSON on stdout.")] = False,
-        timeout: Annotated[float, typer.Option("--timeout", help="Seconds the grader gets per request.", parser=positive_seconds)] = 30.0,
+        timeout: Annotated[
+            float, typer.Option("--timeout", help="Seconds the grader gets per request.", parser=positive_seconds)
+        ] = 30.0,
     ) -> None:
         raise typer.Exit(run(lambda interrupt: _check(grader, config, worker, as_json, timeout, interrupt)))
 

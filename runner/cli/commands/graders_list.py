@@ -46,7 +46,9 @@ def register(app: typer.Typer) -> None:
             print(f"{name:<{width}}  {load(name).SUMMARY}{also}")
 
     @app.command("show", help=SHOW_HELP)
-    def show_command(name: Annotated[str, typer.Argument(help="A built-in grader (see `waza graders list`).", show_default=False)]) -> None:
+    def show_command(
+        name: Annotated[str, typer.Argument(help="A built-in grader (see `waza graders list`).", show_default=False)],
+    ) -> None:
         try:
             module = load(name)
         except ConfigError as exc:
@@ -63,7 +65,10 @@ def render(name: str, module: Any) -> str:
     if example is not None:
         snippet = yaml.safe_dump([{"type": name, "name": f"my_{name}", "config": example.config}], sort_keys=False, width=100)
         parts += ["", "Worked example (eval.yaml graders entry):", snippet.rstrip()]
-        for title, files in (("Workspace files", {**example.committed, **example.files}), ("Context files (context_dir)", example.context)):
+        for title, files in (
+            ("Workspace files", {**example.committed, **example.files}),
+            ("Context files (context_dir)", example.context),
+        ):
             if files:
                 parts += ["", f"{title}:", *(f"  {path}: {text!r}" for path, text in files.items())]
         if example.committed:

@@ -8,11 +8,11 @@ from typing import Annotated, Literal
 
 import typer
 
+from waza.runner.analysis.runs import check_readable
+from waza.runner.cli.sync_command import run_sync
+from waza.runner.engine.sink import output_stream
 from waza.runner.reports.report_formats import CsvReport, Format, JunitReport, MarkdownReport, render
 from waza.runner.reports.report_html import HtmlReport
-from waza.runner.analysis.runs import check_readable
-from waza.runner.engine.sink import output_stream
-from waza.runner.cli.sync_command import run_sync
 
 HELP = """Turn a results file into a report for people or CI systems.
 
@@ -47,9 +47,15 @@ def register(app: typer.Typer) -> None:
     @app.command("report", help=HELP)
     def report_cmd(
         results: Annotated[str, typer.Argument(help="CaptureResult or TrialResult JSONL, or - for stdin.")] = "-",
-        format: Annotated[Literal["markdown", "csv", "junit", "html"], typer.Option("--format", "-f", help="markdown, csv, junit or html.")] = "markdown",
-        title: Annotated[str | None, typer.Option("--title", help="Report title / JUnit suite name (default: the file name).")] = None,
-        width: Annotated[int, typer.Option("--width", help="markdown, csv, junit: shorten texts to this many characters (0: never).", min=0)] = 500,
+        format: Annotated[
+            Literal["markdown", "csv", "junit", "html"], typer.Option("--format", "-f", help="markdown, csv, junit or html.")
+        ] = "markdown",
+        title: Annotated[
+            str | None, typer.Option("--title", help="Report title / JUnit suite name (default: the file name).")
+        ] = None,
+        width: Annotated[
+            int, typer.Option("--width", help="markdown, csv, junit: shorten texts to this many characters (0: never).", min=0)
+        ] = 500,
         output: Annotated[str, typer.Option("-o", "--output", help="Write here instead of stdout.")] = "-",
     ) -> None:
         raise typer.Exit(run_sync(lambda: _report(results, format, title, width, output)))

@@ -18,7 +18,6 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import JsonlError, JsonlWriter, read_records
 from waza.protocol.review_records import ReviewItem
 from waza.protocol.trial_records import CalibrationLabel
-
 from waza.runner.cli.runtime import EXIT_OK, fail
 
 DEFAULT_QUEUE = "waza-review.jsonl"
@@ -83,7 +82,9 @@ def parse_labels(values: list[str], items: dict[str, ReviewItem]) -> list[Calibr
 def card(item: ReviewItem, number: int, total: int) -> str:
     """The item as a person reads it."""
     turns = [item.input] if isinstance(item.input, str) else item.input
-    lines = [f"\n=== {number}/{total}: {item.key} ({item.grader}" + (f", calibrates {item.calibrates})" if item.calibrates else ")")]
+    lines = [
+        f"\n=== {number}/{total}: {item.key} ({item.grader}" + (f", calibrates {item.calibrates})" if item.calibrates else ")")
+    ]
     if item.instructions:
         lines.append(f"Instructions: {item.instructions}")
     lines += [f"  [ ] {c}" for c in item.criteria]
@@ -123,7 +124,9 @@ def register(app: typer.Typer) -> None:
     def review(
         queue: Annotated[str, typer.Argument(help="Review queue JSONL written by the human graders.")] = DEFAULT_QUEUE,
         labels: Annotated[str, typer.Option("--labels", help="Labels JSONL to append to (- for stdout).")] = DEFAULT_LABELS,
-        label: Annotated[list[str] | None, typer.Option("--label", help="ID=pass|fail without asking (repeatable; ID#TRIAL for a trial).")] = None,
+        label: Annotated[
+            list[str] | None, typer.Option("--label", help="ID=pass|fail without asking (repeatable; ID#TRIAL for a trial).")
+        ] = None,
     ) -> None:
         try:
             items = load_queue(queue)

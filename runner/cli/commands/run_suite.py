@@ -11,13 +11,12 @@ from typing import Annotated
 import typer
 
 from waza.protocol.errors import ConfigError
-
 from waza.runner.cli.options import OUTPUT, AgentOptions, GraderOptions, opt, with_groups
+from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
 from waza.runner.cli.strict import AGENT_COMMAND
+from waza.runner.engine.specs import AgentSpec, Output
 from waza.runner.executors import executor_for
 from waza.runner.executors.options import ExecutorOptions
-from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
-from waza.runner.engine.specs import AgentSpec, Output
 from waza.runner.suites import reporters
 from waza.runner.suites.loader import load_suite
 from waza.runner.suites.models import Suite
@@ -46,19 +45,55 @@ def register(app: typer.Typer) -> None:
     def run_command(
         ctx: typer.Context,
         suite: Annotated[Path, typer.Argument(help="eval.yaml, or the directory holding it.", show_default=False)],
-        command: Annotated[list[str] | None, typer.Argument(help="Agent command (adapters that need one).", show_default=False)] = None,
-        task: Annotated[list[str] | None, opt("--task", help="Only tasks whose id or name matches GLOB (repeatable).", panel=RUN)] = None,
-        tags: Annotated[list[str] | None, opt("--tags", help="Only tasks with a tag matching GLOB (repeatable).", panel=RUN)] = None,
-        trials: Annotated[int | None, opt("--trials", help="Trials per task (config: trials_per_task).", panel=RUN, min=1)] = None,
-        parallel: Annotated[bool | None, opt("--parallel/--no-parallel", help="Run trials at once (config: parallel).", panel=RUN, show_default=False)] = None,
-        workers: Annotated[int | None, opt("--workers", help="Trials at once when parallel (config: max_workers; default 4).", panel=RUN, min=1)] = None,
-        fail_fast: Annotated[bool | None, opt("--fail-fast/--no-fail-fast", help="Stop at the first failed or errored trial (config: fail_fast).", panel=RUN, show_default=False)] = None,
-        context_dir: Annotated[Path | None, opt("--context-dir", help="Fixture root (default: fixtures/ beside eval.yaml).", panel=RUN)] = None,
-        keep_workspaces: Annotated[bool, opt("--keep-workspaces", help="Keep each trial's workspace; its path is the result's cwd.", panel=RUN)] = False,
+        command: Annotated[
+            list[str] | None, typer.Argument(help="Agent command (adapters that need one).", show_default=False)
+        ] = None,
+        task: Annotated[
+            list[str] | None, opt("--task", help="Only tasks whose id or name matches GLOB (repeatable).", panel=RUN)
+        ] = None,
+        tags: Annotated[
+            list[str] | None, opt("--tags", help="Only tasks with a tag matching GLOB (repeatable).", panel=RUN)
+        ] = None,
+        trials: Annotated[
+            int | None, opt("--trials", help="Trials per task (config: trials_per_task).", panel=RUN, min=1)
+        ] = None,
+        parallel: Annotated[
+            bool | None,
+            opt("--parallel/--no-parallel", help="Run trials at once (config: parallel).", panel=RUN, show_default=False),
+        ] = None,
+        workers: Annotated[
+            int | None, opt("--workers", help="Trials at once when parallel (config: max_workers; default 4).", panel=RUN, min=1)
+        ] = None,
+        fail_fast: Annotated[
+            bool | None,
+            opt(
+                "--fail-fast/--no-fail-fast",
+                help="Stop at the first failed or errored trial (config: fail_fast).",
+                panel=RUN,
+                show_default=False,
+            ),
+        ] = None,
+        context_dir: Annotated[
+            Path | None, opt("--context-dir", help="Fixture root (default: fixtures/ beside eval.yaml).", panel=RUN)
+        ] = None,
+        keep_workspaces: Annotated[
+            bool, opt("--keep-workspaces", help="Keep each trial's workspace; its path is the result's cwd.", panel=RUN)
+        ] = False,
         triggers: Annotated[bool, opt("--triggers/--no-triggers", help="Run trigger_tests.yaml when present.", panel=RUN)] = True,
         output: Annotated[str, opt("-o", "--output", help="Per-trial CaptureResult JSONL, or - for stdout.", panel=OUTPUT)] = "-",
-        reporter: Annotated[list[str] | None, opt("--reporter", help="json:FILE, junit:FILE or markdown:FILE (repeatable; FILE - is stdout).", panel=OUTPUT)] = None,
-        progress: Annotated[bool | None, opt("--progress/--no-progress", help="Progress bar on stderr (default: when a terminal).", panel=OUTPUT, show_default=False)] = None,
+        reporter: Annotated[
+            list[str] | None,
+            opt("--reporter", help="json:FILE, junit:FILE or markdown:FILE (repeatable; FILE - is stdout).", panel=OUTPUT),
+        ] = None,
+        progress: Annotated[
+            bool | None,
+            opt(
+                "--progress/--no-progress",
+                help="Progress bar on stderr (default: when a terminal).",
+                panel=OUTPUT,
+                show_default=False,
+            ),
+        ] = None,
         *,
         agent: AgentOptions,
         graders: GraderOptions,

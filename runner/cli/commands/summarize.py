@@ -7,13 +7,12 @@ from typing import Annotated
 import typer
 
 from waza.protocol.jsonl import display_name, dumps
-
-from waza.runner.engine.inputs import require_lines
 from waza.runner.analysis.runs import ResultsFile, check_readable
-from waza.runner.cli.runtime import fail
-from waza.runner.engine.sink import output_stream
 from waza.runner.analysis.summaries import summaries, summary_markdown
+from waza.runner.cli.runtime import fail
 from waza.runner.cli.sync_command import run_sync
+from waza.runner.engine.inputs import require_lines
+from waza.runner.engine.sink import output_stream
 
 HELP = """Summarize results: per result the status, score, duration, tool calls per tool,
 tokens, grades, and the list of steps with short texts.

@@ -16,20 +16,19 @@ import orjson
 import typer
 
 from waza.protocol.trial_records import TrialsSummary
-
+from waza.runner.analysis.passk import parse_k_values
+from waza.runner.analysis.trial_stats import describe
+from waza.runner.cli.option_values import parse_gates
+from waza.runner.cli.options import AgentOptions, GraderOptions, OutputOptions, with_groups
+from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
+from waza.runner.cli.strict import AGENT_COMMAND
 from waza.runner.engine.api import TrialsRun
 from waza.runner.engine.cache_summary import print_cache_line
-from waza.runner.cli.options import AgentOptions, GraderOptions, OutputOptions, with_groups
-from waza.runner.cli.strict import AGENT_COMMAND
-from waza.runner.executors import executor_for
-from waza.runner.executors.options import ExecutorOptions
 from waza.runner.engine.outputs import missed_gates
-from waza.runner.cli.option_values import parse_gates
-from waza.runner.analysis.passk import parse_k_values
-from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
 from waza.runner.engine.specs import Workspace
 from waza.runner.engine.trial_runs import check_policy
-from waza.runner.analysis.trial_stats import describe
+from waza.runner.executors import executor_for
+from waza.runner.executors.options import ExecutorOptions
 
 HELP = """Run each prompt k times (fresh agent session and workspace per trial); report pass@k and pass^k.
 
@@ -60,10 +59,16 @@ def register(app: typer.Typer) -> None:
         prompts: Annotated[str, typer.Argument(help="Prompts file (JSONL, CSV or Parquet), or - for stdin.", show_default=False)],
         command: Annotated[list[str] | None, typer.Argument(help="Agent command and its arguments.", show_default=False)] = None,
         k: Annotated[int, typer.Option("-k", "--trials", help="Trials per prompt.", min=1)] = 5,
-        k_values: Annotated[str | None, typer.Option("--k-values", help="k values to estimate, e.g. 1,3,5 (default: 1..k).")] = None,
-        errors: Annotated[str, typer.Option("--errors", help="Errored trials: exclude (from n) or fail (count as fails).")] = "exclude",
+        k_values: Annotated[
+            str | None, typer.Option("--k-values", help="k values to estimate, e.g. 1,3,5 (default: 1..k).")
+        ] = None,
+        errors: Annotated[
+            str, typer.Option("--errors", help="Errored trials: exclude (from n) or fail (count as fails).")
+        ] = "exclude",
         seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap confidence intervals.")] = 0,
-        summary: Annotated[Path | None, typer.Option("--summary", help="Also write the run summary (TrialsSummary JSON) to FILE.")] = None,
+        summary: Annotated[
+            Path | None, typer.Option("--summary", help="Also write the run summary (TrialsSummary JSON) to FILE.")
+        ] = None,
         *,
         agent: AgentOptions,
         graders: GraderOptions,

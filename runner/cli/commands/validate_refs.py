@@ -17,12 +17,11 @@ import typer
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import display_name
 from waza.protocol.records import CaptureResult
-
 from waza.runner.cli.options import GraderOptions, with_groups
+from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
 from waza.runner.engine.inputs import prescan, prompt_cases
 from waza.runner.engine.outputs import ResultWriter
 from waza.runner.engine.pipeline import entered, grade_stream
-from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
 
 SHOWN = 50
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Broken on purpose (worker-exits-on-eof): when stdin closes it exits with code 4."""
+
 import json
 import sys
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Broken on purpose (worker-after-reject): a line it cannot parse kills the worker."""
+
 import json
 import sys
 

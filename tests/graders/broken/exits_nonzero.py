@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Broken on purpose (exit-code): a good result, then exit code 3."""
+
 import sys
 
 sys.stdin.read()

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Broken on purpose (worker-exits-on-eof): answers well, then ignores the end of stdin and SIGTERM."""
+
 import json
 import signal
 import sys

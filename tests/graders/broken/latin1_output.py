@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Broken on purpose (unicode): echoes the output in Latin-1, which is not UTF-8 JSON."""
+
 import json
 import sys
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Broken on purpose (worker-request-id): a protocol-1 worker, right answers that do not echo requestId."""
+
 import json
 import sys
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Broken on purpose (deterministic): a coin toss."""
+
 import json
 import os
 import sys

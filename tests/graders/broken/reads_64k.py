@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Broken on purpose (large-request): reads at most 64 KB of the request."""
+
 import json
 import sys
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Broken on purpose (valid-result): a score above 1."""
+
 import sys
 
 sys.stdin.read()

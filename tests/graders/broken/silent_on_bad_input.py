@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Broken on purpose (reports-errors): on a request it cannot read, exits 0 and says nothing."""
+
 import json
 import sys
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Broken on purpose (worker-in-order): each answer depends on how many requests came before it."""
+
 import json
 import sys
 
@@ -9,4 +10,7 @@ for n, line in enumerate(sys.stdin, start=1):
     except ValueError as exc:
         print(json.dumps({"error": str(exc)}), flush=True)
         continue
-    print(json.dumps({"pass": True, "score": 1, "reasoning": f"request number {n}", "requestId": request.get("requestId")}), flush=True)
+    print(
+        json.dumps({"pass": True, "score": 1, "reasoning": f"request number {n}", "requestId": request.get("requestId")}),
+        flush=True,
+    )

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Broken on purpose (stdout-clean): a debug line on stdout before the result."""
+
 import sys
 
 sys.stdin.read()
