@@ -9,6 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+import waza
 from waza.protocol.schemas import errors
 
 from .conftest import read_jsonl, run_waza, write_jsonl
@@ -120,13 +121,21 @@ def test_resume_after_a_cut_runs_only_the_missing_trials(tmp_path):
     assert f"{out}:1: written with -k 4" in refused.stderr.decode()
 
 
-def test_each_trial_gets_its_own_copy_of_cwd(tmp_path):
+def test_each_trial_gets_its_own_copy_of_cwd(tmp_path, monkeypatch):
+    """Engine behaviour, so through the API in-process (``--cwd`` is ``Workspace(template=...)``)."""
     template = tmp_path / "template"
     template.mkdir()
     (template / "data.txt").write_text("seed")
-    proc = trials(tmp_path, "-k", "2", "--cwd", str(template), env={"NEED_FILE": "data.txt"})
-    always = by_id(read_jsonl(proc.stdout))["always"]
-    assert [t["output"] for t in always["trials"]] == ["ok-answer", "ok-answer"]
+    monkeypatch.setenv("NEED_FILE", "data.txt")  # the agent answers only when the file is in its workspace
+    runs = waza.trials(
+        prompts(tmp_path),
+        waza.ExecAgent(command=tuple(AGENT)),
+        [waza.Builtin(grader="hint")],
+        k=2,
+        workspace=waza.Workspace(fresh=True, template=template),
+    )
+    always = next(r for r in runs if r.id == "always")
+    assert [t.output for t in always.trials] == ["ok-answer", "ok-answer"]
     assert not (template / "touched").exists()  # the template itself is never used as a workspace
 
 
