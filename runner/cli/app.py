@@ -1,8 +1,10 @@
 """The ``waza`` command line: a typer app whose commands live one per module in ``commands/``.
 
-Only the module of the command being run is imported (all of them only for the
-top-level ``--help``): importing every command costs about half a second, which
-every ``waza`` invocation in a script or a benchmark would otherwise pay.
+Only the module of the command being run is imported: importing every command
+costs about half a second, which every ``waza`` invocation in a script or a
+benchmark would otherwise pay. ``waza``, ``waza --help`` and ``waza --version``
+do not import typer at all: they print from the tables below (typer and its
+dependencies cost more than the 0.15 s a bare ``--help`` is allowed).
 """
 
 from __future__ import annotations
@@ -11,30 +13,31 @@ import errno
 import importlib
 import os
 import sys
-from typing import Annotated
-
-import typer
+from typing import TYPE_CHECKING
 
 from waza import __version__
 
-#: command name -> module in ``waza.runner.cli.commands``, in the order ``--help`` lists them.
-COMMANDS: dict[str, str] = {
-    "capture": "capture",
-    "trials": "trials",
-    "grade": "grade",
-    "run": "run_suite",
-    "check": "check_suite",
-    "calibrate": "calibrate",
-    "review": "review",
-    "validate-refs": "validate_refs",
-    "compare": "compare",
-    "summarize": "summarize",
-    "export": "export",
-    "balance": "balance",
-    "report": "report",
-    "view": "view",
-    "schemas": "schemas",
-    "demo": "demo",
+if TYPE_CHECKING:
+    import typer
+
+#: command name -> (module in ``waza.runner.cli.commands``, summary), in the order ``--help`` lists them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "capture": ("capture", "Run each prompt through an agent, record what it did, and grade the result."),
+    "trials": ("trials", "Run each prompt k times in fresh sessions; report pass@k and pass^k."),
+    "grade": ("grade", "Grade CaptureResult lines again with other graders."),
+    "run": ("run_suite", "Run an eval suite: every task's trials in fresh workspaces, graded."),
+    "check": ("check_suite", "Check an eval suite's files, graders and fixtures without running an agent."),
+    "calibrate": ("calibrate", "Check a grader against human labels (or another grader)."),
+    "review": ("review", "Label the outputs queued by the human graders, pass or fail."),
+    "validate-refs": ("validate_refs", "Grade each prompt's reference as if it were the agent's output."),
+    "compare": ("compare", "Compare runs of the same prompts against the first (the baseline)."),
+    "summarize": ("summarize", "Summarize results: status, score, duration, tool calls, tokens, steps."),
+    "export": ("export", "Write results in acp-harness's shapes."),
+    "balance": ("balance", "Count prompts per value of a metadata key; flag the under-represented."),
+    "report": ("report", "Turn a results file into a report for people or CI systems."),
+    "view": ("view", "Browse results in a browser: a local, read-only web app."),
+    "schemas": ("schemas", "List or print the JSON Schemas that waza's files validate against."),
+    "demo": ("demo", "Run waza's main job on built-in data, with a scripted agent."),
 }
 
 #: command groups: name -> (help, modules registering sub-commands on the group).
@@ -45,19 +48,15 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+HELP = "Evaluate AI agents: stream prompts to an agent, record its trajectory, grade the results."
+
+
 def _version(value: bool) -> None:
     if value:
+        import typer
+
         print(f"waza {__version__}")
         raise typer.Exit()
-
-
-def _root(
-    verbose: Annotated[int, typer.Option("-v", "--verbose", count=True, help="More logging on stderr (-vv: debug).")] = 0,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
-) -> None:
-    from waza.runner.cli.runtime import configure_logging
-
-    configure_logging(verbose)
 
 
 def _register(target: typer.Typer, module: str) -> None:
@@ -66,17 +65,27 @@ def _register(target: typer.Typer, module: str) -> None:
 
 def build(command: str | None = None) -> typer.Typer:
     """The app with ``command`` registered, or with every command when it names none of them."""
+    import typer
+
+    def root(
+        verbose: int = typer.Option(0, "-v", "--verbose", count=True, help="More logging on stderr (-vv: debug)."),
+        version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    ) -> None:
+        from waza.runner.cli.runtime import configure_logging
+
+        configure_logging(verbose)
+
     app = typer.Typer(
         name="waza",
-        help="Evaluate AI agents: stream prompts to an agent, record its trajectory, grade the results.\n\nTry it: waza demo",
+        help=f"{HELP}\n\nTry it: waza demo",
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
         context_settings={"help_option_names": ["-h", "--help"]},
     )
-    app.callback()(_root)
+    app.callback()(root)
     everything = command not in COMMANDS and command not in GROUPS
-    for name, module in COMMANDS.items():
+    for name, (module, _) in COMMANDS.items():
         if everything or name == command:
             _register(app, module)
     for name, (help_text, modules) in GROUPS.items():
@@ -86,6 +95,39 @@ def build(command: str | None = None) -> typer.Typer:
                 _register(group, module)
             app.add_typer(group, name=name)
     return app
+
+
+def quick_answer(argv: list[str]) -> str | None:
+    """What ``waza [--help|-h|--version]`` prints, without typer; None for anything else.
+
+    Only argument lists made of these options alone are answered here (``--version``
+    wins, as its eager typer option does); an unknown option or any command word goes
+    to typer, which reports it.
+    """
+    if not set(argv) <= {"--help", "-h", "--version"}:
+        return None
+    if "--version" in argv:
+        return f"waza {__version__}\n"
+    width = max(len(name) for name in [*COMMANDS, *GROUPS])
+    lines = [
+        "Usage: waza [OPTIONS] COMMAND [ARGS]...",
+        "",
+        HELP,
+        "",
+        "Try it: waza demo",
+        "",
+        "Options:",
+        "  -v, --verbose  More logging on stderr (-vv: debug).",
+        "  --version      Print the version.",
+        "  -h, --help     Show this message and exit.",
+        "",
+        "Commands:",
+        *(f"  {name:<{width}}  {summary}" for name, (_, summary) in COMMANDS.items()),
+        *(f"  {name:<{width}}  {summary}" for name, (summary, _) in GROUPS.items()),
+        "",
+        "Run 'waza COMMAND --help' for a command's options and examples.",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _command_name(argv: list[str]) -> str | None:
@@ -113,6 +155,10 @@ def main() -> None:
     directory given as ``-o``, a missing directory, a full disk) prints what failed
     and exits 2 when nothing could be opened, 1 when it happened mid-run.
     """
+    quick = quick_answer(sys.argv[1:])
+    if quick is not None:
+        sys.stdout.write(quick)
+        sys.exit(0 if sys.argv[1:] else 2)  # a bare ``waza`` is a usage error that shows the help
     try:
         build(_command_name(sys.argv[1:]))()
     except BaseException as exc:  # noqa: BLE001 - only OS errors are turned into messages

@@ -1,0 +1,46 @@
+"""Start-up: ``waza --help`` and ``--version`` answer without loading the CLI framework, and lists every command.
+
+What a command imports before it runs is checked with ``python -X importtime``
+(which modules, not how long: no timed assertions).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from waza import __version__
+from waza.runner.cli.app import build
+
+from .conftest import run_waza
+
+
+def imported(*args: str) -> set[str]:
+    """The modules ``waza ARGS`` imports, from ``-X importtime``."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "waza", *args], capture_output=True, check=False)
+    return {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines() if line.startswith("import time:")}
+
+
+def test_help_lists_every_command_and_group_typer_knows() -> None:
+    app = build()
+    names = [c.name for c in app.registered_commands] + [g.name for g in app.registered_groups]
+    for args, code in ((["--help"], 0), (["-h"], 0), ([], 2)):
+        done = run_waza(*args)
+        assert done.returncode == code, args
+        listed = [line.split()[0] for line in done.stdout.decode().split("Commands:\n")[1].splitlines() if line.startswith("  ")]
+        assert listed == names
+
+
+def test_version_and_help_do_not_import_the_cli_framework() -> None:
+    assert run_waza("--version").stdout.decode() == f"waza {__version__}\n"
+    for args in (["--help"], ["--version"]):
+        modules = imported(*args)
+        assert "waza" in modules
+        assert not {"typer", "click", "rich", "anyio", "asyncio"} & modules, args
+
+
+def test_a_command_and_unknown_options_still_go_through_typer() -> None:
+    done = run_waza("--bogus")
+    assert done.returncode == 2
+    assert b"--bogus" in done.stderr
+    assert b"--prompts-format" in run_waza("capture", "--help").stdout
