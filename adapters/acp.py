@@ -30,9 +30,8 @@ from typing import Any, ClassVar, get_args
 
 import anyio
 import anyio.abc
-import structlog
-
 from waza.protocol.errors import ConfigError
+from waza.protocol.logs import get_logger
 from waza.protocol.process import Tail, drain, exit_parts, kill_group, reap, spawn
 from waza.protocol.records import StopReason
 from waza.protocol.trajectory import RawUpdate, TrajectoryBuilder
@@ -40,12 +39,20 @@ from waza.protocol.trajectory import RawUpdate, TrajectoryBuilder
 from . import acp_rawlog
 from .acp_mcp import mcp_servers
 from .acp_permissions import PermissionPolicy
-from .acp_rpc import AUTH_REQUIRED, INVALID_PARAMS, METHOD_NOT_FOUND, ConnectionLost, Pending, RpcConnection, RpcError
+from .acp_rpc import (
+    AUTH_REQUIRED,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    ConnectionLost,
+    Pending,
+    RpcConnection,
+    RpcError,
+)
 from .acp_session import CLIENT_METHODS, ClientSession, check_params
 from .acp_updates import prompt_usage, update_events
 from .base import Adapter, AdapterOptions, AgentRun, AgentTask
 
-log = structlog.get_logger("waza.acp")
+log = get_logger("waza.acp")
 
 PROTOCOL_VERSION = 1
 #: Seconds a timed-out agent gets to answer ``session/cancel`` before its process group is killed.

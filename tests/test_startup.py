@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from waza import __version__
 from waza.runner.cli.app import build
 
-from .conftest import run_waza
+from .conftest import read_jsonl, run_waza, write_jsonl
+
+AGENTS = Path(__file__).parent / "agents"
+EXEC_AGENT = [sys.executable, str(AGENTS / "exec_agent.py")]
+ACP_AGENT = [sys.executable, str(AGENTS / "scripted_acp_agent.py")]
 
 
 def imported(*args: str) -> set[str]:
@@ -44,3 +49,22 @@ def test_a_command_and_unknown_options_still_go_through_typer() -> None:
     assert done.returncode == 2
     assert b"--bogus" in done.stderr
     assert b"--prompts-format" in run_waza("capture", "--help").stdout
+
+
+def test_a_capture_loads_neither_logging_nor_progress_bar_until_needed(tmp_path: Path) -> None:
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "hello"}])
+    args = ["capture", str(prompts), "--adapter", "exec", "-g", "builtin:hint", "-o", str(tmp_path / "out.jsonl"), "--", *EXEC_AGENT]
+    modules = imported(*args)
+    assert "waza.runner.pipeline" in modules
+    assert not {"structlog", "rich"} & modules
+    assert read_jsonl(tmp_path / "out.jsonl")[0]["output"] == "echo: hello"
+
+
+def test_verbose_logs_still_reach_stderr(tmp_path: Path) -> None:
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "hello"}])
+    out = tmp_path / "out.jsonl"
+    quiet = run_waza("capture", prompts, "-o", out, "--", *ACP_AGENT)
+    loud = run_waza("-vv", "capture", prompts, "-o", out, "--", *ACP_AGENT)
+    assert quiet.returncode == loud.returncode == 0, loud.stderr
+    assert b"agent started" in loud.stderr and b"[debug" in loud.stderr
+    assert b"agent started" not in quiet.stderr

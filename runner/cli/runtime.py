@@ -17,9 +17,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import anyio
-import structlog
 
 from waza.protocol.errors import AgentError, GraderError, UsageError, WazaError
+from waza.protocol.logs import configure
 from waza.protocol.secrets import Redactor
 
 EXIT_OK = 0
@@ -101,19 +101,5 @@ def run(body: Callable[[Interrupt], Awaitable[int]]) -> int:
 
 
 def configure_logging(verbose: int) -> None:
-    """structlog to stderr; warnings by default, -v info, -vv debug."""
-    import logging
-
-    level = logging.WARNING - 10 * min(verbose, 2)
-    redact = Redactor()
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso"),
-            structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty(), exception_formatter=structlog.dev.plain_traceback),
-            lambda _logger, _method, rendered: redact.text(rendered),  # no secret reaches a log line
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-        cache_logger_on_first_use=True,
-    )
+    """Logs to stderr (structlog, loaded on the first line logged); warnings by default, -v info, -vv debug."""
+    configure(verbose, Redactor().text)

@@ -26,17 +26,16 @@ from pathlib import Path
 from typing import TypeAlias, TypeVar
 
 import anyio
-import structlog
-
 from waza.adapters.base import Adapter, AdapterOptions, AgentRun, AgentTask
 from waza.protocol.errors import AgentError, ConfigError, GraderError, WazaError
 from waza.protocol.grading import request_for, settle
+from waza.protocol.logs import get_logger
 from waza.protocol.records import CaptureResult, Exit, Grade, PromptCase, Timing
 from waza.protocol.trajectory import TrajectoryBuilder
 from waza.runner.engine.fanout import fan_out
 from waza.runner.grading.grader_runners import GraderRunner
 
-log = structlog.get_logger("waza")
+log = get_logger("waza")
 
 #: Extra seconds an adapter gets past the prompt timeout to stop its agent before the runner gives up on it.
 ADAPTER_GRACE = 15.0

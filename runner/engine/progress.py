@@ -1,13 +1,17 @@
-"""A progress bar on stderr, only when stderr is a terminal (or when asked)."""
+"""A progress bar on stderr, only when stderr is a terminal (or when asked).
+
+rich is imported only when a bar is drawn: a run whose stderr is a file or a
+pipe (scripts, CI, benchmarks) does not pay for loading it.
+"""
 
 from __future__ import annotations
 
 import sys
 from collections import Counter
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-from rich.progress import Progress as RichProgress
+if TYPE_CHECKING:
+    from rich.progress import Progress as RichProgress
 
 
 def wanted(flag: bool | None) -> bool:
@@ -22,6 +26,9 @@ class Progress:
         self.counts: Counter[str] = Counter()
         self._bar: RichProgress | None = None
         if enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
+
             self._bar = RichProgress(
                 TextColumn("[bold]{task.description}"),
                 BarColumn(),

