@@ -6,16 +6,30 @@ strict (RFC 9535) mode, so wildcards (``[*]``), filters (``[?@.type ==
 'tool_use']``), descendants (``..``) and slices mean what the RFC says. A
 value written in single quotes (``'pending'``) is a literal, as in the
 acp-harness schema format, not a path.
+
+Most schema paths are plain member chains (``$.type``, ``$.message.content``):
+those are walked directly, which is what RFC 9535 says they select (the member
+of an object, nothing otherwise), and python-jsonpath, whose import builds its
+lexers (a large share of a one-prompt run's start-up), is loaded only for a
+path that needs more.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-import jsonpath
+#: ``$`` followed by member-name shorthands only (ASCII names; anything else goes to the library).
+_PLAIN = re.compile(r"\$(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
-_ENV = jsonpath.JSONPathEnvironment(strict=True)
+
+@cache
+def _env() -> Any:
+    import jsonpath
+
+    return jsonpath.JSONPathEnvironment(strict=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,9 +39,16 @@ class Selector:
     text: str
     literal: str | None = None
     _path: Any = None
+    _names: tuple[str, ...] | None = None
 
     def select(self, node: Any) -> list[Any]:
         """Every value the path selects in ``node`` (a literal selects itself), in document order."""
+        if self._names is not None:
+            for name in self._names:
+                if not isinstance(node, dict) or name not in node:
+                    return []
+                node = node[name]
+            return [node]
         if self._path is None:
             return [self.literal]
         return [match.obj for match in self._path.finditer(node)]
@@ -40,7 +61,7 @@ class Selector:
     @property
     def singular(self) -> bool:
         """Whether the path can select at most one value (no wildcard, filter, slice or descent)."""
-        return self._path is None or self._path.singular_query()
+        return self._path is None or self._path.singular_query()  # a plain chain has no _path
 
 
 def compile_selector(text: str) -> Selector:
@@ -49,8 +70,12 @@ def compile_selector(text: str) -> Selector:
         return Selector(text, literal=text[1:-1])
     if not text.startswith("$"):
         raise ValueError(f"a JSONPath starts with '$' (or write a literal in single quotes): {text!r}")
+    if _PLAIN.fullmatch(text):
+        return Selector(text, _names=tuple(text.split(".")[1:]))
+    import jsonpath
+
     try:
-        path = _ENV.compile(text)
+        path = _env().compile(text)
     except jsonpath.JSONPathError as exc:
         reason = str(exc).splitlines()[0].strip()
         raise ValueError(f"not a valid JSONPath ({reason}): {text!r}") from None

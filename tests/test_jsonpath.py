@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, strategies as st
 
 from waza.adapters.headless_schema import Condition
 from waza.adapters.jsonpath import compile_selector
@@ -77,3 +78,21 @@ def test_conditions_compare_json_values_exactly():
     assert not Condition(compile_selector("$.message.content[4].is_error"), 1).holds(LINE)  # true is not 1
     assert Condition(compile_selector("$.session_id"), any_value=True).holds(LINE)  # presence only
     assert not Condition(compile_selector("$.nope"), any_value=True).holds(LINE)
+
+
+NAMES = st.sampled_from(["a", "b", "type", "_x", "n1", "true"])
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(NAMES, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(names=st.lists(NAMES, max_size=4), node=JSON)
+def test_plain_member_chains_select_what_the_library_selects(names: list[str], node: object) -> None:
+    import jsonpath
+
+    path = "$" + "".join(f".{n}" for n in names)
+    selector = compile_selector(path)
+    assert selector.singular
+    assert selector.select(node) == [m.obj for m in jsonpath.compile(path, strict=True).finditer(node)]
