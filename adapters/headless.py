@@ -13,7 +13,6 @@ every stdout line is appended to the file with its prompt id, turn and time.
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,7 +139,7 @@ class HeadlessAdapter(Adapter):
             out.errors.append(f"timed out before turn {turn}")
             return out
         try:
-            process = await spawn(argv, cwd=task.workspace, env=dict(os.environ), stdin=self.schema.prompt_stdin)
+            process = await spawn(argv, cwd=task.workspace, stdin=self.schema.prompt_stdin)  # inherits our environment
         except OSError as exc:
             out.errors.append(f"cannot start agent {argv[0]!r}: {exc.strerror or exc}")
             return out

@@ -98,7 +98,7 @@ async def spawn(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=str(cwd) if cwd is not None else None,
-        env=dict(env) if env is not None else None,
+        env=env,
         start_new_session=True,
     )
 
@@ -259,7 +259,7 @@ def _run_blocking(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=str(cwd) if cwd is not None else None,
-        env=dict(env) if env is not None else None,
+        env=env,
         start_new_session=True,
     )
     started.append(process)
