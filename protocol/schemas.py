@@ -66,12 +66,14 @@ def load(name: str) -> dict[str, Any]:
 
 @functools.cache
 def validator(name: str) -> Draft202012Validator:
-    """The compiled validator of a schema (jsonschema is imported here: most runs never need it)."""
+    """The compiled validator of a schema (jsonschema is imported here: most runs never need it).
+
+    The shipped schemas are not checked against the meta-schema here, on every run:
+    tests/test_protocol.py checks each of them once.
+    """
     from jsonschema import Draft202012Validator
 
-    schema = load(name)
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
+    return Draft202012Validator(load(name))
 
 
 def errors(name: str, value: Any) -> list[str]:
