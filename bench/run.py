@@ -43,6 +43,15 @@ def waza_argv() -> list[str]:
     return [str(script)] if script.exists() else [PY, "-m", "waza"]
 
 
+def waza_sources() -> list[str]:
+    """The directories waza's packages are loaded from (an editable install maps several)."""
+    import importlib.util
+
+    names = ["waza", "waza.runner", "waza.protocol", "waza.adapters", "waza.graders"]
+    specs = [importlib.util.find_spec(n) for n in names]
+    return sorted({d for s in specs if s and s.submodule_search_locations for d in s.submodule_search_locations})
+
+
 def install_peer() -> tuple[list[str] | None, str]:
     """The peer's argv (its CLI under the Bun from npm), or None and why it is skipped."""
     cli = PEER_DIR / "node_modules" / ".bin" / "agent-eval-harness"
@@ -183,7 +192,10 @@ def main() -> None:
     peer, peer_note = (None, "peer left out (--no-peer)") if args.no_peer else install_peer()
     print(f"writing inputs under {DATA} ...", file=sys.stderr)
     f = generate(DATA, prompts, sizes)
-    env = dict(os.environ)
+    # Measured as installed: bytecode compiled and cached (pip does this at install; an
+    # editable install writes it on first use, unless PYTHONDONTWRITEBYTECODE forbids it).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([PY, "-m", "compileall", "-q", *waza_sources()], check=False, stdout=subprocess.DEVNULL)
     waza = waza_argv()
     floor = [PY, str(HERE / "floor.py")]
     null = ["-o", os.devnull]

@@ -16,37 +16,45 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .analysis_records import BalanceReport, ComparisonReport, ResultSummary
 from .codec import Record, schema_for
-from .conformance_records import ConformanceReport
-from .records import CaptureResult, Grade, GraderRequest, GraderResult, PromptCase, TrajectoryStep
-from .review_records import ReviewItem
-from .suite_records import SuiteResult
-from .trial_records import CalibrationItem, CalibrationLabel, CalibrationReport, TrialResult, TrialsSummary
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
 
-#: Record classes whose schemas are generated (all records live in protocol/).
-RECORDS: dict[str, type[Record]] = {
-    "PromptCase": PromptCase,
-    "TrajectoryStep": TrajectoryStep,
-    "CaptureResult": CaptureResult,
-    "GraderRequest": GraderRequest,
-    "GraderResult": GraderResult,
-    "Grade": Grade,
-    "ConformanceReport": ConformanceReport,
-    "ResultSummary": ResultSummary,
-    "BalanceReport": BalanceReport,
-    "ComparisonReport": ComparisonReport,
-    "TrialResult": TrialResult,
-    "TrialsSummary": TrialsSummary,
-    "CalibrationItem": CalibrationItem,
-    "CalibrationLabel": CalibrationLabel,
-    "CalibrationReport": CalibrationReport,
-    "SuiteResult": SuiteResult,
-    "ReviewItem": ReviewItem,
-}
+
+@functools.cache
+def records() -> dict[str, type[Record]]:
+    """Record classes whose schemas are generated (all records live in protocol/).
+
+    Imported on first use: a run that only validates a config or an adapter schema
+    does not load the analysis, trial and suite record classes.
+    """
+    from .analysis_records import BalanceReport, ComparisonReport, ResultSummary
+    from .conformance_records import ConformanceReport
+    from .records import CaptureResult, Grade, GraderRequest, GraderResult, PromptCase, TrajectoryStep
+    from .review_records import ReviewItem
+    from .suite_records import SuiteResult
+    from .trial_records import CalibrationItem, CalibrationLabel, CalibrationReport, TrialResult, TrialsSummary
+
+    return {
+        "PromptCase": PromptCase,
+        "TrajectoryStep": TrajectoryStep,
+        "CaptureResult": CaptureResult,
+        "GraderRequest": GraderRequest,
+        "GraderResult": GraderResult,
+        "Grade": Grade,
+        "ConformanceReport": ConformanceReport,
+        "ResultSummary": ResultSummary,
+        "BalanceReport": BalanceReport,
+        "ComparisonReport": ComparisonReport,
+        "TrialResult": TrialResult,
+        "TrialsSummary": TrialsSummary,
+        "CalibrationItem": CalibrationItem,
+        "CalibrationLabel": CalibrationLabel,
+        "CalibrationReport": CalibrationReport,
+        "SuiteResult": SuiteResult,
+        "ReviewItem": ReviewItem,
+    }
 
 
 def schema_files() -> dict[str, Any]:
@@ -91,7 +99,7 @@ def render(cls: type[Record]) -> bytes:
 
 def write_all(directory: Path) -> list[Path]:
     written = []
-    for name, cls in RECORDS.items():
+    for name, cls in records().items():
         path = directory / f"{name}.json"
         path.write_bytes(render(cls))
         written.append(path)
