@@ -97,6 +97,16 @@ def _stdout_to_stderr() -> Any:
             sys.stdout, _real_stdout = _real_stdout, None
 
 
+def _private_copy(value: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of a request, made through JSON (what a grader process would read): in C,
+    ten times faster than ``copy.deepcopy``, which cost more than the rest of an in-process
+    grade. A value JSON cannot carry (from a Python API caller's metadata) falls back to deepcopy."""
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except TypeError:
+        return copy.deepcopy(value)
+
+
 class InProcessRunner(GraderRunner):
     """A Python function called in the event loop: sync functions inline (the fast path), async awaited.
 
@@ -104,8 +114,8 @@ class InProcessRunner(GraderRunner):
     gets the grader timeout. Whatever it raises, ``sys.exit()`` included (every
     BaseException but KeyboardInterrupt and waza's own cancellation), is an
     error grade for that one result. A user's function gets a deep copy of the
-    request, so mutating it cannot change the record written; what it prints
-    goes to stderr.
+    request (see :func:`_private_copy`), so mutating it cannot change the record
+    written; what it prints goes to stderr.
     """
 
     def __init__(self, spec: GraderSpec, fn: Callable[[Any], Any], *, wants_record: bool) -> None:
@@ -116,7 +126,7 @@ class InProcessRunner(GraderRunner):
 
     async def _grade(self, request: GraderRequest, started: float) -> Grade:
         # Built-ins (waza's own code) read the record; a user's function gets a copy of its own.
-        arg: Any = request if self.wants_record else copy.deepcopy(request.to_dict())
+        arg: Any = request if self.wants_record else _private_copy(request.to_dict())
         try:
             with _stdout_to_stderr():
                 if self.is_async:
