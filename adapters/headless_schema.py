@@ -9,6 +9,7 @@ module compiles every JSONPath and rejects extract fields that the chosen
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -165,24 +166,16 @@ def shipped() -> dict[str, Any]:
     return {p.name[: -len(".json")]: p for p in sorted(root.iterdir(), key=lambda p: p.name) if p.name.endswith(".json")}
 
 
-def read_schema(spec: str | Path) -> tuple[str, dict[str, Any]]:
-    """(display name, parsed JSON) of a schema file path or a shipped schema name."""
+def read_schema(spec: str | Path) -> tuple[str, bytes]:
+    """(display name, contents) of a schema file path or a shipped schema name."""
     path = Path(spec)
     if path.is_file():
-        source, data = str(path), _read_bytes(str(path), path)
-    else:
-        known = shipped()
-        if str(spec) not in known:
-            names = ", ".join(sorted(known))
-            raise ConfigError(
-                f"no schema file {str(spec)!r} and no shipped schema of that name (shipped: {names})", field="--schema"
-            )
-        source, data = f"{spec} (shipped)", known[str(spec)].read_bytes()
-    try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise ConfigError(f"invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", source=source) from None
-    return source, value
+        return str(path), _read_bytes(str(path), path)
+    known = shipped()
+    if str(spec) not in known:
+        names = ", ".join(sorted(known))
+        raise ConfigError(f"no schema file {str(spec)!r} and no shipped schema of that name (shipped: {names})", field="--schema")
+    return f"{spec} (shipped)", known[str(spec)].read_bytes()
 
 
 def _read_bytes(source: str, path: Path) -> bytes:
@@ -194,7 +187,17 @@ def _read_bytes(source: str, path: Path) -> bytes:
 
 def load_schema(spec: str | Path) -> HeadlessSchema:
     """Read, validate and compile a schema; ConfigError naming the file and field on any problem."""
-    source, value = read_schema(spec)
+    return _parse_and_compile(*read_schema(spec))
+
+
+@functools.lru_cache(maxsize=16)
+def _parse_and_compile(source: str, data: bytes) -> HeadlessSchema:
+    """Validated and compiled once per contents: a run reads its schema once per ``-j`` worker,
+    and checking it against the JSON Schema each time cost more than a prompt (a schema is immutable)."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", source=source) from None
     return compile_schema(value, source)
 
 
