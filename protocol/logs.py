@@ -40,7 +40,7 @@ def _structlog() -> Any:
                 structlog.processors.add_log_level,
                 structlog.processors.TimeStamper(fmt="iso"),
                 structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty(), exception_formatter=structlog.dev.plain_traceback),
-                lambda _logger, _method, rendered: _redact(rendered),  # no secret reaches a log line
+                _redacted,  # no secret reaches a log line
             ],
             wrapper_class=structlog.make_filtering_bound_logger(_level),
             logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
@@ -48,6 +48,11 @@ def _structlog() -> Any:
         )
         _configured = True
     return structlog
+
+
+def _redacted(_logger: Any, _method: str, rendered: Any) -> Any:
+    """The last processor: the console renderer's line, with secret values masked."""
+    return _redact(rendered)
 
 
 class Logger:
