@@ -30,6 +30,7 @@ from typing import Any, ClassVar, get_args
 
 import anyio
 import anyio.abc
+
 from waza.protocol.errors import ConfigError
 from waza.protocol.logs import get_logger
 from waza.protocol.process import Tail, drain, exit_parts, kill_group, reap, spawn

@@ -55,7 +55,7 @@ def test_a_capture_loads_neither_logging_nor_progress_bar_until_needed(tmp_path:
     prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "hello"}])
     args = ["capture", str(prompts), "--adapter", "exec", "-g", "builtin:hint", "-o", str(tmp_path / "out.jsonl"), "--", *EXEC_AGENT]
     modules = imported(*args)
-    assert "waza.runner.pipeline" in modules
+    assert "waza.runner.engine.pipeline" in modules
     assert not {"structlog", "rich"} & modules
     assert read_jsonl(tmp_path / "out.jsonl")[0]["output"] == "echo: hello"
 

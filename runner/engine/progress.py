@@ -27,7 +27,8 @@ class Progress:
         self._bar: RichProgress | None = None
         if enabled:
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as RichProgress
 
             self._bar = RichProgress(
                 TextColumn("[bold]{task.description}"),

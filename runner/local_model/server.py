@@ -32,6 +32,7 @@ from typing import IO, Any
 
 import anyio
 import httpx
+
 from waza.adapters.base import Adapter
 from waza.protocol.errors import ConfigError
 from waza.protocol.logs import get_logger
