@@ -262,8 +262,15 @@ def main() -> None:
     )
     regex = ["-g", "builtin:regex", "--grader-config", '{"must_match": ["alpha"]}', *null]
     rss_small = Command(f"waza {sizes[0]:g} MB", [*waza, "grade", str(f["small"]), *regex])
-    rss = Workload(f"peak RSS grading {sizes[1]:g} MB (`builtin:regex`)", "MB",
-                   Command("waza", [*waza, "grade", str(f["large"]), *regex]), None, None, peer_note="—", once=True)
+    rss = Workload(
+        f"peak RSS grading {sizes[1]:g} MB (`builtin:regex`)",
+        "MB",
+        Command("waza", [*waza, "grade", str(f["large"]), *regex]),
+        None,
+        None,
+        peer_note="—",
+        once=True,
+    )
     workloads = [one, hlp, sh4, py1, pyw, fn, rss]
 
     load_before = os.getloadavg()

@@ -53,7 +53,18 @@ def test_a_command_and_unknown_options_still_go_through_typer() -> None:
 
 def test_a_capture_loads_neither_logging_nor_progress_bar_until_needed(tmp_path: Path) -> None:
     prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "hello"}])
-    args = ["capture", str(prompts), "--adapter", "exec", "-g", "builtin:hint", "-o", str(tmp_path / "out.jsonl"), "--", *EXEC_AGENT]
+    args = [
+        "capture",
+        str(prompts),
+        "--adapter",
+        "exec",
+        "-g",
+        "builtin:hint",
+        "-o",
+        str(tmp_path / "out.jsonl"),
+        "--",
+        *EXEC_AGENT,
+    ]
     modules = imported(*args)
     assert "waza.runner.engine.pipeline" in modules
     assert not {"structlog", "rich"} & modules

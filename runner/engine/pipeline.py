@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TypeAlias, TypeVar
 
 import anyio
+
 from waza.adapters.base import Adapter, AdapterOptions, AgentRun, AgentTask
 from waza.protocol.errors import AgentError, ConfigError, GraderError, WazaError
 from waza.protocol.grading import request_for, settle
