@@ -8,6 +8,7 @@ is not installed (``pip install 'waza[ray]'``).
 
 from __future__ import annotations
 
+import logging
 import signal
 import subprocess
 import sys
@@ -28,7 +29,7 @@ TRIAL_AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "trial_age
 
 @pytest.fixture(scope="module")
 def address():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False, logging_level="ERROR")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False, logging_level=logging.ERROR)
     try:
         yield ray.get_runtime_context().gcs_address
     finally:
@@ -94,38 +95,33 @@ def wait_for_lines(out: Path, n: int, proc: subprocess.Popen[bytes], limit: floa
     raise AssertionError(f"fewer than {n} lines in {out} after {limit}s")
 
 
-def test_interrupt_then_resume_on_ray_is_exact(tmp_path, address):
+def test_interrupt_then_resume_on_ray_runs_exactly_the_missing_trials(tmp_path, address):
     log = tmp_path / "runs.log"
-    ids = [f"p{i}" for i in range(8)]
+    ids = [f"p{i}" for i in range(4)]
     prompts = write_jsonl(tmp_path / "p.jsonl", [prompt(i, sleep=0.6, log=str(log)) for i in ids])
     out = tmp_path / "out.jsonl"
-    args = [
-        "capture",
-        prompts,
-        "--adapter",
-        "exec",
-        "-g",
-        "builtin:hint",
-        "-o",
-        out,
-        "--executor",
-        "ray",
-        "--ray-address",
-        address,
-    ]
+    sidecar = tmp_path / "out.jsonl.trials.jsonl"  # every finished trial, kept until its prompt is complete
+    args = ["trials", prompts, "-k", "2", "--adapter", "exec", "-g", "builtin:hint", "-o", out]
+    args += ["--executor", "ray", "--ray-address", address]
     proc = subprocess.Popen([sys.executable, "-m", "waza", *map(str, args), "--", *AGENT], stderr=subprocess.PIPE, cwd=ROOT)
-    wait_for_lines(out, 2, proc)
+    wait_for_lines(sidecar, 3, proc)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
-    first = read_jsonl(out)  # every line whole (read_jsonl parses each)
-    written = {r["id"] for r in first}
-    assert 2 <= len(written) < len(ids) and len(first) == len(written)
+    # Every line whole (read_jsonl parses each); the pairs done are the finished prompts' and the sidecar's.
+    done = {(r["id"], t["trial"]) for r in read_jsonl(out) for t in r["trials"]}
+    done |= {(r["id"], r["trial"]) for r in read_jsonl(sidecar)}
+    everything = {(i, t) for i in ids for t in (1, 2)}
+    assert 3 <= len(done) < len(everything)
     started = len(log.read_text().splitlines())
     again = run_waza(*args, "--resume", "--", *AGENT)
     assert again.returncode == 0, again.stderr
-    assert sorted(r["id"] for r in read_jsonl(out)) == ids  # each once
-    assert sorted(log.read_text().splitlines()[started:]) == sorted(set(ids) - written)  # exactly the missing ones ran
+    results = read_jsonl(out)
+    assert sorted(r["id"] for r in results) == ids  # each prompt once, with both its trials
+    assert all([t["trial"] for t in r["trials"]] == [1, 2] for r in results)
+    rerun = {tuple(line.split()) for line in log.read_text().splitlines()[started:]}
+    assert {(i, int(t)) for i, t in rerun} == everything - done  # exactly the missing (id, trial) pairs ran
+    assert len(log.read_text().splitlines()[started:]) == len(everything - done)
 
 
 def test_trials_on_ray_give_the_local_pass_at_k(tmp_path, address):

@@ -17,7 +17,9 @@ tasks in flight are cancelled (their agents stopped) and nothing more is written
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
+import os
 import signal
 import sys
 import threading
@@ -40,6 +42,8 @@ CANCEL_GRACE = 5.0
 #: How long one wait for a finished task blocks a thread (the loop stays responsive to interrupts).
 _POLL = 0.25
 INSTALL_HINT = "--executor ray needs Ray: pip install 'waza[ray]'"
+#: The environment variable the Ray workers started by a raylet take their niceness from (Ray's default: 15).
+WORKER_NICENESS = "RAY_worker_niceness"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,11 +91,14 @@ def connected(options: RayOptions) -> Iterator[Any]:
     if ray.is_initialized():
         yield ray
         return
-    quiet: dict[str, Any] = {"log_to_driver": False, "configure_logging": False, "logging_level": "ERROR"}
+    quiet: dict[str, Any] = {"log_to_driver": False, "configure_logging": False, "logging_level": logging.ERROR}
     # ray.init installs its own SIGTERM handler (exit at once); the run's handler (cancel cleanly) is put back.
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
         if options.address is None:  # "local": a new instance even when RAY_ADDRESS is set
+            # Ray runs its workers at nice 15; the local engine's agents run at the user's priority, and so
+            # do the embedded instance's (a cluster's nodes choose theirs when they are started).
+            os.environ.setdefault(WORKER_NICENESS, "0")
             ray.init(address="local", num_cpus=options.cpus, include_dashboard=False, **quiet)
         else:
             ray.init(address=options.address, **quiet)
@@ -240,4 +247,4 @@ def _cancel(ray: Any, refs: list[Any]) -> None:
     print(f"waza: cancelled {len(refs)} Ray tasks in flight", file=sys.stderr)
 
 
-__all__ = ["INSTALL_HINT", "MAX_RETRIES", "RayExecutor", "RayOptions", "import_ray", "task_slots"]
+__all__ = ["INSTALL_HINT", "MAX_RETRIES", "WORKER_NICENESS", "RayExecutor", "RayOptions", "import_ray", "task_slots"]

@@ -2,7 +2,7 @@
 
   {"answer": "A"}          answers A (default "ok-answer")
   {"sleep": S}             sleeps S seconds first
-  {"log": FILE}            appends its prompt id to FILE when it starts
+  {"log": FILE}            appends "ID TRIAL" to FILE when it starts
   {"kill_once": MARKER}    the first time (MARKER does not exist yet): creates MARKER and SIGKILLs its
                            parent, the Ray worker process running it, so Ray must retry the task
   {"kill_always": true}    SIGKILLs its parent every time
@@ -23,7 +23,7 @@ spec = json.loads(sys.stdin.read())
 
 if spec.get("log"):
     with open(spec["log"], "a") as f:
-        f.write(os.environ["WAZA_PROMPT_ID"] + "\n")
+        f.write(f"{os.environ['WAZA_PROMPT_ID']} {os.environ.get('WAZA_TRIAL', '')}\n")
 
 
 def kill_worker() -> None:
