@@ -221,6 +221,10 @@ async def _as_stream(run: Callable[[Sink[R]], Awaitable[None]]) -> AsyncGenerato
             tg.cancel_scope.cancel()
 
 
+async def _discard(_result: object) -> None:
+    """A sink that keeps nothing (the CLI reads the tally and the output file, not the results)."""
+
+
 def _writer(output: Output | None, total: int | None, label: str) -> tuple[ResultWriter | None, Progress]:
     progress = Progress(total, enabled=wanted(output.progress) if output else False, label=label)
     if output is None:
@@ -276,6 +280,13 @@ class CaptureRun:
         return None if self.prompts.total is None else self.prompts.total - len(self.done)
 
     async def stream(self) -> AsyncGenerator[CaptureResult, None]:
+        async with contextlib.aclosing(_as_stream(self.run_to)) as results:  # closed in this task when the caller stops early
+            async for result in results:
+                yield result
+
+    async def run_to(self, sink: Sink[CaptureResult] = _discard) -> None:
+        """The whole run, each result handed to ``sink`` once written: the CLI's path, which takes
+        no result and so skips ``stream``'s hand-over (two event-loop switches per result)."""
         writer, progress = _writer(self.output, self.todo, "capture")
 
         def keep(case: PromptCase) -> bool:
@@ -288,21 +299,16 @@ class CaptureRun:
             async for case in self.prompts.stream(keep):
                 yield WorkItem(case=case)
 
-        async def run(sink: Sink[CaptureResult]) -> None:
-            async def each(result: CaptureResult) -> None:
-                if writer is not None:
-                    writer.write(result)
-                self.tally.add(result.status, result.score.score if result.score else None)
-                self.errors.add(result)
-                await sink(result)
-
-            async with entered(self.runners):
-                await self.executor(items(), self.settings, each)
+        async def each(result: CaptureResult) -> None:
+            if writer is not None:
+                writer.write(result)
+            self.tally.add(result.status, result.score.score if result.score else None)
+            self.errors.add(result)
+            await sink(result)
 
         try:
-            async with contextlib.aclosing(_as_stream(run)) as results:  # closed in this task when the caller stops early
-                async for result in results:
-                    yield result
+            async with entered(self.runners):
+                await self.executor(items(), self.settings, each)
         finally:
             if writer is not None:
                 writer.close()
@@ -648,6 +654,12 @@ class GradeRun:
         return cls(results, runners, concurrency, output, [] if skip_invalid else None)
 
     async def stream(self) -> AsyncGenerator[CaptureResult, None]:
+        async with contextlib.aclosing(_as_stream(self.run_to)) as results:  # closed in this task when the caller stops early
+            async for result in results:
+                yield result
+
+    async def run_to(self, sink: Sink[CaptureResult] = _discard) -> None:
+        """The whole run, each result handed to ``sink`` once written (see ``CaptureRun.run_to``)."""
         writer, progress = _writer(self.output, None, "grade")
         source: AsyncIterator[CaptureResult]
         if isinstance(self.results, str):
@@ -655,21 +667,16 @@ class GradeRun:
         else:
             source = in_batches(self.results)
 
-        async def run(sink: Sink[CaptureResult]) -> None:
-            async def each(result: CaptureResult) -> None:
-                if writer is not None:
-                    writer.write(result)
-                self.tally.add(result.status, result.score.score if result.score else None)
-                self.errors.add(result)
-                await sink(result)
-
-            async with entered(self.runners):
-                await grade_stream(source, self.runners, self.concurrency, each)
+        async def each(result: CaptureResult) -> None:
+            if writer is not None:
+                writer.write(result)
+            self.tally.add(result.status, result.score.score if result.score else None)
+            self.errors.add(result)
+            await sink(result)
 
         try:
-            async with contextlib.aclosing(_as_stream(run)) as results:  # closed in this task when the caller stops early
-                async for result in results:
-                    yield result
+            async with entered(self.runners):
+                await grade_stream(source, self.runners, self.concurrency, each)
         finally:
             if writer is not None:
                 writer.close()

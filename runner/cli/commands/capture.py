@@ -83,6 +83,5 @@ async def _capture(
         + (f", {todo - capture.tally.total} prompts not run" if todo is not None else "")
         + ("; rerun with --resume to finish" if out.output != "-" else "")
     )
-    async for _ in capture.stream():
-        pass
+    await capture.run_to()
     return finish_run(capture.tally, gates, skipped=len(capture.skipped), errors=capture.errors)

@@ -49,8 +49,7 @@ async def _demo(prompts: Path, output: str, interrupt: Interrupt) -> int:
         output=Output(output),
     )
     interrupt.summary = lambda: f"{capture.tally.total} results written to {output}"
-    async for _ in capture.stream():
-        pass
+    await capture.run_to()
     # The gate expects exactly the one deliberate failure: 3 of 4 must pass, and nothing may error.
     return finish_run(capture.tally, {"pass_rate": 0.75}, errors=capture.errors)
 

@@ -54,8 +54,7 @@ async def _grade(
         skip_invalid=skip_invalid,
     )
     interrupt.summary = lambda: f"{grading.tally.total} results written to {out.output}"
-    async for _ in grading.stream():
-        pass
+    await grading.run_to()
     if grading.skipped:
         print(f"waza: skipped {len(grading.skipped)} invalid lines; first: {grading.skipped[0]}", file=sys.stderr)
     elif grading.tally.total == 0:
