@@ -10,6 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+import waza
 from waza.protocol import schemas
 
 from .conftest import executable, read_jsonl, run_waza, write_jsonl
@@ -22,6 +23,18 @@ def valid(rows: list[dict]) -> list[dict]:
     for row in rows:
         assert schemas.errors("CaptureResult", row) == [], row["id"]
     return rows
+
+
+def captured(prompts, graders=(), *, events: bool = False, **kw) -> list[dict]:
+    """Engine behaviour through the API in-process: the exec test agent's records as JSON dicts, in prompt order.
+
+    The CLI's own parsing, exit codes and summary lines are checked by the subprocess tests in this file."""
+    agent = waza.ExecAgent(command=tuple(AGENT), events=events)
+    if isinstance(prompts, Path):
+        prompts = read_jsonl(prompts)
+    order = [p["id"] for p in prompts]
+    rows = [r.to_dict() for r in waza.capture(prompts, agent, list(graders), **kw)]
+    return valid(sorted(rows, key=lambda r: order.index(r["id"])))
 
 
 @pytest.fixture
@@ -135,22 +148,8 @@ async def async_grade(req):
     return {"passed": True, "score": 0.25, "message": "async " + req["id"]}
 """
     )
-    proc = run_waza(
-        "capture",
-        prompts,
-        "--adapter",
-        "exec",
-        "--grader",
-        f"{module}:sync_grade",
-        "--grader",
-        f"{module}:async_grade",
-        "--grader-weight",
-        "sync_grade=3",
-        "--",
-        *AGENT,
-    )
-    assert proc.returncode == 0, proc.stderr
-    rows = {r["id"]: r for r in valid(read_jsonl(proc.stdout))}
+    graders = [waza.PythonGrader(fn=f"{module}:sync_grade", weight=3), waza.PythonGrader(fn=f"{module}:async_grade")]
+    rows = {r["id"]: r for r in captured(prompts, graders)}
     good = rows["good"]
     assert [g["name"] for g in good["grades"]] == ["sync_grade", "async_grade"]
     assert good["grades"][1]["reasoning"] == "async good"
@@ -159,31 +158,10 @@ async def async_grade(req):
 
 
 def test_broken_graders_are_errors_and_keep_the_capture(tmp_path, prompts, graders):
-    proc = run_waza(
-        "capture",
-        prompts,
-        "--adapter",
-        "exec",
-        "--grader-timeout",
-        "1",
-        "--grader",
-        graders["crash"],
-        "--grader",
-        graders["hang"],
-        "--grader",
-        graders["garbage"],
-        "--grader",
-        graders["liar"],
-        "--grader",
-        graders["python"],
-        "--events",
-        "--",
-        *AGENT,
-        input=None,
-    )
-    # Exit 1: results errored. Every prompt still has its result with output and trajectory.
-    assert proc.returncode == 1, proc.stderr
-    rows = valid(read_jsonl(proc.stdout))
+    specs = [waza.Executable(argv=(str(graders[n]),)) for n in ("crash", "hang", "garbage", "liar", "python")]
+    # Every prompt still has its result with output and trajectory (the CLI's exit 1 for errored
+    # results is checked by test_agent_crash_and_timeout_are_errors_and_the_run_goes_on).
+    rows = captured(prompts, specs, events=True, timeouts=waza.Timeouts(grader=1))
     assert len(rows) == 2
     for row in rows:
         grades = {g["name"]: g for g in row["grades"]}
@@ -201,9 +179,7 @@ def test_broken_graders_are_errors_and_keep_the_capture(tmp_path, prompts, grade
 
 def test_events_mode_builds_the_trajectory(tmp_path):
     prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "ev", "input": "emit events"}])
-    proc = run_waza("capture", prompts, "--adapter", "exec", "--events", "--", *AGENT)
-    assert proc.returncode == 0, proc.stderr
-    (row,) = valid(read_jsonl(proc.stdout))
+    (row,) = captured(prompts, events=True)
     steps = row["trajectory"]
     assert [s["type"] for s in steps] == ["message", "thought", "tool_call", "plan", "message"]
     assert steps[0]["role"] == "user"
@@ -221,9 +197,7 @@ def test_events_mode_builds_the_trajectory(tmp_path):
 
 def test_multi_turn_input_runs_each_turn_with_history(tmp_path):
     prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "mt", "input": ["my name is Ada", "what is my name?"], "hint": "Ada"}])
-    proc = run_waza("capture", prompts, "--adapter", "exec", "--grader", "builtin:hint", "--", *AGENT)
-    assert proc.returncode == 0, proc.stderr
-    (row,) = valid(read_jsonl(proc.stdout))
+    (row,) = captured(prompts, [waza.Builtin(grader="hint")])
     assert row["output"] == "your name is Ada"
     users = [s for s in row["trajectory"] if s.get("role") == "user"]
     assert [u["turn"] for u in users] == [0, 1]
@@ -254,9 +228,7 @@ def test_agent_crash_and_timeout_are_errors_and_the_run_goes_on(tmp_path):
 
 def test_chatty_agent_stderr_is_drained_and_tail_kept(tmp_path):
     prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "noisy", "input": "lots of stderr"}])
-    proc = run_waza("capture", prompts, "--adapter", "exec", "--", *AGENT)
-    assert proc.returncode == 0, proc.stderr
-    (row,) = read_jsonl(proc.stdout)
+    (row,) = captured(prompts)
     assert row["output"] == "echo: lots of stderr"
     assert 0 < len(row["stderr"]) <= 8192 and set(row["stderr"]) == {"x"}
 
@@ -291,9 +263,9 @@ def test_agent_flags_pass_through(tmp_path):
 
 def test_workspace_dir_gives_each_prompt_a_fresh_directory(tmp_path, prompts, graders):
     ws = tmp_path / "ws"
-    proc = run_waza("capture", prompts, "--adapter", "exec", "--workspace-dir", ws, "--grader", graders["cwd"], "--", *AGENT)
-    assert proc.returncode == 0, proc.stderr
-    for row in read_jsonl(proc.stdout):
+    rows = captured(prompts, [waza.Executable(argv=(str(graders["cwd"]),))], workspace=waza.Workspace(root=ws))
+    assert len(rows) == 2
+    for row in rows:
         expected = str((ws / row["id"]).resolve())
         assert row["cwd"] == expected
         grader_cwd, request_cwd = row["grades"][0]["reasoning"].split("|")
