@@ -1,11 +1,13 @@
-"""Real results files for the analysis tests, made by `waza capture` / `waza trials` with the quiz agent."""
+"""Real results files for the analysis tests, made by the engine (the API of `waza capture` / `waza trials`) with the quiz agent."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from .conftest import ROOT, run_waza, write_jsonl
+import waza
+
+from .conftest import ROOT, write_jsonl
 
 AGENT = ROOT / "tests" / "agents" / "quiz_agent.py"
 
@@ -21,46 +23,20 @@ def prompts_file(tmp: Path) -> Path:
     return write_jsonl(tmp / "prompts.jsonl", PROMPTS)
 
 
+def _agent(rules: tuple[str, ...]) -> waza.ExecAgent:
+    return waza.ExecAgent(command=(sys.executable, str(AGENT), *rules), events=True)
+
+
 def capture(tmp: Path, name: str, *rules: str, prompts: Path | None = None) -> Path:
-    """Capture PROMPTS with the quiz agent; rules like q2=fail, q3=error choose the verdicts."""
+    """Capture PROMPTS with the quiz agent; rules like q2=fail, q3=error choose the verdicts.
+
+    Through the API in-process: these files are the analysis tests' input, the capture is not their point."""
     out = tmp / name
-    proc = run_waza(
-        "capture",
-        prompts or prompts_file(tmp),
-        "--adapter",
-        "exec",
-        "--events",
-        "-g",
-        "builtin:hint",
-        "-o",
-        out,
-        "--",
-        sys.executable,
-        AGENT,
-        *rules,
-    )
-    assert proc.returncode in (0, 1), proc.stderr.decode()
+    waza.capture(prompts or prompts_file(tmp), _agent(rules), [waza.Builtin(grader="hint")], output=waza.Output(str(out)))
     return out
 
 
 def trials(tmp: Path, name: str, k: int, *rules: str) -> Path:
     out = tmp / name
-    proc = run_waza(
-        "trials",
-        prompts_file(tmp),
-        "-k",
-        str(k),
-        "--adapter",
-        "exec",
-        "--events",
-        "-g",
-        "builtin:hint",
-        "-o",
-        out,
-        "--",
-        sys.executable,
-        AGENT,
-        *rules,
-    )
-    assert proc.returncode in (0, 1), proc.stderr.decode()
+    waza.trials(prompts_file(tmp), _agent(rules), [waza.Builtin(grader="hint")], k=k, output=waza.Output(str(out)))
     return out
