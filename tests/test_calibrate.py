@@ -8,6 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+import waza
 from waza.protocol.schemas import errors
 from waza.runner.analysis.agreement import Pair, agreement
 
@@ -51,10 +52,9 @@ def captured(tmp_path_factory) -> Path:
     rows = [{"id": i, "input": f"say ok {i}", "hint": "ok"} for i in PASSING]
     rows += [{"id": i, "input": f"say no {i}", "hint": "ok"} for i in FAILING]
     out = root / "results.jsonl"
-    proc = run_waza(
-        "capture", write_jsonl(root / "prompts.jsonl", rows), "--adapter", "exec", "-g", "builtin:hint", "-o", out, "--", *ECHO
-    )
-    assert proc.returncode == 0, proc.stderr
+    # Made through the API in-process: calibrate reads this file; the capture is not the point here.
+    results = waza.capture(rows, waza.ExecAgent(command=tuple(ECHO)), [waza.Builtin(grader="hint")], output=waza.Output(str(out)))
+    assert sorted(r.status for r in results) == ["failed"] * len(FAILING) + ["passed"] * len(PASSING)
     return out
 
 
@@ -145,7 +145,9 @@ def test_trials_files_are_sampled_and_labelled_per_trial(tmp_path):
         ],
     )
     out = tmp_path / "trials.jsonl"
-    run_waza("trials", prompts, "--adapter", "exec", "-k", "2", "-g", "builtin:hint", "-o", out, "--", *TRIAL_AGENT)
+    waza.trials(
+        prompts, waza.ExecAgent(command=tuple(TRIAL_AGENT)), [waza.Builtin(grader="hint")], k=2, output=waza.Output(str(out))
+    )
     sheet = read_jsonl(run_waza("calibrate", out, "--sample", "4").stdout)
     assert sorted((i["id"], i["trial"]) for i in sheet) == [("x", 1), ("x", 2), ("y", 1), ("y", 2)]
     for item in sheet:
