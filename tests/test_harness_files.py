@@ -16,6 +16,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+import waza
+
 from .conftest import compat_path, executable, read_jsonl, run_waza, write_jsonl
 
 HARNESS = "@plaited/agent-eval-harness@0.12.2"
@@ -87,18 +89,14 @@ def waza_results(tmp: Path) -> Path:
     ]
     out = tmp / "waza.jsonl"
     grader = executable(tmp / "grade.py", GRADER)
-    run_waza(
-        "capture",
-        write_jsonl(tmp / "p.jsonl", prompts),
-        "-g",
-        grader,
-        "--cwd",
-        work,
-        "-o",
-        out,
-        "--",
-        sys.executable,
-        AGENTS / "sdk_acp_agent.py",
+    # Made through the API in-process (an ACP agent, as `waza capture` runs it by default): what is
+    # tested is the file, read by acp-harness and by waza's commands.
+    waza.capture(
+        prompts,
+        waza.AcpAgent(command=(sys.executable, str(AGENTS / "sdk_acp_agent.py"))),
+        [waza.Executable(argv=(str(grader),))],
+        workspace=waza.Workspace(cwd=work),
+        output=waza.Output(str(out)),
     )
     return out
 
@@ -136,20 +134,7 @@ def test_waza_trials_read_by_acp_harness(tmp_path: Path, harness_bin: Path) -> N
         {"id": "always", "input": orjson.dumps({"pass": [1, 2, 3]}).decode(), "hint": "ok-answer"},
     ]
     ours = tmp_path / "trials.jsonl"
-    run_waza(
-        "trials",
-        write_jsonl(tmp_path / "p.jsonl", prompts),
-        "--adapter",
-        "exec",
-        "-g",
-        "builtin:hint",
-        "-k",
-        "3",
-        "-o",
-        ours,
-        "--",
-        *agent,
-    )
+    waza.trials(prompts, waza.ExecAgent(command=tuple(agent)), [waza.Builtin(grader="hint")], k=3, output=waza.Output(str(ours)))
     proc = run_waza("export", ours, "--to", "acp-harness")
     assert proc.returncode == 0, proc.stderr
     exported = {r["id"]: r for r in read_jsonl(proc.stdout)}
