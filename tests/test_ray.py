@@ -160,6 +160,8 @@ def test_bad_ray_options_are_usage_errors(tmp_path, address):
         proc = capture(prompts, out, "--executor", "ray", *extra)
         assert proc.returncode == 2, (extra, proc.stderr)
         assert message.encode() in proc.stderr and b"Traceback" not in proc.stderr
+    proc = capture(prompts, out, "--executor", "spark")
+    assert proc.returncode == 2 and b"--executor takes local or ray, got 'spark'" in proc.stderr
     proc = capture(prompts, out, "--ray-num-cpus", "2")
     assert proc.returncode == 2 and b"--ray-num-cpus does nothing with --executor local" in proc.stderr
     assert not out.exists() or out.read_bytes() == b""  # nothing was run or written

@@ -22,7 +22,7 @@ def _opt(*names: str, help: str, **kw: Any) -> Any:
 @dataclasses.dataclass
 class ExecutorOptions:
     executor: Annotated[
-        str, _opt("--executor", help="local (this process) or ray (a Ray task per prompt × trial; pip install 'waza[ray]').")
+        str, _opt("--executor", help="local (this process) or ray (a Ray task per prompt × trial; needs the ray extra).")
     ] = "local"
     ray_address: Annotated[
         str | None,
