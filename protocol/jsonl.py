@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,7 +86,15 @@ def iter_lines(stream: IO[bytes], source: str = "<input>") -> Iterator[tuple[int
 
 
 #: A run of 20 or more digits: the only way a JSON integer can exceed 64 bits.
-LONG_DIGITS = re.compile(rb"\d{20}")
+#: Found by mapping every digit to ``0`` and looking for twenty of them: a regex search
+#: (``\d{20}``) cost 30 µs on a 2 KB line, twenty times orjson's parse of it.
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_RUN = b"0" * 20
+
+
+def has_long_digits(line: bytes) -> bool:
+    """Whether ``line`` holds a run of 20 or more ASCII digits."""
+    return _LONG_RUN in line.translate(_DIGITS_TO_ZERO)
 
 
 def _check_int(text: str) -> int:
@@ -103,7 +110,7 @@ def parse_line(source: str, number: int, line: bytes) -> Any:
         value = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         raise JsonlError(source, number, f"invalid JSON ({exc.msg} at column {exc.colno})") from None
-    if LONG_DIGITS.search(line):  # rare: confirm with a parser that sees integers as written
+    if has_long_digits(line):  # rare: confirm with a parser that sees integers as written
         try:
             json.loads(line, parse_int=_check_int)
         except ValueError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from pathlib import Path
 
 import orjson
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from waza.protocol import schemas
 from waza.protocol.codec import RecordError
 from waza.protocol.grading import GraderProtocolError, aggregate, normalize_result, parse_result_bytes
-from waza.protocol.jsonl import JsonlError, decode_line, iter_lines, repair_torn_tail
+from waza.protocol.jsonl import JsonlError, decode_line, has_long_digits, iter_lines, repair_torn_tail
 from waza.protocol.records import CaptureResult, Grade, PromptCase, Usage
 from waza.protocol.trajectory import (
     MessageChunk,
@@ -205,3 +206,8 @@ def test_reducer_is_total_and_its_steps_validate(sequence):
     assert len(tool_ids) == len(set(tool_ids)), "one step per tool call id"
     text = "".join(e.text for e in sequence if isinstance(e, MessageChunk))
     assert sum(len(s.get("content", "")) for s in steps if s["type"] == "message" and s.get("role") == "agent") == len(text)
+
+
+@given(st.binary(max_size=80) | st.text(alphabet="0123456789 ,:-ab", max_size=80).map(str.encode))
+def test_the_long_integer_check_finds_exactly_the_runs_of_20_digits(line: bytes) -> None:
+    assert has_long_digits(line) == bool(re.search(rb"[0-9]{20}", line))
