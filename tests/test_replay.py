@@ -1,4 +1,4 @@
-"""The replay adapter end to end: recorded runs replayed through `waza capture`, graders attached."""
+"""The replay adapter: recorded runs replayed through the engine (the API in-process), graders attached; `waza capture --adapter replay` usage errors."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from pathlib import Path
 
 import orjson
 
+import waza
 from waza.protocol.schemas import errors
 
 from .conftest import compat_path, read_jsonl, run_waza, write_jsonl
@@ -15,18 +16,25 @@ COPILOT_FILE = "waza-transcripts/copilot_events_using_skill.json"
 HORN = {"id": "horn", "input": "use the example horn", "hint": "yes"}
 
 
-def replay(tmp_path: Path, prompts: list[dict], source: Path, *args: str):
-    proc = run_waza("capture", write_jsonl(tmp_path / "prompts.jsonl", prompts), "--adapter", "replay", "--from", source, *args)
-    results = read_jsonl(proc.stdout)
+def replay(prompts: list[dict], source: Path, *, graded: bool = False) -> list[dict]:
+    """The replay adapter through the API in-process (it starts no process: what it records is the point);
+    the CLI's usage errors are checked as a subprocess below."""
+    graders = [waza.Builtin(grader="hint")] if graded else []
+    order = [p["id"] for p in prompts]
+    results = [r.to_dict() for r in waza.capture(prompts, waza.ReplayAgent(replay_from=source), graders)]
     for result in results:
         assert errors("CaptureResult", result) == []
-    return proc, results
+    return sorted(results, key=lambda r: order.index(r["id"]))
+
+
+def replay_cli(tmp_path: Path, prompts: list[dict], source: Path):
+    proc = run_waza("capture", write_jsonl(tmp_path / "prompts.jsonl", prompts), "--adapter", "replay", "--from", source)
+    return proc, read_jsonl(proc.stdout)
 
 
 def test_copilot_events_give_tool_calls_skill_and_usage(tmp_path):
     COPILOT = compat_path(COPILOT_FILE)
-    proc, [result] = replay(tmp_path, [HORN], COPILOT, "--grader", "builtin:hint")
-    assert proc.returncode == 0, proc.stderr
+    [result] = replay([HORN], COPILOT, graded=True)
     calls = [s for s in result["trajectory"] if s["type"] == "tool_call"]
     # report_intent is an event, not a tool call: the original waza's collector drops it, so graders count the same calls
     assert [(c["name"], c["status"], c["input"]) for c in calls] == [("skill", "completed", {"skill": "example"})]
@@ -42,10 +50,9 @@ def test_copilot_events_give_tool_calls_skill_and_usage(tmp_path):
 
 def test_capture_results_replay_to_the_same_record(tmp_path):
     COPILOT = compat_path(COPILOT_FILE)
-    _, [first] = replay(tmp_path, [HORN], COPILOT)
+    [first] = replay([HORN], COPILOT)
     recorded = write_jsonl(tmp_path / "recorded.jsonl", [first])
-    proc, [again] = replay(tmp_path, [HORN], recorded, "--grader", "builtin:hint")
-    assert proc.returncode == 0, proc.stderr
+    [again] = replay([HORN], recorded, graded=True)
     for key in ("trajectory", "output", "usage", "exit", "errors", "toolErrors"):
         assert again[key] == first[key], key
     assert again["status"] == "passed" and again["adapter"] == "replay"
@@ -76,10 +83,10 @@ def test_recorded_errors_replay_as_errors(tmp_path):
             },
         ],
     }
-    proc, [result] = replay(tmp_path, [{"id": "broken", "input": "x"}], write_jsonl(tmp_path / "r.jsonl", [failed]))
+    [result] = replay([{"id": "broken", "input": "x"}], write_jsonl(tmp_path / "r.jsonl", [failed]))
     assert result["errors"] == ["agent exited with code 3"] and result["exit"]["code"] == 3 and result["stderr"] == "boom"
     assert result["toolErrors"] is True and result["trajectory"][1]["duration"] == 4
-    assert proc.returncode == 1
+    assert result["status"] == "error"  # what makes the CLI exit 1
 
 
 def test_event_streams_keyed_by_prompt_id(tmp_path):
@@ -102,16 +109,14 @@ def test_event_streams_keyed_by_prompt_id(tmp_path):
             {"type": "message", "content": "hello"},
         ],
     )
-    proc, results = replay(
-        tmp_path, [{"id": "b", "input": "hi"}, {"id": "a", "input": "list files"}, {"id": "c", "input": "?"}], stream
-    )
+    results = replay([{"id": "b", "input": "hi"}, {"id": "a", "input": "list files"}, {"id": "c", "input": "?"}], stream)
     by_id = {r["id"]: r for r in results}
     assert by_id["a"]["output"] == "one file: a.txt" and by_id["a"]["usage"] == {"inputTokens": 7, "outputTokens": 3}
     tool = next(s for s in by_id["a"]["trajectory"] if s["type"] == "tool_call")
     assert (tool["start"], tool["end"], tool["output"]) == (10, 30, "a.txt")
     assert by_id["b"]["output"] == "hello"
     assert by_id["c"]["errors"] == [f"{stream}: nothing recorded for prompt 'c'"]
-    assert proc.returncode == 1
+    assert by_id["c"]["status"] == "error"  # what makes the CLI exit 1
 
 
 def test_bad_replay_files_are_usage_errors(tmp_path):
@@ -123,7 +128,7 @@ def test_bad_replay_files_are_usage_errors(tmp_path):
         (b"", b"holds no JSON objects"),
     ]:
         (tmp_path / "bad.json").write_bytes(content)
-        proc, results = replay(tmp_path, prompts, tmp_path / "bad.json")
+        proc, results = replay_cli(tmp_path, prompts, tmp_path / "bad.json")
         assert proc.returncode == 2 and results == [], content
         assert message in proc.stderr, proc.stderr
     proc = run_waza("capture", write_jsonl(tmp_path / "p.jsonl", prompts), "--adapter", "replay")
