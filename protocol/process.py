@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,26 +61,78 @@ async def drain(stream: anyio.abc.ByteReceiveStream | None, tail: Tail) -> None:
         pass
 
 
-_pidfd_loop: object = None
+class _PidfdWatcher(asyncio.AbstractChildWatcher):
+    """Child exits through a pidfd in the poll of whichever asyncio loop started the child.
+
+    Python 3.11's own PidfdChildWatcher is bound to one loop: once waza's loop ends,
+    every other loop in the process (a notebook's, a library's in another thread)
+    would find the process-wide watcher "not activated" and could start no subprocess.
+    This one binds each child to the loop running when it is started, so it is
+    active for every loop, in every thread."""
+
+    def __init__(self) -> None:
+        self._children: dict[int, tuple[asyncio.AbstractEventLoop, int]] = {}
+
+    def add_child_handler(self, pid: int, callback: Callable[..., object], *args: object) -> None:
+        loop = asyncio.get_running_loop()
+        pidfd = os.pidfd_open(pid)
+        self._children[pid] = (loop, pidfd)
+
+        def exited() -> None:
+            if self._children.pop(pid, None) is None:
+                return
+            loop.remove_reader(pidfd)
+            try:
+                _, status = os.waitpid(pid, 0)
+                code = os.waitstatus_to_exitcode(status)
+            except ChildProcessError:  # reaped elsewhere: asyncio's own convention for "unknown"
+                code = 255
+            finally:
+                os.close(pidfd)
+            callback(pid, code, *args)
+
+        loop.add_reader(pidfd, exited)
+
+    def remove_child_handler(self, pid: int) -> bool:
+        entry = self._children.pop(pid, None)
+        if entry is None:
+            return False
+        loop, pidfd = entry
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
+        return True
+
+    def attach_loop(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        """Nothing to attach: each child is bound to its own loop."""
+
+    def close(self) -> None:
+        for pid in list(self._children):
+            self.remove_child_handler(pid)
+
+    def is_active(self) -> bool:
+        return True
+
+    def __enter__(self) -> _PidfdWatcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 def _watch_children_with_pidfds() -> None:
     """Before Python 3.12, asyncio waits for every child in a thread of its own, and the
     exit reaches the event loop one thread hop later; a pidfd in the loop's own poll
-    costs neither. Installed once per event loop (3.12 does this by itself)."""
-    global _pidfd_loop
+    costs neither. Installed once per process (3.12 does this by itself); it serves
+    every asyncio loop, not only waza's."""
     if sys.version_info >= (3, 12) or not hasattr(os, "pidfd_open"):
         return
     try:
-        loop = asyncio.get_running_loop()
+        asyncio.get_running_loop()
     except RuntimeError:  # not on asyncio (trio has no child watchers)
         return
-    if _pidfd_loop is loop:
-        return
-    watcher = asyncio.PidfdChildWatcher()
-    watcher.attach_loop(loop)
-    asyncio.get_event_loop_policy().set_child_watcher(watcher)
-    _pidfd_loop = loop
+    policy = asyncio.get_event_loop_policy()
+    if not isinstance(policy.get_child_watcher(), _PidfdWatcher):
+        policy.set_child_watcher(_PidfdWatcher())
 
 
 async def spawn(

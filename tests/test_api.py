@@ -8,6 +8,7 @@ import dataclasses
 import pickle
 import re
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,26 @@ def test_run_one_takes_picklable_specs_and_leaves_nothing_behind(tmp_path):
     assert "notes.txt" in result.output  # the mock agent lists the workspace: the template was copied in
     assert result.cwd and not Path(result.cwd).exists()  # the fresh workspace is removed after grading
     assert pickle.loads(pickle.dumps(result)).to_dict() == result.to_dict()
+
+
+def test_other_event_loops_can_still_start_subprocesses_after_a_run(tmp_path):
+    """waza installs a process-wide child watcher on Python 3.11; a notebook's or a library's own
+    asyncio loop, in this thread or another, must still start and reap subprocesses afterwards
+    (a watcher bound to waza's finished loop made them fail with "get_child_watcher() is not activated")."""
+    agent = executable(tmp_path / "agent.sh", '#!/bin/sh\ncat >/dev/null\necho \'{"type": "message", "content": "done"}\'\n')
+    result = waza.capture([{"id": "p", "input": "x"}], waza.ExecAgent(command=(str(agent),), events=True), [])[0]
+    assert result.output == "done"
+
+    async def child_exit_code() -> int:
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-c", "raise SystemExit(7)")
+        return await proc.wait()
+
+    assert asyncio.run(child_exit_code()) == 7
+    codes: list[int] = []
+    thread = threading.Thread(target=lambda: codes.append(asyncio.run(child_exit_code())))
+    thread.start()
+    thread.join(30)
+    assert codes == [7]
 
 
 def test_run_one_records_an_agent_fault_instead_of_raising(tmp_path):
