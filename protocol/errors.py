@@ -14,6 +14,10 @@ its exit codes in one place (``runner/runtime.py``).
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+E = TypeVar("E", bound=BaseException)
+
 
 class WazaError(Exception):
     """Base of the errors waza raises for a run that cannot go on; the message is one line for the user."""
@@ -62,4 +66,16 @@ class GraderError(WazaError):
     """A grader could not be started: no result could be graded."""
 
 
-__all__ = ["AgentError", "ConfigError", "GraderError", "UsageError", "WazaError"]
+__all__ = ["AgentError", "ConfigError", "GraderError", "UsageError", "WazaError", "find_cause"]
+
+
+def find_cause(exc: BaseException, kind: type[E]) -> E | None:
+    """``exc`` itself, or the first ``kind`` inside the exception groups an event loop wraps it in."""
+    if isinstance(exc, kind):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = find_cause(inner, kind)
+            if found is not None:
+                return found
+    return None

@@ -16,6 +16,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from waza import __version__
+from waza.protocol.errors import find_cause
 
 if TYPE_CHECKING:
     import typer
@@ -135,18 +136,6 @@ def _command_name(argv: list[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
-def _os_error(exc: BaseException) -> OSError | None:
-    """The OSError behind a failure, looking inside the exception groups the event loop raises."""
-    if isinstance(exc, OSError):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = _os_error(inner)
-            if found is not None:
-                return found
-    return None
-
-
 def main() -> None:
     """Run a command; an output that cannot be written is one line on stderr, not a traceback.
 
@@ -162,7 +151,7 @@ def main() -> None:
     try:
         build(_command_name(sys.argv[1:]))()
     except BaseException as exc:  # noqa: BLE001 - only OS errors are turned into messages
-        found = _os_error(exc)
+        found = find_cause(exc, OSError)
         if found is None:
             raise
         if found.errno == errno.EPIPE:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from waza.protocol.errors import AgentError, GraderError, UsageError, WazaError
+from waza.protocol.errors import AgentError, GraderError, UsageError, WazaError, find_cause
 from waza.protocol.logs import configure
 from waza.protocol.secrets import Redactor
 
@@ -53,18 +53,6 @@ def fail(error: WazaError | str) -> int:
     return next(code for cls, code in EXIT_CODES if isinstance(error, cls))
 
 
-def _user_error(exc: BaseException) -> WazaError | None:
-    """The WazaError behind ``exc`` (also inside an exception group), or None for a bug."""
-    if isinstance(exc, WazaError):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = _user_error(inner)
-            if found is not None:
-                return found
-    return None
-
-
 def run(body: Callable[[Interrupt], Awaitable[int]]) -> int:
     """Run ``body`` to an exit code; SIGINT/SIGTERM cancel it cleanly (processes reaped, lines whole)."""
     interrupt = Interrupt()
@@ -88,7 +76,7 @@ def run(body: Callable[[Interrupt], Awaitable[int]]) -> int:
     try:
         code = anyio.run(main)
     except BaseException as exc:  # noqa: BLE001 - sorted below; anything else re-raised
-        found = _user_error(exc)
+        found = find_cause(exc, WazaError)
         if found is None:
             raise
         return fail(found)
