@@ -1,12 +1,15 @@
-"""The http adapter end to end: `waza capture --adapter http` against a real chat-completions
-server on 127.0.0.1 that the test starts, with a grader attached."""
+"""The http adapter against a real chat-completions server on 127.0.0.1 that the test starts, with a
+grader attached: its records through the API in-process; the command line's options, exit codes and
+key masking as `waza capture --adapter http` subprocesses."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 
+import waza
 from waza.protocol.schemas import errors
 
 from .conftest import loopback_server, read_jsonl, run_waza, write_jsonl
@@ -22,33 +25,27 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture
-def capture(server, tmp_path):
+def capture(server, monkeypatch):
+    """The http adapter through the API in-process (what it sends and records is the point, not the CLI):
+    the records in prompt order and the requests the server saw."""
     base_url, log = server
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
 
-    def run(prompts: list[dict], *args: str, env: dict[str, str] | None = None):
+    def run(prompts: list[dict], graders=(), **options):
         log.write_bytes(b"")
-        prompts_file = write_jsonl(tmp_path / "prompts.jsonl", prompts)
-        proc = run_waza(
-            "capture",
-            prompts_file,
-            "--adapter",
-            "http",
-            "--base-url",
-            base_url,
-            "--model",
-            "echo-1",
-            *args,
-            env={"OPENAI_API_KEY": SECRET, **(env or {})},
-            cwd=tmp_path,
-        )
-        results = read_jsonl(proc.stdout)
+        agent = waza.HttpAgent(base_url=base_url, model="echo-1", **options)
+        order = [p["id"] for p in prompts]
+        results = sorted((r.to_dict() for r in waza.capture(prompts, agent, list(graders))), key=lambda r: order.index(r["id"]))
         for result in results:
             assert errors("CaptureResult", result) == []
-        # The key goes to the server and nowhere else.
-        assert SECRET.encode() not in proc.stdout + proc.stderr
-        return proc, results, read_jsonl(log)
+        # The key goes to the server and into no record.
+        assert SECRET.encode() not in orjson.dumps(results)
+        return results, read_jsonl(log)
 
     return run
+
+
+HINT = [waza.Builtin(grader="hint")]
 
 
 def agent_messages(result: dict) -> list[str]:
@@ -57,10 +54,7 @@ def agent_messages(result: dict) -> list[str]:
 
 def test_multi_turn_is_one_conversation_with_usage_and_grades(capture):
     prompts = [{"id": "chat", "input": ["hello", "and again"], "hint": "turn 2"}]
-    proc, [result], requests = capture(
-        prompts, "--system-prompt", "be brief", "--temperature", "0.2", "--max-tokens", "64", "--grader", "builtin:hint"
-    )
-    assert proc.returncode == 0, proc.stderr
+    [result], requests = capture(prompts, HINT, system_prompt="be brief", temperature=0.2, max_tokens=64)
     assert [r["auth"] for r in requests] == [f"Bearer {SECRET}"] * 2
     assert requests[1]["body"]["messages"] == [
         {"role": "system", "content": "be brief"},
@@ -79,10 +73,7 @@ def test_multi_turn_is_one_conversation_with_usage_and_grades(capture):
 
 
 def test_streaming_joins_chunks_and_records_usage_and_finish(capture):
-    proc, [result], [request] = capture(
-        [{"id": "s", "input": "stream me", "hint": "stream me"}], "--stream", "--grader", "builtin:hint"
-    )
-    assert proc.returncode == 0, proc.stderr
+    [result], [request] = capture([{"id": "s", "input": "stream me", "hint": "stream me"}], HINT, stream=True)
     assert request["body"]["stream"] is True
     assert agent_messages(result) == ["echo stream me | turn 1 | model echo-1 | system -"]
     assert result["usage"] == {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15}
@@ -91,12 +82,11 @@ def test_streaming_joins_chunks_and_records_usage_and_finish(capture):
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_429_and_5xx_are_retried(capture, stream):
-    flags = ["--stream"] if stream else []
     # The server counts faults per text, so each case sends its own text.
-    proc, [a, b], requests = capture(
-        [{"id": "rate", "input": f"busy {stream} [429x2]"}, {"id": "down", "input": f"down {stream} [503x1]"}], *flags
+    (a, b), requests = capture(
+        [{"id": "rate", "input": f"busy {stream} [429x2]"}, {"id": "down", "input": f"down {stream} [503x1]"}],
+        stream=stream,
     )
-    assert proc.returncode == 0, proc.stderr
     assert a["errors"] == [] and agent_messages(a)[0].startswith(f"echo busy {stream} [429x2]")
     assert b["errors"] == [] and agent_messages(b)[0].startswith(f"echo down {stream} [503x1]")
     assert len(requests) == 5
@@ -109,47 +99,87 @@ def test_persistent_failures_are_errors_and_the_run_goes_on(capture):
         {"id": "garbage", "input": "[garbage]"},
         {"id": "fine", "input": "ok"},
     ]
-    proc, results, _ = capture(prompts)
+    results, _ = capture(prompts)
     by_id = {r["id"]: r for r in results}
     assert "HTTP 503" in by_id["exhausted"]["errors"][0] and "gave up after 5 attempts" in by_id["exhausted"]["errors"][0]
     assert by_id["auth"]["errors"] == ['turn 0: HTTP 401 from /v1/chat/completions: {"error": {"message": "bad key"}}']
     assert "not a chat completion" in by_id["garbage"]["errors"][0]
+    assert [by_id[i]["status"] for i in ("exhausted", "auth", "garbage")] == ["error"] * 3  # what makes the CLI exit 1
     assert by_id["fine"]["status"] == "ungraded" and by_id["fine"]["errors"] == []
-    assert proc.returncode == 1
 
 
 def test_the_prompt_timeout_bounds_a_silent_server(capture):
-    proc, [result], _ = capture([{"id": "slow", "input": "[slow]", "timeout": 1}])
+    [result], _ = capture([{"id": "slow", "input": "[slow]", "timeout": 1}])
     assert result["exit"]["timedOut"] is True or "timed out" in result["errors"][0]
     assert result["status"] == "error"
 
 
-def test_no_key_no_header_and_a_named_env_var_must_exist(capture, server):
-    proc, [result], [request] = capture([{"id": "k", "input": "hi"}], "--api-key-env", "MY_LLM_KEY", env={"MY_LLM_KEY": "other"})
+def test_no_key_no_header_and_a_named_env_var_must_exist(capture, server, monkeypatch):
+    monkeypatch.setenv("MY_LLM_KEY", "other")
+    [_], [request] = capture([{"id": "k", "input": "hi"}], api_key_env="MY_LLM_KEY")
     assert request["auth"] == "Bearer other"
-    proc, results, requests = capture([{"id": "k", "input": "hi"}], "--api-key-env", "WAZA_TEST_UNSET_VAR")
-    assert proc.returncode == 2 and results == [] and requests == []
+    monkeypatch.delenv("OPENAI_API_KEY")
+    [_], [request] = capture([{"id": "k", "input": "hi"}])
+    assert request["auth"] is None
+    with pytest.raises(waza.ConfigError, match="WAZA_TEST_UNSET_VAR"):
+        capture([{"id": "k", "input": "hi"}], api_key_env="WAZA_TEST_UNSET_VAR")
+    assert read_jsonl(server[1]) == []  # refused before any request
+
+
+def test_the_command_line_passes_its_options_masks_the_key_and_exits_by_status(tmp_path, server):
+    """The CLI path: the flags reach the server, the key shows neither on stdout nor on stderr, an errored
+    prompt makes exit 1, and a --api-key-env naming an unset variable is exit 2 before any request."""
+    base_url, log = server
+    log.write_bytes(b"")
+    prompts = write_jsonl(
+        tmp_path / "p.jsonl", [{"id": "chat", "input": "hello", "hint": "hello"}, {"id": "auth", "input": "[401]"}]
+    )
+    flags = ["--adapter", "http", "--base-url", base_url, "--model", "echo-1"]
+    proc = run_waza(
+        "capture", prompts, *flags, "--system-prompt", "be brief", "--temperature", "0.2", "--max-tokens", "64",
+        "--stream", "--grader", "builtin:hint", env={"OPENAI_API_KEY": SECRET}, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert SECRET.encode() not in proc.stdout + proc.stderr
+    by_id = {r["id"]: r for r in read_jsonl(proc.stdout)}
+    assert by_id["chat"]["status"] == "passed" and by_id["auth"]["status"] == "error"
+    request = next(r for r in read_jsonl(log) if r["body"]["messages"][-1]["content"] == "hello")
+    body = request["body"]
+    assert request["auth"] == f"Bearer {SECRET}"
+    assert (body["messages"][0], body["temperature"], body["max_tokens"], body["stream"]) == (
+        {"role": "system", "content": "be brief"},
+        0.2,
+        64,
+        True,
+    )
+    log.write_bytes(b"")
+    proc = run_waza("capture", prompts, *flags, "--api-key-env", "WAZA_TEST_UNSET_VAR")
+    assert proc.returncode == 2 and proc.stdout == b"" and read_jsonl(log) == []
     assert b"WAZA_TEST_UNSET_VAR" in proc.stderr
 
 
 def test_options_are_checked_before_anything_runs(tmp_path, server):
+    for options, message in [
+        ({"model": "m"}, "needs --base-url"),
+        ({"base_url": server[0]}, "needs --model"),
+        ({"base_url": "ftp://x", "model": "m"}, r"not an http\(s\) URL"),
+    ]:
+        with pytest.raises(waza.ConfigError, match=message):
+            waza.capture([{"id": "a", "input": "x"}], waza.HttpAgent(**options))
+    # Options the http adapter has no use for exist only on the command line: usage errors there.
     prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "x"}])
     for args, message in [
-        (["--model", "m"], b"--base-url"),
-        (["--base-url", server[0]], b"--model"),
-        (["--base-url", "ftp://x", "--model", "m"], b"not an http(s) URL"),
-        (["--base-url", server[0], "--model", "m", "--schema", "codex"], b"--schema does nothing with --adapter http"),
-        (["--base-url", server[0], "--model", "m", "--", "agent"], b"runs no agent command"),
+        (["--schema", "codex"], b"--schema does nothing with --adapter http"),
+        (["--", "agent"], b"runs no agent command"),
     ]:
-        proc = run_waza("capture", prompts, "--adapter", "http", *args)
-        assert proc.returncode == 2, (args, proc.stderr)
+        proc = run_waza("capture", prompts, "--adapter", "http", "--base-url", server[0], "--model", "m", *args)
+        assert proc.returncode == 2 and proc.stdout == b"", (args, proc.stderr)
         assert message in proc.stderr
 
 
-@pytest.mark.parametrize("stream", [[], ["--stream"]])
+@pytest.mark.parametrize("stream", [False, True])
 def test_a_server_reusing_one_completion_id_never_merges_turns(capture, stream):
-    proc, (result,), _ = capture([{"id": "same", "input": ["first [sameid]", "second"]}], *stream)
-    assert proc.returncode == 0, proc.stderr
+    (result,), _ = capture([{"id": "same", "input": ["first [sameid]", "second"]}], stream=stream)
     steps = [(s["role"], s["turn"], s["content"].split(" |")[0]) for s in result["trajectory"] if s["type"] == "message"]
     assert steps == [
         ("user", 0, "first [sameid]"),
