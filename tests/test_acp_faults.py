@@ -1,12 +1,14 @@
 """ACP agent faults, end to end: ``waza capture`` against a real misbehaving ACP agent.
 
-One run with one worker takes every fault in turn, each followed by a normal
-prompt: a fault must end as one *error* record holding what was captured (output,
+Runs with one worker take the faults in turn, each followed by a normal prompt:
+a fault must end as one *error* record holding what was captured (output,
 trajectory, stderr), the agent must be restarted (a new process, seen in the raw
 log) and answer the next prompt normally, and nothing the agent started may
 survive it (its children run ``sleep MARK`` so leftovers can be found by argv).
 Recoverable oddities (an unknown client method, a stderr flood, a 50 MB message,
-1,000 permission requests) must *not* cost a restart.
+1,000 permission requests) must *not* cost a restart. The two faults that sit out a
+timeout and the cancel grace each have a run of their own beside the main one,
+so those waits overlap instead of adding up.
 
 Unknown client methods: waza answers the standard JSON-RPC "method not found"
 (-32601), whatever the params, records the call in the trajectory, and the prompt
@@ -20,6 +22,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -60,46 +63,59 @@ FAULTS: list[tuple[str, str, float | None, str | None]] = [
 KEEPS_AGENT = {"unknown-methods", "stderr-flood", "big-message", "permissions"}
 
 
+#: Faults that sit out a timeout and then the cancel grace (4 s): each gets a run of its own beside the main one.
+ALONE = ("hangs-before-first-event", "ignores-cancel")
+
+
 @pytest.fixture(scope="module")
 def fault_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("acp-faults")
-    prompts = []
-    for name, text, timeout, hint in FAULTS:
-        fault = {"id": name, "input": text, "timeout": timeout, "hint": hint}
-        prompts.append({k: v for k, v in fault.items() if v is not None})
-        prompts.append({"id": f"after-{name}", "input": f"say fine after {name}", "hint": f"fine after {name}"})
     rules = tmp / "rules.jsonl"
     rules.write_text('{"kind": "execute", "title": "rm *", "decision": "deny"}\n')
-    raw = tmp / "raw.jsonl"
-    proc = run_waza(
-        "capture",
-        write_jsonl(tmp / "p.jsonl", prompts),
-        "--grader",
-        "builtin:hint",
-        "-j",
-        "1",
-        "--timeout",
-        "20",
-        "--permission-rules",
-        rules,
-        "--raw-log",
-        raw,
-        "-o",
-        tmp / "out.jsonl",
-        "--",
-        *AGENT,
-        "--mark",
-        MARK,
-        "--hang-initialize-once",
-        tmp / "initialize-hung",
-        cwd=tmp,
-    )
+    groups: dict[str, list[dict[str, Any]]] = {"main": [], **{name: [] for name in ALONE}}
+    for name, text, timeout, hint in FAULTS:
+        fault = {"id": name, "input": text, "timeout": timeout, "hint": hint}
+        prompts = groups[name if name in ALONE else "main"]
+        prompts.append({k: v for k, v in fault.items() if v is not None})
+        prompts.append({"id": f"after-{name}", "input": f"say fine after {name}", "hint": f"fine after {name}"})
+
+    def capture(group: str) -> subprocess.CompletedProcess[bytes]:
+        # The main run's first agent hangs in initialize (never-initializes is its first prompt); no other does.
+        hang = ["--hang-initialize-once", tmp / "initialize-hung"] if group == "main" else []
+        return run_waza(
+            "capture",
+            write_jsonl(tmp / f"{group}.jsonl", groups[group]),
+            "--grader",
+            "builtin:hint",
+            "-j",
+            "1",
+            "--timeout",
+            "20",
+            "--permission-rules",
+            rules,
+            "--raw-log",
+            tmp / f"{group}-raw.jsonl",
+            "-o",
+            tmp / f"{group}-out.jsonl",
+            "--",
+            *AGENT,
+            "--mark",
+            MARK,
+            *hang,
+            cwd=tmp,
+        )
+
+    with ThreadPoolExecutor(len(groups)) as pool:
+        procs = list(pool.map(capture, groups))
     pids: dict[str, set[int]] = {}
-    for line in read_jsonl(raw):
-        pids.setdefault(line["promptId"], set()).add(line["agentPid"])
-    results = {r["id"]: r for r in read_jsonl(tmp / "out.jsonl")}
+    results: dict[str, dict[str, Any]] = {}
+    for group in groups:
+        for line in read_jsonl(tmp / f"{group}-raw.jsonl"):
+            pids.setdefault(line["promptId"], set()).add(line["agentPid"])
+        results |= {r["id"]: r for r in read_jsonl(tmp / f"{group}-out.jsonl")}
     leftovers = subprocess.run(["pgrep", "-af", MARK], capture_output=True, text=True).stdout
-    return {"proc": proc, "results": results, "pids": pids, "leftovers": leftovers, "order": [p["id"] for p in prompts]}
+    order = [p["id"] for prompts in groups.values() for p in prompts]
+    return {"procs": procs, "results": results, "pids": pids, "leftovers": leftovers, "order": order}
 
 
 def messages(result: dict[str, Any]) -> list[str]:
@@ -107,9 +123,10 @@ def messages(result: dict[str, Any]) -> list[str]:
 
 
 def test_every_fault_is_one_valid_record_and_the_run_completes(fault_run: dict[str, Any]) -> None:
-    proc, results = fault_run["proc"], fault_run["results"]
-    assert proc.returncode == 1, proc.stderr.decode()[-2000:]  # errors, but no crash of waza
-    assert b"Traceback" not in proc.stderr
+    results = fault_run["results"]
+    for proc in fault_run["procs"]:
+        assert proc.returncode == 1, proc.stderr.decode()[-2000:]  # errors, but no crash of waza
+        assert b"Traceback" not in proc.stderr
     assert sorted(results) == sorted(fault_run["order"])
     for result in results.values():
         assert errors("CaptureResult", result) == [], result["id"]
