@@ -1,4 +1,6 @@
-"""``waza trials`` end to end: a scripted exec agent (a real subprocess) that passes, fails or crashes by trial."""
+"""Trials with a scripted exec agent (a real subprocess) that passes, fails or crashes by trial: the records
+and statistics through the API in-process; the interrupt (a signal to waza), the summary lines, the
+exit codes and the usage errors through `waza trials`."""
 
 from __future__ import annotations
 
@@ -32,6 +34,11 @@ def trials(tmp_path: Path, *args: str, env: dict[str, str] | None = None):
     return run_waza("trials", prompts(tmp_path), "--adapter", "exec", "-g", "builtin:hint", *args, "--", *AGENT, env=env)
 
 
+def run_trials(tmp_path: Path, **options) -> list[waza.TrialResult]:
+    """The same trials through the API in-process (the agent still a real subprocess per trial)."""
+    return waza.trials(prompts(tmp_path), waza.ExecAgent(command=tuple(AGENT)), [waza.Builtin(grader="hint")], **options)
+
+
 def by_id(lines: list[dict]) -> dict[str, dict]:
     for line in lines:
         assert errors("TrialResult", line) == []
@@ -39,11 +46,11 @@ def by_id(lines: list[dict]) -> dict[str, dict]:
 
 
 def test_trials_estimates_errors_flaky_and_summary(tmp_path):
-    out, summary = tmp_path / "trials.jsonl", tmp_path / "summary.json"
-    # -j 3: trials of several prompts run at once; lines still come out whole, trials in order.
-    proc = trials(tmp_path, "-k", "5", "--k-values", "1,3,5", "-j", "3", "-o", str(out), "--summary", str(summary), "--seed", "4")
-    assert proc.returncode == 1, proc.stderr  # a trial errored
+    out = tmp_path / "trials.jsonl"
+    # concurrency 3: trials of several prompts run at once; lines still come out whole, trials in order.
+    runs = run_trials(tmp_path, k=5, k_values=[1, 3, 5], concurrency=3, output=waza.Output(str(out)))
     results = by_id(read_jsonl(out))
+    assert results == {r.id: r.to_dict() for r in runs}
     assert sorted(results) == ["always", "flaky", "never"]
     always, flaky, never = results["always"], results["flaky"], results["never"]
     # Every trial of "always" passes: each ran in a fresh workspace (a shared one answers "dirty").
@@ -64,26 +71,24 @@ def test_trials_estimates_errors_flaky_and_summary(tmp_path):
     assert isinstance(flaky["trials"][0]["duration"], int)
     assert never["passAtK"]["5"] == 0.0 and never["flaky"] is False
 
-    report = orjson.loads(summary.read_bytes())
+    report = waza.summarize_trials(runs, seed=4).to_dict()
     assert errors("TrialsSummary", report) == []
+    # errored 1: what makes the CLI exit 1
     assert (report["prompts"], report["trials"], report["passed"], report["failed"], report["errored"]) == (3, 15, 7, 7, 1)
-    assert report["flaky"] == ["flaky"]
+    assert report["flaky"] == ["flaky"] and report["seed"] == 4
     assert report["passAtK"]["1"]["estimate"] == pytest.approx((1 + 0.5 + 0) / 3)
+    # pass@5 over the 2 prompts where it is defined (the CLI's "pass@5 0.500 ... (2 of 3 prompts)")
     assert report["passAtK"]["5"]["prompts"] == 2 and report["passAtK"]["5"]["estimate"] == 0.5
     low, high = report["passAtK"]["1"]["low"], report["passAtK"]["1"]["high"]
     assert 0.0 <= low <= report["passAtK"]["1"]["estimate"] <= high <= 1.0
-    stderr = proc.stderr.decode()
-    assert "pass@5 0.500" in stderr and "(2 of 3 prompts)" in stderr and "flaky (1): flaky" in stderr
     assert not Path(str(out) + ".trials.jsonl").exists()  # the resume sidecar goes once the run is complete
 
 
 def test_errors_counted_as_fails_gives_the_unbiased_n5_c2_values(tmp_path):
-    proc = trials(tmp_path, "-k", "5", "--errors", "fail", "--fail-under", "pass_rate=0.9")
-    assert proc.returncode == 1
-    # mean pass rate over prompts: (1 + 2/5 + 0) / 3
-    assert "--fail-under not met: pass_rate 0.467 < 0.9" in proc.stderr.decode()
-    results = by_id(read_jsonl(proc.stdout))
-    flaky = results["flaky"]
+    runs = run_trials(tmp_path, k=5, errors="fail")
+    # mean pass rate over prompts: (1 + 2/5 + 0) / 3, what --fail-under pass_rate compares
+    assert waza.summarize_trials(runs).pass_rate.estimate == pytest.approx((1 + 2 / 5 + 0) / 3)
+    flaky = by_id([r.to_dict() for r in runs])["flaky"]
     assert (flaky["n"], flaky["passes"], flaky["errorPolicy"]) == (5, 2, "fail")
     assert flaky["meanScore"] == pytest.approx(0.4)  # the crash counts as a fail scoring 0
     assert flaky["passAtK"]["5"] == 1.0  # not the plug-in 1 - 0.6^5 = 0.92
@@ -92,7 +97,8 @@ def test_errors_counted_as_fails_gives_the_unbiased_n5_c2_values(tmp_path):
 
 
 def test_resume_after_a_cut_runs_only_the_missing_trials(tmp_path):
-    out, log = tmp_path / "trials.jsonl", tmp_path / "runs.log"
+    """The cut is a SIGTERM to waza itself and the summary lines are the CLI's: both through `waza trials`."""
+    out, log, summary = tmp_path / "trials.jsonl", tmp_path / "runs.log", tmp_path / "summary.json"
     sidecar = Path(str(out) + ".trials.jsonl")
     first = trials(tmp_path, "-k", "4", "-o", str(out), env={"TRIAL_LOG": str(log), "CUT_AT": "flaky:3"})
     assert first.returncode == 143, first.stderr  # SIGTERM from the agent, mid-run
@@ -102,8 +108,11 @@ def test_resume_after_a_cut_runs_only_the_missing_trials(tmp_path):
     for line in read_jsonl(sidecar):
         assert errors("CaptureResult", line) == []
 
-    second = trials(tmp_path, "-k", "4", "-o", str(out), "--resume", env={"TRIAL_LOG": str(log)})
-    assert second.returncode == 1, second.stderr  # flaky's trial 2 errored
+    second = trials(
+        tmp_path, "-k", "4", "-o", str(out), "--resume", "--summary", str(summary), "--fail-under", "pass_rate=0.9",
+        env={"TRIAL_LOG": str(log)},
+    )  # fmt: skip
+    assert second.returncode == 1, second.stderr  # flaky's trial 2 errored, and the gate is missed
     results = by_id(read_jsonl(out))
     assert list(results) == ["always", "flaky", "never"]
     assert [t["trial"] for t in results["flaky"]["trials"]] == [1, 2, 3, 4]
@@ -113,12 +122,19 @@ def test_resume_after_a_cut_runs_only_the_missing_trials(tmp_path):
     expected = {(p, str(t)): 1 for p in ("always", "flaky", "never") for t in range(1, 5)}
     expected[("flaky", "3")] = 2
     assert runs == expected
-    assert "3 prompts x 4 trials" in second.stderr.decode()
     assert not sidecar.exists()
+    # The summary counts the prompts finished before the cut; its lines say what TrialsSummary holds.
+    report = orjson.loads(summary.read_bytes())
+    assert errors("TrialsSummary", report) == []
+    assert (report["prompts"], report["passed"], report["failed"], report["errored"]) == (3, 6, 5, 1)
+    stderr = second.stderr.decode()
+    assert "3 prompts x 4 trials: 6 passed, 5 failed, 1 errored (errors excluded from n)" in stderr
+    assert "(1 prompts from the earlier run included)" in stderr
+    assert "pass@4 0.500" in stderr and "(2 of 3 prompts)" in stderr and "flaky (1): flaky" in stderr
+    assert "--fail-under not met: pass_rate 0.556 < 0.9" in stderr  # (1 + 2/3 + 0) / 3
 
-    refused = trials(tmp_path, "-k", "3", "-o", str(out), "--resume")
-    assert refused.returncode == 2
-    assert f"{out}:1: written with -k 4" in refused.stderr.decode()
+    with pytest.raises(waza.ConfigError, match=f"^{out}:1: written with -k 4"):
+        run_trials(tmp_path, k=3, output=waza.Output(str(out), resume=True))
 
 
 def test_each_trial_gets_its_own_copy_of_cwd(tmp_path, monkeypatch):
@@ -140,17 +156,18 @@ def test_each_trial_gets_its_own_copy_of_cwd(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    ("args", "says"),
-    [
-        (["-k", "3", "--k-values", "1,4"], "--k-values 4 exceeds -k 3"),
-        (["--errors", "ignore"], "--errors takes exclude or fail"),
-        (["--resume"], "--resume needs -o FILE"),
-    ],
+    ("options", "says"),
+    [({"k": 3, "k_values": [1, 4]}, "--k-values 4 exceeds -k 3"), ({"errors": "ignore"}, "--errors takes exclude or fail")],
 )
-def test_bad_options_exit_2_with_one_line(tmp_path, args, says):
-    proc = trials(tmp_path, *args)
+def test_bad_options_are_refused_before_anything_runs(tmp_path, options, says):
+    with pytest.raises(waza.ConfigError, match=says):
+        run_trials(tmp_path, **options)
+
+
+def test_bad_options_exit_2_with_one_line(tmp_path):
+    proc = trials(tmp_path, "--resume")
     assert proc.returncode == 2
-    assert says in proc.stderr.decode() and proc.stdout == b""
+    assert "--resume needs -o FILE" in proc.stderr.decode() and proc.stdout == b""
 
 
 def test_trials_needs_a_grader(tmp_path):
