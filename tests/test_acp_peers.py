@@ -1,4 +1,5 @@
-"""Interop: ACP agents built on the official SDKs (Python and Node), captured end to end with graders."""
+"""Interop: ACP agents built on the official SDKs (Python and Node), real agent processes graded by a real
+grader: their records through the API in-process; one run through `waza capture` for the command line."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import waza
 from waza.protocol.schemas import errors
 
 from .conftest import executable, read_jsonl, run_waza, write_jsonl
@@ -26,17 +28,21 @@ print(json.dumps({{"pass": ok, "score": 1.0 if ok else 0.0, "reasoning": "ok" if
 """
 
 
-def capture(tmp: Path, agent: list[str], prompts: list[dict[str, Any]], *options: str) -> tuple[int, dict[str, dict[str, Any]]]:
+def workspace_and_grader(tmp: Path) -> tuple[Path, Path]:
     workspace = tmp / "work"
     workspace.mkdir(exist_ok=True)
     (workspace / "notes.txt").write_text("Buy milk. Then eggs.\n")
-    grader = executable(tmp / "grader.py", GRADER)
-    proc = run_waza(
-        "capture", write_jsonl(tmp / "p.jsonl", prompts), "--grader", grader, "--cwd", workspace, *options, "--", *agent
-    )
-    results = {r["id"]: r for r in read_jsonl(proc.stdout)}
-    assert all(errors("CaptureResult", r) == [] for r in results.values())
-    return proc.returncode, results
+    return workspace, executable(tmp / "grader.py", GRADER)
+
+
+def capture(tmp: Path, agent: list[str], prompts: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The records through the API in-process (the agent and the grader are still processes of their own)."""
+    workspace, grader = workspace_and_grader(tmp)
+    spec = waza.AcpAgent(command=tuple(agent))
+    results = waza.capture(prompts, spec, [waza.Executable(argv=(str(grader),))], workspace=waza.Workspace(cwd=workspace))
+    by_id = {r.id: r.to_dict() for r in results}
+    assert all(errors("CaptureResult", r) == [] for r in by_id.values())
+    return by_id
 
 
 def test_python_sdk_agent(tmp_path: Path) -> None:
@@ -45,7 +51,7 @@ def test_python_sdk_agent(tmp_path: Path) -> None:
         {"id": "notes", "input": "Summarize the notes", "hint": "I wrote summary.md"},
         {"id": "slow", "input": "be slow", "timeout": 1},
     ]
-    code, results = capture(tmp_path, agent, prompts)
+    results = capture(tmp_path, agent, prompts)
     notes = results["notes"]
     assert notes["status"] == "passed", notes
     assert notes["output"] == "I wrote summary.md; the notes begin: Buy milk. Then eggs."
@@ -55,28 +61,31 @@ def test_python_sdk_agent(tmp_path: Path) -> None:
     assert [s["content"] for s in notes["trajectory"] if s.get("messageId") == "m1"] == ["wc exited 0: 21 bytes."]
     assert notes["usage"] == {"inputTokens": 3, "outputTokens": 12, "totalTokens": 15}
     slow = results["slow"]
-    assert slow["status"] == "error" and slow["exit"] == {
+    assert slow["status"] == "error" and slow["exit"] == {  # status error: what makes the CLI exit 1
         "code": None,
         "signal": None,
         "timedOut": True,
         "stopReason": "cancelled",
     }
-    assert code == 1
 
 
 def test_python_sdk_agent_denied(tmp_path: Path) -> None:
+    """The command line's path: --permission deny and --cwd reach the agent; a failed verdict is exit 0."""
+    workspace, grader = workspace_and_grader(tmp_path)
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "notes", "input": "Summarize", "hint": "summary"}])
     agent = [sys.executable, str(AGENTS / "sdk_acp_agent.py")]
-    code, results = capture(tmp_path, agent, [{"id": "notes", "input": "Summarize", "hint": "summary"}], "--permission", "deny")
-    notes = results["notes"]
+    proc = run_waza("capture", prompts, "--grader", grader, "--cwd", workspace, "--permission", "deny", "--", *agent)
+    [notes] = read_jsonl(proc.stdout)
+    assert errors("CaptureResult", notes) == []
     assert notes["output"].startswith("I was not allowed to write summary.md")
     assert notes["toolErrors"] is True and notes["status"] == "failed"
-    assert not (tmp_path / "work" / "summary.md").exists()
-    assert code == 0
+    assert not (workspace / "summary.md").exists()
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_python_sdk_agent_error_keeps_its_data(tmp_path: Path) -> None:
     agent = [sys.executable, str(AGENTS / "sdk_acp_agent.py")]
-    _, results = capture(tmp_path, agent, [{"id": "boom", "input": "explode now", "hint": "x"}])
+    results = capture(tmp_path, agent, [{"id": "boom", "input": "explode now", "hint": "x"}])
     boom = results["boom"]
     assert boom["status"] == "error"
     [error] = boom["errors"]
@@ -112,7 +121,7 @@ def test_node_sdk_agent(tmp_path: Path, node_agent: Path) -> None:
         {"id": "notes", "input": "What do the notes say?", "hint": "Buy milk"},
         {"id": "slow", "input": "slow down", "timeout": 1},
     ]
-    code, results = capture(tmp_path, ["node", str(node_agent)], prompts)
+    results = capture(tmp_path, ["node", str(node_agent)], prompts)
     notes = results["notes"]
     assert notes["output"] == "Notes say: Buy milk. Then eggs.. Answer written: true."
     assert (tmp_path / "work" / "answer.txt").read_text() == "42\n"
@@ -122,13 +131,13 @@ def test_node_sdk_agent(tmp_path: Path, node_agent: Path) -> None:
     assert notes["usage"]["totalTokens"] == 16 and notes["exit"]["stopReason"] == "end_turn"
     assert notes["status"] == "passed"
     assert results["slow"]["exit"]["stopReason"] == "cancelled" and results["slow"]["exit"]["timedOut"] is True
-    assert code == 1
+    assert results["slow"]["status"] == "error"  # what makes the CLI exit 1
 
 
 def test_node_sdk_agent_reusing_ids_across_turns(tmp_path: Path, node_agent: Path) -> None:
     """The SDK agent reuses its tool-call id and message id every turn: each turn keeps its own steps."""
     prompts = [{"id": "twice", "input": ["What do the notes say?", "Say it again"], "hint": "Buy milk"}]
-    _, results = capture(tmp_path, ["node", str(node_agent)], prompts)
+    results = capture(tmp_path, ["node", str(node_agent)], prompts)
     steps = results["twice"]["trajectory"]
     tools = [s for s in steps if s["type"] == "tool_call"]
     assert [(t["toolCallId"], t["turn"], t["status"]) for t in tools] == [
