@@ -8,19 +8,24 @@ worker mode a single-request probe is the request as one line followed by the
 end of stdin, which a conforming worker answers and then exits on; four more
 rules then drive one long-lived process. In worker mode every request carries
 a ``requestId`` (protocol 2) that its answer must echo.
+
+The requests to fresh processes are sent side by side, and so are the worker
+sessions: a grader that hangs costs the kit about two timeouts, not one per
+rule. The report lists the rules in their fixed order all the same.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -31,9 +36,9 @@ from waza.graders import _config as builtin_config
 from waza.graders import load as load_builtin
 from waza.protocol import schemas
 from waza.protocol.conformance_records import ConformanceEvidence, ConformanceReport, ConformanceRule, RuleStatus
-from waza.protocol.errors import ConfigError
+from waza.protocol.errors import ConfigError, find_cause
 from waza.protocol.grading import GraderProtocolError, normalize_result, parse_result_bytes
-from waza.protocol.process import ProcessOutcome, Tail, exit_parts, reap, run_once, spawn
+from waza.protocol.process import ProcessOutcome, Tail, exit_parts, kill_group, reap, run_once, spawn
 from waza.protocol.records import PROTOCOL_VERSION, GraderResult, TrajectoryStep
 from waza.protocol.secrets import scrubbed_env
 from waza.runner.grading.build import builtin_argv
@@ -43,6 +48,10 @@ from waza.runner.grading.worker_pool import Worker, WorkerFault, decode_answer
 PREVIEW = 240
 LARGE_TRAJECTORY = 5 * 1024 * 1024
 EXIT_WAIT = 5.0
+#: A request that is not JSON (cut off mid-document): the reports-errors rule.
+TRUNCATED = b'{"protocol": "%s", "id": "conformance-truncated", "output": ' % PROTOCOL_VERSION.encode()
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -274,27 +283,34 @@ class Kit:
             Path(cwd).mkdir()
             prepare_workspace(self.target, Path(cwd))
             base = base_request(self.target, cwd)
-            minimal = await self.probe(base)
+            requests = [base, base, future_request(base), sparse_request(base), unicode_request(base), large_request(base)]
+            minimal, second, future, sparse, unicode, large, truncated = await side_by_side(
+                [*(functools.partial(self.probe, r) for r in requests), functools.partial(self.probe, TRUNCATED)]
+            )
             self.expect_result("valid-result", "answers a minimal request with a valid result", minimal, "a valid result")
             self.exit_code(minimal)
             self.clean_stdout(minimal)
-            await self.deterministic(base, minimal)
-            future = await self.probe(future_request(base))
+            self.deterministic(minimal, second)
             self.expect_result("unknown-fields", "ignores request fields it does not know", future, "unknown fields ignored")
-            await self.sparse(base)
-            unicode = await self.probe(unicode_request(base))
+            self.sparse(sparse)
             self.expect_result("unicode", "handles non-ASCII, emoji and right-to-left text", unicode, "answered in valid UTF-8")
-            large = await self.probe(large_request(base))
             self.expect_result(
                 "large-request",
                 "answers a request with a 5 MB trajectory within the timeout",
                 large,
                 f"answered in {large.outcome.duration_ms:.0f} ms",
             )
-            await self.reports_errors()
+            self.reports_errors(truncated)
             if self.target.worker:
-                fresh = [(base, minimal), (unicode_request(base), unicode), (future_request(base), future)]
-                await self.worker_rules(base, fresh)
+                fresh = [(base, minimal), (requests[4], unicode), (requests[2], future)]
+                self.rules += await side_by_side(
+                    [
+                        functools.partial(self.echoes_request_id, base),
+                        functools.partial(self.in_order, fresh),
+                        functools.partial(self.after_reject, base),
+                        functools.partial(self.exits_on_eof, base),
+                    ]
+                )
         conforms = all(r.status == "pass" for r in self.rules if r.required)
         mode = "worker" if self.target.worker else "one-shot"
         return ConformanceReport(grader=self.target.name, argv=self.target.argv, mode=mode, conforms=conforms, rules=self.rules)
@@ -338,9 +354,8 @@ class Kit:
             return
         self.verdict("stdout-clean", description, "pass", "one JSON document and nothing else", probe)
 
-    async def deterministic(self, base: dict[str, Any], first: Probe) -> None:
+    def deterministic(self, first: Probe, second: Probe) -> None:
         description = "gives the same verdict for the same request (checked twice; details may differ)"
-        second = await self.probe(base)
         try:
             a, b = (dataclasses.replace(p.result(), details=None).to_dict() for p in (first, second))
         except GraderProtocolError as exc:
@@ -354,10 +369,9 @@ class Kit:
                 "deterministic", description, "warning", f"results differ in {', '.join(diff)}", first, second, required=False
             )
 
-    async def sparse(self, base: dict[str, Any]) -> None:
+    def sparse(self, probe: Probe) -> None:
         """Absent optional fields: a result, or an ``{"error"}`` answer saying what is missing; never a crash."""
         description = "tolerates absent optional fields (hint, trajectory, cwd, metadata)"
-        probe = await self.probe(sparse_request(base))
         problem = probe.failure()
         refusal = refused(probe.outcome.stdout)
         if problem is None:
@@ -374,9 +388,8 @@ class Kit:
             tip = 'to refuse a request it cannot grade, a grader answers {"error": "why"}'
             self.verdict("optional-absent", description, "fail", f"{problem}; {tip}", probe)
 
-    async def reports_errors(self) -> None:
+    def reports_errors(self, probe: Probe) -> None:
         description = 'signals a request it cannot grade (non-zero exit or {"error": ...}), never silence'
-        probe = await self.probe(b'{"protocol": "%s", "id": "conformance-truncated", "output": ' % PROTOCOL_VERSION.encode())
         signalled = self.signalled_error(probe)
         if signalled:
             self.verdict("reports-errors", description, "pass", f"signalled an error ({signalled})", probe)
@@ -402,12 +415,6 @@ class Kit:
         return None
 
     # ------------------------------------------------------------ worker rules
-
-    async def worker_rules(self, base: dict[str, Any], fresh: list[tuple[dict[str, Any], Probe]]) -> None:
-        await self.echoes_request_id(base)
-        await self.in_order(fresh)
-        await self.after_reject(base)
-        await self.exits_on_eof(base)
 
     async def session(
         self, lines: list[bytes], body: Callable[[Worker, list[bytes]], Awaitable[str | None]]
@@ -437,7 +444,7 @@ class Kit:
             sent, b"".join(answers), code, signal, worker.stderr.text(), (time.perf_counter() - started) * 1000
         )
 
-    async def echoes_request_id(self, base: dict[str, Any]) -> None:
+    async def echoes_request_id(self, base: dict[str, Any]) -> ConformanceRule:
         """Two requests on one process, each answer echoing its own ``requestId`` (protocol 2)."""
         description = "worker: every answer echoes its request's requestId"
         requests = [{**base, "requestId": f"check-{n}-{base['id']}"} for n in (1, 2)]
@@ -456,9 +463,9 @@ class Kit:
             return None
 
         problem, ev = await self.session(lines, body)
-        self._worker_verdict("worker-request-id", description, problem, "both answers echo their requestId", ev)
+        return self._worker_rule("worker-request-id", description, problem, "both answers echo their requestId", ev)
 
-    async def in_order(self, fresh: list[tuple[dict[str, Any], Probe]]) -> None:
+    async def in_order(self, fresh: list[tuple[dict[str, Any], Probe]]) -> ConformanceRule:
         """Requests already answered by fresh processes, now all through one: the answers must not change."""
         description = "worker: answers several requests in order on one process, as a fresh process would"
         lines = [self.line(request) for request, _ in fresh]
@@ -475,9 +482,9 @@ class Kit:
             return None
 
         problem, ev = await self.session(lines, body)
-        self._worker_verdict("worker-in-order", description, problem, "3 answers, in order, as fresh processes give them", ev)
+        return self._worker_rule("worker-in-order", description, problem, "3 answers, in order, as fresh processes give them", ev)
 
-    async def after_reject(self, base: dict[str, Any]) -> None:
+    async def after_reject(self, base: dict[str, Any]) -> ConformanceRule:
         description = "worker: keeps serving after a request it rejects"
         lines = [self.line({**base, "id": "before"}), b'{"id": "broken", "output": \n', self.line({**base, "id": "after"})]
 
@@ -495,9 +502,9 @@ class Kit:
             return None
 
         problem, ev = await self.session(lines, body)
-        self._worker_verdict("worker-after-reject", description, problem, "answered the malformed line and went on", ev)
+        return self._worker_rule("worker-after-reject", description, problem, "answered the malformed line and went on", ev)
 
-    async def exits_on_eof(self, base: dict[str, Any]) -> None:
+    async def exits_on_eof(self, base: dict[str, Any]) -> ConformanceRule:
         description = "worker: exits with code 0 when stdin closes"
         lines = [self.line(base)]
 
@@ -511,10 +518,12 @@ class Kit:
             with anyio.move_on_after(self.grace):
                 code = await worker.process.wait()
                 return None if code == 0 else f"exited with code {code} when stdin closed"
+            kill_group(worker.process)  # now, so the session does not give it a second grace
+            await worker.process.wait()
             return f"still running {self.grace:g}s after stdin closed; its process group was killed"
 
         problem, ev = await self.session(lines, body)
-        self._worker_verdict("worker-exits-on-eof", description, problem, "exited 0", ev)
+        return self._worker_rule("worker-exits-on-eof", description, problem, "exited 0", ev)
 
     @property
     def grace(self) -> float:
@@ -532,17 +541,36 @@ class Kit:
             with anyio.move_on_after(grace):
                 await process.wait()
 
-    def _worker_verdict(self, rule_id: str, description: str, problem: str | None, ok: str, ev: ConformanceEvidence) -> None:
-        self.rules.append(
-            ConformanceRule(
-                id=rule_id,
-                description=description,
-                required=True,
-                status="fail" if problem else "pass",
-                reason=problem or ok,
-                evidence=[ev],
-            )
+    @staticmethod
+    def _worker_rule(rule_id: str, description: str, problem: str | None, ok: str, ev: ConformanceEvidence) -> ConformanceRule:
+        return ConformanceRule(
+            id=rule_id,
+            description=description,
+            required=True,
+            status="fail" if problem else "pass",
+            reason=problem or ok,
+            evidence=[ev],
         )
+
+
+async def side_by_side(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
+    """Run ``jobs`` at once, their results in the jobs' order. A grader that cannot be started
+    raises its one ConfigError, not the group of them a task group would."""
+    results: list[Any] = [None] * len(jobs)
+
+    async def one(index: int) -> None:
+        results[index] = await jobs[index]()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for index in range(len(jobs)):
+                tg.start_soon(one, index)
+    except BaseExceptionGroup as group:
+        error = find_cause(group, ConfigError)
+        if error is None:
+            raise
+        raise error from None
+    return results
 
 
 def refused(stdout: bytes) -> str | None:
