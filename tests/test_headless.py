@@ -1,5 +1,6 @@
-"""The headless adapter end to end: `waza capture --adapter headless` driving a fake CLI that
-replays a recorded stream in each CLI's documented format, with a grader attached."""
+"""The headless adapter driving a fake CLI (a real process per turn) that replays a recorded stream in
+each CLI's documented format, with a grader attached: the records through the API in-process;
+`waza capture --adapter headless` and `waza adapters check` for the command line's options and exit codes."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+import waza
 from waza.protocol.schemas import errors
 
 from .conftest import compat_path, executable, read_jsonl, run_waza, write_jsonl
@@ -17,39 +19,65 @@ FIXTURES = Path(__file__).parent / "fixtures" / "headless"
 ANSWER = "There are two files, a.txt and b.txt; a.txt has 3 lines."
 
 
+#: What the fake CLI reads besides its fixture and log; a test sets the ones it needs.
+FAKE_CLI_KNOBS = ("FAKE_CLI_EXIT", "FAKE_CLI_PAUSE", "FAKE_CLI_STDERR", "FAKE_CLI_HANG")
+HINT = [waza.Builtin(grader="hint")]
+
+
 @pytest.fixture
-def cli(tmp_path: Path):
-    """Put fake `claude`, `gemini` and `codex` executables first on PATH; return a runner."""
+def fake_clis(tmp_path: Path, monkeypatch) -> Path:
+    """Fake `claude`, `gemini` and `codex` executables first on PATH (for this process and its children);
+    returns the file where they log their calls."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name in ("claude", "gemini", "codex"):
         executable(bin_dir / name, f'#!/bin/sh\nexec "{os.sys.executable}" "{FIXTURES / "fake_cli.py"}" "$@"\n')
     log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_CLI_LOG", str(log))
+    return log
 
-    def capture(prompts: list[dict], *args: str, fixture: str | list[str], **env: str):
-        files = [fixture] if isinstance(fixture, str) else fixture
-        prompts_file = write_jsonl(tmp_path / "prompts.jsonl", prompts)
-        proc = run_waza(
-            "capture",
-            prompts_file,
-            "--adapter",
-            "headless",
-            *args,
-            cwd=tmp_path,
-            env={
-                "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-                "FAKE_CLI_FIXTURE": ",".join(str(FIXTURES / f) for f in files),
-                "FAKE_CLI_LOG": str(log),
-                **env,
-            },
+
+def calls_in(log: Path) -> list[dict]:
+    return read_jsonl(log) if log.exists() else []
+
+
+def fixture_env(fixture: str | list[str]) -> str:
+    return ",".join(str(FIXTURES / f) for f in ([fixture] if isinstance(fixture, str) else fixture))
+
+
+@pytest.fixture
+def cli(tmp_path: Path, fake_clis, monkeypatch):
+    """The headless adapter through the API in-process; returns the records and the fake CLI's calls."""
+
+    def capture(
+        prompts: list[dict], schema: str | Path, *, fixture: str | list[str], graders=(), timeout=None, raw_log=None, **env: str
+    ):
+        monkeypatch.setenv("FAKE_CLI_FIXTURE", fixture_env(fixture))
+        for name in FAKE_CLI_KNOBS:
+            monkeypatch.delenv(name, raising=False)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        agent = waza.HeadlessAgent(schema=Path(schema), raw_log=raw_log)
+        order = [p["id"] for p in prompts]
+        records = waza.capture(
+            prompts, agent, list(graders), timeouts=waza.Timeouts(prompt=timeout), workspace=waza.Workspace(cwd=tmp_path)
         )
-        results = read_jsonl(proc.stdout)
+        results = sorted((r.to_dict() for r in records), key=lambda r: order.index(r["id"]))
         for result in results:
             assert errors("CaptureResult", result) == []
-        calls = read_jsonl(log) if log.exists() else []
-        return proc, results, calls
+        return results, calls_in(fake_clis)
 
     return capture
+
+
+def capture_cli(tmp_path: Path, log: Path, prompts: list[dict], *args: str, fixture: str):
+    """`waza capture --adapter headless ARGS` as a subprocess (the fake CLIs are on PATH through ``fake_clis``)."""
+    proc = run_waza(
+        "capture", write_jsonl(tmp_path / "prompts.jsonl", prompts), "--adapter", "headless", *args,
+        cwd=tmp_path, env={"FAKE_CLI_FIXTURE": fixture_env(fixture)},
+    )  # fmt: skip
+    return proc, read_jsonl(proc.stdout), calls_in(log)
 
 
 def steps(result: dict, type_: str) -> list[dict]:
@@ -64,8 +92,7 @@ ONE = [{"id": "files", "input": "How many files are there, and how long is a.txt
 
 
 def test_claude_code_stream_maps_every_block_and_pairs_tools_by_id(cli):
-    proc, [result], [call] = cli(ONE, "--schema", "claude-code", "--grader", "builtin:hint", fixture="claude-code.jsonl")
-    assert proc.returncode == 0, proc.stderr
+    [result], [call] = cli(ONE, "claude-code", graders=HINT, fixture="claude-code.jsonl")
     assert call["argv"] == [
         "--verbose",
         "--output-format",
@@ -99,8 +126,7 @@ def test_claude_code_stream_maps_every_block_and_pairs_tools_by_id(cli):
 
 
 def test_gemini_cli_joins_deltas_and_fails_the_errored_tool(cli):
-    proc, [result], [call] = cli(ONE, "--schema", "gemini-cli", "--grader", "builtin:hint", fixture="gemini-cli.jsonl")
-    assert proc.returncode == 0, proc.stderr
+    [result], [call] = cli(ONE, "gemini-cli", graders=HINT, fixture="gemini-cli.jsonl")
     assert call["argv"] == ["--output-format", "stream-json", "--yolo", "-p", ONE[0]["input"]]
     agent = [s["content"] for s in steps(result, "message") if s["role"] == "agent"]
     assert agent == [ANSWER]  # the echoed user message is not mistaken for the agent's
@@ -113,8 +139,7 @@ def test_gemini_cli_joins_deltas_and_fails_the_errored_tool(cli):
 
 
 def test_codex_exec_items_become_tools_thoughts_plan_and_usage(cli):
-    proc, [result], [call] = cli(ONE, "--schema", "codex", "--grader", "builtin:hint", fixture="codex.jsonl")
-    assert proc.returncode == 0, proc.stderr
+    [result], [call] = cli(ONE, "codex", graders=HINT, fixture="codex.jsonl")
     assert call["argv"] == ["exec", "--json", "--full-auto", "--skip-git-repo-check", ONE[0]["input"]]
     calls = tools(result)
     assert calls["item_2"]["status"] == "completed" and calls["item_2"]["output"] == "a.txt\nb.txt\n"
@@ -128,10 +153,7 @@ def test_codex_exec_items_become_tools_thoughts_plan_and_usage(cli):
 
 def test_stream_mode_resumes_the_captured_session_on_later_turns(cli):
     prompts = [{"id": "two", "input": ["How many files?", "Is b.txt empty?"], "hint": "empty"}]
-    proc, [result], calls = cli(
-        prompts, "--schema", "claude-code", "--grader", "builtin:hint", fixture=["claude-code.jsonl", "claude-code-turn2.jsonl"]
-    )
-    assert proc.returncode == 0, proc.stderr
+    [result], calls = cli(prompts, "claude-code", graders=HINT, fixture=["claude-code.jsonl", "claude-code-turn2.jsonl"])
     assert "--resume" not in calls[0]["argv"]
     assert calls[1]["argv"][-4:] == ["--resume", "8d1c6a2e-3f4b-4c1d-9a7e-2b5f0e9c1a11", "-p", "Is b.txt empty?"]
     assert result["output"] == "b.txt is empty." and result["status"] == "passed"
@@ -140,8 +162,8 @@ def test_stream_mode_resumes_the_captured_session_on_later_turns(cli):
 
 def test_codex_resume_is_a_subcommand_with_the_thread_id(cli):
     prompts = [{"id": "two", "input": ["How many files?", "Thanks"]}]
-    proc, [result], calls = cli(prompts, "--schema", "codex", fixture="codex.jsonl")
-    assert proc.returncode == 0, proc.stderr
+    [result], calls = cli(prompts, "codex", fixture="codex.jsonl")
+    assert result["errors"] == []
     assert calls[1]["argv"] == [
         "exec",
         "--json",
@@ -155,8 +177,8 @@ def test_codex_resume_is_a_subcommand_with_the_thread_id(cli):
 
 def test_iterative_mode_sends_earlier_turns_through_the_history_template(cli):
     prompts = [{"id": "two", "input": ["How many files?", "And lines?"]}]
-    proc, [result], calls = cli(prompts, "--schema", "gemini-cli", fixture="gemini-cli.jsonl")
-    assert proc.returncode == 0, proc.stderr
+    [result], calls = cli(prompts, "gemini-cli", fixture="gemini-cli.jsonl")
+    assert result["errors"] == []
     assert calls[0]["argv"][-1] == "How many files?"
     assert calls[1]["argv"][-1] == f"User: How many files?\nAssistant: {ANSWER}\n\nUser: And lines?"
 
@@ -178,8 +200,8 @@ def test_acp_harness_schemas_load_unchanged_and_run(cli, tmp_path):
             {"type": "result", "content": "A and B"},
         ],
     )
-    proc, [result], _ = cli(ONE, "--schema", str(harness / "gemini-headless.json"), fixture=str(stream))
-    assert proc.returncode == 0, proc.stderr
+    [result], _ = cli(ONE, harness / "gemini-headless.json", fixture=str(stream))
+    assert result["errors"] == []
     # No id to pair by: each result closes the oldest open call of its name.
     assert [(s["input"], s["output"], s["status"]) for s in steps(result, "tool_call")] == [
         ({"path": "a.txt"}, "A", "completed"),
@@ -193,18 +215,17 @@ def test_prompt_on_stdin_and_unmatched_lines_kept(cli, tmp_path):
     schema["prompt"] = {"stdin": True}
     path = tmp_path / "stdin-schema.json"
     path.write_bytes(orjson.dumps(schema))
-    proc, [result], [call] = cli(ONE, "--schema", str(path), fixture="codex.jsonl", FAKE_CLI_EXIT="0")
+    [result], [call] = cli(ONE, path, fixture="codex.jsonl", FAKE_CLI_EXIT="0")
     assert call["stdin"] == ONE[0]["input"] and ONE[0]["input"] not in call["argv"]
     # Codex lines mean nothing to a Claude schema: kept as event steps, and the missing result is an error.
     kept = [s["extra"]["data"]["type"] for s in steps(result, "event") if s["name"] == "unmatched"]
     assert kept[:2] == ["thread.started", "turn.started"] and len(kept) == 11
-    assert result["status"] == "error" and "without a result line" in result["errors"][0]
-    assert proc.returncode == 1
+    assert result["status"] == "error" and "without a result line" in result["errors"][0]  # the CLI's exit 1
 
 
 def test_line_timestamps_are_taken_as_lines_arrive(cli):
-    proc, [result], _ = cli(ONE, "--schema", "claude-code", fixture="claude-code.jsonl", FAKE_CLI_PAUSE="0.3")
-    assert proc.returncode == 0, proc.stderr
+    [result], _ = cli(ONE, "claude-code", fixture="claude-code.jsonl", FAKE_CLI_PAUSE="0.3")
+    assert result["errors"] == []
     thought = steps(result, "thought")[0]
     # Line 1 arrived, then the CLI paused 0.3 s before line 2; a lower bound, so it cannot flake.
     assert thought["timestamp"] >= 250
@@ -212,47 +233,48 @@ def test_line_timestamps_are_taken_as_lines_arrive(cli):
     assert stamps == sorted(stamps)
 
 
-def test_chatty_stderr_is_drained_and_kept_out_of_ours(cli):
-    proc, [result], _ = cli(ONE, "--schema", "claude-code", fixture="claude-code.jsonl", FAKE_CLI_STDERR=str(2 << 20))
-    assert proc.returncode == 0
+def test_chatty_stderr_is_drained_and_kept_out_of_ours(cli, capfd):
+    [result], _ = cli(ONE, "claude-code", fixture="claude-code.jsonl", FAKE_CLI_STDERR=str(2 << 20))
+    assert result["errors"] == []
     assert result["stderr"].endswith("end\n") and len(result["stderr"]) <= 8192
-    assert b"xxxx" not in proc.stderr
+    assert "xxxx" not in capfd.readouterr().err  # this process's own stderr (file descriptor 2)
 
 
 def test_timeout_kills_a_hung_cli_and_keeps_what_it_printed(cli, tmp_path):
     truncated = tmp_path / "no-result.jsonl"
     truncated.write_text("".join((FIXTURES / "claude-code.jsonl").read_text().splitlines(True)[:3]))
-    proc, [result], _ = cli(ONE, "--schema", "claude-code", "--timeout", "1", fixture=str(truncated), FAKE_CLI_HANG="1")
-    assert result["exit"]["timedOut"] is True and result["status"] == "error"
+    [result], _ = cli(ONE, "claude-code", timeout=1, fixture=str(truncated), FAKE_CLI_HANG="1")
+    assert result["exit"]["timedOut"] is True and result["status"] == "error"  # the CLI's exit 1
     assert "toolu_01" in tools(result)
-    assert proc.returncode == 1
 
 
 def test_a_cli_that_lingers_after_its_result_is_stopped_without_error(cli):
-    proc, [result], _ = cli(
-        ONE, "--schema", "claude-code", "--grader", "builtin:hint", fixture="claude-code.jsonl", FAKE_CLI_HANG="1"
-    )
+    [result], _ = cli(ONE, "claude-code", graders=HINT, fixture="claude-code.jsonl", FAKE_CLI_HANG="1")
     assert result["status"] == "passed" and result["errors"] == []
     assert result["exit"]["signal"] == 9
 
 
 def test_nonzero_exit_is_an_error_and_the_run_goes_on(cli):
     prompts = [ONE[0], {**ONE[0], "id": "again"}]
-    proc, results, _ = cli(prompts, "--schema", "claude-code", fixture="claude-code.jsonl", FAKE_CLI_EXIT="3")
+    results, _ = cli(prompts, "claude-code", fixture="claude-code.jsonl", FAKE_CLI_EXIT="3")
     assert [r["errors"] for r in results] == [["agent exited with code 3"]] * 2
-    assert proc.returncode == 1
+    assert [r["status"] for r in results] == ["error"] * 2  # the CLI's exit 1
 
 
-def test_raw_log_has_every_line_with_its_prompt(cli, tmp_path):
+def test_raw_log_has_every_line_with_its_prompt(fake_clis, tmp_path):
+    """The command line's path: --schema NAME, --raw-log FILE and a grader; the record on stdout, exit 0."""
     raw = tmp_path / "raw.jsonl"
-    proc, [result], _ = cli(ONE, "--schema", "codex", "--raw-log", str(raw), fixture="codex.jsonl")
+    proc, [result], _ = capture_cli(
+        tmp_path, fake_clis, ONE, "--schema", "codex", "--raw-log", str(raw), "--grader", "builtin:hint", fixture="codex.jsonl"
+    )
     assert proc.returncode == 0, proc.stderr
+    assert errors("CaptureResult", result) == [] and result["status"] == "passed" and result["output"] == ANSWER
     lines = read_jsonl(raw)
     assert len(lines) == 11 and {(l["id"], l["turn"]) for l in lines} == {("files", 0)}
     assert lines[0]["line"] == {"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"}
 
 
-def test_bad_schemas_are_usage_errors_naming_file_and_field(cli, tmp_path):
+def test_bad_schemas_are_usage_errors_naming_file_and_field(fake_clis, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_bytes(
         orjson.dumps(
@@ -270,13 +292,13 @@ def test_bad_schemas_are_usage_errors_naming_file_and_field(cli, tmp_path):
             }
         )
     )
-    proc, results, calls = cli(ONE, "--schema", str(bad), fixture="codex.jsonl")
+    proc, results, calls = capture_cli(tmp_path, fake_clis, ONE, "--schema", str(bad), fixture="codex.jsonl")
     assert proc.returncode == 2 and results == [] and calls == []
     assert f"{bad}: field 'outputEvents.0.extract.content'" in proc.stderr.decode()
-    proc, _, _ = cli(ONE, fixture="codex.jsonl")
-    assert proc.returncode == 2 and b"--schema" in proc.stderr
-    proc, _, _ = cli(ONE, "--schema", "claude-code", "--events", fixture="codex.jsonl")
+    proc, _, _ = capture_cli(tmp_path, fake_clis, ONE, "--schema", "claude-code", "--events", fixture="codex.jsonl")
     assert proc.returncode == 2 and b"--events does nothing" in proc.stderr
+    with pytest.raises(waza.ConfigError, match="needs --schema"):
+        waza.capture(ONE, waza.HeadlessAgent())
 
 
 def test_acp_harness_wildcard_match_and_any_value(cli, tmp_path):
@@ -310,9 +332,7 @@ def test_acp_harness_wildcard_match_and_any_value(cli, tmp_path):
     }
     path = tmp_path / "wild.json"
     path.write_bytes(orjson.dumps(schema))
-    assert run_waza("adapters", "check", path).returncode == 0
-    proc, [result], _ = cli(ONE, "--schema", str(path), fixture="claude-code.jsonl")
-    assert proc.returncode == 0, proc.stderr
+    [result], _ = cli(ONE, path, fixture="claude-code.jsonl")
     calls = tools(result)
     assert calls["toolu_01"]["name"] == "Bash" and calls["toolu_01"]["input"] == {"command": "ls"}
     assert calls["toolu_02"]["input"] == {"command": "wc -l a.txt"} and calls["toolu_02"]["status"] == "completed"
@@ -364,9 +384,8 @@ def test_acp_harness_passthrough_mode_extra_extract_keys_and_stdin_format(cli, t
     }
     path = tmp_path / "typed.json"
     path.write_bytes(orjson.dumps(schema))
-    assert run_waza("adapters", "check", path).returncode == 0
-    proc, [result], calls = cli(ONE, "--schema", str(path), fixture=str(stream))
-    assert proc.returncode == 0, proc.stderr
+    [result], calls = cli(ONE, path, fixture=str(stream))
+    assert result["errors"] == []
     assert calls[0]["stdin"] == ONE[0]["input"]
     assert [s["type"] for s in result["trajectory"] if s["type"] != "message" or s["role"] != "user"] == [
         "thought",
@@ -386,8 +405,8 @@ def test_acp_harness_passthrough_mode_extra_extract_keys_and_stdin_format(cli, t
         "input": "$.input",
     }
     path.write_bytes(orjson.dumps(extra_keys))
-    proc, [result], _ = cli(ONE, "--schema", str(path), fixture="claude-code.jsonl")
-    assert proc.returncode == 0, proc.stderr
+    [result], _ = cli(ONE, path, fixture="claude-code.jsonl")
+    assert result["errors"] == []
     assert tools(result)["toolu_01"]["name"] == "Bash" and tools(result)["toolu_01"]["extra"]["mcpServer"] == "files"
 
     schema["prompt"] = {"flag": "-p", "stdinFormat": "json"}
