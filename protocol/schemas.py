@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .codec import Record, schema_for
+from .schema_check import conforms
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
@@ -85,7 +86,13 @@ def validator(name: str) -> Draft202012Validator:
 
 
 def errors(name: str, value: Any) -> list[str]:
-    """Validation errors as ``path: message`` lines; empty when the value is valid."""
+    """Validation errors as ``path: message`` lines; empty when the value is valid.
+
+    A value that passes the quick check (:mod:`.schema_check`) never loads jsonschema;
+    one that does not is checked by jsonschema, whose messages the user reads.
+    """
+    if conforms(load(name), value):
+        return []
     out = []
     for err in sorted(validator(name).iter_errors(value), key=lambda e: list(e.absolute_path)):
         path = ".".join(str(p) for p in err.absolute_path) or "(top level)"
