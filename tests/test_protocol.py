@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import math
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from waza.protocol import schemas
-from waza.protocol.codec import RecordError
+from waza.protocol.codec import Record, RecordError
 from waza.protocol.grading import GraderProtocolError, aggregate, normalize_result, parse_result_bytes
 from waza.protocol.jsonl import JsonlError, decode_line, has_long_digits, iter_lines, repair_torn_tail
 from waza.protocol.records import CaptureResult, Grade, PromptCase, Usage
@@ -60,6 +61,31 @@ def test_record_errors_name_the_field_path():
     with pytest.raises(RecordError) as info:
         Grade.from_dict({"name": "g", "status": "passed", "surprise": 1})
     assert info.value.path == "surprise" and "not a known field" in str(info.value)
+
+
+@dataclass(slots=True, kw_only=True)
+class _Node(Record):
+    """A record that holds records of its own class (a tree), as a record class may."""
+
+    name: str
+    children: list[_Node] = field(default_factory=list)
+    parent: _Node | None = None
+
+
+def test_a_record_that_holds_its_own_class_decodes_and_names_deep_fields():
+    tree = _Node.from_dict({"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]}], "parent": {"name": "p"}})
+    assert tree.children[0].children[0].name == "c" and tree.parent is not None and tree.parent.name == "p"
+    assert _Node.from_dict(tree.to_dict()) == tree
+    with pytest.raises(RecordError) as info:
+        _Node.from_dict({"name": "a", "children": [{"name": "b", "children": [{"name": 3}]}]})
+    assert info.value.path == "children[0].children[0].name"
+
+
+def test_decoded_records_never_share_a_default_list_or_dict():
+    one, two = (CaptureResult.from_dict({"id": i, "input": "x", "output": ""}) for i in "ab")
+    one.errors.append("boom")
+    one.metadata["k"] = 1
+    assert two.errors == [] and two.metadata == {} and two.unknown == {}
 
 
 @pytest.mark.parametrize(
