@@ -1,4 +1,4 @@
-"""Writing results: one flushed line each, secrets masked, counts kept for the summary and gates.
+"""Writing results: one whole line each, flushed before waza waits, secrets masked, counts kept for the summary and gates.
 
 ``--fail-under`` takes ``pass_rate=X`` and/or ``score=X`` (comma-separated).
 pass_rate is passed / (passed + failed + error): an errored result counts
@@ -8,6 +8,7 @@ score of the results that have one.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -69,15 +70,29 @@ def missed_gates(gates: dict[str, float], actual: dict[str, float | None]) -> li
     return missed
 
 
+#: Output buffer of a results file: a batch of 2 KB results goes out in a few writes, not one each.
+BUFFER = 1 << 16
+
+
 class ResultWriter:
-    """The single writer of a run's output (a file, or ``-`` for stdout)."""
+    """The single writer of a run's output (a file, or ``-`` for stdout).
+
+    Each line is written whole as its result arrives and flushed before the
+    event loop next runs anything else, that is before waza waits for anything
+    (the next batch of input, a grader, an agent): results that arrive in one
+    go (in-process graders working through a batch of input lines) share one
+    flush instead of paying one each, and none sits in the buffer while waza
+    waits. Outside an event loop every line is flushed at once.
+    """
 
     def __init__(self, path: str | Path, *, append: bool = False, progress: Progress | None = None) -> None:
         self.path = str(path)
         if self.path == "-":
             self._stream = sys.stdout.buffer
         else:
-            self._stream = open(self.path, "ab" if append else "wb")  # noqa: SIM115 - closed in close()
+            self._stream = open(self.path, "ab" if append else "wb", buffering=BUFFER)  # noqa: SIM115 - closed in close()
+        self._flush_pending = False
+        self._failed: OSError | None = None
         self.redact = Redactor()
         self.tally = Tally()
         self.errors = ErrorDigest()
@@ -91,16 +106,39 @@ class ResultWriter:
         self.write_line(dumps(result), result.status, result.score.score if result.score else None)
 
     def write_line(self, line: bytes, status: str, score: float | None) -> None:
+        self._raise_failed()
         self._stream.write(self.redact(line))
-        self._stream.flush()
+        if not self._flush_pending:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # not in an event loop: nothing to batch with
+                self._stream.flush()
+            else:
+                self._flush_pending = True
+                loop.call_soon(self._flush)
         self.tally.add(status, score)
         self.progress.advance(status)
+
+    def _flush(self) -> None:
+        self._flush_pending = False
+        if self._stream.closed:
+            return
+        try:
+            self._stream.flush()
+        except OSError as exc:  # a full disk, a closed pipe: raised in the run by the next write or close
+            self._failed = exc
+
+    def _raise_failed(self) -> None:
+        if self._failed is not None:
+            failed, self._failed = self._failed, None
+            raise failed
 
     def close(self) -> None:
         if self._stream is not sys.stdout.buffer:
             self._stream.close()
         else:
             self._stream.flush()
+        self._raise_failed()
 
 
 def resume_state(output: str | None, key: tuple[str, ...] = ("id",)) -> set[tuple[object, ...]]:

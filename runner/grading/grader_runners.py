@@ -7,7 +7,6 @@ trusted all become an *error* grade with the reason and the stderr tail.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import inspect
@@ -73,28 +72,30 @@ class GraderRunner:
         )
 
 
-_stdout_borrowers = 0
-_real_stdout: Any = None
-
-
-@contextlib.contextmanager
-def _stdout_to_stderr() -> Any:
+class _StdoutToStderr:
     """While any in-process grader runs, ``print()`` goes to stderr, not into ``-o -``'s JSONL.
 
     Counted rather than nested (``contextlib.redirect_stdout``) because async
     graders overlap: the first to start swaps ``sys.stdout``, the last to end
     restores it. The result writer holds the real stdout's buffer, so its own
-    lines are unaffected."""
-    global _stdout_borrowers, _real_stdout
-    if _stdout_borrowers == 0:
-        _real_stdout, sys.stdout = sys.stdout, sys.stderr
-    _stdout_borrowers += 1
-    try:
-        yield
-    finally:
-        _stdout_borrowers -= 1
-        if _stdout_borrowers == 0:
-            sys.stdout, _real_stdout = _real_stdout, None
+    lines are unaffected. A plain class, not ``@contextmanager``: it is entered
+    once per result, and a generator-based one cost three times as much (2.4 µs)."""
+
+    borrowers = 0
+    real: Any = None
+
+    def __enter__(self) -> None:
+        if self.borrowers == 0:
+            self.real, sys.stdout = sys.stdout, sys.stderr
+        self.borrowers += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.borrowers -= 1
+        if self.borrowers == 0:
+            sys.stdout, self.real = self.real, None
+
+
+_stdout_to_stderr = _StdoutToStderr()
 
 
 def _private_copy(value: dict[str, Any]) -> dict[str, Any]:
@@ -128,7 +129,7 @@ class InProcessRunner(GraderRunner):
         # Built-ins (waza's own code) read the record; a user's function gets a copy of its own.
         arg: Any = request if self.wants_record else _private_copy(request.to_dict())
         try:
-            with _stdout_to_stderr():
+            with _stdout_to_stderr:
                 if self.is_async:
                     with anyio.fail_after(self.timeout):
                         value = await self.fn(arg)
