@@ -36,7 +36,7 @@ READY = re.compile(rb"local model server ready.*pid=(\d+)")
 LEAN = {
     "trajectory": "none",
     "max_tokens": 120,
-    "reasoning_max_chars": 120,
+    "reasoning_max_chars": 40,
     "judge_timeout": 600,
     "rubric": "Score 1-5: is the answer right?",
 }

