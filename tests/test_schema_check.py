@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import subprocess
-import sys
 from copy import deepcopy
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,7 @@ from waza.adapters.headless_schema import shipped
 from waza.protocol import schemas
 from waza.protocol.schema_check import conforms
 
-from .conftest import read_jsonl, run_waza, write_jsonl
+from .conftest import run_waza, write_jsonl
 
 #: Leaves chosen where JSON Schema and Python disagree (true is not 1, 1.0 is 1) or the schemas draw lines.
 SCALARS = [None, True, False, 0, 1, 2, -1, 1.0, 2.0, 0.5, 1e3, "", "x", "stream", "message", "$.type", "i", "in_order_match"]
@@ -191,36 +189,13 @@ def test_a_keyword_it_does_not_know_is_left_to_jsonschema() -> None:
     assert conforms({"type": "array"}, (1, 2)) is None  # not a JSON parser's value
 
 
-def test_a_headless_run_does_not_load_jsonschema_but_a_bad_schema_file_is_still_worded_by_it(tmp_path: Path) -> None:
-    agent = tmp_path / "agent.sh"
-    agent.write_text("""#!/bin/sh\necho '{"type":"message","text":"hi"}'\necho '{"type":"result","result":"answer"}'\n""")
-    agent.chmod(0o755)
-    schema = {
-        "version": 1,
-        "name": "echo",
-        "command": [str(agent)],
-        "sessionMode": "stream",
-        "prompt": {"flag": ""},
-        "output": {"flag": "", "value": ""},
-        "outputEvents": [
-            {"match": {"path": "$.type", "value": "message"}, "emitAs": "message", "extract": {"content": "$.text"}}
-        ],
-        "result": {"matchPath": "$.type", "matchValue": "result", "contentPath": "$.result"},
-    }
-    good = tmp_path / "good.json"
-    good.write_bytes(orjson.dumps(schema))
-    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "hi"}])
-    args = ["capture", str(prompts), "--adapter", "headless", "--schema", str(good), "-o", str(tmp_path / "out.jsonl")]
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "waza", *args], capture_output=True, check=False)
-    modules = {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines() if line.startswith("import time:")}
-    assert done.returncode == 0, done.stderr
-    assert read_jsonl(tmp_path / "out.jsonl")[0]["output"] == "answer"
-    assert "waza.adapters.headless_schema" in modules
-    assert "jsonschema" not in modules
-
+def test_a_bad_headless_schema_is_still_worded_by_jsonschema(tmp_path: Path) -> None:
+    """The quick check only says yes or no; the user reads jsonschema's message, naming file and field."""
+    schema = orjson.loads(next(iter(shipped().values())).read_bytes())
     bad = tmp_path / "bad.json"
     bad.write_bytes(orjson.dumps({**schema, "sessionMode": "streaming"}))
-    done = run_waza("capture", prompts, "--adapter", "headless", "--schema", bad, "-o", tmp_path / "out2.jsonl")
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "hi"}])
+    done = run_waza("capture", prompts, "--adapter", "headless", "--schema", bad, "-o", tmp_path / "out.jsonl")
     assert done.returncode == 2
     assert done.stderr.decode().splitlines() == [
         f"waza: {bad}: field 'sessionMode': 'streaming' is not one of ['stream', 'iterative']"

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
+
 from waza import __version__
 from waza.runner.cli.app import build
 
@@ -79,3 +81,36 @@ def test_verbose_logs_still_reach_stderr(tmp_path: Path) -> None:
     assert quiet.returncode == loud.returncode == 0, loud.stderr
     assert b"agent started" in loud.stderr and b"[debug" in loud.stderr
     assert b"agent started" not in quiet.stderr
+
+
+def test_a_local_headless_capture_loads_neither_jsonschema_nor_ray_nor_trials(tmp_path: Path) -> None:
+    """A one-prompt capture (headless agent, sh grader) imports only what it runs: no jsonschema for a valid
+    adapter schema, no Ray executor without --executor ray, no trial records; its --help not even the engine."""
+    agent = tmp_path / "agent.sh"
+    agent.write_text("""#!/bin/sh\necho '{"type":"message","text":"hi"}'\necho '{"type":"result","result":"answer"}'\n""")
+    grader = tmp_path / "grader.sh"
+    grader.write_text("""#!/bin/sh\ncat >/dev/null\necho '{"pass":true,"score":1}'\n""")
+    for script in (agent, grader):
+        script.chmod(0o755)
+    schema = {
+        "version": 1,
+        "name": "sh",
+        "command": [str(agent)],
+        "sessionMode": "stream",
+        "prompt": {"flag": ""},
+        "output": {"flag": "", "value": ""},
+        "outputEvents": [
+            {"match": {"path": "$.type", "value": "message"}, "emitAs": "message", "extract": {"content": "$.text"}}
+        ],
+        "result": {"matchPath": "$.type", "matchValue": "result", "contentPath": "$.result"},
+    }
+    (tmp_path / "schema.json").write_bytes(orjson.dumps(schema))
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "hello"}])
+    out = tmp_path / "out.jsonl"
+    modules = imported("capture", str(prompts), "--adapter", "headless", "--schema", str(tmp_path / "schema.json"),
+                       "-g", str(grader), "-o", str(out))  # fmt: skip
+    assert read_jsonl(out)[0]["output"] == "answer"
+    assert read_jsonl(out)[0]["grades"][0]["pass"] is True
+    assert "waza.adapters.headless_schema" in modules
+    assert not {"jsonschema", "waza.runner.executors.ray_executor", "ray", "waza.protocol.trial_records"} & modules
+    assert not {"waza.runner.engine.api", "waza.runner.engine.specs", "anyio"} & imported("capture", "--help")

@@ -21,9 +21,9 @@ __version__ = "0.1.0"
 #: public name -> module that defines it.
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
-        ["acapture", "agrade", "arun_one", "atrials", "capture", "grade", "run_one", "trials", "summarize_trials",
-         "CaptureRun", "GradeRun", "TrialsRun"], "waza.runner.engine.api",
+        ["acapture", "agrade", "arun_one", "capture", "grade", "run_one", "CaptureRun", "GradeRun"], "waza.runner.engine.api",
     ),
+    **dict.fromkeys(["atrials", "trials", "summarize_trials", "TrialsRun"], "waza.runner.engine.api_trials"),
     **dict.fromkeys(["arun_suite", "run_suite", "SuiteRun"], "waza.runner.suites.run"),
     **dict.fromkeys(["acalibrate", "calibrate", "compare", "CalibrationRun"], "waza.runner.engine.api_analysis"),
     **dict.fromkeys(
@@ -56,18 +56,15 @@ if TYPE_CHECKING:
     from waza.runner.engine.api import (
         CaptureRun,
         GradeRun,
-        TrialsRun,
         acapture,
         agrade,
         arun_one,
-        atrials,
         capture,
         grade,
         run_one,
-        summarize_trials,
-        trials,
     )
     from waza.runner.engine.api_analysis import CalibrationRun, acalibrate, calibrate, compare
+    from waza.runner.engine.api_trials import TrialsRun, atrials, summarize_trials, trials
     from waza.runner.engine.specs import (
         AcpAgent,
         AgentSpec,

@@ -14,7 +14,6 @@ from collections.abc import Callable
 import typer
 
 from waza.protocol.errors import ConfigError
-from waza.runner.engine.outputs import GATES
 
 __all__ = ["finite_number", "parse_gates", "positive_seconds"]
 
@@ -58,6 +57,8 @@ def parse_gates(text: str | None) -> dict[str, float]:
     """``--fail-under pass_rate=X,score=Y`` as {gate: threshold}."""
     if not text:
         return {}
+    from waza.runner.engine.outputs import GATES  # the engine, only when there is a gate to check
+
     gates: dict[str, float] = {}
     for part in text.split(","):
         name, sep, value = part.strip().partition("=")

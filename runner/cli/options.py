@@ -5,6 +5,10 @@ options and the output options. Each group is a dataclass whose fields carry
 their typer declaration; :func:`with_groups` adds the fields to a command's
 signature (so typer shows them in --help) and hands the command one object per
 group instead of thirty keyword arguments.
+
+This module declares options only: the engine (specs, the API, graders,
+datasets) is imported by the methods that build from the options, so
+``waza capture --help`` and a usage error do not load it.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_type_hints
 
 import typer
 
@@ -24,22 +28,13 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB, set_max_line_mb
 from waza.protocol.secrets import mark_secret_env
 from waza.runner.cli.option_values import finite_number, positive_seconds
-from waza.runner.engine.api import build_graders, resolve_agent
-from waza.runner.engine.datasets import TableOptions, parse_map
-from waza.runner.engine.inputs import TimeoutUnit
-from waza.runner.engine.specs import (
-    AgentSpec,
-    GraderSpecT,
-    Judge,
-    Output,
-    Timeouts,
-    agent_spec,
-    from_internal,
-)
-from waza.runner.grading.grader_runners import GraderRunner
-from waza.runner.grading.grader_specs import build_specs
-from waza.runner.grading.judges import JudgeChoice
-from waza.runner.grading.judges import apply as apply_judge
+
+if TYPE_CHECKING:
+    from waza.runner.engine.datasets import TableOptions
+    from waza.runner.engine.inputs import TimeoutUnit
+    from waza.runner.engine.specs import AgentSpec, GraderSpecT, Judge, Output, Timeouts
+    from waza.runner.grading.grader_runners import GraderRunner
+    from waza.runner.grading.judges import JudgeChoice
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -160,18 +155,26 @@ class AgentOptions:
 
     def table(self) -> TableOptions:
         """How to read the prompts file: --prompts-format (checked with the file) and --map."""
+        from waza.runner.engine.datasets import TableOptions, parse_map
+
         return TableOptions(format=self.prompts_format, columns=parse_map(self.column_map))  # type: ignore[arg-type]
 
     def spec(self, command: list[str]) -> AgentSpec:
         """The agent spec these options describe; an option the adapter would ignore is a ConfigError."""
+        from waza.runner.engine.specs import agent_spec
+
         return agent_spec(self.adapter, command, self.adapter_options())
 
     def resolve(self, command: list[str]) -> tuple[type[Adapter], AdapterOptions, list[str]]:
         """The adapter class, its options and the agent command (made absolute), checked."""
+        from waza.runner.engine.api import resolve_agent
+
         cls, command, opts = resolve_agent(self.spec(command))
         return cls, opts, command
 
     def timeouts(self, grader: float) -> Timeouts:
+        from waza.runner.engine.specs import Timeouts
+
         return Timeouts(prompt=self.timeout, grader=grader, prompt_unit=self.timeout_unit())
 
 
@@ -225,6 +228,10 @@ class GraderOptions:
     def specs(self, *, judge: bool = True) -> list[GraderSpecT]:
         """Every ``--grader`` parsed into an API spec, judge options merged in (unless ``judge`` is false):
         the one way commands name graders."""
+        from waza.runner.engine.specs import from_internal
+        from waza.runner.grading.grader_specs import build_specs
+        from waza.runner.grading.judges import apply as apply_judge
+
         parsed = build_specs(self.grader or [], self.grader_config, self.grader_weight)
         if judge:
             apply_judge(parsed, self.judge_choice())
@@ -232,10 +239,15 @@ class GraderOptions:
 
     def runners(self) -> list[GraderRunner]:
         """The graders of :meth:`specs`, checked and ready to enter."""
+        from waza.runner.engine.api import build_graders
+        from waza.runner.engine.specs import Timeouts
+
         return build_graders(self.specs(), Timeouts(grader=self.grader_timeout))
 
     def judge_spec(self) -> Judge | None:
         """The --judge-* options as a Judge spec (for a suite's own LLM graders); None when none is given."""
+        from waza.runner.engine.specs import Judge
+
         choice = self.judge_choice()
         choice.check()
         if not choice.config():
@@ -251,6 +263,8 @@ class GraderOptions:
         )
 
     def judge_choice(self) -> JudgeChoice:
+        from waza.runner.grading.judges import JudgeChoice
+
         if self.judge_api_key_env:
             mark_secret_env(self.judge_api_key_env)
         return JudgeChoice(
@@ -297,6 +311,8 @@ class OutputOptions:
         set_max_line_mb(self.max_line_mb)  # every reader of this command honours it
 
     def spec(self) -> Output:
+        from waza.runner.engine.specs import Output
+
         return Output(self.output, resume=self.resume, progress=self.progress)
 
 

@@ -16,8 +16,6 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-import anyio
-
 from waza.protocol.errors import AgentError, GraderError, UsageError, WazaError, find_cause
 from waza.protocol.logs import configure
 from waza.protocol.secrets import Redactor
@@ -54,7 +52,12 @@ def fail(error: WazaError | str) -> int:
 
 
 def run(body: Callable[[Interrupt], Awaitable[int]]) -> int:
-    """Run ``body`` to an exit code; SIGINT/SIGTERM cancel it cleanly (processes reaped, lines whole)."""
+    """Run ``body`` to an exit code; SIGINT/SIGTERM cancel it cleanly (processes reaped, lines whole).
+
+    anyio is imported here, when a command runs: ``--help`` and usage errors do without it.
+    """
+    import anyio
+
     interrupt = Interrupt()
 
     async def main() -> int:

@@ -13,7 +13,9 @@ all. Leave an async iterator early inside ``contextlib.aclosing(...)`` so its
 agents and graders are stopped at once. Everything that can be wrong with the
 specs raises ConfigError before any agent runs or any output is touched.
 
-The ``Run`` classes (``CaptureRun``, ``TrialsRun``, ``GradeRun``) are the same
+Trials (``TrialsRun``, ``trials``, ``atrials``, ``summarize_trials``) are in
+:mod:`.api_trials`, so a capture or a grade does not load the trial records and
+statistics. The ``Run`` classes (``CaptureRun``, ``TrialsRun``, ``GradeRun``) are the same
 runs split in two: ``prepare`` checks and opens nothing, ``stream()`` runs;
 between them the caller can read the totals (the CLI uses them for its progress
 and its exit code).
@@ -51,15 +53,7 @@ from waza.protocol.jsonl import (
     open_input,
 )
 from waza.protocol.records import CaptureResult, PromptCase
-from waza.protocol.trial_records import (
-    ErrorPolicy,
-    TrialEntry,
-    TrialResult,
-    TrialsSummary,
-)
 from waza.runner.analysis.error_digest import ErrorDigest
-from waza.runner.analysis.passk import parse_k_values
-from waza.runner.analysis.trial_stats import SummaryBuilder
 from waza.runner.engine.datasets import TableOptions
 from waza.runner.engine.inputs import check_resumed, in_batches, prescan, prompt_cases, require_lines
 from waza.runner.engine.outputs import ResultWriter, Tally, resume_state
@@ -77,15 +71,6 @@ from waza.runner.engine.pipeline import (
 )
 from waza.runner.engine.progress import Progress, wanted
 from waza.runner.engine.specs import AgentSpec, GraderSpecT, Output, Timeouts, Workspace
-from waza.runner.engine.trial_runs import (
-    Plan,
-    TrialsOutput,
-    check_policy,
-    load_finished,
-    load_partial,
-    seeder,
-    sidecar_path,
-)
 from waza.runner.grading.build import make_runner
 from waza.runner.grading.grader_runners import GraderRunner
 from waza.runner.grading.judges import finish as finish_judge
@@ -388,6 +373,8 @@ async def arun_one(
     prompt = _case(case, "case")
     settings = _settings(agent, build_graders(graders, timeouts), timeouts, 1, _workspaces(workspace))
     if prepare is None:
+        from waza.runner.engine.trial_runs import seeder
+
         prepare = seeder(workspace.template)
     async with entered(settings.graders), open_adapter(settings) as adapter:
         return await run_item(adapter, WorkItem(case=prompt, trial=trial, prepare=prepare), settings)
@@ -407,186 +394,6 @@ def run_one(
     return anyio.run(
         functools.partial(arun_one, case, agent, graders, trial=trial, timeouts=timeouts, workspace=workspace, prepare=prepare)
     )
-
-
-# --- trials ---------------------------------------------------------------------------------------
-
-
-@dataclass
-class TrialsRun:
-    """Every prompt k times in fresh workspaces; one TrialResult per prompt when its last trial is in."""
-
-    prompts: _Prompts
-    settings: Settings
-    plan: Plan
-    output: Output | None
-    builder: SummaryBuilder
-    finished: set[str]
-    partial: dict[str, dict[int, TrialEntry]]
-    prepare_workspace: Callable[[Path], None] | None
-    #: Where the items run: this process (``run_items``) or Ray tasks (``runner.executors``).
-    executor: Executor = run_items
-    sink: TrialsOutput | None = None
-
-    @classmethod
-    def prepare(
-        cls,
-        prompts: Prompts,
-        agent: AgentSpec,
-        graders: Sequence[GraderSpecT],
-        *,
-        k: int = 5,
-        k_values: Sequence[int] | None = None,
-        errors: ErrorPolicy = "exclude",
-        seed: int = 0,
-        timeouts: Timeouts = Timeouts(),
-        concurrency: int = 1,
-        workspace: Workspace = Workspace(),
-        output: Output | None = None,
-        summary: Path | None = None,
-        table: TableOptions | None = None,
-        executor: Executor = run_items,
-    ) -> TrialsRun:
-        if k < 1:
-            raise ConfigError(f"k must be at least 1, got {k}", field="k")
-        plan = Plan(
-            trials=k,
-            k_values=parse_k_values(",".join(map(str, k_values)) if k_values else None, k),
-            policy=check_policy(errors),
-            seed=seed,
-            summary=summary,
-        )
-        source = _Prompts(prompts, timeouts, table)
-        settings = _settings(agent, [], timeouts, concurrency, _workspaces(workspace, fresh=True))
-        if not graders:
-            raise ConfigError("trials needs at least one --grader: pass@k counts the trials that pass")
-        settings.graders = build_graders(graders, timeouts)
-        if output is not None and summary is not None and str(summary) == output.path:
-            raise ConfigError("--summary must be another file than -o")
-        prepare = seeder(workspace.template)
-        builder = SummaryBuilder(plan.trials, plan.k_values, plan.policy)
-        finished: set[str] = set()
-        partial: dict[str, dict[int, TrialEntry]] = {}
-        if output is not None and output.resume:
-            sidecar = sidecar_path(output.path)
-            if sidecar is None:
-                raise ConfigError("--resume needs -o FILE (it reads what that file already holds)")
-            finished = load_finished(output.path, plan, builder)
-            source.check_resumed(output.path, finished)
-            partial = load_partial(sidecar, finished, plan.trials)
-        return cls(source, settings, plan, output, builder, finished, partial, prepare, executor)
-
-    @property
-    def todo(self) -> int | None:
-        total = self.prompts.total
-        if total is None:
-            return None
-        return (total - len(self.finished)) * self.plan.trials - sum(map(len, self.partial.values()))
-
-    @property
-    def sidecar(self) -> Path | None:
-        return sidecar_path(self.output.path) if self.output else None
-
-    @property
-    def errors(self) -> ErrorDigest:
-        """Why trials errored (empty before :meth:`stream` runs)."""
-        return self.sink.errors if self.sink is not None else ErrorDigest()
-
-    def summary(self) -> TrialsSummary:
-        """The run summary: mean pass@k and pass^k over every prompt (resumed ones included), flaky prompts."""
-        return self.builder.build(seed=self.plan.seed)
-
-    async def stream(self) -> AsyncGenerator[TrialResult, None]:
-        progress = Progress(self.todo, enabled=wanted(self.output.progress) if self.output else False, label="trials")
-        out = self.output
-        sink = TrialsOutput(
-            self.plan,
-            self.settings.adapter.name,
-            out.path if out else None,
-            append=bool(out and out.resume),
-            progress=progress,
-            builder=self.builder,
-        )
-        self.sink = sink
-
-        async def items() -> AsyncGenerator[WorkItem, None]:
-            async for case in self.prompts.stream(lambda c: c.id not in self.finished):
-                for trial in await sink.start(case, self.partial.pop(case.id, {})):
-                    yield WorkItem(case=case, trial=trial, prepare=self.prepare_workspace)
-
-        async def run(each: Sink[TrialResult]) -> None:
-            sink.on_result = each
-            async with entered(self.settings.graders):
-                await self.executor(items(), self.settings, sink)
-
-        try:
-            async with contextlib.aclosing(_as_stream(run)) as results:  # closed in this task when the caller stops early
-                async for result in results:
-                    yield result
-        finally:
-            sink.close()
-            progress.close()
-        sidecar = self.sidecar
-        if sidecar is not None and not sink.open:
-            sidecar.unlink(missing_ok=True)  # every prompt is in the output: nothing left to resume
-
-
-async def atrials(
-    prompts: Prompts,
-    agent: AgentSpec,
-    graders: Sequence[GraderSpecT],
-    *,
-    k: int = 5,
-    k_values: Sequence[int] | None = None,
-    errors: ErrorPolicy = "exclude",
-    timeouts: Timeouts = Timeouts(),
-    concurrency: int = 1,
-    workspace: Workspace = Workspace(),
-    output: Output | None = None,
-) -> AsyncGenerator[TrialResult, None]:
-    """Run every prompt ``k`` times (fresh agent session and workspace each); yield each prompt's
-    TrialResult (its trials, pass rate, pass@k and pass^k for ``k_values``) when its last trial is in."""
-    run = TrialsRun.prepare(
-        prompts, agent, graders, k=k, k_values=k_values, errors=errors,
-        timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output,
-    )  # fmt: skip
-    async with contextlib.aclosing(run.stream()) as results:  # closed in this task when the caller stops early
-        async for result in results:
-            yield result
-
-
-def trials(
-    prompts: Prompts,
-    agent: AgentSpec,
-    graders: Sequence[GraderSpecT],
-    *,
-    k: int = 5,
-    k_values: Sequence[int] | None = None,
-    errors: ErrorPolicy = "exclude",
-    timeouts: Timeouts = Timeouts(),
-    concurrency: int = 1,
-    workspace: Workspace = Workspace(),
-    output: Output | None = None,
-) -> list[TrialResult]:
-    """Blocking :func:`atrials`: every prompt's TrialResult, in the order they finished."""
-    return _collect(
-        functools.partial(
-            atrials, prompts, agent, graders, k=k, k_values=k_values, errors=errors,
-            timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output,
-        )
-    )  # fmt: skip
-
-
-def summarize_trials(results: Iterable[TrialResult], *, seed: int = 0) -> TrialsSummary:
-    """Mean pass@k / pass^k over prompts with bootstrap intervals, from TrialResults of one plan."""
-    results = list(results)
-    if not results:
-        raise ConfigError("no trial results to summarize")
-    first = results[0]
-    builder = SummaryBuilder(first.k, [int(k) for k in first.pass_at_k], first.error_policy)
-    for result in results:
-        builder.add(result)
-    return builder.build(seed=seed)
 
 
 # --- grading results that exist -------------------------------------------------------------------
@@ -714,17 +521,13 @@ __all__ = [
     "CaptureRun",
     "GradeRun",
     "Prompts",
-    "TrialsRun",
     "acapture",
     "agrade",
     "arun_one",
-    "atrials",
     "build_graders",
     "capture",
     "grade",
     "read_results",
     "resolve_agent",
     "run_one",
-    "summarize_trials",
-    "trials",
 ]

@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import sys
 
-from waza.protocol.model_cache import STATS, cache_dir
-
 __all__ = ["print_cache_line"]
+
+_MODEL_CACHE = "waza.protocol.model_cache"
 
 
 def print_cache_line() -> None:
-    """``waza: model cache: judge 3 hits, 1 miss; ...`` when this run looked anything up (in-process calls)."""
+    """``waza: model cache: judge 3 hits, 1 miss; ...`` when this run looked anything up (in-process calls).
+
+    A run whose judges and agent never imported the cache looked nothing up: the
+    line is skipped without loading the cache module (hashlib, tempfile) for it.
+    """
+    model_cache = sys.modules.get(_MODEL_CACHE)
+    if model_cache is None:
+        return
     parts = []
     for kind in ("judge", "agent"):
-        hits, misses = STATS[f"{kind} hit"], STATS[f"{kind} miss"]
+        hits, misses = model_cache.STATS[f"{kind} hit"], model_cache.STATS[f"{kind} miss"]
         if hits or misses:
             parts.append(f"{kind} {hits} hit{'s' * (hits != 1)}, {misses} miss{'es' * (misses != 1)}")
     if parts:
-        print(f"waza: model cache ({cache_dir()}): {'; '.join(parts)}", file=sys.stderr)
+        print(f"waza: model cache ({model_cache.cache_dir()}): {'; '.join(parts)}", file=sys.stderr)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
 
 from waza.protocol.errors import ConfigError
-from waza.runner.executors.ray_executor import RayOptions
+
+if TYPE_CHECKING:
+    from waza.runner.executors.ray_executor import RayOptions
 
 EXECUTION = "Execution"
 
@@ -58,6 +60,8 @@ class ExecutorOptions:
             raise ConfigError(
                 "-j does nothing with --ray-address: the cluster's resources decide how many tasks run at once (see --ray-in-flight)"
             )
+        from waza.runner.executors.ray_executor import RayOptions  # only for --executor ray
+
         return RayOptions(
             address=self.ray_address,
             cpus=None if self.ray_address is not None else (cpus or concurrency),

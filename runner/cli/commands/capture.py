@@ -10,10 +10,6 @@ from waza.runner.cli.option_values import parse_gates
 from waza.runner.cli.options import AgentOptions, GraderOptions, OutputOptions, with_groups
 from waza.runner.cli.runtime import Interrupt, run
 from waza.runner.cli.strict import AGENT_COMMAND
-from waza.runner.engine.api import CaptureRun
-from waza.runner.engine.outputs import finish_run
-from waza.runner.engine.specs import Workspace
-from waza.runner.executors import executor_for
 from waza.runner.executors.options import ExecutorOptions
 
 HELP = """Run each prompt through an agent, record what it did, and grade the result.
@@ -64,6 +60,12 @@ async def _capture(
     execution: ExecutorOptions,
     interrupt: Interrupt,
 ) -> int:
+    # The engine is loaded here, not with the options: --help and usage errors do without it.
+    from waza.runner.engine.api import CaptureRun
+    from waza.runner.engine.outputs import finish_run
+    from waza.runner.engine.specs import Workspace
+    from waza.runner.executors import executor_for
+
     # Everything that can be wrong is found here, before the output file is touched.
     gates = parse_gates(out.fail_under)
     capture = CaptureRun.prepare(

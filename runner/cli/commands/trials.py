@@ -22,7 +22,7 @@ from waza.runner.cli.option_values import parse_gates
 from waza.runner.cli.options import AgentOptions, GraderOptions, OutputOptions, with_groups
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
 from waza.runner.cli.strict import AGENT_COMMAND
-from waza.runner.engine.api import TrialsRun
+from waza.runner.engine.api_trials import TrialsRun
 from waza.runner.engine.cache_summary import print_cache_line
 from waza.runner.engine.outputs import missed_gates
 from waza.runner.engine.specs import Workspace
