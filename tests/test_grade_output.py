@@ -74,3 +74,16 @@ def test_a_reader_that_goes_away_ends_an_in_process_grade_quietly(tmp_path):
     assert read_jsonl(proc.stdout)[0]["id"] == "r0"
     err = proc.stderr.decode()
     assert "Traceback" not in err and "BrokenPipe" not in err and "status 141" in err, err
+
+
+def test_the_results_before_a_line_too_long_are_graded_and_written(waza, tmp_path):
+    source = results(tmp_path, 3)
+    with source.open("ab") as f:
+        f.write(b'{"id": "huge", "input": "q", "output": "' + b"x" * (2 << 20) + b'"}\n')
+    out = tmp_path / "graded.jsonl"
+    proc = waza(
+        "grade", source, "-g", "builtin:regex", "--grader-config", '{"must_match": ["a"]}', "--max-line-mb", "1", "-o", out
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.decode().startswith(f"waza: {source}:4: line longer than 1 MB"), proc.stderr.decode()
+    assert [r["id"] for r in read_jsonl(out)] == ["r0", "r1", "r2"]

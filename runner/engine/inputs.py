@@ -13,9 +13,9 @@ is abandoned). CSV and Parquet files are read row by row the same way
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
+import queue
 import stat
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
@@ -42,38 +42,64 @@ AMBIGUOUS_TIMEOUT = 1000
 BATCH = 256
 
 
-async def in_daemon_thread(fn: Callable[[], T]) -> T:
-    """``fn()`` in a daemon thread: a read blocked for good (a FIFO no one writes) cannot keep
-    waza from ending on SIGINT/SIGTERM, as a pool thread would (the interpreter joins those)."""
-    done = anyio.Event()
-    token = anyio.lowlevel.current_token()
-    box: list[Any] = []
+def _read_ahead(
+    iterator: Iterator[T], size: int, requests: queue.SimpleQueue[anyio.Event | None], box: list[Any], token: Any
+) -> None:
+    """The reader thread of ``in_batches``: a batch per request, set ``ready`` when it is in ``box``.
 
-    def target() -> None:
+    A batch cut short by an error holds what came before it, then the error:
+    the lines before a bad one are still graded and written."""
+    while (ready := requests.get()) is not None:
+        batch: list[T] = []
+        error: BaseException | None = None
         try:
-            box.append((True, fn()))
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
-            box.append((False, exc))
-        with contextlib.suppress(RuntimeError):  # the loop is gone: the run was interrupted
-            anyio.from_thread.run_sync(done.set, token=token)
-
-    threading.Thread(target=target, name="waza-read", daemon=True).start()
-    await done.wait()
-    ok, value = box[0]
-    if not ok:
-        raise value
-    return value  # type: ignore[no-any-return]
+            for value in islice(iterator, size):
+                batch.append(value)
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task after the batch
+            error = exc
+        box.append((batch, error))
+        try:
+            anyio.from_thread.run_sync(ready.set, token=token)
+        except RuntimeError:  # the loop is gone: the run was interrupted
+            return
+        if error is not None:
+            return
 
 
 async def in_batches(source: Iterable[T], size: int = BATCH) -> AsyncIterator[T]:
-    """Iterate a blocking iterator without blocking the loop: one thread hop per batch."""
-    iterator = iter(source)
-    while True:
-        batch = await in_daemon_thread(lambda: list(islice(iterator, size)))
-        if not batch:
-            return
-        for value in batch:
-            yield value
+    """Iterate a blocking iterator without blocking the loop, a batch at a time from one daemon thread.
+
+    The thread reads the next batch while this one is used (two batches in
+    memory at most). A daemon thread, not a pool's: a read blocked for good (a
+    FIFO no one writes) cannot keep waza from ending on SIGINT/SIGTERM, as a
+    pool thread would (the interpreter joins those). One thread per iteration,
+    not per batch: starting one cost as much as reading the batch."""
+    requests: queue.SimpleQueue[anyio.Event | None] = queue.SimpleQueue()
+    box: list[Any] = []
+    reader = threading.Thread(
+        target=_read_ahead,
+        args=(iter(source), size, requests, box, anyio.lowlevel.current_token()),
+        name="waza-read",
+        daemon=True,
+    )
+    ready = anyio.Event()
+    requests.put(ready)
+    reader.start()
+    try:
+        while True:
+            await ready.wait()
+            batch, error = box.pop()
+            if error is None and batch:
+                ready = anyio.Event()
+                requests.put(ready)  # read ahead while this batch is used
+            for value in batch:
+                yield value
+            if error is not None:
+                raise error
+            if not batch:
+                return
+    finally:
+        requests.put(None)
 
 
 def _decoded(path: str | Path, table: TableOptions | None) -> Iterator[tuple[int, PromptCase]]:
