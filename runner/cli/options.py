@@ -8,10 +8,10 @@ group instead of thirty keyword arguments.
 
 This module declares options only: the engine (specs, the API, graders,
 datasets) is imported by the methods that build from the options, so
-``waza capture --help`` and a usage error do not load it.
+``waza capture --help`` and a usage error do not load it. The annotations are
+evaluated as the classes are made (no ``from __future__ import annotations``):
+typer reads them, and resolving forty option strings again cost a compile each.
 """
-
-from __future__ import annotations
 
 import dataclasses
 import functools
@@ -148,18 +148,18 @@ class AgentOptions:
             cache=self.cache,
         )
 
-    def timeout_unit(self) -> TimeoutUnit:
+    def timeout_unit(self) -> "TimeoutUnit":
         if self.prompt_timeout_unit not in ("auto", "s", "ms"):
             raise ConfigError(f"--prompt-timeout-unit takes auto, s or ms, got {self.prompt_timeout_unit!r}")
         return self.prompt_timeout_unit  # type: ignore[return-value]
 
-    def table(self) -> TableOptions:
+    def table(self) -> "TableOptions":
         """How to read the prompts file: --prompts-format (checked with the file) and --map."""
         from waza.runner.engine.datasets import TableOptions, parse_map
 
         return TableOptions(format=self.prompts_format, columns=parse_map(self.column_map))  # type: ignore[arg-type]
 
-    def spec(self, command: list[str]) -> AgentSpec:
+    def spec(self, command: list[str]) -> "AgentSpec":
         """The agent spec these options describe; an option the adapter would ignore is a ConfigError."""
         from waza.runner.engine.specs import agent_spec
 
@@ -172,7 +172,7 @@ class AgentOptions:
         cls, command, opts = resolve_agent(self.spec(command))
         return cls, opts, command
 
-    def timeouts(self, grader: float) -> Timeouts:
+    def timeouts(self, grader: float) -> "Timeouts":
         from waza.runner.engine.specs import Timeouts
 
         return Timeouts(prompt=self.timeout, grader=grader, prompt_unit=self.timeout_unit())
@@ -225,7 +225,7 @@ class GraderOptions:
         bool, opt("--no-cache", help="LLM graders: ask the judge every time; keep nothing in the model cache.", panel=GRADING)
     ] = False
 
-    def specs(self, *, judge: bool = True) -> list[GraderSpecT]:
+    def specs(self, *, judge: bool = True) -> "list[GraderSpecT]":
         """Every ``--grader`` parsed into an API spec, judge options merged in (unless ``judge`` is false):
         the one way commands name graders."""
         from waza.runner.engine.specs import from_internal
@@ -237,14 +237,14 @@ class GraderOptions:
             apply_judge(parsed, self.judge_choice())
         return [from_internal(s, isolate=self.isolate) for s in parsed]
 
-    def runners(self) -> list[GraderRunner]:
+    def runners(self) -> "list[GraderRunner]":
         """The graders of :meth:`specs`, checked and ready to enter."""
         from waza.runner.engine.api import build_graders
         from waza.runner.engine.specs import Timeouts
 
         return build_graders(self.specs(), Timeouts(grader=self.grader_timeout))
 
-    def judge_spec(self) -> Judge | None:
+    def judge_spec(self) -> "Judge | None":
         """The --judge-* options as a Judge spec (for a suite's own LLM graders); None when none is given."""
         from waza.runner.engine.specs import Judge
 
@@ -262,7 +262,7 @@ class GraderOptions:
             cache=choice.cache,
         )
 
-    def judge_choice(self) -> JudgeChoice:
+    def judge_choice(self) -> "JudgeChoice":
         from waza.runner.grading.judges import JudgeChoice
 
         if self.judge_api_key_env:
@@ -310,7 +310,7 @@ class OutputOptions:
     def __post_init__(self) -> None:
         set_max_line_mb(self.max_line_mb)  # every reader of this command honours it
 
-    def spec(self) -> Output:
+    def spec(self) -> "Output":
         from waza.runner.engine.specs import Output
 
         return Output(self.output, resume=self.resume, progress=self.progress)

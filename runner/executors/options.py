@@ -1,7 +1,5 @@
 """The ``--executor`` option group shared by ``capture``, ``trials`` and ``run``."""
 
-from __future__ import annotations
-
 import dataclasses
 import math
 from typing import TYPE_CHECKING, Annotated, Any
@@ -42,7 +40,7 @@ class ExecutorOptions:
         _opt("--ray-max-retries", help="ray: reruns of a task whose worker or node died, before it is an error (default 3)."),
     ] = None
 
-    def ray(self, concurrency: int, *, cpus: int | None = None) -> RayOptions | None:
+    def ray(self, concurrency: int, *, cpus: int | None = None) -> "RayOptions | None":
         """The Ray options (None: the local executor); an option that would do nothing is a ConfigError.
 
         ``concurrency`` (-j): the CPUs of an embedded instance (``cpus`` when the command merged -j with a
