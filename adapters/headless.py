@@ -22,7 +22,7 @@ import anyio
 import orjson
 
 from waza.protocol.errors import ConfigError
-from waza.protocol.process import LineReader, LineTooLong, Tail, drain, exit_parts, kill_group, reap, send_and_close, spawn
+from waza.protocol.process import Child, LineReader, LineTooLong, Tail, exit_parts
 from waza.protocol.records import Exit
 from waza.protocol.trajectory import RawUpdate
 
@@ -139,67 +139,57 @@ class HeadlessAdapter(Adapter):
             out.errors.append(f"timed out before turn {turn}")
             return out
         try:
-            process = await spawn(argv, cwd=task.workspace, stdin=self.schema.prompt_stdin)  # inherits our environment
-        except OSError as exc:
+            child = Child(argv, stdin=prompt.encode() if self.schema.prompt_stdin else None, cwd=task.workspace, stderr=stderr)
+        except OSError as exc:  # it inherits our environment
             out.errors.append(f"cannot start agent {argv[0]!r}: {exc.strerror or exc}")
             return out
         recorder = task.recorder
-        result_seen = anyio.Event()
+        reader = LineReader(child)
+        grace = anyio.CancelScope()  # given a deadline when the result line is seen
 
-        async def read_stdout() -> None:
-            assert process.stdout is not None
-            reader = LineReader(process.stdout)
+        def take(line: bytes) -> None:
+            at = recorder.now_ms()
+            if not line.strip():
+                return
+            try:
+                value: Any = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                recorder.emit(RawUpdate("unparsed", line.decode("utf-8", "replace")), at)
+                self._log(task, turn, at, line.decode("utf-8", "replace"), False)
+                return
+            reading = mapper.read(value)
+            for event in reading.events:
+                recorder.emit(event, at)
+            out.session_id = out.session_id or reading.session_id
+            self._log(task, turn, at, value, True)
+            if reading.result and not out.result:
+                out.result = True
+                grace.deadline = anyio.current_time() + RESULT_GRACE
+
+        async def read_to_exit() -> None:
             while True:
                 try:
                     line = await reader.readline()
                 except LineTooLong as exc:
                     out.errors.append(f"agent stdout: {exc}")
-                    kill_group(process)
-                    return
+                    child.kill()
+                    break
                 if line is None:
-                    return
-                at = recorder.now_ms()
-                if not line.strip():
-                    continue
-                try:
-                    value: Any = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    recorder.emit(RawUpdate("unparsed", line.decode("utf-8", "replace")), at)
-                    self._log(task, turn, at, line.decode("utf-8", "replace"), False)
-                    continue
-                reading = mapper.read(value)
-                for event in reading.events:
-                    recorder.emit(event, at)
-                out.session_id = out.session_id or reading.session_id
-                self._log(task, turn, at, value, True)
-                if reading.result:
-                    out.result = True
-                    result_seen.set()
-
-        grace = anyio.CancelScope()
-
-        async def stop_after_result() -> None:
-            with grace:
-                await result_seen.wait()
-                await anyio.sleep(RESULT_GRACE)
-                kill_group(process)
+                    break
+                take(line)
+            await child.wait()
 
         try:
-            async with anyio.create_task_group() as tg:
-                if self.schema.prompt_stdin:
-                    tg.start_soon(send_and_close, process.stdin, prompt.encode())
-                tg.start_soon(read_stdout)
-                tg.start_soon(drain, process.stderr, stderr)
-                tg.start_soon(stop_after_result)
-                with anyio.move_on_after(remaining) as scope:
-                    await process.wait()
-                timed_out = scope.cancelled_caught
-                grace.cancel()
-                # Its group goes too, so a grandchild holding the pipes cannot keep the readers waiting.
-                kill_group(process)
+            with anyio.move_on_after(remaining) as scope:
+                with grace:
+                    await read_to_exit()
+                if grace.cancelled_caught:
+                    child.kill()  # no exit within RESULT_GRACE of the result line: its group goes
+                    await read_to_exit()
+            timed_out = scope.cancelled_caught
         finally:
-            await reap(process)
-        code, sig = exit_parts(process.returncode)
+            await child.aclose()
+        code, sig = exit_parts(child.returncode)
         if timed_out:
             out.exit = Exit(timed_out=True)
             out.errors.append(f"agent timed out after {limit:g}s" if limit else "agent timed out")

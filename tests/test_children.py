@@ -1,0 +1,146 @@
+"""Children driven from the event loop (``protocol.process.Child``, ``run_once``): real processes, both anyio backends.
+
+On asyncio a child is waited for through a reader of the event loop itself; on
+any other backend (trio) through anyio's ``wait_readable``: each test runs on
+both, so neither path is untested.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+import pytest
+
+from waza.protocol.process import Child, LineReader, Tail, run_once
+
+T = TypeVar("T")
+HAS_TRIO = importlib.util.find_spec("trio") is not None
+BACKENDS = ["asyncio", pytest.param("trio", marks=pytest.mark.skipif(not HAS_TRIO, reason="trio is not installed (test extra)"))]
+
+
+def on(backend: str, fn: Callable[[], Awaitable[T]]) -> T:
+    return anyio.run(fn, backend=backend)
+
+
+def gone(pid: int) -> bool:
+    """Whether ``pid`` has died (a SIGKILL takes effect when the process next runs: wait up to 10 s for that)."""
+    for _ in range(1000):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                if f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X"):
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_input_larger_than_a_pipe_comes_back_whole_while_output_is_read(backend: str) -> None:
+    data = os.urandom(1 << 20).hex().encode()  # 2 MB: the child writes back while waza still writes to it
+    out = on(backend, lambda: run_once(["cat"], stdin=data, timeout=60))
+    assert (out.code, out.timed_out, out.stdout_overflow) == (0, False, False)
+    assert out.stdout == data
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_headless_style_reader_gets_every_line_and_the_stderr_tail(backend: str) -> None:
+    script = "for i in 1 2 3; do echo line $i; echo err $i >&2; done; head -c 100000 /dev/zero | tr '\\0' x >&2; exit 3"
+
+    async def main() -> tuple[list[bytes], int, str]:
+        child = Child(["sh", "-c", script], stderr=Tail(1000))
+        try:
+            reader = LineReader(child)
+            lines = [line async for line in _lines(reader)]
+            code = await child.wait()
+        finally:
+            await child.aclose()
+        return lines, code, child.stderr.text()
+
+    lines, code, tail = on(backend, main)
+    assert lines == [b"line 1", b"line 2", b"line 3"]
+    assert code == 3
+    assert tail == "x" * 1000  # the bounded tail of 100 KB, not all of it
+
+
+async def _lines(reader: LineReader):  # type: ignore[no-untyped-def]
+    while (line := await reader.readline()) is not None:
+        yield line
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_out_of_time_the_whole_group_is_killed(backend: str, tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    out = on(backend, lambda: run_once(["sh", "-c", f"sleep 1000 & echo $! > {pidfile}; echo started; sleep 1000"], timeout=0.5))
+    assert out.timed_out and out.signal == signal.SIGKILL
+    assert out.stdout == b"started\n"
+    assert gone(int(pidfile.read_text()))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_output_over_the_cap_stops_the_child(backend: str) -> None:
+    out = on(backend, lambda: run_once(["sh", "-c", "yes"], timeout=60, stdout_limit=100_000))
+    assert out.stdout_overflow and not out.timed_out
+    assert len(out.stdout) <= 100_000
+    assert out.signal == signal.SIGKILL
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_grandchild_left_in_the_group_is_killed_when_the_child_exits(backend: str, tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    out = on(backend, lambda: run_once(["sh", "-c", f"sleep 1000 >/dev/null 2>&1 & echo $! > {pidfile}; echo done"], timeout=60))
+    assert (out.code, out.stdout, out.timed_out) == (0, b"done\n", False)
+    assert gone(int(pidfile.read_text()))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_detached_descendant_holding_stdout_does_not_keep_the_run_going(backend: str, tmp_path: Path) -> None:
+    pidfile = tmp_path / "daemon.pid"
+    try:
+        out = on(backend, lambda: run_once(["sh", "-c", f"setsid sleep 1000 & echo $! > {pidfile}; echo answer"], timeout=60))
+        assert (out.code, out.stdout, out.timed_out) == (0, b"answer\n", False)  # over after EXIT_GRACE, not the timeout
+    finally:
+        if pidfile.exists():
+            try:
+                os.kill(int(pidfile.read_text()), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_child_that_closes_its_pipes_still_gets_its_time(backend: str) -> None:
+    out = on(backend, lambda: run_once(["sh", "-c", "exec >&- 2>&-; sleep 0.3; exit 4"], timeout=60))
+    assert (out.code, out.timed_out) == (4, False)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cancelling_a_read_kills_and_reaps_the_child(backend: str, tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+
+    async def main() -> int:
+        child = Child(["sh", "-c", f"echo $$ > {pidfile}; sleep 1000 & echo ready; wait"])
+        try:
+            with anyio.move_on_after(0.5):
+                async for chunk in child:
+                    assert chunk == b"ready\n"
+        finally:
+            await child.aclose()
+        assert child.returncode is not None  # reaped: no zombie left behind
+        return child.pid
+
+    pid = on(backend, main)
+    assert int(pidfile.read_text()) == pid
+    assert gone(pid)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_command_that_cannot_start_raises_oserror(backend: str, tmp_path: Path) -> None:
+    with pytest.raises(OSError):
+        on(backend, lambda: run_once([str(tmp_path / "missing")], timeout=60))
