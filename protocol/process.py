@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -143,15 +144,19 @@ async def spawn(
 ) -> anyio.abc.Process:
     """Start ``argv`` in a new session (its own process group), pipes on all three streams."""
     _watch_children_with_pidfds()
-    return await anyio.open_process(
-        list(argv),
-        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=str(cwd) if cwd is not None else None,
-        env=env,
-        start_new_session=True,
-    )
+    return await anyio.open_process(list(argv), **_child_options(stdin, cwd, env))
+
+
+def _child_options(stdin: bool, cwd: str | Path | None, env: Mapping[str, str] | None) -> dict[str, Any]:
+    """How every child starts: in a session of its own (its own process group), stdout and stderr piped."""
+    return {
+        "stdin": subprocess.PIPE if stdin else subprocess.DEVNULL,
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.PIPE,
+        "cwd": str(cwd) if cwd is not None else None,
+        "env": env,
+        "start_new_session": True,
+    }
 
 
 async def send_and_close(stream: anyio.abc.ByteSendStream | None, data: bytes) -> None:
@@ -287,15 +292,7 @@ class Child(anyio.abc.ByteReceiveStream):
         """Start ``argv`` (raises ``OSError`` when it cannot start); ``stdin`` is all of its input, None for none."""
         self.stderr = stderr if stderr is not None else Tail()
         self.returncode: int | None = None
-        self._popen = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=str(cwd) if cwd is not None else None,
-            env=env,
-            start_new_session=True,
-        )
+        self._popen = subprocess.Popen(list(argv), **_child_options(bool(stdin), cwd, env))
         self.pid = self._popen.pid
         self._pending = memoryview(stdin or b"")
         self._exited = False  # the leader has exited (a zombie until reaped, so its id is still ours)

@@ -7,6 +7,7 @@ both, so neither path is untested.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import signal
@@ -107,11 +108,8 @@ def test_a_detached_descendant_holding_stdout_does_not_keep_the_run_going(backen
         out = on(backend, lambda: run_once(["sh", "-c", f"setsid sleep 1000 & echo $! > {pidfile}; echo answer"], timeout=60))
         assert (out.code, out.stdout, out.timed_out) == (0, b"answer\n", False)  # over after EXIT_GRACE, not the timeout
     finally:
-        if pidfile.exists():
-            try:
-                os.kill(int(pidfile.read_text()), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
