@@ -375,11 +375,22 @@ class _Codec:
             "        return _codec_for(type(obj)).encode(obj)",
             "    out = {}",
         ]
-        for i, (name, jname, _, _, _, enc) in enumerate(self.fields):
+        for i, (name, jname, tp, _, _, enc) in enumerate(self.fields):
             value = f"obj.{name}"
             if enc is not None:
                 env[f"enc{i}"] = enc
-                body += [f"    v = {value}", f"    v = None if v is None else enc{i}(v)"]
+                shape = _record_shape(tp)
+                if shape is not None:
+                    # A nested record (the usual value) is encoded by a direct call; anything else is walked.
+                    env[f"rec{i}"], env[f"item{i}"] = shape[1], _encoder(shape[1])
+                    direct = (
+                        f"v.to_dict() if type(v) is rec{i} else enc{i}(v)"
+                        if shape[0] == "one"
+                        else f"[x.to_dict() if type(x) is rec{i} else item{i}(x) for x in v]"
+                    )
+                    body += [f"    v = {value}", f"    v = None if v is None else {direct}"]
+                else:
+                    body += [f"    v = {value}", f"    v = None if v is None else enc{i}(v)"]
                 value = "v"
             if cls._omit_none:
                 if enc is None:

@@ -20,7 +20,7 @@ def wanted(flag: bool | None) -> bool:
 
 
 class Progress:
-    """Counts finished results by status; draws a bar when enabled, does nothing otherwise."""
+    """A bar of finished results, counted by status, when enabled; otherwise it does nothing."""
 
     def __init__(self, total: int | None, *, enabled: bool = False, label: str = "results") -> None:
         self.counts: Counter[str] = Counter()
@@ -43,8 +43,8 @@ class Progress:
             self._bar.start()
 
     def advance(self, status: str) -> None:
-        self.counts[status] += 1
-        if self._bar is not None:
+        if self._bar is not None:  # called once per result: without a bar, nothing to count
+            self.counts[status] += 1
             shown = " ".join(f"{k}:{v}" for k, v in sorted(self.counts.items()))
             self._bar.update(self._task, advance=1, status=shown)
 
