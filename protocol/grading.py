@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from .records import CaptureResult, Grade, GraderRequest, GraderResult, GradeStatus, Verdict
+from .records import PROTOCOL_VERSION, CaptureResult, Grade, GraderRequest, GraderResult, GradeStatus, Verdict
 
 
 class GraderProtocolError(ValueError):
@@ -201,6 +201,34 @@ def settle(result: CaptureResult, grades: list[Grade]) -> CaptureResult:
     else:
         result.status = result.score.status
     return result
+
+
+def request_json(result: CaptureResult, config: dict[str, Any]) -> dict[str, Any]:
+    """``request_for(result, config).to_dict()`` built straight from the result: the JSON a grader
+    process reads, for a Python function that takes it as a dict (half the cost of the record and
+    its encoding, a tenth of a function grader's time per result). Its values are the result's
+    own: copy before handing it to anyone who may change it."""
+    timing, usage, exit_ = result.timing, result.usage, result.exit
+    return {
+        "protocol": PROTOCOL_VERSION,
+        "id": result.id,
+        "input": result.input,
+        "output": result.output,
+        "hint": result.hint,
+        "expected": result.hint,
+        "reference": result.reference,
+        "trajectory": [s.to_dict() for s in result.trajectory],
+        "metadata": result.metadata,
+        "cwd": result.cwd,
+        "config": config,
+        "timing": None if timing is None else timing.to_dict(),
+        "usage": None if usage is None else usage.to_dict(),
+        "exit": None if exit_ is None else exit_.to_dict(),
+        "errors": result.errors,
+        "toolErrors": result.tool_errors,
+        "trial": result.trial,
+        "requestId": None,
+    }
 
 
 def request_for(result: CaptureResult, config: dict[str, Any]) -> GraderRequest:

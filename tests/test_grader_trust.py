@@ -6,6 +6,7 @@ one way, and checks that the fault costs exactly the result it happened on.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -120,3 +121,58 @@ def test_a_detached_child_holding_the_graders_stdout_does_not_hang_the_grade(waz
                 os.kill(int(pidfile.read_text()), signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_a_function_grader_reads_exactly_what_a_grader_process_reads(waza, tmp_path):
+    rich = {
+        "id": "rich",
+        "input": ["turn one", "turn two"],
+        "output": "answer",
+        "hint": "ans",
+        "reference": "the answer",
+        "trajectory": [
+            {"type": "message", "stepId": "s0", "timestamp": 1, "role": "agent", "content": "hi"},
+            {
+                "type": "tool_call",
+                "timestamp": 2,
+                "name": "read",
+                "status": "completed",
+                "input": {"path": "a"},
+                "output": [1, None],
+            },
+        ],
+        "metadata": {"team": {"name": "red"}},
+        "timing": {"start": 1, "end": 9, "total": 8},
+        "usage": {"inputTokens": 3},
+        "exit": {"code": 0},
+        "errors": [],
+        "trial": 2,
+        "cwd": "/nowhere",
+        "stderr": "tail",
+        "grades": [{"name": "old", "status": "failed", "pass": False, "score": 0}],
+        "extra": "kept on the record",
+    }
+    source = write_jsonl(tmp_path / "results.jsonl", [rich, {"id": "plain", "input": "q", "output": "o"}])
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    recorder = (
+        "import json, pathlib\n\ndef record(request, how):\n    (pathlib.Path(%r) / (how + '-' + request['id'])).write_text(json.dumps(request))\n"
+        % str(seen)
+    )
+    module = tmp_path / "fn.py"
+    module.write_text(
+        recorder + "\ndef grade(request):\n    record(request, 'function')\n    return {'pass': True, 'score': 1.0}\n"
+    )
+    process = executable(
+        tmp_path / "proc.py",
+        f"#!{PY}\nimport json, sys\n{recorder}\nrecord(json.load(sys.stdin), 'process')\n"
+        "print(json.dumps({'pass': True, 'score': 1.0}))\n",
+    )
+    config = '{"must": ["x"]}'
+    for spec in (f"{module}:grade", str(process)):
+        proc = waza("grade", source, "-g", spec, "--grader-config", config, "-o", tmp_path / "out.jsonl")
+        assert proc.returncode == 0, proc.stderr.decode()
+    for i in ("rich", "plain"):
+        function, process_read = ((seen / f"{how}-{i}").read_text() for how in ("function", "process"))
+        assert json.loads(function) == json.loads(process_read)
+    assert json.loads((seen / "function-rich").read_text())["config"] == {"must": ["x"]}

@@ -200,8 +200,8 @@ async def grade_result(result: CaptureResult, graders: list[GraderRunner]) -> Ca
     if not graders:
         return settle(result, [])
     if len(graders) == 1:
-        # Built with the grader's own config, so the runner need not copy it (the hot path of `grade`).
-        return settle(result, [await graders[0].grade(request_for(result, graders[0].spec.config))])
+        # The runner builds the request with its own config (the hot path of `grade`).
+        return settle(result, [await graders[0].grade_alone(result)])
     base = request_for(result, {})
     grades: list[Grade | None] = [None] * len(graders)
 

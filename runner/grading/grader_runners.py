@@ -20,9 +20,17 @@ import anyio
 import orjson
 
 from waza.protocol.codec import Record
-from waza.protocol.grading import GraderProtocolError, error_grade, grade_from_result, normalize_result, parse_result_bytes
+from waza.protocol.grading import (
+    GraderProtocolError,
+    error_grade,
+    grade_from_result,
+    normalize_result,
+    parse_result_bytes,
+    request_for,
+    request_json,
+)
 from waza.protocol.process import run_once
-from waza.protocol.records import Grade, GraderRequest
+from waza.protocol.records import CaptureResult, Grade, GraderRequest
 from waza.protocol.secrets import scrubbed_env
 from waza.runner.grading.grader_specs import GraderSpec
 
@@ -52,6 +60,10 @@ class GraderRunner:
             return request
         return dataclasses.replace(request, config=self.spec.config)
 
+    async def grade_alone(self, result: CaptureResult) -> Grade:
+        """Grade a result this grader is the only one for: the request is built with its own config."""
+        return await self.grade(request_for(result, self.spec.config))
+
     async def grade(self, request: GraderRequest) -> Grade:
         started = time.perf_counter()
         try:
@@ -63,7 +75,11 @@ class GraderRunner:
         raise NotImplementedError
 
     def _ok(self, value: Any, started: float) -> Grade:
-        result = normalize_result(value)
+        """The grade of an answer; one that breaks the protocol is an error grade saying how."""
+        try:
+            result = normalize_result(value)
+        except GraderProtocolError as exc:
+            return self._error(str(exc), started)
         return grade_from_result(self.name, result, weight=self.spec.weight, duration_ms=(time.perf_counter() - started) * 1000)
 
     def _error(self, reason: str, started: float, details: dict[str, Any] | None = None) -> Grade:
@@ -125,9 +141,18 @@ class InProcessRunner(GraderRunner):
         self.wants_record = wants_record
         self.is_async = inspect.iscoroutinefunction(fn)
 
+    async def grade_alone(self, result: CaptureResult) -> Grade:
+        if self.wants_record:
+            return await super().grade_alone(result)
+        # A user's function takes the request as JSON: built from the result directly, no record between.
+        started = time.perf_counter()
+        return await self._call(_private_copy(request_json(result, self.spec.config)), started)
+
     async def _grade(self, request: GraderRequest, started: float) -> Grade:
         # Built-ins (waza's own code) read the record; a user's function gets a copy of its own.
-        arg: Any = request if self.wants_record else _private_copy(request.to_dict())
+        return await self._call(request if self.wants_record else _private_copy(request.to_dict()), started)
+
+    async def _call(self, arg: Any, started: float) -> Grade:
         try:
             with _stdout_to_stderr:
                 if self.is_async:
