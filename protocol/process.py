@@ -300,6 +300,7 @@ class Child(anyio.abc.ByteReceiveStream):
         self._selector = selectors.DefaultSelector()
         self._pidfd: int | None = None
         self._stdout_done = False
+        self._pipes = 0  # registered with the selector
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:  # another backend (trio): anyio's wait_readable
@@ -313,6 +314,7 @@ class Child(anyio.abc.ByteReceiveStream):
                 if pipe is not None:
                     os.set_blocking(pipe.fileno(), False)
                     self._selector.register(pipe.fileno(), events, (name, pipe))
+                    self._pipes += 1
             if self._popen.stdin is not None:
                 self._write(self._selector.get_key(self._popen.stdin.fileno()))  # most input fits the pipe at once
             if hasattr(os, "pidfd_open"):
@@ -344,8 +346,8 @@ class Child(anyio.abc.ByteReceiveStream):
 
     async def aclose(self) -> None:
         """Kill the group and reap the child, shielded; close every descriptor."""
-        with anyio.CancelScope(shield=True):
-            if self.returncode is None:
+        if self.returncode is None:  # (usually reaped already: then nothing to wait for, and no scope to pay for)
+            with anyio.CancelScope(shield=True):
                 self._kill()
                 while not self._exited:
                     if self._pidfd is None:
@@ -356,7 +358,7 @@ class Child(anyio.abc.ByteReceiveStream):
                         await anyio.wait_readable(self._pidfd)
                         self._exited = True
                 self._reap()
-            self._close()
+        self._close()
 
     async def _step(self, max_bytes: int) -> bytes:
         """Wait for one round of events on the child and handle them; the stdout bytes read in it."""
@@ -364,7 +366,7 @@ class Child(anyio.abc.ByteReceiveStream):
         if not ready:
             if self._exited or (self._pidfd is None and self._popen.poll() is not None):
                 self._exited = True
-                if not self._selector.get_map():
+                if not self._pipes:
                     self._reap()  # exited, every pipe at its end
                     return b""
                 self._kill()  # exited, pipes quiet: what it left in its group goes
@@ -398,6 +400,7 @@ class Child(anyio.abc.ByteReceiveStream):
                 self._quiet_since = None
                 if not chunk:
                     self._selector.unregister(key.fd)
+                    self._pipes -= 1
                     if name == "out":
                         self._stdout_done = True
                 elif name == "out":
@@ -416,6 +419,7 @@ class Child(anyio.abc.ByteReceiveStream):
             self._pending = self._pending[:0]
         if not self._pending:
             self._selector.unregister(key.fd)
+            self._pipes -= 1
             key.data[1].close()
 
     async def _readable(self) -> None:
@@ -445,9 +449,7 @@ class Child(anyio.abc.ByteReceiveStream):
         self._close_pipes()
 
     def _close_pipes(self) -> None:
-        for key in list(self._selector.get_map().values()):
-            if key.data[0] != "exit":
-                self._selector.unregister(key.fd)
+        """Close waza's ends of the pipes (a closed descriptor leaves the selector by itself)."""
         for pipe in (self._popen.stdin, self._popen.stdout, self._popen.stderr):
             if pipe is not None and not pipe.closed:
                 pipe.close()

@@ -69,6 +69,9 @@ class Workspaces:
     fresh: bool = False
     keep: bool = False
 
+    def __post_init__(self) -> None:
+        self.cwd = self.cwd.resolve()  # once, not a walk of the path's symlinks per item
+
     def create(self, item: WorkItem) -> tuple[Path, bool]:
         """(directory, whether to remove it after grading)."""
         if self.root is not None:
@@ -77,7 +80,7 @@ class Workspaces:
         if self.fresh:
             path = Path(tempfile.mkdtemp(prefix=f"waza-{workspace_name(item.case.id)[:60]}-")).resolve()
             return path, not self.keep
-        return self.cwd.resolve(), False
+        return self.cwd, False
 
 
 _PLAIN = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,79}")
