@@ -141,7 +141,7 @@ def read_records(path: str | Path, cls: type[R]) -> Iterator[tuple[int, R]]:
 def dumps(value: Record | dict[str, Any]) -> bytes:
     if isinstance(value, Record):
         value = value.to_dict()
-    return orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+    return orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE)
 
 
 class JsonlWriter:

@@ -210,11 +210,14 @@ async def _discard(_result: object) -> None:
     """A sink that keeps nothing (the CLI reads the tally and the output file, not the results)."""
 
 
-def _writer(output: Output | None, total: int | None, label: str) -> tuple[ResultWriter | None, Progress]:
+def _writer(
+    output: Output | None, total: int | None, label: str, tally: Tally, errors: ErrorDigest
+) -> tuple[ResultWriter | None, Progress]:
+    """The run's writer (None without an output), counting what it writes into the run's ``tally`` and ``errors``."""
     progress = Progress(total, enabled=wanted(output.progress) if output else False, label=label)
     if output is None:
         return None, progress
-    return ResultWriter(output.path, append=output.resume, progress=progress), progress
+    return ResultWriter(output.path, append=output.resume, progress=progress, tally=tally, errors=errors), progress
 
 
 # --- capture --------------------------------------------------------------------------------------
@@ -272,7 +275,7 @@ class CaptureRun:
     async def run_to(self, sink: Sink[CaptureResult] = _discard) -> None:
         """The whole run, each result handed to ``sink`` once written: the CLI's path, which takes
         no result and so skips ``stream``'s hand-over (two event-loop switches per result)."""
-        writer, progress = _writer(self.output, self.todo, "capture")
+        writer, progress = _writer(self.output, self.todo, "capture", self.tally, self.errors)
 
         def keep(case: PromptCase) -> bool:
             if case.id in self.done:
@@ -286,9 +289,10 @@ class CaptureRun:
 
         async def each(result: CaptureResult) -> None:
             if writer is not None:
-                writer.write(result)
-            self.tally.add(result.status, result.score.score if result.score else None)
-            self.errors.add(result)
+                writer.write(result)  # counted in self.tally and self.errors as it is written
+            else:
+                self.tally.add(result.status, result.score.score if result.score else None)
+                self.errors.add(result)
             await sink(result)
 
         try:
@@ -467,7 +471,7 @@ class GradeRun:
 
     async def run_to(self, sink: Sink[CaptureResult] = _discard) -> None:
         """The whole run, each result handed to ``sink`` once written (see ``CaptureRun.run_to``)."""
-        writer, progress = _writer(self.output, None, "grade")
+        writer, progress = _writer(self.output, None, "grade", self.tally, self.errors)
         source: AsyncIterator[CaptureResult]
         if isinstance(self.results, str):
             source = read_results(self.results, self.skipped)
@@ -476,9 +480,10 @@ class GradeRun:
 
         async def each(result: CaptureResult) -> None:
             if writer is not None:
-                writer.write(result)
-            self.tally.add(result.status, result.score.score if result.score else None)
-            self.errors.add(result)
+                writer.write(result)  # counted in self.tally and self.errors as it is written
+            else:
+                self.tally.add(result.status, result.score.score if result.score else None)
+                self.errors.add(result)
             await sink(result)
 
         try:

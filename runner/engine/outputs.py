@@ -85,7 +85,15 @@ class ResultWriter:
     waits. Outside an event loop every line is flushed at once.
     """
 
-    def __init__(self, path: str | Path, *, append: bool = False, progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        append: bool = False,
+        progress: Progress | None = None,
+        tally: Tally | None = None,
+        errors: ErrorDigest | None = None,
+    ) -> None:
         self.path = str(path)
         if self.path == "-":
             self._stream = sys.stdout.buffer
@@ -94,8 +102,8 @@ class ResultWriter:
         self._flush_pending = False
         self._failed: OSError | None = None
         self.redact = Redactor()
-        self.tally = Tally()
-        self.errors = ErrorDigest()
+        self.tally = tally if tally is not None else Tally()
+        self.errors = errors if errors is not None else ErrorDigest()
         self.progress = progress or Progress(None)
 
     async def __call__(self, result: CaptureResult) -> None:
