@@ -259,13 +259,12 @@ class _Codec:
     messages are only built when there is an error.
     """
 
+    decode: Callable[[Any, str], Record]
+    encode: Callable[[Record], dict[str, Any]]
+
     def __init__(self, cls: type[Record]) -> None:
         self.cls = cls
-        _building.add(cls)
-        try:
-            self._build(cls)
-        finally:
-            _building.discard(cls)
+        self._build(cls)
 
     def _build(self, cls: type[Record]) -> None:
         hints = get_type_hints(cls)
@@ -277,14 +276,28 @@ class _Codec:
             tp = hints[f.name]
             self.fields.append((f.name, json_name(f), tp, required, _decoder(tp), _encoder(tp)))
         self.known = {j for _, j, *_ in self.fields} | set(cls._aliases)
-        self.decode: Callable[[Any, str], Record] = self._compile_decoder()
-        self.encode: Callable[[Record], dict[str, Any]] = self._compile_encoder()
-        cls.to_dict = self.encode  # type: ignore[method-assign,assignment]  # later calls skip the lookup
+        if hasattr(cls, "__post_init__"):
+            raise TypeError(f"{cls.__name__}: records are built without __init__, so __post_init__ would not run")
+
+    def __getattr__(self, name: str) -> Any:
+        """``decode`` and ``encode`` are each compiled on first use: most classes a run
+        touches go one way only (prompts are read, results written), and compiling the
+        other direction's code was a tenth of a one-prompt capture's start-up."""
+        if name == "decode":
+            _building.add(self.cls)
+            try:
+                self.decode = self._compile_decoder()
+            finally:
+                _building.discard(self.cls)
+            return self.decode
+        if name == "encode":
+            self.encode = self._compile_encoder()
+            self.cls.to_dict = self.encode  # type: ignore[method-assign,assignment]  # later calls skip the lookup
+            return self.encode
+        raise AttributeError(name)
 
     def _compile_decoder(self) -> Callable[[Any, str], Record]:
         cls = self.cls
-        if hasattr(cls, "__post_init__"):
-            raise TypeError(f"{cls.__name__}: records are built without __init__, so __post_init__ would not run")
         env: dict[str, Any] = {
             "cls": cls,
             "new": object.__new__,
@@ -437,7 +450,7 @@ def _fast_check(tp: Any, i: int, env: dict[str, Any]) -> str | None:
     return None
 
 
-#: Record classes whose codec is being built (a record that holds itself gets a late-bound call).
+#: Record classes whose decoder is being compiled (a record that holds itself gets a late-bound call).
 _building: set[type[Record]] = set()
 
 
