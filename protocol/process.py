@@ -317,8 +317,8 @@ class Child(anyio.abc.ByteReceiveStream):
                     self._pipes += 1
             if self._popen.stdin is not None:
                 self._write(self._selector.get_key(self._popen.stdin.fileno()))  # most input fits the pipe at once
-            if hasattr(os, "pidfd_open"):
-                self._pidfd = os.pidfd_open(self.pid)
+            self._pidfd = _pidfd(self.pid)
+            if self._pidfd is not None:
                 self._selector.register(self._pidfd, selectors.EVENT_READ, ("exit", None))
         except BaseException:
             self._kill()
@@ -460,6 +460,15 @@ class Child(anyio.abc.ByteReceiveStream):
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when ``pid`` exits; None where there is none (not Linux,
+    a kernel before 5.3): then a child's exit is looked for ten times a second."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -142,3 +145,31 @@ def test_cancelling_a_read_kills_and_reaps_the_child(backend: str, tmp_path: Pat
 def test_a_command_that_cannot_start_raises_oserror(backend: str, tmp_path: Path) -> None:
     with pytest.raises(OSError):
         on(backend, lambda: run_once([str(tmp_path / "missing")], timeout=60))
+
+
+NO_PIDFD = """
+import json, os, sys
+del os.pidfd_open  # as on a system without pidfds (macOS, a kernel before 5.3)
+import anyio
+from waza.protocol.process import run_once
+
+async def main():
+    done = await run_once(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=60)
+    late = await run_once(["sh", "-c", "exec >&- 2>&-; sleep 0.3; exit 4"], timeout=60)
+    slow = await run_once(["sh", "-c", "sleep 1000 & echo $! > " + sys.argv[2] + "; sleep 1000"], timeout=0.5)
+    return [[o.code, o.signal, o.stdout.decode(), o.stderr_tail, o.timed_out] for o in (done, late, slow)]
+
+print(json.dumps(anyio.run(main, backend=sys.argv[1])))
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_without_pidfds_exits_are_still_seen_and_timeouts_kill_the_group(backend: str, tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    proc = subprocess.run([sys.executable, "-c", NO_PIDFD, backend, str(pidfile)], capture_output=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    done, late, slow = json.loads(proc.stdout)
+    assert done == [3, None, "out\n", "err\n", False]
+    assert late == [4, None, "", "", False]
+    assert slow[1] == signal.SIGKILL and slow[4] is True
+    assert gone(int(pidfile.read_text()))
