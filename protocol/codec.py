@@ -10,10 +10,11 @@ records, and the JSON Schema the published ``schemas/`` files are generated from
 from __future__ import annotations
 
 import dataclasses
+import sys
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 
 Decoder = Callable[[Any, str], Any]
 Encoder = Callable[[Any], Any]
@@ -74,6 +75,30 @@ def _codec_for(cls: type[Record]) -> _Codec:
         codec = _Codec(cls)
         cls._codec = codec
     return codec
+
+
+#: (module, annotation text) -> the type it names; records share most annotations (``str | None``).
+_annotations: dict[tuple[str, str], Any] = {}
+
+
+def _field_types(cls: type[Record]) -> dict[str, Any]:
+    """Each dataclass field's type, its annotation text evaluated in the module that wrote it.
+
+    What ``typing.get_type_hints`` gives for these fields, without its ForwardRef (and
+    compile) per annotation of the class and every base: the same text is evaluated once
+    per module. Records annotate with plain names from their module's globals.
+    """
+    types_: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        tp = f.type
+        if isinstance(tp, str):
+            owner = next(k for k in cls.__mro__ if f.name in k.__dict__.get("__annotations__", ()))
+            key = (owner.__module__, tp)
+            if key not in _annotations:
+                _annotations[key] = eval(tp, vars(sys.modules[owner.__module__]))  # noqa: S307 - our own annotation text
+            tp = _annotations[key]
+        types_[f.name] = tp
+    return types_
 
 
 def _type_name(tp: Any) -> str:
@@ -267,7 +292,7 @@ class _Codec:
         self._build(cls)
 
     def _build(self, cls: type[Record]) -> None:
-        hints = get_type_hints(cls)
+        hints = _field_types(cls)
         self.fields: list[tuple[str, str, Any, bool, Decoder, Encoder | None]] = []
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
             if f.name == cls._passthrough:
@@ -516,7 +541,7 @@ def _class_doc(cls: type) -> str:
 
 
 def _object_schema(cls: type[Record], defs: dict[str, Any]) -> dict[str, Any]:
-    hints = get_type_hints(cls)
+    hints = _field_types(cls)
     props: dict[str, Any] = {}
     required: list[str] = []
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
