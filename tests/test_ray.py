@@ -1,4 +1,4 @@
-"""``--executor ray`` on a real Ray instance (2 CPUs, no mocks): same records, retries, interrupts, pass@k.
+"""``--executor ray`` on a real Ray instance (no mocks): same records, retries, interrupts, pass@k.
 
 One Ray instance, started here, is shared by the module's tests (Ray takes
 seconds to start); each ``waza`` joins it with ``--ray-address``. One test
@@ -56,8 +56,8 @@ def comparable(record: dict[str, Any]) -> dict[str, Any]:
 def test_embedded_ray_gives_the_local_records(tmp_path):
     rows = [prompt("a", answer="ok-answer"), prompt("b", answer="wrong"), prompt("c", answer="x", hint="x")]
     prompts = write_jsonl(tmp_path / "p.jsonl", rows)
-    local = capture(prompts, tmp_path / "local.jsonl", "-j", "2")
-    remote = capture(prompts, tmp_path / "ray.jsonl", "-j", "2", "--executor", "ray")  # an embedded instance, 2 CPUs
+    local = capture(prompts, tmp_path / "local.jsonl", "-j", "1")
+    remote = capture(prompts, tmp_path / "ray.jsonl", "-j", "1", "--executor", "ray")  # an embedded instance, 1 CPU
     assert (local.returncode, remote.returncode) == (0, 0), remote.stderr
     summary = [line for line in local.stderr.splitlines() if line.startswith(b"waza: 3 results")]
     assert summary and summary == [line for line in remote.stderr.splitlines() if line.startswith(b"waza: 3 results")]
