@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -89,3 +90,33 @@ def own_model_cache(tmp_path, monkeypatch):
     and the developer's ~/.cache is never touched."""
     monkeypatch.setenv("WAZA_CACHE_DIR", str(tmp_path / "model-cache"))
     return tmp_path / "model-cache"
+
+
+#: A test module that builds a fixture once for all its tests (a Ray instance, a browser, a whole faulty run).
+_SHARED_FIXTURE = re.compile(r"@pytest\.fixture\(scope=\"module\"")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With ``-n``, the tests of a module with a module-scoped fixture go to one worker, so the fixture is
+    built once, not once on each worker that happens to get one of its tests; every other test is handed
+    out alone, as ``--dist load`` does. Those modules are sent first (most tests first), so none of them
+    is left to run alone at the end. Another ``--dist`` is left as asked."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    shared: dict[str, bool] = {}
+
+    def module_if_shared(nodeid: str) -> str:
+        module = nodeid.split("::", 1)[0]
+        if module not in shared:
+            path = Path(config.rootpath, module)
+            shared[module] = path.suffix == ".py" and bool(_SHARED_FIXTURE.search(path.read_text()))
+        return module if shared[module] else nodeid
+
+    class SharedFixtureScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return module_if_shared(nodeid)
+
+    return SharedFixtureScheduling(config, log)
