@@ -3,7 +3,7 @@
 
 "crash"        prints part of an answer, then exits 3
 "hang"         prints a line, then sleeps for a minute
-"slow"         sleeps 0.3 s, then answers
+"slow"         sleeps 0.15 s, then answers
 "stderr"       writes 2 MB to stderr, then answers
 "events"       prints JSONL trajectory events (use with --events)
 "name is X"    remembers X; "what is my name" answers from WAZA_HISTORY
@@ -26,7 +26,7 @@ if "hang" in prompt:
     print("started", flush=True)
     time.sleep(60)
 if "slow" in prompt:
-    time.sleep(0.3)
+    time.sleep(0.15)
 if "stderr" in prompt:
     sys.stderr.write("x" * (2 * 1024 * 1024))
     sys.stderr.flush()
