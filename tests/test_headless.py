@@ -413,3 +413,43 @@ def test_acp_harness_passthrough_mode_extra_extract_keys_and_stdin_format(cli, t
     path.write_bytes(orjson.dumps(schema))
     refused = run_waza("adapters", "check", path)
     assert refused.returncode == 2 and "prompt.stdinFormat" in refused.stderr.decode()
+
+
+def test_a_daemon_holding_stdout_does_not_hold_the_turn_after_the_cli_exits(tmp_path):
+    pidfile = tmp_path / "daemon.pid"
+    # The result line only once the daemon is in a session of its own (its pid file is written after setsid).
+    daemon = f"echo $$ > {pidfile}.tmp && mv {pidfile}.tmp {pidfile} && exec sleep 1000"
+    result_line = '{"type":"result","result":"done"}'
+    agent = executable(
+        tmp_path / "agent.sh",
+        f"#!/bin/sh\nsetsid sh -c '{daemon}' &\nwhile [ ! -f {pidfile} ]; do sleep 0.05; done\necho '{result_line}'\n",
+    )
+    schema = tmp_path / "schema.json"
+    schema.write_bytes(
+        orjson.dumps(
+            {
+                "version": 1,
+                "name": "daemon",
+                "command": [str(agent)],
+                "sessionMode": "stream",
+                "prompt": {"flag": ""},
+                "output": {"flag": "", "value": ""},
+                "outputEvents": [
+                    {"match": {"path": "$.type", "value": "message"}, "emitAs": "message", "extract": {"content": "$.text"}}
+                ],
+                "result": {"matchPath": "$.type", "matchValue": "result", "contentPath": "$.result"},
+            }
+        )
+    )
+    try:
+        [result] = waza.capture(
+            [{"id": "d", "input": "go"}],
+            waza.HeadlessAgent(schema=schema),
+            timeouts=waza.Timeouts(prompt=60),
+            workspace=waza.Workspace(cwd=tmp_path),
+        )
+        # Over once the CLI exited and its pipes went quiet (1 s), not at the 60 s timeout.
+        assert (result.output, result.errors, result.exit.code, result.exit.timed_out) == ("done", [], 0, False)
+    finally:
+        if pidfile.exists():
+            os.kill(int(pidfile.read_text()), 9)
