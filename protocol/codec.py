@@ -16,6 +16,8 @@ import typing
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 
+from .codec_cache import compiled
+
 Decoder = Callable[[Any, str], Any]
 Encoder = Callable[[Any], Any]
 
@@ -401,7 +403,7 @@ class _Codec:
             ]
             body.append(f"    obj.{passthrough} = {_default_expr(defaults[passthrough], -1, env)}")
         body.append("    return obj")
-        exec("\n".join(body), env)  # noqa: S102 - generated from the class's own field names
+        exec(compiled("\n".join(body)), env)  # noqa: S102 - generated from the class's own field names
         return env["decode"]  # type: ignore[no-any-return]
 
     def _compile_encoder(self) -> Callable[[Record], dict[str, Any]]:
@@ -439,7 +441,7 @@ class _Codec:
         if cls._passthrough:
             body += [f"    for k, v in obj.{cls._passthrough}.items():", "        out.setdefault(k, v)"]
         body.append("    return out")
-        exec("\n".join(body), env)  # noqa: S102 - generated from the class's own field names
+        exec(compiled("\n".join(body)), env)  # noqa: S102 - generated from the class's own field names
         return env["encode"]  # type: ignore[no-any-return]
 
 
