@@ -8,7 +8,6 @@ adapter schemas) are written by hand in ``schemas/``.
 
 from __future__ import annotations
 
-import argparse
 import functools
 from importlib import resources
 from pathlib import Path
@@ -118,6 +117,8 @@ def write_all(directory: Path) -> list[Path]:
 
 
 def _main() -> None:
+    import argparse  # only for this maintainer's command, not for every run that validates something
+
     parser = argparse.ArgumentParser(description="Regenerate the record schemas from the record classes.")
     parser.add_argument("--write", type=Path, required=True, help="directory to write into (the repo's schemas/)")
     args = parser.parse_args()

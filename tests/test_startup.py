@@ -113,4 +113,6 @@ def test_a_local_headless_capture_loads_neither_jsonschema_nor_ray_nor_trials(tm
     assert read_jsonl(out)[0]["grades"][0]["pass"] is True
     assert "waza.adapters.headless_schema" in modules
     assert not {"jsonschema", "waza.runner.executors.ray_executor", "ray", "waza.protocol.trial_records"} & modules
+    # nor what other grader kinds and the schema-writing command need
+    assert not {"waza.runner.grading.worker_pool", "waza.graders._config", "argparse"} & modules
     assert not {"waza.runner.engine.api", "waza.runner.engine.specs", "anyio"} & imported("capture", "--help")

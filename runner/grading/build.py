@@ -14,12 +14,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from waza.graders import _config as builtin_config
-from waza.graders import load as load_builtin
 from waza.protocol.errors import ConfigError
 from waza.runner.grading.grader_runners import GraderRunner, InProcessRunner, ProcessRunner
 from waza.runner.grading.grader_specs import GraderSpec
-from waza.runner.grading.worker_pool import WorkerRunner
 
 __all__ = ["builtin_argv", "import_callable", "make_runner"]
 
@@ -55,15 +52,26 @@ def builtin_argv(name: str) -> list[str]:
 
 
 def make_runner(spec: GraderSpec, *, isolate: bool = False) -> GraderRunner:
-    """Build the runner for a spec, checking everything that can be checked before a run."""
+    """Build the runner for a spec, checking everything that can be checked before a run.
+
+    The worker pool and the built-in graders' config checks are imported by the kinds
+    that use them: a run with one executable grader (the common one-prompt check) loads
+    neither."""
     if spec.kind == "builtin":
+        from waza.graders import _config as builtin_config
+        from waza.graders import load as load_builtin
+
         module = load_builtin(spec.target)
         builtin_config.check(module, spec.target, spec.config)
         if isolate:  # a process per slot, not per result: the built-ins all speak worker mode
+            from waza.runner.grading.worker_pool import WorkerRunner
+
             return WorkerRunner(spec, [*builtin_argv(spec.target), "--worker"])
         return InProcessRunner(spec, module.grade, wants_record=True)
     if spec.kind == "python":
         return InProcessRunner(spec, spec.fn or import_callable(spec), wants_record=False)
     if spec.kind == "worker":
+        from waza.runner.grading.worker_pool import WorkerRunner
+
         return WorkerRunner(spec, spec.argv)
     return ProcessRunner(spec, spec.argv)
