@@ -17,7 +17,14 @@ from typing import Any
 
 import orjson
 
+from .codec import builder
 from .records import PROTOCOL_VERSION, CaptureResult, Grade, GraderRequest, GraderResult, GradeStatus, Verdict
+
+# The records made for every graded result, made without the class call's overhead (``builder``).
+_grader_result = builder(GraderResult)
+_grade = builder(Grade)
+_verdict = builder(Verdict)
+_request = builder(GraderRequest)
 
 
 class GraderProtocolError(ValueError):
@@ -90,7 +97,7 @@ def normalize_result(value: Any) -> GraderResult:
         raise GraderProtocolError("grader result 'outcome' must be an object")
     if details is not None and not isinstance(details, dict):
         raise GraderProtocolError("grader result 'details' must be an object")
-    return GraderResult(
+    return _grader_result(
         passed=verdict,
         score=float(score) if score is not None else None,
         reasoning=reasoning,
@@ -106,7 +113,7 @@ def grade_from_result(name: str, result: GraderResult, *, weight: float, duratio
         status = "pending"
     else:
         status = "passed" if result.passed else "failed"
-    return Grade(
+    return _grade(
         name=name,
         status=status,
         passed=result.passed,
@@ -120,7 +127,7 @@ def grade_from_result(name: str, result: GraderResult, *, weight: float, duratio
 
 
 def error_grade(name: str, reason: str, *, weight: float, duration_ms: float, details: dict[str, Any] | None = None) -> Grade:
-    return Grade(
+    return _grade(
         name=name,
         status="error",
         reasoning="",
@@ -153,7 +160,7 @@ def aggregate(grades: Iterable[Grade]) -> Verdict | None:
         score = g.score
         if score is not None and g.weight > 0:
             score = score * g.weight / g.weight  # bit-for-bit what the weighted mean gives
-        return Verdict(
+        return _verdict(
             status=g.status,
             passed={"passed": True, "failed": False}.get(g.status),
             score=None if g.status == "error" else score,
@@ -172,14 +179,14 @@ def aggregate(grades: Iterable[Grade]) -> Verdict | None:
         score = sum(g.score for g in scored) / len(scored)  # type: ignore[misc]
     if errors:
         names = ", ".join(g.name for g in errors)
-        return Verdict(status="error", passed=None, score=None, reasoning=f"grader error: {names}")
+        return _verdict(status="error", passed=None, score=None, reasoning=f"grader error: {names}")
     if failed:
         names = ", ".join(g.name for g in failed)
-        return Verdict(status="failed", passed=False, score=score, reasoning=f"failed: {names}")
+        return _verdict(status="failed", passed=False, score=score, reasoning=f"failed: {names}")
     if pending:
         names = ", ".join(g.name for g in pending)
-        return Verdict(status="pending", passed=None, score=score, reasoning=f"pending review: {names}")
-    return Verdict(status="passed", passed=True, score=score, reasoning="all graders passed")
+        return _verdict(status="pending", passed=None, score=score, reasoning=f"pending review: {names}")
+    return _verdict(status="passed", passed=True, score=score, reasoning="all graders passed")
 
 
 def merged_outcome(grades: Iterable[Grade]) -> dict[str, Any]:
@@ -233,7 +240,7 @@ def request_json(result: CaptureResult, config: dict[str, Any]) -> dict[str, Any
 
 def request_for(result: CaptureResult, config: dict[str, Any]) -> GraderRequest:
     """The request a grader sees for a captured result; ``expected`` mirrors ``hint`` for older graders."""
-    return GraderRequest(
+    return _request(
         id=result.id,
         input=result.input,
         output=result.output,
