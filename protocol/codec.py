@@ -539,7 +539,7 @@ def builder(cls: type[R]) -> Callable[..., R]:
             params.append(f.name)
         body.append(f"    obj.{f.name} = {f.name}")
     source = f"def build(*, {', '.join(params)}):\n" + "\n".join(body) + "\n    return obj"
-    exec(source, env)  # noqa: S102 - generated from the class's own field names
+    exec(compiled(source), env)  # noqa: S102 - generated from the class's own field names
     return env["build"]  # type: ignore[no-any-return]
 
 
