@@ -93,7 +93,14 @@ _LONG_RUN = b"0" * 20
 
 
 def has_long_digits(line: bytes) -> bool:
-    """Whether ``line`` holds a run of 20 or more ASCII digits."""
+    """Whether ``line`` holds a run of 20 or more ASCII digits.
+
+    Twenty digits in a row always cover two neighbouring bytes of every tenth
+    one, so a sample of every tenth byte without two digits side by side rules
+    the line out at a tenth of the cost (most lines: a 2 KB line's full check
+    was 7 % of grading it); a line with such a pair gets the full check."""
+    if b"00" not in line[::10].translate(_DIGITS_TO_ZERO):
+        return False
     return _LONG_RUN in line.translate(_DIGITS_TO_ZERO)
 
 
