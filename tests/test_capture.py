@@ -315,3 +315,26 @@ def test_prompt_timeout_units_acp_harness_ms_or_refused_when_ambiguous(tmp_path)
     assert results["slow"]["exit"]["timedOut"] is True and results["a"]["output"] == "ok"
     bad = run_waza("capture", prompts, "--adapter", "exec", "--prompt-timeout-unit", "min", "--", *agent)
     assert bad.returncode == 2 and "--prompt-timeout-unit takes auto, s or ms" in bad.stderr.decode()
+
+
+def test_a_grader_process_reads_the_whole_documented_request(tmp_path, prompts):
+    """What a one-shot grader reads on stdin is a GraderRequest carrying the result's own fields."""
+    seen = tmp_path / "requests"
+    seen.mkdir()
+    grader = executable(
+        tmp_path / "keep.py",
+        f"""#!{PY}
+import json, sys
+req = json.load(sys.stdin)
+open({str(seen)!r} + "/" + req["id"] + ".json", "w").write(json.dumps(req))
+print(json.dumps({{"pass": True, "score": 1}}))
+""",
+    )
+    rows = {r["id"]: r for r in captured(prompts, [waza.Executable(argv=(str(grader),))])}
+    for rid, row in rows.items():
+        request = orjson.loads((seen / f"{rid}.json").read_bytes())
+        assert schemas.errors("GraderRequest", request) == [], rid
+        for key in ("id", "input", "output", "hint", "reference", "trajectory", "metadata", "timing", "exit", "errors", "trial"):
+            assert request[key] == row.get(key), (rid, key)
+        assert request["expected"] == row.get("hint")
+        assert request["config"] == {}
