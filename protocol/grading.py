@@ -11,6 +11,7 @@ only way a worker can, since it must keep running); it too is an error grade.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable
 from typing import Any
@@ -210,28 +211,53 @@ def settle(result: CaptureResult, grades: list[Grade]) -> CaptureResult:
     return result
 
 
+def json_copy(value: Any) -> Any:
+    """A deep copy made through JSON (what a grader process would read): in C, ten times faster
+    than ``copy.deepcopy``. A value JSON cannot carry (from a Python API caller's metadata)
+    falls back to deepcopy."""
+    if not value:  # an empty dict or list, the usual metadata, config and errors
+        return type(value)()
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except TypeError:
+        return copy.deepcopy(value)
+
+
+def _unshared(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` (a new dict) with each list or dict in it replaced by a copy; strings and numbers
+    cannot change, so they stay shared."""
+    for key, value in values.items():
+        if type(value) not in _IMMUTABLE:
+            values[key] = json_copy(value)
+    return values
+
+
+_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
+
+
 def request_json(result: CaptureResult, config: dict[str, Any]) -> dict[str, Any]:
     """``request_for(result, config).to_dict()`` built straight from the result: the JSON a grader
-    process reads, for a Python function that takes it as a dict (half the cost of the record and
-    its encoding, a tenth of a function grader's time per result). Its values are the result's
-    own: copy before handing it to anyone who may change it."""
+    process reads, for a Python function that takes it as a dict. It shares no list or dict with
+    ``result`` or ``config``, so the function may change it freely; unlike a JSON copy of the
+    whole request, the long strings (output, messages) are not copied, as they cannot change.
+    Together a third of what the record, its encoding and a whole copy cost."""
     timing, usage, exit_ = result.timing, result.usage, result.exit
     return {
         "protocol": PROTOCOL_VERSION,
         "id": result.id,
-        "input": result.input,
+        "input": result.input if type(result.input) is str else json_copy(result.input),
         "output": result.output,
         "hint": result.hint,
         "expected": result.hint,
         "reference": result.reference,
-        "trajectory": [s.to_dict() for s in result.trajectory],
-        "metadata": result.metadata,
+        "trajectory": [_unshared(s.to_dict()) for s in result.trajectory],
+        "metadata": json_copy(result.metadata),
         "cwd": result.cwd,
-        "config": config,
-        "timing": None if timing is None else timing.to_dict(),
-        "usage": None if usage is None else usage.to_dict(),
-        "exit": None if exit_ is None else exit_.to_dict(),
-        "errors": result.errors,
+        "config": json_copy(config),
+        "timing": None if timing is None else _unshared(timing.to_dict()),
+        "usage": None if usage is None else _unshared(usage.to_dict()),
+        "exit": None if exit_ is None else _unshared(exit_.to_dict()),
+        "errors": json_copy(result.errors),
         "toolErrors": result.tool_errors,
         "trial": result.trial,
         "requestId": None,

@@ -176,3 +176,36 @@ def test_a_function_grader_reads_exactly_what_a_grader_process_reads(waza, tmp_p
         function, process_read = ((seen / f"{how}-{i}").read_text() for how in ("function", "process"))
         assert json.loads(function) == json.loads(process_read)
     assert json.loads((seen / "function-rich").read_text())["config"] == {"must": ["x"]}
+
+
+def test_a_grader_mutating_every_nested_part_of_its_request_changes_no_record_and_no_later_request(waza, tmp_path):
+    step = {"type": "tool_call", "timestamp": 2, "name": "read", "input": {"path": "a"}, "output": [1, {"k": "v"}]}
+    row = {
+        "input": ["one", "two"],
+        "output": "answer",
+        "trajectory": [step],
+        "metadata": {"team": {"name": "red"}},
+        "timing": {"start": 1, "end": 2, "total": 1},
+        "errors": [],
+    }
+    source = write_jsonl(tmp_path / "results.jsonl", [{"id": i, **row} for i in ("a", "b", "c")])
+    grader = tmp_path / "g.py"
+    grader.write_text(
+        "def grade(request):\n"
+        "    ok = request['config'] == {'rules': ['x']} and request['trajectory'][0]['input'] == {'path': 'a'}\n"
+        "    request['config']['rules'].append('tampered')\n"
+        "    request['input'].append('tampered')\n"
+        "    request['trajectory'][0]['input']['path'] = 'tampered'\n"
+        "    request['trajectory'][0]['output'][1]['k'] = 'tampered'\n"
+        "    request['trajectory'].append({'type': 'event'})\n"
+        "    request['metadata']['team']['name'] = 'tampered'\n"
+        "    request['timing']['start'] = 99\n"
+        "    request['errors'].append('tampered')\n"
+        "    return {'pass': ok, 'score': 1.0 if ok else 0.0}\n"
+    )
+    rows, _ = graded(waza, source, "--grader", f"{grader}:grade", "--grader-config", '{"rules": ["x"]}')
+    for i in ("a", "b", "c"):
+        assert rows[i]["status"] == "passed"  # each request arrived untouched by the one before
+        assert rows[i]["input"] == ["one", "two"] and rows[i]["trajectory"] == [step]
+        assert rows[i]["metadata"] == {"team": {"name": "red"}} and rows[i]["errors"] == []
+        assert rows[i]["timing"] == {"start": 1, "end": 2, "total": 1}

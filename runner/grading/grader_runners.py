@@ -7,7 +7,6 @@ trusted all become an *error* grade with the reason and the stderr tail.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import inspect
 import os
@@ -24,6 +23,7 @@ from waza.protocol.grading import (
     GraderProtocolError,
     error_grade,
     grade_from_result,
+    json_copy,
     normalize_result,
     parse_result_bytes,
     request_for,
@@ -114,25 +114,15 @@ class _StdoutToStderr:
 _stdout_to_stderr = _StdoutToStderr()
 
 
-def _private_copy(value: dict[str, Any]) -> dict[str, Any]:
-    """A deep copy of a request, made through JSON (what a grader process would read): in C,
-    ten times faster than ``copy.deepcopy``, which cost more than the rest of an in-process
-    grade. A value JSON cannot carry (from a Python API caller's metadata) falls back to deepcopy."""
-    try:
-        return orjson.loads(orjson.dumps(value))
-    except TypeError:
-        return copy.deepcopy(value)
-
-
 class InProcessRunner(GraderRunner):
     """A Python function called in the event loop: sync functions inline (the fast path), async awaited.
 
     A sync function cannot be interrupted, so it has no timeout; an async one
     gets the grader timeout. Whatever it raises, ``sys.exit()`` included (every
     BaseException but KeyboardInterrupt and waza's own cancellation), is an
-    error grade for that one result. A user's function gets a deep copy of the
-    request (see :func:`_private_copy`), so mutating it cannot change the record
-    written; what it prints goes to stderr.
+    error grade for that one result. A user's function gets a request that shares
+    no list or dict with the record or the config (``request_json``, or a JSON copy),
+    so mutating it cannot change the record written; what it prints goes to stderr.
     """
 
     def __init__(self, spec: GraderSpec, fn: Callable[[Any], Any], *, wants_record: bool) -> None:
@@ -144,13 +134,13 @@ class InProcessRunner(GraderRunner):
     async def grade_alone(self, result: CaptureResult) -> Grade:
         if self.wants_record:
             return await super().grade_alone(result)
-        # A user's function takes the request as JSON: built from the result directly, no record between.
+        # A user's function takes the request as JSON, built from the result directly and its own to change.
         started = time.perf_counter()
-        return await self._call(_private_copy(request_json(result, self.spec.config)), started)
+        return await self._call(request_json(result, self.spec.config), started)
 
     async def _grade(self, request: GraderRequest, started: float) -> Grade:
         # Built-ins (waza's own code) read the record; a user's function gets a copy of its own.
-        return await self._call(request if self.wants_record else _private_copy(request.to_dict()), started)
+        return await self._call(request if self.wants_record else json_copy(request.to_dict()), started)
 
     async def _call(self, arg: Any, started: float) -> Grade:
         try:
