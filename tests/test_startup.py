@@ -115,4 +115,6 @@ def test_a_local_headless_capture_loads_neither_jsonschema_nor_ray_nor_trials(tm
     assert not {"jsonschema", "waza.runner.executors.ray_executor", "ray", "waza.protocol.trial_records"} & modules
     # nor what other grader kinds and the schema-writing command need
     assert not {"waza.runner.grading.worker_pool", "waza.graders._config", "argparse"} & modules
+    # nor what CSV or Parquet prompts and workspaces for ids that are not file names need
+    assert not {"csv", "decimal", "hashlib"} & modules
     assert not {"waza.runner.engine.api", "waza.runner.engine.specs", "anyio"} & imported("capture", "--help")

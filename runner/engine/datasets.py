@@ -17,13 +17,11 @@ usage error naming the extra.
 
 from __future__ import annotations
 
-import csv
 import datetime
 import io
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
@@ -163,6 +161,8 @@ def _plain(value: Any, column: str, source: str, number: int, error: type[JsonlE
         return value
     if isinstance(value, (datetime.date, datetime.time)):
         return value.isoformat()
+    from decimal import Decimal  # here, not at import: only Parquet cells can hold one
+
     if isinstance(value, (Decimal, datetime.timedelta)):
         return str(value)
     if isinstance(value, dict):
@@ -175,6 +175,8 @@ def _plain(value: Any, column: str, source: str, number: int, error: type[JsonlE
 
 
 def _csv_rows(path: str | Path) -> Iterator[tuple[int, dict[str, str]]]:
+    import csv  # here, not at import: a JSONL run never needs it
+
     source = display_name(path)
     raw = open_input(path)
     text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")

@@ -12,7 +12,6 @@ outlives the run.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import math
 import os
 import re
@@ -96,6 +95,8 @@ def workspace_name(prompt_id: str) -> str:
     """
     if _PLAIN.fullmatch(prompt_id):
         return prompt_id
+    import hashlib  # only ids that are not plain names need it
+
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", prompt_id).strip("._-")[:40] or "prompt"
     digest = hashlib.sha256(prompt_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return f"{slug}~{digest}"
