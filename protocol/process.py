@@ -332,12 +332,12 @@ class Child(anyio.abc.ByteReceiveStream):
             self._loop = None
         try:
             names = ("in", "out", "err") if stdin else ("out", "err")
-            for fd, name in zip(self._fds, names):
+            for fd, name in zip(list(self._fds), names):
                 os.set_blocking(fd, False)
+                if name == "in" and self._write(fd):  # most input fits the pipe at once: stdin never watched
+                    continue
                 self._selector.register(fd, selectors.EVENT_WRITE if name == "in" else selectors.EVENT_READ, name)
                 self._pipes += 1
-            if stdin:
-                self._write(self._selector.get_key(self._fds[0]))  # most input fits the pipe at once
             self._pidfd = _pidfd(self.pid)
             if self._pidfd is not None:
                 self._selector.register(self._pidfd, selectors.EVENT_READ, "exit")
@@ -412,7 +412,8 @@ class Child(anyio.abc.ByteReceiveStream):
                 self._selector.unregister(key.fd)
                 self._exited = True
             elif name == "in":
-                self._write(key)
+                if self._write(key.fd, watched=True):
+                    self._pipes -= 1
             else:
                 try:
                     chunk = os.read(key.fd, max_bytes)
@@ -428,21 +429,26 @@ class Child(anyio.abc.ByteReceiveStream):
                     data = chunk
                 else:
                     self.stderr.add(chunk)
+        if self._exited and not self._pipes:
+            self._reap()  # exited, every pipe at its end: reaped now, not on one more round
         return data
 
-    def _write(self, key: selectors.SelectorKey) -> None:
-        """Write what the pipe takes of the pending input; close stdin once it is all written."""
+    def _write(self, fd: int, *, watched: bool = False) -> bool:
+        """Write what the pipe takes of the pending input; once it is all written, close stdin
+        (leaving the selector first when ``watched``) and say so."""
         try:
-            self._pending = self._pending[os.write(key.fd, self._pending[: 1 << 16]) :]
+            self._pending = self._pending[os.write(fd, self._pending[: 1 << 16]) :]
         except BlockingIOError:
-            return
+            return False
         except OSError:  # the child closed stdin without reading it all: its business
             self._pending = self._pending[:0]
-        if not self._pending:
-            self._selector.unregister(key.fd)
-            self._pipes -= 1
-            self._fds.remove(key.fd)
-            os.close(key.fd)
+        if self._pending:
+            return False
+        if watched:
+            self._selector.unregister(fd)
+        self._fds.remove(fd)
+        os.close(fd)
+        return True
 
     async def _readable(self) -> None:
         """Until the child's selector has an event. On asyncio, a reader of the event loop
