@@ -1,12 +1,12 @@
 """The async core: prompts in, agents run, graders applied, results out.
 
-A producer feeds work items into a bounded stream; ``concurrency`` workers each
-own one adapter (one agent process, for adapters that keep one), run an item,
-grade it while its workspace still exists, and hand the result to the single
-writer, which writes and flushes one line per result as it finishes. The
-bounded streams keep memory flat whatever the input size, and every task lives
-in one task group, so an interrupt or an error cancels them all and no process
-outlives the run.
+``concurrency`` workers each own one adapter (one agent process, for adapters
+that keep one), take the next work item when they are free, run it, grade it
+while its workspace still exists, and hand the result to the writer, which
+writes and flushes one line per result as it finishes. Nothing is read ahead
+of a free worker, so memory stays flat whatever the input size, and every task
+lives in one task group, so an interrupt or an error cancels them all and no
+process outlives the run (``fanout``).
 """
 
 from __future__ import annotations
@@ -323,7 +323,7 @@ def failed_result(case: PromptCase, trial: int | None, adapter: str, message: st
 async def grade_stream(
     results: AsyncIterator[CaptureResult], runners: list[GraderRunner], concurrency: int, sink: Sink[CaptureResult]
 ) -> None:
-    """Grade with ``concurrency`` workers between bounded streams; ``sink`` sees completion order."""
+    """Grade with ``concurrency`` workers (``fan_out``); ``sink`` sees completion order."""
     if concurrency == 1:
         async for result in results:
             await sink(await grade_result(result, runners))
