@@ -65,6 +65,25 @@ def executable(path: Path, text: str) -> Path:
     return path
 
 
+def message_result_schema(path: Path, agent: Path) -> Path:
+    """Write a headless adapter schema for an agent printing ``{"type":"message","text":..}`` events and a
+    ``{"type":"result","result":..}`` line, the prompt as its last argument."""
+    schema = {
+        "version": 1,
+        "name": path.stem,
+        "command": [str(agent)],
+        "sessionMode": "stream",
+        "prompt": {"flag": ""},
+        "output": {"flag": "", "value": ""},
+        "outputEvents": [
+            {"match": {"path": "$.type", "value": "message"}, "emitAs": "message", "extract": {"content": "$.text"}}
+        ],
+        "result": {"matchPath": "$.type", "matchValue": "result", "contentPath": "$.result"},
+    }
+    path.write_bytes(orjson.dumps(schema))
+    return path
+
+
 @pytest.fixture
 def waza():
     return run_waza

@@ -13,7 +13,7 @@ import pytest
 import waza
 from waza.protocol.schemas import errors
 
-from .conftest import compat_path, executable, read_jsonl, run_waza, write_jsonl
+from .conftest import compat_path, executable, message_result_schema, read_jsonl, run_waza, write_jsonl
 
 FIXTURES = Path(__file__).parent / "fixtures" / "headless"
 ANSWER = "There are two files, a.txt and b.txt; a.txt has 3 lines."
@@ -424,23 +424,7 @@ def test_a_daemon_holding_stdout_does_not_hold_the_turn_after_the_cli_exits(tmp_
         tmp_path / "agent.sh",
         f"#!/bin/sh\nsetsid sh -c '{daemon}' &\nwhile [ ! -f {pidfile} ]; do sleep 0.05; done\necho '{result_line}'\n",
     )
-    schema = tmp_path / "schema.json"
-    schema.write_bytes(
-        orjson.dumps(
-            {
-                "version": 1,
-                "name": "daemon",
-                "command": [str(agent)],
-                "sessionMode": "stream",
-                "prompt": {"flag": ""},
-                "output": {"flag": "", "value": ""},
-                "outputEvents": [
-                    {"match": {"path": "$.type", "value": "message"}, "emitAs": "message", "extract": {"content": "$.text"}}
-                ],
-                "result": {"matchPath": "$.type", "matchValue": "result", "contentPath": "$.result"},
-            }
-        )
-    )
+    schema = message_result_schema(tmp_path / "schema.json", agent)
     try:
         [result] = waza.capture(
             [{"id": "d", "input": "go"}],

@@ -10,12 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import orjson
-
 from waza import __version__
 from waza.runner.cli.app import build
 
-from .conftest import read_jsonl, run_waza, write_jsonl
+from .conftest import message_result_schema, read_jsonl, run_waza, write_jsonl
 
 AGENTS = Path(__file__).parent / "agents"
 EXEC_AGENT = [sys.executable, str(AGENTS / "exec_agent.py")]
@@ -92,19 +90,7 @@ def test_a_local_headless_capture_loads_neither_jsonschema_nor_ray_nor_trials(tm
     grader.write_text("""#!/bin/sh\ncat >/dev/null\necho '{"pass":true,"score":1}'\n""")
     for script in (agent, grader):
         script.chmod(0o755)
-    schema = {
-        "version": 1,
-        "name": "sh",
-        "command": [str(agent)],
-        "sessionMode": "stream",
-        "prompt": {"flag": ""},
-        "output": {"flag": "", "value": ""},
-        "outputEvents": [
-            {"match": {"path": "$.type", "value": "message"}, "emitAs": "message", "extract": {"content": "$.text"}}
-        ],
-        "result": {"matchPath": "$.type", "matchValue": "result", "contentPath": "$.result"},
-    }
-    (tmp_path / "schema.json").write_bytes(orjson.dumps(schema))
+    message_result_schema(tmp_path / "schema.json", agent)
     prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "hello"}])
     out = tmp_path / "out.jsonl"
     modules = imported("capture", str(prompts), "--adapter", "headless", "--schema", str(tmp_path / "schema.json"),
