@@ -273,6 +273,9 @@ class Child(anyio.abc.ByteReceiveStream):
     of silence before reading stops. ``aclose`` kills the group and reaps it,
     shielded from cancellation, so no zombie or orphan outlives it; cancel a
     read or :meth:`wait` (a timeout) and close it to stop the child.
+
+    With ``keep_stdin`` its stdin stays open for a conversation (a worker
+    grader): :meth:`send` writes more, :meth:`close_stdin` ends it.
     """
 
     def __init__(
@@ -283,8 +286,10 @@ class Child(anyio.abc.ByteReceiveStream):
         cwd: str | Path | None = None,
         env: Mapping[str, str] | Mapping[bytes, bytes] | None = None,
         stderr: Tail | None = None,
+        keep_stdin: bool = False,
     ) -> None:
-        """Start ``argv`` (raises ``OSError`` when it cannot start); ``stdin`` is all of its input, None for none."""
+        """Start ``argv`` (raises ``OSError`` when it cannot start); ``stdin`` is all of its input, None for
+        none, unless ``keep_stdin``: then it is the first of it and stdin stays open for :meth:`send`."""
         self.stderr = stderr if stderr is not None else Tail()
         self.returncode: int | None = None
         # The pipes are made here and handed to Popen as descriptors: no file objects around
@@ -293,7 +298,7 @@ class Child(anyio.abc.ByteReceiveStream):
         theirs: list[int] = []
         try:
             stdin_fd = subprocess.DEVNULL
-            if stdin:
+            if stdin or keep_stdin:
                 stdin_fd, ours = os.pipe()
                 theirs.append(stdin_fd)
                 self._fds.append(ours)
@@ -320,6 +325,8 @@ class Child(anyio.abc.ByteReceiveStream):
                 os.close(fd)
         self.pid = self._popen.pid
         self._pending = memoryview(stdin or b"")
+        self._keep_stdin = keep_stdin
+        self._stdin: int | None = None  # waza's end of stdin while it is open
         self._exited = False  # the leader has exited (a zombie until reaped, so its id is still ours)
         self._quiet_since: float | None = None
         self._selector = selectors.DefaultSelector()
@@ -331,9 +338,11 @@ class Child(anyio.abc.ByteReceiveStream):
         except RuntimeError:  # another backend (trio): anyio's wait_readable
             self._loop = None
         try:
-            names = ("in", "out", "err") if stdin else ("out", "err")
+            names = ("in", "out", "err") if stdin or keep_stdin else ("out", "err")
             for fd, name in zip(list(self._fds), names):
                 os.set_blocking(fd, False)
+                if name == "in":
+                    self._stdin = fd
                 if name == "in" and self._write(fd):  # most input fits the pipe at once: stdin never watched
                     continue
                 self._selector.register(fd, selectors.EVENT_WRITE if name == "in" else selectors.EVENT_READ, name)
@@ -346,6 +355,31 @@ class Child(anyio.abc.ByteReceiveStream):
             self._popen.wait()
             self._close()
             raise
+
+    def send(self, data: bytes) -> None:
+        """Write ``data`` to stdin (``keep_stdin``) as far as the pipe takes it now, the rest while
+        reading; dropped once the child has closed its stdin (its business: its output says what it did)."""
+        if self._stdin is None:
+            return
+        if self._pending:  # still writing earlier input: this goes after it
+            self._pending = memoryview(self._pending.tobytes() + data)
+            return
+        self._pending = memoryview(data)
+        if not self._write(self._stdin):
+            self._selector.register(self._stdin, selectors.EVENT_WRITE, "in")
+            self._pipes += 1
+
+    def close_stdin(self) -> None:
+        """Close stdin now (the child reads its end), whatever input is still pending."""
+        fd, self._stdin = self._stdin, None
+        if fd is None:
+            return
+        if self._pending:  # registered with the selector: leaves it
+            self._selector.unregister(fd)
+            self._pipes -= 1
+            self._pending = self._pending[:0]
+        self._fds.remove(fd)
+        os.close(fd)
 
     def kill(self) -> None:
         """SIGKILL the child's whole process group now (reading goes on to the end of its output)."""
@@ -434,20 +468,24 @@ class Child(anyio.abc.ByteReceiveStream):
         return data
 
     def _write(self, fd: int, *, watched: bool = False) -> bool:
-        """Write what the pipe takes of the pending input; once it is all written, close stdin
-        (leaving the selector first when ``watched``) and say so."""
+        """Write what the pipe takes of the pending input; once it is all written, leave the selector
+        (when ``watched``), close stdin unless it is kept open (``keep_stdin``), and say so."""
+        keep = self._keep_stdin
         try:
             self._pending = self._pending[os.write(fd, self._pending[: 1 << 16]) :]
         except BlockingIOError:
             return False
         except OSError:  # the child closed stdin without reading it all: its business
             self._pending = self._pending[:0]
+            keep = False
         if self._pending:
             return False
         if watched:
             self._selector.unregister(fd)
-        self._fds.remove(fd)
-        os.close(fd)
+        if not keep:
+            self._stdin = None
+            self._fds.remove(fd)
+            os.close(fd)
         return True
 
     async def _readable(self) -> None:
@@ -481,6 +519,7 @@ class Child(anyio.abc.ByteReceiveStream):
         for fd in self._fds:
             os.close(fd)
         self._fds.clear()
+        self._stdin = None
 
     def _close(self) -> None:
         self._close_pipes()

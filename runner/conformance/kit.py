@@ -28,9 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
-import anyio.abc
 import orjson
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from waza.graders import _config as builtin_config
 from waza.graders import load as load_builtin
@@ -38,7 +36,7 @@ from waza.protocol import schemas
 from waza.protocol.conformance_records import ConformanceEvidence, ConformanceReport, ConformanceRule, RuleStatus
 from waza.protocol.errors import ConfigError, find_cause
 from waza.protocol.grading import GraderProtocolError, normalize_result, parse_result_bytes
-from waza.protocol.process import ProcessOutcome, Tail, exit_parts, kill_group, reap, run_once, spawn
+from waza.protocol.process import Child, ProcessOutcome, exit_parts, run_once
 from waza.protocol.records import PROTOCOL_VERSION, GraderResult, TrajectoryStep
 from waza.protocol.secrets import scrubbed_env
 from waza.runner.grading.build import builtin_argv
@@ -421,27 +419,26 @@ class Kit:
     ) -> tuple[str | None, ConformanceEvidence]:
         """Drive one worker process through ``body``; returns its problem (or None) and the evidence."""
         started = time.perf_counter()
-        process = await spawn(self.target.argv, env=self.env)
-        assert process.stdout is not None
-        worker = Worker(process, BufferedByteReceiveStream(process.stdout), Tail(), anyio.Event())
+        child = Child(self.target.argv, env=self.env, keep_stdin=True)
+        worker = Worker(child)
         answers: list[bytes] = []
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(worker.drain_stderr)
+        try:
+            problem = await body(worker, answers)
+            await self._close(child, self.grace)
+        finally:
+            # Whatever happened (a worker that ignores the end of stdin and SIGTERM included), its
+            # group is killed here and its stderr read for a moment more, not past it: a child of
+            # it that holds stderr open must not keep the kit waiting.
             try:
-                problem = await body(worker, answers)
-                await self._close(process, self.grace)
-            finally:
-                # Whatever happened (a worker that ignores the end of stdin and SIGTERM included), its
-                # group is killed here, inside the task group, and the stderr drain is not waited on
-                # past a moment: a child of it that holds stderr open must not keep the kit waiting.
-                await reap(process)
+                child.kill()
                 with anyio.move_on_after(0.5):
-                    await worker.drained.wait()
-                tg.cancel_scope.cancel()
+                    await child.wait()
+            finally:
+                await child.aclose()
         sent = b"".join(lines)
-        code, signal = exit_parts(process.returncode)
+        code, signal = exit_parts(child.returncode)
         return problem, evidence(
-            sent, b"".join(answers), code, signal, worker.stderr.text(), (time.perf_counter() - started) * 1000
+            sent, b"".join(answers), code, signal, child.stderr.text(), (time.perf_counter() - started) * 1000
         )
 
     async def echoes_request_id(self, base: dict[str, Any]) -> ConformanceRule:
@@ -513,13 +510,12 @@ class Kit:
                 answers.append(await worker.exchange(lines[0], self.timeout) + b"\n")
             except WorkerFault as fault:
                 return str(fault)
-            assert worker.process.stdin is not None
-            await worker.process.stdin.aclose()
+            worker.child.close_stdin()
             with anyio.move_on_after(self.grace):
-                code = await worker.process.wait()
+                code = await worker.child.wait()
                 return None if code == 0 else f"exited with code {code} when stdin closed"
-            kill_group(worker.process)  # now, so the session does not give it a second grace
-            await worker.process.wait()
+            worker.child.kill()  # now, so the session does not give it a second grace
+            await worker.child.wait()
             return f"still running {self.grace:g}s after stdin closed; its process group was killed"
 
         problem, ev = await self.session(lines, body)
@@ -531,15 +527,11 @@ class Kit:
         return min(EXIT_WAIT, self.timeout)
 
     @staticmethod
-    async def _close(process: anyio.abc.Process, grace: float) -> None:
+    async def _close(child: Child, grace: float) -> None:
         """End of stdin, then a moment to exit by itself, so the exit code in the evidence is its own."""
-        if process.returncode is None and process.stdin is not None:
-            try:
-                await process.stdin.aclose()
-            except (anyio.BrokenResourceError, OSError):
-                pass
-            with anyio.move_on_after(grace):
-                await process.wait()
+        child.close_stdin()
+        with anyio.move_on_after(grace):
+            await child.wait()
 
     @staticmethod
     def _worker_rule(rule_id: str, description: str, problem: str | None, ok: str, ev: ConformanceEvidence) -> ConformanceRule:

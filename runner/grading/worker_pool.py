@@ -24,24 +24,26 @@ answer can be attributed to the wrong request.
 from __future__ import annotations
 
 import itertools
+import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import anyio.abc
 import orjson
-from anyio.streams.buffered import BufferedByteReceiveStream
 
-from waza.protocol.grading import GraderProtocolError, grade_from_result, normalize_result
-from waza.protocol.process import STDOUT_LIMIT, Tail, drain, reap, spawn
-from waza.protocol.records import PROTOCOL_VERSION, Grade, GraderRequest
+from waza.protocol.grading import GraderProtocolError, grade_from_result, normalize_result, request_json
+from waza.protocol.process import STDOUT_LIMIT, Child
+from waza.protocol.records import PROTOCOL_VERSION, CaptureResult, Grade, GraderRequest
 from waza.protocol.secrets import scrubbed_env
 from waza.runner.grading.grader_runners import GraderRunner
 from waza.runner.grading.grader_specs import GraderSpec
 
 #: Seconds a worker gets to exit by itself after its stdin closes, before its group is killed.
 EXIT_GRACE = 5.0
+#: Seconds a faulty worker's stderr is still read for its last words once it is killed.
+LAST_WORDS = 0.5
 
 
 class WorkerFault(Exception):
@@ -50,41 +52,39 @@ class WorkerFault(Exception):
 
 @dataclass(eq=False)
 class Worker:
-    """One worker process, its buffered stdout and the tail of its (always drained) stderr."""
+    """One worker process: a :class:`Child` with its stdin kept open, driven from the event loop
+    (no transports, no stderr task: its stderr is drained into a tail whenever it is read)."""
 
-    process: anyio.abc.Process
-    stdout: BufferedByteReceiveStream
-    stderr: Tail
-    drained: anyio.Event
+    child: Child
+    buffer: bytearray = field(default_factory=bytearray)
     served: int = 0
-
-    async def drain_stderr(self) -> None:
-        await drain(self.process.stderr, self.stderr)
-        self.drained.set()
 
     async def exchange(self, line: bytes, timeout: float) -> bytes:
         """Send one request line, return the one answer line (WorkerFault when that fails)."""
-        assert self.process.stdin is not None
+        child, buffer = self.child, self.buffer
+        child.send(line)
         try:
             with anyio.fail_after(timeout):
-                await self.process.stdin.send(line)
-                answer = await self.stdout.receive_until(b"\n", STDOUT_LIMIT)
+                while (end := buffer.find(b"\n")) < 0:
+                    if len(buffer) >= STDOUT_LIMIT:
+                        raise WorkerFault("grader wrote more than 10 MB without a newline")
+                    buffer += await child.receive()
         except TimeoutError:
             raise WorkerFault(f"grader timed out after {timeout:g}s") from None
-        except anyio.DelimiterNotFound:
-            raise WorkerFault("grader wrote more than 10 MB without a newline") from None
-        except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        except anyio.EndOfStream:
             raise WorkerFault(await self._death()) from None
-        if self.stdout.buffer:
+        if end + 1 < len(buffer):
             raise WorkerFault("grader wrote more than one line for one request")
+        answer = bytes(buffer[:end])
+        buffer.clear()
         self.served += 1
         return answer
 
     async def _death(self) -> str:
         """Why the worker stopped answering, once it has exited (it is killed if it lingers)."""
         with anyio.move_on_after(1.0):
-            await self.process.wait()
-        code = self.process.returncode
+            await self.child.wait()
+        code = self.child.returncode
         if code is None:
             return "grader closed its stdout without answering"
         if code < 0:
@@ -117,41 +117,35 @@ def decode_answer(raw: bytes, request_id: str, exchange_id: str) -> dict[str, An
 
 
 class WorkerRunner(GraderRunner):
-    """A grader in worker mode. Enter it (``async with``) before grading: it owns the workers' tasks."""
+    """A grader in worker mode. Enter it (``async with``) before grading: leaving stops its workers."""
 
     def __init__(self, spec: GraderSpec, argv: list[str]) -> None:
         super().__init__(spec)
         self.argv = argv
-        self.env = scrubbed_env()
+        # Encoded once here, not by Popen for every worker started.
+        self.env = {os.fsencode(k): os.fsencode(v) for k, v in scrubbed_env().items()}
         self._idle: list[Worker] = []
         self._all: set[Worker] = set()
-        self._tg: anyio.abc.TaskGroup | None = None
+        self._entered = False
         self._exchanges = itertools.count(1)
         self.started = 0
 
     async def __aenter__(self) -> WorkerRunner:
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
+        self._entered = True
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
-        assert self._tg is not None
-        try:
-            with anyio.CancelScope(shield=True):
-                async with anyio.create_task_group() as tg:
-                    for worker in list(self._all):
-                        tg.start_soon(self._stop, worker)
-        finally:
-            tg, self._tg = self._tg, None
-            await tg.__aexit__(*exc)
+        self._entered = False
+        self._idle.clear()
+        with anyio.CancelScope(shield=True):
+            async with anyio.create_task_group() as tg:
+                for worker in list(self._all):
+                    tg.start_soon(self._stop, worker)
 
-    async def _start(self) -> Worker:
-        if self._tg is None:
+    def _start(self) -> Worker:
+        if not self._entered:
             raise RuntimeError("WorkerRunner must be entered (async with) before grading")
-        process = await spawn(self.argv, env=self.env)
-        assert process.stdout is not None
-        worker = Worker(process, BufferedByteReceiveStream(process.stdout), Tail(), anyio.Event())
-        self._tg.start_soon(worker.drain_stderr)
+        worker = Worker(Child(self.argv, env=self.env, keep_stdin=True))
         self._all.add(worker)
         self.started += 1
         return worker
@@ -159,43 +153,56 @@ class WorkerRunner(GraderRunner):
     async def _stop(self, worker: Worker) -> None:
         """Close stdin (the worker's cue to exit), wait a little, then kill the group whatever happened."""
         self._all.discard(worker)
-        process = worker.process
+        child = worker.child
         try:
-            if process.stdin is not None:
-                await process.stdin.aclose()
-        except (anyio.BrokenResourceError, OSError):
-            pass
-        with anyio.move_on_after(EXIT_GRACE):
-            await process.wait()
-        await reap(process)
+            child.close_stdin()
+            with anyio.move_on_after(EXIT_GRACE):
+                await child.wait()
+        finally:
+            await child.aclose()
+
+    async def _discard(self, worker: Worker, last_words: bool = False) -> None:
+        """Kill the worker's group and reap it; with ``last_words``, read its stderr a little first
+        (the last words on stderr explain a crash)."""
+        self._all.discard(worker)
+        child = worker.child
+        try:
+            if last_words:
+                child.kill()
+                with anyio.move_on_after(LAST_WORDS):
+                    await child.wait()
+        finally:
+            await child.aclose()
 
     @staticmethod
     def _stderr(worker: Worker) -> dict[str, Any] | None:
-        return {"stderr": worker.stderr.text()} if worker.stderr.total else None
+        tail = worker.child.stderr
+        return {"stderr": tail.text()} if tail.total else None
 
-    async def _discard(self, worker: Worker) -> None:
-        self._all.discard(worker)
-        await reap(worker.process)
+    async def grade_alone(self, result: CaptureResult) -> Grade:
+        # The request's JSON built straight from the result, no GraderRequest between.
+        started = time.perf_counter()
+        return await self._exchange(request_json(result, self.spec.config), result.id, started)
 
     async def _grade(self, request: GraderRequest, started: float) -> Grade:
-        payload = request.to_dict()
+        return await self._exchange(request.to_dict(), request.id, started)
+
+    async def _exchange(self, payload: dict[str, Any], request_id: str, started: float) -> Grade:
+        """Grade one request (its JSON object, given a fresh ``requestId`` here) on an idle or a new worker."""
         payload["requestId"] = exchange_id = str(next(self._exchanges))
         line = orjson.dumps(payload) + b"\n"
         worker = self._idle.pop() if self._idle else None
         try:
             if worker is None:
-                worker = await self._start()
+                worker = self._start()
             raw = await worker.exchange(line, self.timeout)
-            value = decode_answer(raw, request.id, exchange_id)
+            value = decode_answer(raw, request_id, exchange_id)
         except OSError as exc:
             return self._error(f"cannot start grader {self.argv[0]!r}: {exc.strerror or exc}", started)
         except WorkerFault as fault:
             assert worker is not None
-            await self._discard(worker)
-            with anyio.move_on_after(0.5):  # the last words on stderr explain a crash
-                await worker.drained.wait()
-            details = self._stderr(worker)
-            return self._error(str(fault), started, details)
+            await self._discard(worker, last_words=True)
+            return self._error(str(fault), started, self._stderr(worker))
         except BaseException:
             if worker is not None:
                 await self._discard(worker)  # cancelled mid-exchange: its stream is in doubt
