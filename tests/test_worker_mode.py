@@ -161,3 +161,13 @@ def test_a_worker_that_cannot_start_is_a_config_error_before_anything_runs(tmp_p
     assert proc.returncode == 2
     assert b"does not exist" in proc.stderr
     assert proc.stdout == b""
+
+
+def test_requests_larger_than_a_pipe_reach_the_worker_whole(tmp_path):
+    # 1 MB requests: written while the worker reads them, one after another on one process.
+    rows = write_jsonl(
+        tmp_path / "results.jsonl",
+        [{"id": f"big{n}", "input": "q", "output": "x" * (1 << 20) + f" tail{n}", "hint": f"tail{n}"} for n in range(3)],
+    )
+    graded_rows = graded(rows, waza.Worker(argv=(str(EXAMPLES / "contains_hint.py"),), name="g"))
+    assert [graded_rows[f"big{n}"]["status"] for n in range(3)] == ["passed"] * 3
