@@ -51,6 +51,10 @@ class Selector:
             return [node]
         if self._path is None:
             return [self.literal]
+        if not isinstance(node, (dict, list)):
+            # A path with a segment selects nothing in a scalar (RFC 9535); the library would
+            # instead read a string as a JSON document, so '{"x": 1}' would yield 1.
+            return []
         return [match.obj for match in self._path.finditer(node)]
 
     def first(self, node: Any) -> Any:

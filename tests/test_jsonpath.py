@@ -93,7 +93,17 @@ JSON = st.recursive(
 def test_plain_member_chains_select_what_the_library_selects(names: list[str], node: object) -> None:
     import jsonpath
 
-    path = "$" + "".join(f".{n}" for n in names)
+    # Under a member: the library reads a string given as the whole document as JSON text.
+    path = "$.doc" + "".join(f".{n}" for n in names)
     selector = compile_selector(path)
     assert selector.singular
-    assert selector.select(node) == [m.obj for m in jsonpath.compile(path, strict=True).finditer(node)]
+    document = {"doc": node}
+    assert selector.select(document) == [m.obj for m in jsonpath.compile(path, strict=True).finditer(document)]
+
+
+def test_a_string_is_a_value_not_a_json_document():
+    """A wildcard's items may be strings; a path relative to one selects nothing, whatever the string says."""
+    assert compile_selector("$['x']").select('{"x": 1}') == []
+    assert compile_selector("$.x").select('{"x": 1}') == []
+    assert compile_selector("$[*]").select("[1, 2]") == []
+    assert compile_selector("$[*]").select([1, 2]) == [1, 2]
