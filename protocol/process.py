@@ -333,6 +333,8 @@ class Child(anyio.abc.ByteReceiveStream):
         self._pidfd: int | None = None
         self._stdout_done = False
         self._pipes = 0  # registered with the selector
+        self._waiter: asyncio.Future[None] | None = None  # the task waiting in _readable, if one is
+        self._watched = False  # the selector is a reader of the event loop
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:  # another backend (trio): anyio's wait_readable
@@ -491,17 +493,33 @@ class Child(anyio.abc.ByteReceiveStream):
     async def _readable(self) -> None:
         """Until the child's selector has an event. On asyncio, a reader of the event loop
         itself: anyio's ``wait_readable`` costs twice as much there (measured), once per
-        wake-up of every child."""
+        wake-up of every child. The reader stays while waits follow one another (adding and
+        removing it cost a third of a wake-up); :meth:`_wake` drops it when an event finds
+        no one waiting, so a child left unread never wakes the loop again."""
         if self._loop is None:
             await anyio.wait_readable(self._selector.fileno())
             return
-        fd = self._selector.fileno()
-        waiter = self._loop.create_future()
-        self._loop.add_reader(fd, _wake, waiter)
+        waiter = self._waiter = self._loop.create_future()
+        if not self._watched:
+            self._loop.add_reader(self._selector.fileno(), self._wake)
+            self._watched = True
         try:
             await waiter
         finally:
-            self._loop.remove_reader(fd)
+            self._waiter = None
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is None:  # no one waits: stop watching (level-triggered, it would fire every round)
+            self._unwatch()
+        elif not waiter.done():  # the reader may fire again before the waiting task runs
+            waiter.set_result(None)
+
+    def _unwatch(self) -> None:
+        if self._watched:
+            assert self._loop is not None
+            self._loop.remove_reader(self._selector.fileno())
+            self._watched = False
 
     def _kill(self) -> None:
         if self.returncode is None:
@@ -523,6 +541,7 @@ class Child(anyio.abc.ByteReceiveStream):
 
     def _close(self) -> None:
         self._close_pipes()
+        self._unwatch()  # before its descriptor closes: the loop must not keep a number that is reused
         self._selector.close()
         if self._pidfd is not None:
             os.close(self._pidfd)
@@ -536,11 +555,6 @@ def _pidfd(pid: int) -> int | None:
         return os.pidfd_open(pid)
     except (AttributeError, OSError):
         return None
-
-
-def _wake(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():  # the reader may fire again before the waiting task runs
-        waiter.set_result(None)
 
 
 async def run_once(
