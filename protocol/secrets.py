@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["MASK", "Redactor", "is_secret_name", "mark_secret_env", "scrubbed_env"]
+__all__ = ["MASK", "Redactor", "is_secret_name", "mark_secret_env", "scrubbed_env", "scrubbed_env_bytes"]
 
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 MIN_SECRET_LENGTH = 6
@@ -47,6 +47,12 @@ def scrubbed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment without secret-like variables (what graders get)."""
     env = os.environ if env is None else env
     return {k: v for k, v in env.items() if not is_secret_name(k)}
+
+
+def scrubbed_env_bytes() -> dict[bytes, bytes]:
+    """:func:`scrubbed_env` encoded for a spawn: a grader encodes it once, not Popen at every spawn
+    (a tenth of a one-shot spawn's CPU)."""
+    return {os.fsencode(k): os.fsencode(v) for k, v in scrubbed_env().items()}
 
 
 class Redactor:

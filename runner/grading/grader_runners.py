@@ -31,7 +31,7 @@ from waza.protocol.grading import (
 )
 from waza.protocol.process import run_once
 from waza.protocol.records import CaptureResult, Grade, GraderRequest
-from waza.protocol.secrets import scrubbed_env
+from waza.protocol.secrets import scrubbed_env_bytes
 from waza.runner.grading.grader_specs import GraderSpec
 
 DEFAULT_TIMEOUT = 60.0
@@ -170,8 +170,7 @@ class ProcessRunner(GraderRunner):
     def __init__(self, spec: GraderSpec, argv: list[str]) -> None:
         super().__init__(spec)
         self.argv = argv
-        # Encoded once here, not by Popen for every spawn (a tenth of a spawn's CPU).
-        self.env = {os.fsencode(k): os.fsencode(v) for k, v in scrubbed_env().items()}
+        self.env = scrubbed_env_bytes()
 
     async def grade_alone(self, result: CaptureResult) -> Grade:
         # The request's JSON built straight from the result, no GraderRequest between.

@@ -24,7 +24,6 @@ answer can be attributed to the wrong request.
 from __future__ import annotations
 
 import itertools
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +35,7 @@ import orjson
 from waza.protocol.grading import GraderProtocolError, grade_from_result, normalize_result, request_json
 from waza.protocol.process import STDOUT_LIMIT, Child
 from waza.protocol.records import PROTOCOL_VERSION, CaptureResult, Grade, GraderRequest
-from waza.protocol.secrets import scrubbed_env
+from waza.protocol.secrets import scrubbed_env_bytes
 from waza.runner.grading.grader_runners import GraderRunner
 from waza.runner.grading.grader_specs import GraderSpec
 
@@ -122,8 +121,7 @@ class WorkerRunner(GraderRunner):
     def __init__(self, spec: GraderSpec, argv: list[str]) -> None:
         super().__init__(spec)
         self.argv = argv
-        # Encoded once here, not by Popen for every worker started.
-        self.env = {os.fsencode(k): os.fsencode(v) for k, v in scrubbed_env().items()}
+        self.env = scrubbed_env_bytes()
         self._idle: list[Worker] = []
         self._all: set[Worker] = set()
         self._entered = False
