@@ -16,7 +16,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 
-from .codec_cache import compiled
+from .code_cache import compiled
 
 Decoder = Callable[[Any, str], Any]
 Encoder = Callable[[Any], Any]
