@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
@@ -162,7 +161,7 @@ class HeadlessSchema:
 
 def shipped() -> dict[str, Any]:
     """The schemas waza ships, by name (the file name without ``.json``)."""
-    root = resources.files("waza.adapters") / SHIPPED_DIR
+    root = Path(__file__).with_name(SHIPPED_DIR)
     return {p.name[: -len(".json")]: p for p in sorted(root.iterdir(), key=lambda p: p.name) if p.name.endswith(".json")}
 
 

@@ -9,7 +9,6 @@ adapter schemas) are written by hand in ``schemas/``.
 from __future__ import annotations
 
 import functools
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,9 +56,17 @@ def records() -> dict[str, type[Record]]:
     }
 
 
+@functools.cache
+def _directory() -> Path:
+    """Where the schema files are installed: ``waza.schemas`` is a plain directory package (never a zip)."""
+    import waza.schemas
+
+    return Path(next(iter(waza.schemas.__path__)))
+
+
 def schema_files() -> dict[str, Any]:
     """Every shipped schema file, by name without ``.json``."""
-    root = resources.files("waza.schemas")
+    root = _directory()
     return {p.name[: -len(".json")]: p for p in sorted(root.iterdir(), key=lambda p: p.name) if p.name.endswith(".json")}
 
 
@@ -69,7 +76,7 @@ def load(name: str) -> dict[str, Any]:
     if "/" in name or name.startswith("."):
         raise KeyError(name)
     try:
-        data = resources.files("waza.schemas").joinpath(f"{name}.json").read_bytes()
+        data = (_directory() / f"{name}.json").read_bytes()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raise KeyError(name) from None
     schema: dict[str, Any] = orjson.loads(data)

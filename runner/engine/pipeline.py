@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import stat
-import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -77,6 +76,8 @@ class Workspaces:
             name = workspace_name(item.case.id) + (f"-t{item.trial}" if item.trial is not None else "")
             return make_workspace(self.root, name), False
         if self.fresh:
+            import tempfile  # only for --workspace temp: a capture without one never loads it
+
             path = Path(tempfile.mkdtemp(prefix=f"waza-{workspace_name(item.case.id)[:60]}-")).resolve()
             return path, not self.keep
         return self.cwd, False

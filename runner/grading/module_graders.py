@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import subprocess
-from importlib import resources
 from pathlib import Path
 
 from waza.protocol.errors import ConfigError
@@ -28,7 +27,7 @@ _TYPESCRIPT = (".ts", ".mts")
 
 
 def _host() -> str:
-    return str(resources.files("waza.runner.grading") / "hosts" / "grade_module.mjs")
+    return str(Path(__file__).with_name("hosts") / "grade_module.mjs")
 
 
 @functools.cache
