@@ -31,6 +31,8 @@ class MessageChunk:
 
 @dataclass(slots=True)
 class ThoughtChunk:
+    """A piece of the agent's reasoning; chunks in a row are joined exactly into one thought step, as messages are."""
+
     text: str
     message_id: str | None = None
 

@@ -49,6 +49,8 @@ def opt(*names: str, help: str, panel: str, **kw: Any) -> Any:
 
 @dataclasses.dataclass
 class AgentOptions:
+    """Which agent to run and how: the adapter and its options, limits, workspaces."""
+
     adapter: Annotated[str, opt("--adapter", help="exec, acp, headless, http, replay.", panel=AGENT)] = DEFAULT_ADAPTER
     timeout: Annotated[
         float | None,
@@ -180,6 +182,8 @@ class AgentOptions:
 
 @dataclasses.dataclass
 class GraderOptions:
+    """Which graders judge each result, their configs, weights and the LLM judge."""
+
     grader: Annotated[
         list[str] | None,
         opt(
@@ -280,6 +284,8 @@ class GraderOptions:
 
 @dataclasses.dataclass
 class OutputOptions:
+    """Where results go and what else the run prints (progress, the --fail-under gate)."""
+
     output: Annotated[str, opt("-o", "--output", help="Results JSONL file, or - for stdout.", panel=OUTPUT)] = "-"
     resume: Annotated[
         bool, opt("--resume", help="Skip results already in -o FILE (a torn last line is repaired).", panel=OUTPUT)

@@ -154,6 +154,8 @@ def _has_mark(root_fd: int, name: str) -> bool:
 
 @dataclass
 class Settings:
+    """Everything a run of prompts needs besides the prompts: the agent, its graders and the limits."""
+
     adapter: type[Adapter]
     command: list[str]
     opts: AdapterOptions

@@ -21,6 +21,8 @@ def _opt(*names: str, help: str, **kw: Any) -> Any:
 
 @dataclasses.dataclass
 class ExecutorOptions:
+    """Where each prompt × trial runs (this process, or a Ray task), declared once for every command that runs agents."""
+
     executor: Annotated[
         str, _opt("--executor", help="local (this process) or ray (a Ray task per prompt × trial; needs the ray extra).")
     ] = "local"
