@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
+
 from waza import __version__
 from waza.runner.cli.app import build
 
@@ -104,3 +106,22 @@ def test_a_local_headless_capture_loads_neither_jsonschema_nor_ray_nor_trials(tm
     # nor what CSV or Parquet prompts and workspaces for ids that are not file names need
     assert not {"csv", "decimal", "hashlib"} & modules
     assert not {"waza.runner.engine.api", "waza.runner.engine.specs", "anyio"} & imported("capture", "--help")
+
+
+def test_the_garbage_collector_is_back_on_while_results_are_graded(tmp_path: Path) -> None:
+    """Start-up runs without the cyclic collector; a run's own garbage must still be collected (flat memory)."""
+    grader = tmp_path / "collector.py"
+    grader.write_text(
+        "import gc\n\n\ndef grade(request):\n"
+        "    return {'pass': gc.isenabled(), 'score': 1.0 if gc.isenabled() else 0.0, 'reasoning': str(gc.get_freeze_count())}\n"
+    )
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "hello"}, {"id": "b", "input": "again"}])
+    out = tmp_path / "out.jsonl"
+    done = run_waza("capture", prompts, "-g", f"{grader}:grade", "-o", out, "--adapter", "exec", "--", *EXEC_AGENT)
+    assert done.returncode == 0, done.stderr
+    captured = read_jsonl(out)
+    assert [r["status"] for r in captured] == ["passed", "passed"]
+    assert all(int(r["grades"][0]["reasoning"]) > 10_000 for r in captured)  # start-up's objects were frozen out
+    regraded = run_waza("grade", out, "-g", f"{grader}:grade")
+    assert regraded.returncode == 0, regraded.stderr
+    assert all(line["status"] == "passed" for line in map(orjson.loads, regraded.stdout.splitlines()))

@@ -10,13 +10,13 @@ dependencies cost more than the 0.15 s a bare ``--help`` is allowed).
 from __future__ import annotations
 
 import errno
+import gc
 import importlib
 import os
 import sys
 from typing import TYPE_CHECKING
 
 from waza import __version__
-from waza.protocol.errors import find_cause
 
 if TYPE_CHECKING:
     import typer
@@ -72,9 +72,10 @@ def build(command: str | None = None) -> typer.Typer:
         verbose: int = typer.Option(0, "-v", "--verbose", count=True, help="More logging on stderr (-vv: debug)."),
         version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
     ) -> None:
-        from waza.runner.cli.runtime import configure_logging
+        from waza.runner.cli.runtime import configure_logging, start_collection
 
         configure_logging(verbose)
+        start_collection()
 
     app = typer.Typer(
         name="waza",
@@ -148,9 +149,12 @@ def main() -> None:
     if quick is not None:
         sys.stdout.write(quick)
         sys.exit(0 if sys.argv[1:] else 2)  # a bare ``waza`` is a usage error that shows the help
+    gc.disable()  # until the command's start-up is over: see runtime.start_collection
     try:
         build(_command_name(sys.argv[1:]))()
     except BaseException as exc:  # noqa: BLE001 - only OS errors are turned into messages
+        from waza.protocol.errors import find_cause
+
         found = find_cause(exc, OSError)
         if found is None:
             raise
