@@ -48,6 +48,8 @@ class PermissionRule(Record):
 
 @dataclass(slots=True)
 class PermissionPolicy:
+    """The rules and the fallback decision that answer every permission request of a run."""
+
     rules: list[tuple[str, PermissionRule]] = field(default_factory=list)
     fallback: Decision = "allow"
     fallback_source: str = "default"

@@ -33,6 +33,8 @@ _ids = itertools.count(1)
 
 @dataclass(eq=False)
 class Terminal:
+    """One process the agent started, with the bounded tail of its output and whether it has exited."""
+
     process: anyio.abc.Process
     limit: int
     output: bytearray = field(default_factory=bytearray)

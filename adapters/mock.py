@@ -66,6 +66,8 @@ class ScriptError(ValueError):
 
 @dataclass(slots=True, frozen=True)
 class Step:
+    """One checked step of a mock script: its action, the action's value and its other keys."""
+
     action: str
     value: Any
     extra: dict[str, Any]

@@ -98,6 +98,8 @@ class Recording:
 
 @dataclass(slots=True)
 class ReplayIndex:
+    """Where each prompt's recording is in a ``--from`` file, so one prompt is read at a time."""
+
     kind: str  # "results" or "events"
     by_key: dict[tuple[str, int | None], Recording]
     unkeyed: Recording | None = None

@@ -25,6 +25,8 @@ SKILL_MODES: dict[str, Mode] = {"exact_match": "exact", "in_order": "in_order", 
 
 @dataclass(slots=True)
 class Match:
+    """How an actual sequence compares with the expected one: the verdict and the counts behind the score."""
+
     matched: bool
     true_positives: int
     precision: float

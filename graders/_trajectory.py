@@ -22,6 +22,8 @@ SKILL_KEYS = ("skill", "skill_name", "skillName", "name")
 
 @dataclass(slots=True)
 class ToolCall:
+    """A tool_call step reduced to what graders match on; ``name`` falls back to title, then kind."""
+
     name: str
     title: str = ""
     kind: str = ""

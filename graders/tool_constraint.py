@@ -47,6 +47,8 @@ EXAMPLE = Example(
 
 @dataclass(slots=True)
 class Constraint:
+    """One ``expect_tools`` or ``reject_tools`` entry with its patterns compiled."""
+
     label: str
     tool: re.Pattern[str]
     command: re.Pattern[str] | None

@@ -58,6 +58,8 @@ class Transient(Exception):
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
+    """How many times a call is tried and how long it waits in between (see the module docstring)."""
+
     attempts: int = 5
     backoff: float = 0.5
     max_backoff: float = 30.0

@@ -17,6 +17,8 @@ from waza.protocol.trial_records import TrialResult
 
 @dataclass(slots=True)
 class Attempt:
+    """One run of one prompt, from a CaptureResult or one trial of a TrialResult."""
+
     id: str
     input: str | list[str]
     status: str

@@ -39,6 +39,8 @@ class Outcome:
 
 @dataclass(slots=True)
 class Run:
+    """One results file loaded for comparison: what it is, and an outcome per prompt id."""
+
     info: RunInfo
     outcomes: dict[str, Outcome]
     ks: list[int] = field(default_factory=list)
@@ -46,6 +48,8 @@ class Run:
 
 @dataclass(frozen=True, slots=True)
 class Bootstrap:
+    """How confidence intervals of paired differences are drawn (seeded, so a comparison repeats exactly)."""
+
     seed: int
     resamples: int
     level: float

@@ -36,6 +36,8 @@ def sidecar_path(output: str) -> Path | None:
 
 @dataclass(frozen=True)
 class Plan:
+    """What a trials run was asked for; a resumed run must match the finished file's."""
+
     trials: int
     k_values: list[int]
     policy: ErrorPolicy

@@ -84,6 +84,8 @@ def entries(path: str) -> Iterator[Entry]:
 
 @dataclass(slots=True)
 class Totals:
+    """Counts and mean score over every row, for the summary and the line ``waza report`` logs."""
+
     rows: int = 0
     statuses: Counter[str] = field(default_factory=Counter)
     score_sum: float = 0.0

@@ -24,6 +24,8 @@ BEHAVIOUR_GRADERS = frozenset({"behavior", "action_sequence", "skill_invocation"
 
 @dataclass(slots=True)
 class SuiteConfig:
+    """A suite's ``config:`` block: defaults for the run that command-line options may override."""
+
     trials_per_task: int = 1
     timeout_seconds: float | None = None
     parallel: bool = False
@@ -37,6 +39,8 @@ class SuiteConfig:
 
 @dataclass(slots=True)
 class Metric:
+    """One entry of a suite's ``metrics:``: which measure, its weight in the overall score, its threshold."""
+
     name: str
     weight: float = 1.0
     threshold: float | None = None
@@ -54,6 +58,8 @@ class FixtureFile:
 
 @dataclass(slots=True)
 class Task:
+    """One task file: the prompt, its starting workspace and the graders that judge the agent's attempt."""
+
     id: str
     name: str
     file: str
@@ -79,6 +85,8 @@ class Task:
 
 @dataclass(slots=True)
 class TriggerPrompt:
+    """One trigger test: a prompt and whether the skill should be invoked for it."""
+
     prompt: str
     should_trigger: bool
     confidence: Confidence = "high"
@@ -92,6 +100,8 @@ class TriggerPrompt:
 
 @dataclass(slots=True)
 class TriggerTests:
+    """A suite's trigger tests file: prompts that check when the skill is (and is not) invoked."""
+
     skill: str
     file: str
     prompts: list[TriggerPrompt]
@@ -99,6 +109,8 @@ class TriggerTests:
 
 @dataclass(slots=True)
 class Suite:
+    """A loaded suite: its config, tasks, metrics and trigger tests, everything a run needs."""
+
     name: str
     file: Path
     config: SuiteConfig

@@ -31,6 +31,8 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 @dataclass(slots=True)
 class Reporter:
+    """One ``--reporter KIND:FILE``: where the document goes and the function that renders it."""
+
     path: str
     render: Callable[[SuiteResult], bytes]
 

@@ -174,6 +174,8 @@ def runs_page(registry: Registry, roots: list[str], sort: str, desc: bool, q: st
 
 @dataclass(frozen=True)
 class Query:
+    """What a run page shows (filter, search, sort, page), read from its URL and written back into its links."""
+
     key: str
     status: str = ""
     q: str = ""

@@ -126,6 +126,8 @@ def bars(rows: Sequence[tuple[str, float | None, str]], *, title: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Point:
+    """One estimate at k with its interval, as :func:`k_curves` draws it."""
+
     k: int
     estimate: float
     low: float
@@ -134,6 +136,8 @@ class Point:
 
 @dataclass(frozen=True, slots=True)
 class Series:
+    """One line of a k chart (pass@k or pass^k): its label, its colour and its points."""
+
     name: str
     colour: str
     points: list[Point]

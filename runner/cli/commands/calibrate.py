@@ -91,6 +91,8 @@ def register(app: typer.Typer) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class Options:
+    """The command's own options, gathered so ``_calibrate`` and ``write_sheet`` take one argument."""
+
     results: str
     sample: int | None
     seed: int

@@ -84,6 +84,8 @@ def register(app: typer.Typer) -> None:
 
 @dataclass(frozen=True)
 class TrialOptions:
+    """The options only ``waza trials`` has (the shared groups travel separately)."""
+
     k: int
     k_values: list[int]
     errors: str
