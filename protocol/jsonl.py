@@ -98,10 +98,12 @@ def has_long_digits(line: bytes) -> bool:
     Twenty digits in a row always cover two neighbouring bytes of every tenth
     one, so a sample of every tenth byte without two digits side by side rules
     the line out at a tenth of the cost (most lines: a 2 KB line's full check
-    was 7 % of grading it); a line with such a pair gets the full check."""
-    if b"00" not in line[::10].translate(_DIGITS_TO_ZERO):
+    was 7 % of grading it); a line with such a pair gets the full check. (``find``, not
+    ``in``: ``bytes in bytes`` first tries its operand as an integer and pays for a
+    TypeError each time, which was 2 % of a capture's instructions.)"""
+    if line[::10].translate(_DIGITS_TO_ZERO).find(b"00") < 0:
         return False
-    return _LONG_RUN in line.translate(_DIGITS_TO_ZERO)
+    return line.translate(_DIGITS_TO_ZERO).find(_LONG_RUN) >= 0
 
 
 def _check_int(text: str) -> int:
