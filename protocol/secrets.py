@@ -17,7 +17,6 @@ escaping an agent chose is seen through and a secret equal to a field name
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,7 +24,9 @@ import orjson
 
 __all__ = ["MASK", "Redactor", "is_secret_name", "mark_secret_env", "scrubbed_env", "scrubbed_env_bytes"]
 
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+#: A name holding one of these (in any case, as ``str.upper`` sees it) is secret-like. Checked with
+#: ``str.find`` on the upper-cased name: a case-insensitive regex took 1 µs a name.
+SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 MIN_SECRET_LENGTH = 6
 MASK = b"[REDACTED]"
 _MASK_TEXT = MASK.decode()
@@ -40,7 +41,12 @@ def mark_secret_env(name: str) -> None:
 
 
 def is_secret_name(name: str) -> bool:
-    return name in _marked or bool(SECRET_NAME.search(name))
+    return name in _marked or _holds_secret_word(name)
+
+
+def _holds_secret_word(text: str) -> bool:
+    upper = text.upper()
+    return any(word in upper for word in SECRET_WORDS)
 
 
 def scrubbed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -49,9 +55,16 @@ def scrubbed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in env.items() if not is_secret_name(k)}
 
 
-def scrubbed_env_bytes() -> dict[bytes, bytes]:
-    """:func:`scrubbed_env` encoded for a spawn: a grader encodes it once, not Popen at every spawn
-    (a tenth of a one-shot spawn's CPU)."""
+def scrubbed_env_bytes() -> dict[bytes, bytes] | None:
+    """The environment a grader starts with, taken at each start: None (inherit waza's as it is)
+    when no variable in it is secret-like, else :func:`scrubbed_env` encoded for the spawn.
+
+    Handing the child an environment makes ``subprocess`` encode and check every variable at
+    every start (a tenth of a one-shot grader's spawn CPU); with nothing to remove, inheriting
+    gives the child the same variables for nothing."""
+    names = list(os.environ)
+    if _marked.isdisjoint(names) and not _holds_secret_word("\0".join(names)):  # NUL: in no name
+        return None
     return {os.fsencode(k): os.fsencode(v) for k, v in scrubbed_env().items()}
 
 

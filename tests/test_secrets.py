@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -44,6 +46,53 @@ print(json.dumps({{"pass": True, "score": 1, "reasoning": "secret-like vars: " +
     assert row["output"] == "my key is [REDACTED]"  # the agent had its key; the record does not
     assert "[REDACTED]" in row["stderr"]
     assert row["grades"][0]["reasoning"] == "secret-like vars: "  # the grader saw none of them
+
+
+def test_a_grader_inherits_the_environment_when_nothing_in_it_is_secret_and_never_a_secret(tmp_path):
+    """With no secret-like variable about, a grader starts with waza's environment as it is (nothing to
+    encode); with one (any case), it gets the same environment without it."""
+    grader = executable(
+        tmp_path / "env_grader.py",
+        f"""#!{PY}
+import json, os, sys
+json.load(sys.stdin)
+seen = [k for k in ("PLAIN_SETTING", "my_token", "Db_Password") if k in os.environ]
+print(json.dumps({{"pass": True, "score": 1, "reasoning": ",".join(seen)}}))
+""",
+    )
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "hi"}])
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not any(w in k.upper() for w in ("KEY", "TOKEN", "SECRET", "PASSW", "CREDENTIAL", "AUTH"))
+    }
+    for extra, seen in (({}, "PLAIN_SETTING"), ({"my_token": "t" * 12, "Db_Password": "p" * 12}, "PLAIN_SETTING")):
+        out = tmp_path / "out.jsonl"
+        env = {**base, "PLAIN_SETTING": "1", **extra}
+        done = subprocess.run(
+            [
+                PY,
+                "-m",
+                "waza",
+                "capture",
+                str(prompts),
+                "-g",
+                str(grader),
+                "-o",
+                str(out),
+                "--adapter",
+                "exec",
+                "--",
+                PY,
+                "-c",
+                "print(1)",
+            ],
+            env=env,
+            capture_output=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert read_jsonl(out)[0]["grades"][0]["reasoning"] == seen
 
 
 PEM = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n-----END PRIVATE KEY-----"

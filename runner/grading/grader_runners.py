@@ -170,7 +170,6 @@ class ProcessRunner(GraderRunner):
     def __init__(self, spec: GraderSpec, argv: list[str]) -> None:
         super().__init__(spec)
         self.argv = argv
-        self.env = scrubbed_env_bytes()
 
     async def grade_alone(self, result: CaptureResult) -> Grade:
         # The request's JSON built straight from the result, no GraderRequest between.
@@ -184,7 +183,7 @@ class ProcessRunner(GraderRunner):
         """Run the grader on one request's JSON, in the result's directory where it still is one."""
         cwd = cwd if cwd and os.path.isdir(cwd) else None
         try:
-            out = await run_once(self.argv, stdin=payload, cwd=cwd, env=self.env, timeout=self.timeout)
+            out = await run_once(self.argv, stdin=payload, cwd=cwd, env=scrubbed_env_bytes(), timeout=self.timeout)
         except OSError as exc:
             return self._error(f"cannot start grader {self.argv[0]!r}: {exc.strerror or exc}", started)
         details = {"stderr": out.stderr_tail} if out.stderr_tail else None

@@ -121,7 +121,6 @@ class WorkerRunner(GraderRunner):
     def __init__(self, spec: GraderSpec, argv: list[str]) -> None:
         super().__init__(spec)
         self.argv = argv
-        self.env = scrubbed_env_bytes()
         self._idle: list[Worker] = []
         self._all: set[Worker] = set()
         self._entered = False
@@ -143,7 +142,7 @@ class WorkerRunner(GraderRunner):
     def _start(self) -> Worker:
         if not self._entered:
             raise RuntimeError("WorkerRunner must be entered (async with) before grading")
-        worker = Worker(Child(self.argv, env=self.env, keep_stdin=True))
+        worker = Worker(Child(self.argv, env=scrubbed_env_bytes(), keep_stdin=True))
         self._all.add(worker)
         self.started += 1
         return worker
