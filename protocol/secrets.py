@@ -17,7 +17,7 @@ escaping an agent chose is seen through and a secret equal to a field name
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import orjson
@@ -55,9 +55,10 @@ def scrubbed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in env.items() if not is_secret_name(k)}
 
 
-def scrubbed_env_bytes() -> dict[bytes, bytes] | None:
+def scrubbed_env_bytes(keep: Collection[str] = ()) -> dict[bytes, bytes] | None:
     """The environment a grader starts with, taken at each start: None (inherit waza's as it is)
-    when no variable in it is secret-like, else :func:`scrubbed_env` encoded for the spawn.
+    when no variable in it is secret-like, else :func:`scrubbed_env` encoded for the spawn, with
+    the variables named in ``keep`` given back (the one key an isolated judge needs).
 
     Handing the child an environment makes ``subprocess`` encode and check every variable at
     every start (a tenth of a one-shot grader's spawn CPU); with nothing to remove, inheriting
@@ -65,7 +66,7 @@ def scrubbed_env_bytes() -> dict[bytes, bytes] | None:
     names = list(os.environ)
     if _marked.isdisjoint(names) and not _holds_secret_word("\0".join(names)):  # NUL: in no name
         return None
-    return {os.fsencode(k): os.fsencode(v) for k, v in scrubbed_env().items()}
+    return {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items() if k in keep or not is_secret_name(k)}
 
 
 class Redactor:

@@ -170,6 +170,7 @@ class ProcessRunner(GraderRunner):
     def __init__(self, spec: GraderSpec, argv: list[str]) -> None:
         super().__init__(spec)
         self.argv = argv
+        self.keep_env: list[str] = []  # secret-like variables given back to it (judges.pass_api_key)
 
     async def grade_alone(self, result: CaptureResult) -> Grade:
         # The request's JSON built straight from the result, no GraderRequest between.
@@ -183,7 +184,7 @@ class ProcessRunner(GraderRunner):
         """Run the grader on one request's JSON, in the result's directory where it still is one."""
         cwd = cwd if cwd and os.path.isdir(cwd) else None
         try:
-            out = await run_once(self.argv, stdin=payload, cwd=cwd, env=scrubbed_env_bytes(), timeout=self.timeout)
+            out = await run_once(self.argv, stdin=payload, cwd=cwd, env=scrubbed_env_bytes(self.keep_env), timeout=self.timeout)
         except OSError as exc:
             return self._error(f"cannot start grader {self.argv[0]!r}: {exc.strerror or exc}", started)
         details = {"stderr": out.stderr_tail} if out.stderr_tail else None

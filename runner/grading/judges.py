@@ -94,12 +94,12 @@ def apply(specs: list[GraderSpec], choice: JudgeChoice | None) -> None:
 def pass_api_key(runner: GraderRunner) -> None:
     """Isolated graders run with secrets scrubbed from their env; give back the one key the judge needs."""
     name = runner.spec.config.get("api_key_env")
-    env = getattr(runner, "env", None)
-    if not name or env is None:
+    keep = getattr(runner, "keep_env", None)
+    if not name or keep is None:
         return
     if name not in os.environ:
         raise ConfigError(f"environment variable {name} (the judge's api_key_env) is not set")
-    env[name] = os.environ[name]
+    keep.append(name)
 
 
 class LocalJudgeRunner(GraderRunner):

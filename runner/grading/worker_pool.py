@@ -121,6 +121,7 @@ class WorkerRunner(GraderRunner):
     def __init__(self, spec: GraderSpec, argv: list[str]) -> None:
         super().__init__(spec)
         self.argv = argv
+        self.keep_env: list[str] = []  # secret-like variables given back to it (judges.pass_api_key)
         self._idle: list[Worker] = []
         self._all: set[Worker] = set()
         self._entered = False
@@ -142,7 +143,7 @@ class WorkerRunner(GraderRunner):
     def _start(self) -> Worker:
         if not self._entered:
             raise RuntimeError("WorkerRunner must be entered (async with) before grading")
-        worker = Worker(Child(self.argv, env=scrubbed_env_bytes(), keep_stdin=True))
+        worker = Worker(Child(self.argv, env=scrubbed_env_bytes(self.keep_env), keep_stdin=True))
         self._all.add(worker)
         self.started += 1
         return worker
