@@ -10,6 +10,8 @@ up to a cap, past which the child is killed rather than buffered without end.
 from __future__ import annotations
 
 import asyncio
+import errno
+import functools
 import os
 import selectors
 import signal
@@ -254,8 +256,30 @@ class ProcessOutcome:
         return exit_parts(self.returncode)[1]
 
 
+@functools.cache
+def _new_session() -> bool:
+    """Whether a :class:`Child` gets a session of its own (and not only a process group of its own).
+
+    A session keeps a child off waza's controlling terminal: it cannot open
+    ``/dev/tty`` to read what the user types or write over waza's output. Without
+    a controlling terminal (CI, scripts, a service) there is nothing to keep it off,
+    and a session per child costs: where the kernel groups tasks by session for
+    CPU scheduling (autogroup, on by default in most Linux distributions), every
+    child becomes a scheduling group of its own, made and torn down per child
+    (README, Performance). Either way the child leads a process group, which is
+    what timeouts and interrupts kill.
+    """
+    try:
+        fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return exc.errno not in (errno.ENXIO, errno.ENOENT)  # no controlling terminal, or no such device
+    os.close(fd)
+    return True
+
+
 class Child(anyio.abc.ByteReceiveStream):
-    """A child in a session of its own, its pipes driven from the event loop with no transports and no threads.
+    """A child leading a process group (a session too, under a terminal), its pipes driven from the event loop
+    with no transports and no threads.
 
     One selector per child (epoll on Linux) watches its stdin, stdout and stderr
     and, where the kernel has pidfds, its exit; the event loop waits on that
@@ -315,7 +339,8 @@ class Child(anyio.abc.ByteReceiveStream):
                 stderr=pipes[1],
                 cwd=str(cwd) if cwd is not None else None,
                 env=env,
-                start_new_session=True,
+                start_new_session=_new_session(),
+                process_group=None if _new_session() else 0,  # a session leader already leads its group
             )
         except BaseException:
             self._close_pipes()

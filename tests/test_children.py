@@ -173,3 +173,50 @@ def test_without_pidfds_exits_are_still_seen_and_timeouts_kill_the_group(backend
     assert late == [4, None, "", "", False]
     assert slow[1] == signal.SIGKILL and slow[4] is True
     assert gone(int(pidfile.read_text()))
+
+
+PROBE = """
+import json, os
+try:
+    os.close(os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY))
+    tty = True
+except OSError:
+    tty = False
+print(json.dumps({"tty": tty, "session": os.getsid(0) == os.getpid(), "group": os.getpgid(0) == os.getpid()}))
+"""
+DRIVER = f"""
+import anyio, sys
+from waza.protocol.process import run_once
+out = anyio.run(run_once, [sys.executable, "-c", {PROBE!r}])
+sys.stdout.buffer.write(out.stdout)
+"""
+
+
+def _take_terminal() -> None:
+    import fcntl
+    import termios
+
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_a_child_leads_its_group_and_never_reaches_waza_s_terminal(terminal: bool) -> None:
+    """Under a controlling terminal a child gets a session of its own (so ``/dev/tty`` is out of its reach);
+    without one it stays in waza's session, where there is no terminal to reach, leading its own process group."""
+    master, slave = os.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", DRIVER],
+            stdin=slave if terminal else subprocess.DEVNULL,
+            capture_output=True,
+            start_new_session=True,  # a session of the test's own: a terminal only when given one
+            preexec_fn=_take_terminal if terminal else None,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen == {"tty": False, "session": terminal, "group": True}
