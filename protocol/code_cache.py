@@ -58,11 +58,10 @@ def compiled(source: str) -> CodeType:
         if type(code) is CodeType:
             return code
     code = compile(source, "<string>", "exec")
-    blob = _entries[source] = marshal.dumps(code)
     if _PATH and not sys.dont_write_bytecode:
         if not _new:
             atexit.register(_save, _PATH)
-        _new[source] = blob
+        _entries[source] = _new[source] = marshal.dumps(code)
     return code
 
 

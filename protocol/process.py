@@ -332,6 +332,7 @@ class Child(anyio.abc.ByteReceiveStream):
                 theirs.append(out_fd)
                 self._fds.append(ours)
                 pipes.append(out_fd)
+            session = _new_session()
             self._popen = subprocess.Popen(
                 list(argv),
                 stdin=stdin_fd,
@@ -339,8 +340,8 @@ class Child(anyio.abc.ByteReceiveStream):
                 stderr=pipes[1],
                 cwd=str(cwd) if cwd is not None else None,
                 env=env,
-                start_new_session=_new_session(),
-                process_group=None if _new_session() else 0,  # a session leader already leads its group
+                start_new_session=session,
+                process_group=None if session else 0,  # a session leader already leads its group
             )
         except BaseException:
             self._close_pipes()

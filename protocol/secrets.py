@@ -66,7 +66,9 @@ def scrubbed_env_bytes(keep: Collection[str] = ()) -> dict[bytes, bytes] | None:
     names = list(os.environ)
     if _marked.isdisjoint(names) and not _holds_secret_word("\0".join(names)):  # NUL: in no name
         return None
-    return {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items() if k in keep or not is_secret_name(k)}
+    env = scrubbed_env()
+    env.update((k, os.environ[k]) for k in keep if k in os.environ)
+    return {os.fsencode(k): os.fsencode(v) for k, v in env.items()}
 
 
 class Redactor:
