@@ -136,8 +136,10 @@ class HttpAdapter(Adapter):
         key = None
         if self.opts.cache:
             key = model_cache.key_of({"url": self._url(), "body": body, "trial": task.trial})
-            hit = model_cache.load(key, "agent")
-            if hit is not None and isinstance(hit.get("text"), str):
+            hit = model_cache.load(key)
+            usable = hit is not None and isinstance(hit.get("text"), str)
+            model_cache.count("agent", hit=usable)
+            if hit is not None and usable:
                 return _replay(hit, task.recorder)
         kept: dict[str, Any] = {}
         recorder = _Keeping(task.recorder, kept)
@@ -251,6 +253,9 @@ def _replay(hit: dict[str, Any], recorder: TrajectoryBuilder) -> tuple[str, str 
         recorder.emit(ThoughtChunk(hit["thought"], mid))
     recorder.emit(MessageChunk(hit["text"], mid))
     if isinstance(hit.get("usage"), dict):
-        recorder.emit(UsageUpdate(Usage.from_dict(hit["usage"])))
+        try:
+            recorder.emit(UsageUpdate(Usage.from_dict(hit["usage"])))
+        except (ValueError, TypeError):
+            pass  # an entry edited by hand: the reply stands, its unreadable usage is left out
     finish = hit.get("finish")
     return hit["text"], finish if isinstance(finish, str) else None

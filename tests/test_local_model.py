@@ -185,3 +185,23 @@ def test_a_model_that_cannot_be_served_is_a_usage_error(tmp_path):
     assert proc.returncode == 2 and proc.stdout == b""
     assert "local model server for bad.gguf exited with code 1" in proc.stderr.decode()
     assert "GGUF" in proc.stderr.decode()
+
+
+@pytest.mark.timeout(1800)
+def test_the_local_judge_is_cached_by_its_model_not_its_port(tmp_path):
+    """Each run starts the server on a new port; the second identical run is answered from the cache."""
+    source = write_jsonl(
+        tmp_path / "results.jsonl", [{"id": "a", "input": "Name a colour.", "output": "red", "status": "ungraded"}]
+    )
+    runs = []
+    for _ in range(2):
+        proc = run_waza(
+            "grade", source, "-g", "builtin:llm", "--grader-config", orjson.dumps(LEAN).decode(), "--judge", "local", *SLOW_OK,
+            cwd=tmp_path, timeout=900,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+        runs.append((read_jsonl(proc.stdout)[0]["grades"][0], proc.stderr.decode()))
+    (first, first_err), (second, second_err) = runs
+    assert "judge 0 hits, 1 miss" in first_err and "judge 1 hit, 0 misses" in second_err
+    assert first["details"]["cache"] == "miss" and second["details"]["cache"] == "hit"
+    assert (second["status"], second["score"]) == (first["status"], first["score"])
