@@ -1,7 +1,8 @@
 """prompt: an LLM judge with a multi-criteria rubric, replying in JSON (or text with a score line).
 
-The original waza's form is accepted too: ``prompt`` (instead of ``rubric``)
-holds instructions that tell the judge when to call ``set_waza_grade_pass``
+The original waza's form is accepted too: ``prompt`` (instead of ``rubric``;
+with both, ``prompt`` is used and ``rubric`` is reported as unused, as the
+original's prompt grader reads only ``prompt``) holds instructions that tell the judge when to call ``set_waza_grade_pass``
 and ``set_waza_grade_fail``. waza's judges answer in JSON, so the judge lists
 the calls it makes (``{"reasoning", "calls": [{"tool", "description",
 "reason"}]}``); score = passes / (passes + fails), pass = at least one pass
@@ -100,6 +101,8 @@ def unsupported(config: dict[str, Any]) -> list[tuple[str, str]]:
         out.append(("continue_session", "the judge sees the task, output and trajectory, not the agent's session"))
     if config.get("mode") == "pairwise":
         out.append(("mode", "pairwise judging is not available; use llm_comparison"))
+    if "prompt" in config and "rubric" in config:
+        out.append(("rubric", "prompt is given too, and the judge follows prompt, as the original's prompt grader does"))
     return out
 
 
@@ -122,8 +125,8 @@ async def _verdict_calls(request: GraderRequest) -> GraderResult:
 
 
 def check_config(config: dict[str, Any]) -> None:
-    _judging.check_judge_config(config)
-    if "prompt" in config:
+    if "prompt" in config:  # the prompt form: a rubric beside it is not used (as in the original), so not loaded
+        _judging.check_judge_config({k: v for k, v in config.items() if k != "rubric"})
         rubric_only = sorted({"criteria", "score_type", "response_format", "threshold"} & set(config))
         if rubric_only:
             raise ConfigError(
@@ -131,6 +134,7 @@ def check_config(config: dict[str, Any]) -> None:
                 field=rubric_only[0],
             )
         return
+    _judging.check_judge_config(config)
     clash = {"reasoning", "overall_score"} & set(config.get("criteria", []))
     if clash:
         raise ConfigError(f"criterion name {sorted(clash)[0]!r} is taken by the reply itself; rename it", field="criteria")
