@@ -220,6 +220,16 @@ def step_events(step: TrajectoryStep, number: int, ids: ToolCallIds) -> list[tup
     return [(RawUpdate(str(extra.get("kind", step.name or "event")), extra.get("data")), at)]
 
 
+def _keep_text_extras(recorded: list[TrajectoryStep], built: list[TrajectoryStep]) -> None:
+    """Give the rebuilt message and thought steps the ``extra`` they were recorded with (a Copilot message's
+    delta count: text events carry none), matched by type, turn and message id."""
+    kept = {(s.type, s.turn or 0, s.message_id): s.extra for s in recorded if s.extra and s.message_id is not None}
+    for step in built:
+        extra = kept.get((step.type, step.turn or 0, step.message_id)) if step.type in ("message", "thought") else None
+        if extra:
+            step.extra = {**(step.extra or {}), **extra}
+
+
 class ReplayAdapter(Adapter):
     name: ClassVar[str] = "replay"
     options: ClassVar[frozenset[str]] = frozenset({"replay_from"})
@@ -274,6 +284,7 @@ class ReplayAdapter(Adapter):
             recorder.turn = step.turn or 0
             for event, at in step_events(step, number, ids):
                 recorder.emit(event, at)
+        _keep_text_extras(steps, recorder.steps)
         if isinstance(value.get("output"), str):
             recorder.emit(FinalOutput(value["output"]))
         if usage is not None:
@@ -316,6 +327,7 @@ class ReplayAdapter(Adapter):
                     turn += 1
                     recorder.turn = turn
                 recorder.emit(event, at)
+        copilot.note_deltas(recorder.steps)
         if acp.stop_reason in STOP_REASONS:
             run.exit = Exit(stop_reason=acp.stop_reason)  # type: ignore[arg-type]
         return run
