@@ -74,6 +74,8 @@ class HttpAdapter(Adapter):
     def __init__(self, command: list[str], opts: AdapterOptions) -> None:
         super().__init__(command, opts)
         self._auth: dict[str, str] = {}
+        #: What the model cache knows the endpoint by instead of its URL (a local model: the model, not its port).
+        self.cache_as: str | None = None
 
     @classmethod
     def check(cls, command: list[str], opts: AdapterOptions) -> None:
@@ -135,7 +137,7 @@ class HttpAdapter(Adapter):
         body = self._body(messages)
         key = None
         if self.opts.cache:
-            key = model_cache.key_of({"url": self._url(), "body": body, "trial": task.trial})
+            key = model_cache.key_of({"url": self.cache_as or self._url(), "body": body, "trial": task.trial})
             hit = model_cache.load(key)
             usable = hit is not None and isinstance(hit.get("text"), str)
             model_cache.count("agent", hit=usable)

@@ -205,3 +205,13 @@ def test_the_local_judge_is_cached_by_its_model_not_its_port(tmp_path):
     assert "judge 0 hits, 1 miss" in first_err and "judge 1 hit, 0 misses" in second_err
     assert first["details"]["cache"] == "miss" and second["details"]["cache"] == "hit"
     assert (second["status"], second["score"]) == (first["status"], first["score"])
+
+
+@pytest.mark.timeout(1800)
+def test_the_local_model_agent_is_cached_by_its_model_not_its_port(tmp_path):
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "Name a colour."}])
+    args = ("capture", prompts, "--adapter", "http", "--local-model", "--max-tokens", "8", "--temperature", "0", "--cache")
+    first, second = (run_waza(*args, cwd=tmp_path, timeout=900) for _ in range(2))
+    assert first.returncode == 0 and second.returncode == 0, second.stderr.decode()[-2000:]
+    assert "agent 0 hits, 1 miss" in first.stderr.decode() and "agent 1 hit, 0 misses" in second.stderr.decode()
+    assert read_jsonl(first.stdout)[0]["output"] == read_jsonl(second.stdout)[0]["output"]

@@ -216,6 +216,7 @@ def with_local_model(cls: type[Adapter], model: Path) -> type[Adapter]:
             self._local = server.use()
             url = await self._local.__aenter__()
             self.opts = dataclasses.replace(self.opts, base_url=url, model=MODEL_NAME)
+            self.cache_as = identity(model)  # the port is new each run; --cache knows the model
             try:
                 return await super().__aenter__()
             except BaseException as exc:
