@@ -121,10 +121,11 @@ class CopilotMapper:
     def note_deltas(self, steps: list[TrajectoryStep]) -> None:
         """Write on each agent message step that arrived as deltas how many there were (see the module doc)."""
         for step in steps:
-            if step.type != "message" or step.role == "user" or step.message_id not in self._streamed:
+            mid = step.message_id
+            if step.type != "message" or step.role == "user" or mid is None or mid not in self._streamed:
                 continue
-            counted: dict[str, Any] = {"deltas": self._streamed[step.message_id]}
-            if step.message_id not in self._whole:
+            counted: dict[str, Any] = {"deltas": self._streamed[mid]}
+            if mid not in self._whole:
                 counted["final"] = False
             step.extra = {**(step.extra or {}), **counted}
 

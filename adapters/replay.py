@@ -223,7 +223,9 @@ def step_events(step: TrajectoryStep, number: int, ids: ToolCallIds) -> list[tup
 def _keep_text_extras(recorded: list[TrajectoryStep], built: list[TrajectoryStep]) -> None:
     """Give the rebuilt message and thought steps the ``extra`` they were recorded with (a Copilot message's
     delta count: text events carry none), matched by type, turn and message id."""
-    kept = {(s.type, s.turn or 0, s.message_id): s.extra for s in recorded if s.extra and s.message_id is not None}
+    kept: dict[tuple[str, int, str | None], dict[str, Any]] = {
+        (s.type, s.turn or 0, s.message_id): s.extra for s in recorded if s.extra and s.message_id is not None
+    }
     for step in built:
         extra = kept.get((step.type, step.turn or 0, step.message_id)) if step.type in ("message", "thought") else None
         if extra:

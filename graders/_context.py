@@ -68,12 +68,12 @@ def original_transcript(steps: list[Any]) -> list[dict[str, Any]]:
       which the original's collector drops.
     """
     out: list[dict[str, Any]] = []
-    messages: dict[tuple[Any, str], dict[str, Any]] = {}  # an agent message's event, by (turn, message id)
+    messages: dict[tuple[Any, Any], dict[str, Any]] = {}  # an agent message's event, by (turn, message id)
     for step in steps:
         if not isinstance(step, dict):
             continue
         kind = step.get("type")
-        extra = step.get("extra") if isinstance(step.get("extra"), dict) else {}
+        extra: dict[str, Any] = step["extra"] if isinstance(step.get("extra"), dict) else {}
         if kind == "message" and step.get("role") == "user":
             out.append({"type": "user.message", "content": step.get("content", "")})
         elif kind in ("message", "thought"):
@@ -108,10 +108,11 @@ def original_transcript(steps: list[Any]) -> list[dict[str, Any]]:
                     done["tool_result"] = _result(step)
                 out.append(done)
         elif kind == "event" and step.get("name") != INTENT_EVENT:
-            data = extra.get("data") if isinstance(extra.get("data"), dict) else {}
-            event = {"type": str(step.get("name", "event"))}
-            event.update((k, data[k]) for k in ("content", "message") if isinstance(data.get(k), str))
-            out.append(event)
+            data: dict[str, Any] = extra["data"] if isinstance(extra.get("data"), dict) else {}
+            out.append(
+                {"type": str(step.get("name", "event"))}
+                | {k: data[k] for k in ("content", "message") if isinstance(data.get(k), str)}
+            )
     return out
 
 

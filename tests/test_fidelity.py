@@ -21,7 +21,7 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.records import GraderRequest
 
 from .conftest import compat_path, read_jsonl, run_waza, write_jsonl
-from .fidelity.cases import CASES, NOT_TRANSCRIBED
+from .fidelity.cases import CASES, NOT_TRANSCRIBED, REAL_CONTEXT
 from .graders_support import in_process, step, write_files
 
 TARGET = 0.97
@@ -103,15 +103,7 @@ def test_agreement_share_is_at_least_97_percent(tmp_path):
 #: report_intent start and completion are dropped), and grades with this outcome, output and duration.
 REAL_SESSION = "waza-transcripts/copilot_events_using_skill.json"
 REAL_CONTEXT = {
-    "python": [
-        "len(transcript) == 10",
-        "len(errors) == 0",
-        "len(tool_calls) == 1",
-        "outcome['hello'] == 'world'",
-        "output == 'hello world'",
-        "duration_ms < 102 and duration_ms > 100",
-        "len(tool_calls[0]['result']['content']) > 0",
-    ],
+    "python": ["len(transcript) == 10", *REAL_CONTEXT],
     "javascript": [
         "transcript.length === 10",
         "errors.length === 0",
