@@ -126,6 +126,7 @@ def test_every_llm_grader_and_the_http_adapter_on_one_local_server(tmp_path):
         "--grader-config",
         orjson.dumps({**LEAN, "judge": "local"}).decode(),
         "--isolate",
+        "--no-cache",  # the same question as above: the cache would answer it (keyed by the model, not the port)
         *SLOW_OK,
         cwd=tmp_path,
         timeout=900,
