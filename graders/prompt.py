@@ -94,6 +94,9 @@ VERDICT_LEAD = (
 )
 
 
+UNUSED_RUBRIC = "prompt is given too, and the judge follows prompt, as the original's prompt grader does"
+
+
 def unsupported(config: dict[str, Any]) -> list[tuple[str, str]]:
     """Keys of the original's form this judge cannot honour, with why (reported by waza check and run)."""
     out = []
@@ -102,7 +105,7 @@ def unsupported(config: dict[str, Any]) -> list[tuple[str, str]]:
     if config.get("mode") == "pairwise":
         out.append(("mode", "pairwise judging is not available; use llm_comparison"))
     if "prompt" in config and "rubric" in config:
-        out.append(("rubric", "prompt is given too, and the judge follows prompt, as the original's prompt grader does"))
+        out.append(("rubric", UNUSED_RUBRIC))
     return out
 
 
@@ -120,8 +123,13 @@ async def _verdict_calls(request: GraderRequest) -> GraderResult:
         passed=passes > 0 and fails == 0,
         score=round(score, 6),
         reasoning=reasoning,
-        details={**done.details, "passes": passes, "fails": fails, "calls": calls},
+        details={**done.details, "passes": passes, "fails": fails, "calls": calls, **_unused(request.config)},
     )
+
+
+def _unused(config: dict[str, Any]) -> dict[str, Any]:
+    """A rubric given beside prompt, said in the details of every grade (the suites report it once too)."""
+    return {"unused": {"rubric": UNUSED_RUBRIC}} if "rubric" in config else {}
 
 
 def check_config(config: dict[str, Any]) -> None:

@@ -88,5 +88,6 @@ def test_a_suite_prompt_grader_with_both_prompt_and_rubric_follows_prompt_as_the
     done = run_waza("run", tmp_path / "eval.yaml", "--adapter", "exec", "--", sys.executable, agent)
     [line] = read_jsonl(done.stdout)
     assert line["grades"][0]["status"] == "passed" and line["grades"][0]["details"]["passes"] == 1, done.stderr
+    assert "prompt is given too" in line["grades"][0]["details"]["unused"]["rubric"]
     asked = seen.read_text()
     assert "PROMPT-TEXT" in asked and "RUBRIC-TEXT" not in asked
