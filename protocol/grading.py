@@ -261,6 +261,7 @@ def request_json(result: CaptureResult, config: dict[str, Any]) -> dict[str, Any
         "toolErrors": result.tool_errors,
         "trial": result.trial,
         "requestId": None,
+        **({"outcome": json_copy(result.outcome)} if result.outcome else {}),
     }
 
 
@@ -283,4 +284,5 @@ def request_for(result: CaptureResult, config: dict[str, Any]) -> GraderRequest:
         errors=result.errors,
         tool_errors=result.tool_errors,
         trial=result.trial,
+        unknown={"outcome": result.outcome} if result.outcome else {},
     )
