@@ -18,14 +18,7 @@ from typing import Any
 
 import orjson
 
-from .codec import builder
 from .records import PROTOCOL_VERSION, CaptureResult, Grade, GraderRequest, GraderResult, GradeStatus, Verdict
-
-# The records made for every graded result, made without the class call's overhead (``builder``).
-_grader_result = builder(GraderResult)
-_grade = builder(Grade)
-_verdict = builder(Verdict)
-_request = builder(GraderRequest)
 
 
 class GraderProtocolError(ValueError):
@@ -98,7 +91,7 @@ def normalize_result(value: Any) -> GraderResult:
         raise GraderProtocolError("grader result 'outcome' must be an object")
     if details is not None and not isinstance(details, dict):
         raise GraderProtocolError("grader result 'details' must be an object")
-    return _grader_result(
+    return GraderResult(
         passed=verdict,
         score=float(score) if score is not None else None,
         reasoning=reasoning,
@@ -114,7 +107,7 @@ def grade_from_result(name: str, result: GraderResult, *, weight: float, duratio
         status = "pending"
     else:
         status = "passed" if result.passed else "failed"
-    return _grade(
+    return Grade(
         name=name,
         status=status,
         passed=result.passed,
@@ -128,7 +121,7 @@ def grade_from_result(name: str, result: GraderResult, *, weight: float, duratio
 
 
 def error_grade(name: str, reason: str, *, weight: float, duration_ms: float, details: dict[str, Any] | None = None) -> Grade:
-    return _grade(
+    return Grade(
         name=name,
         status="error",
         reasoning="",
@@ -161,7 +154,7 @@ def aggregate(grades: Iterable[Grade]) -> Verdict | None:
         score = g.score
         if score is not None and g.weight > 0:
             score = score * g.weight / g.weight  # bit-for-bit what the weighted mean gives
-        return _verdict(
+        return Verdict(
             status=g.status,
             passed={"passed": True, "failed": False}.get(g.status),
             score=None if g.status == "error" else score,
@@ -180,14 +173,14 @@ def aggregate(grades: Iterable[Grade]) -> Verdict | None:
         score = sum(g.score for g in scored) / len(scored)  # type: ignore[misc]
     if errors:
         names = ", ".join(g.name for g in errors)
-        return _verdict(status="error", passed=None, score=None, reasoning=f"grader error: {names}")
+        return Verdict(status="error", passed=None, score=None, reasoning=f"grader error: {names}")
     if failed:
         names = ", ".join(g.name for g in failed)
-        return _verdict(status="failed", passed=False, score=score, reasoning=f"failed: {names}")
+        return Verdict(status="failed", passed=False, score=score, reasoning=f"failed: {names}")
     if pending:
         names = ", ".join(g.name for g in pending)
-        return _verdict(status="pending", passed=None, score=score, reasoning=f"pending review: {names}")
-    return _verdict(status="passed", passed=True, score=score, reasoning="all graders passed")
+        return Verdict(status="pending", passed=None, score=score, reasoning=f"pending review: {names}")
+    return Verdict(status="passed", passed=True, score=score, reasoning="all graders passed")
 
 
 def merged_outcome(grades: Iterable[Grade]) -> dict[str, Any]:
@@ -266,7 +259,7 @@ def request_json(result: CaptureResult, config: dict[str, Any]) -> dict[str, Any
 
 def request_for(result: CaptureResult, config: dict[str, Any]) -> GraderRequest:
     """The request a grader sees for a captured result; ``expected`` mirrors ``hint`` for older graders."""
-    return _request(
+    return GraderRequest(
         id=result.id,
         input=result.input,
         output=result.output,
