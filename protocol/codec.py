@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 import msgspec
 
 __all__ = ["Record", "RecordError", "always"]
 
 T = TypeVar("T")
-R = TypeVar("R", bound="Record")
 
 
 class RecordError(ValueError):
@@ -50,8 +49,8 @@ def always(value: T) -> T:
     """
     if isinstance(value, (list, dict)):
         empty = type(value)
-        return msgspec.field(default_factory=lambda: empty(value))  # type: ignore[no-any-return]
-    return msgspec.field(default_factory=lambda: value)  # type: ignore[no-any-return]
+        return msgspec.field(default_factory=lambda: empty(value))
+    return msgspec.field(default_factory=lambda: value)
 
 
 class Record(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True):
@@ -65,10 +64,10 @@ class Record(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields
     aliases: ClassVar[dict[str, str]] = {}
 
     @classmethod
-    def from_json(cls, data: bytes | str) -> Any:
+    def from_json(cls, data: bytes | str) -> Self:
         """The record encoded in ``data`` (one JSON object); RecordError names a bad field.
 
-        Malformed JSON raises ``msgspec.DecodeError``, a ValueError (a RecordError is one too).
+        Malformed JSON raises ``msgspec.DecodeError``.
         """
         try:
             obj = msgspec.json.decode(data, type=cls)
@@ -76,12 +75,12 @@ class Record(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields
             if not _loose(cls):
                 raise _record_error(exc) from None
             return cls.from_dict(msgspec.json.decode(data))
-        if _loose(cls) and obj.unknown:  # the input had a key named "unknown": not ours
+        if _loose(cls) and getattr(obj, "unknown", None):  # the input had a key named "unknown": not ours
             return cls.from_dict(msgspec.json.decode(data))
         return obj
 
     @classmethod
-    def from_dict(cls, data: Any) -> Any:
+    def from_dict(cls, data: Any) -> Self:
         """The record a JSON-shaped Python value describes (``dict`` keys are the JSON names)."""
         if _loose(cls) and isinstance(data, dict):
             known, extra = _split(cls, data)
@@ -90,7 +89,7 @@ class Record(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields
             except msgspec.ValidationError as exc:
                 raise _record_error(exc) from None
             if extra:
-                obj.unknown = extra  # type: ignore[attr-defined]
+                obj.unknown = extra  # type: ignore[attr-defined]  # the records that keep unknown keys
             return obj
         try:
             return msgspec.convert(data, cls)

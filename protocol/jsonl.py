@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+import msgspec
 import orjson
 
 from .codec import Record, RecordError
@@ -135,7 +136,7 @@ def decode_line(source: str, number: int, line: bytes, cls: type[R]) -> R:
         record: R = cls.from_json(line)
     except RecordError as exc:
         raise JsonlError(source, number, exc.message, exc.path) from None
-    except ValueError:  # not JSON at all
+    except msgspec.DecodeError:  # not JSON at all
         parse_line(source, number, line)
         raise JsonlError(source, number, "invalid JSON") from None
     return record

@@ -117,6 +117,7 @@ def schema_for(cls: type[Record]) -> dict[str, Any]:
     classes = {c.__name__: c for c in _record_classes() if c.__name__ in components}
     for name, component in components.items():
         _adapt(classes[name], component)
+    _order_alternatives(components)
     schema: dict[str, Any] = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": f"https://waza.dev/schemas/{cls.__name__}.json",
@@ -125,6 +126,18 @@ def schema_for(cls: type[Record]) -> dict[str, Any]:
     if components:
         schema["$defs"] = dict(sorted(components.items()))
     return schema
+
+
+def _order_alternatives(value: Any) -> None:
+    """Every ``anyOf`` in one order, null last (msgspec versions list a union's members differently)."""
+    if isinstance(value, dict):
+        if "anyOf" in value:
+            value["anyOf"].sort(key=lambda s: (s == {"type": "null"}, orjson.dumps(s, option=orjson.OPT_SORT_KEYS)))
+        for inner in value.values():
+            _order_alternatives(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            _order_alternatives(inner)
 
 
 def _record_classes(base: type[Record] = Record) -> list[type[Record]]:
