@@ -216,24 +216,12 @@ def json_copy(value: Any) -> Any:
         return copy.deepcopy(value)
 
 
-def _unshared(values: dict[str, Any]) -> dict[str, Any]:
-    """``values`` (a new dict) with each list or dict in it replaced by a copy; strings and numbers
-    cannot change, so they stay shared."""
-    for key, value in values.items():
-        if type(value) not in _IMMUTABLE:
-            values[key] = json_copy(value)
-    return values
-
-
-_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
-
-
 def request_json(result: CaptureResult, config: dict[str, Any]) -> dict[str, Any]:
     """``request_for(result, config).to_dict()`` built straight from the result: the JSON a grader
     process reads, for a Python function that takes it as a dict. It shares no list or dict with
-    ``result`` or ``config``, so the function may change it freely; unlike a JSON copy of the
-    whole request, the long strings (output, messages) are not copied, as they cannot change.
-    Together a third of what the record, its encoding and a whole copy cost."""
+    ``result`` or ``config`` (a record's ``to_dict`` makes new ones), so the function may change it
+    freely; unlike a JSON copy of the whole request, the long strings (output, messages) are not
+    copied, as they cannot change."""
     timing, usage, exit_ = result.timing, result.usage, result.exit
     return {
         "protocol": PROTOCOL_VERSION,
@@ -243,13 +231,13 @@ def request_json(result: CaptureResult, config: dict[str, Any]) -> dict[str, Any
         "hint": result.hint,
         "expected": result.hint,
         "reference": result.reference,
-        "trajectory": [_unshared(s.to_dict()) for s in result.trajectory],
+        "trajectory": [s.to_dict() for s in result.trajectory],
         "metadata": json_copy(result.metadata),
         "cwd": result.cwd,
         "config": json_copy(config),
-        "timing": None if timing is None else _unshared(timing.to_dict()),
-        "usage": None if usage is None else _unshared(usage.to_dict()),
-        "exit": None if exit_ is None else _unshared(exit_.to_dict()),
+        "timing": None if timing is None else timing.to_dict(),
+        "usage": None if usage is None else usage.to_dict(),
+        "exit": None if exit_ is None else exit_.to_dict(),
         "errors": json_copy(result.errors),
         "toolErrors": result.tool_errors,
         "trial": result.trial,

@@ -178,7 +178,7 @@ class ProcessRunner(GraderRunner):
         return await self._run(orjson.dumps(request_json(result, self.spec.config)), result.cwd, started)
 
     async def _grade(self, request: GraderRequest, started: float) -> Grade:
-        return await self._run(orjson.dumps(request.to_dict()), request.cwd, started)
+        return await self._run(request.to_json(), request.cwd, started)
 
     async def _run(self, payload: bytes, cwd: str | None, started: float) -> Grade:
         """Run the grader on one request's JSON, in the result's directory where it still is one."""
