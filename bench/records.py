@@ -11,8 +11,10 @@ constraints, descriptions) are written for each library into bench/.data, then:
 - encode: that object back to JSON bytes;
 - schema: the JSON Schema of CaptureResult, generated from the classes.
 
-Not a test: nothing here asserts, and CI does not run it. The README's
-"Dependencies" section says what these figures decided.
+pydantic is not one of waza's dependencies: install it beside waza to run this
+(``pip install pydantic``); without it, its row says so. Not a test: nothing
+here asserts, and CI does not run it. The README's "Dependencies" section says
+what these figures decided.
 """
 
 from __future__ import annotations
@@ -254,9 +256,15 @@ def sample_line() -> bytes:
     ).encode()
 
 
-def import_times(runs: int) -> dict[str, float]:
+def installed(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+def import_times(runs: int, names: list[str]) -> dict[str, float]:
     """Median wall time of a fresh interpreter importing each module (and of ``python -c pass``)."""
-    commands = {"python -c pass": "pass", **{name: f"import records_{name}" for name in LIBRARIES}}
+    commands = {"python -c pass": "pass", **{name: f"import records_{name}" for name in names}}
     samples: dict[str, list[float]] = {name: [] for name in commands}
     for i in range(runs):
         order = list(commands.items())
@@ -281,7 +289,8 @@ def main() -> None:
         (DATA / f"records_{name}.py").write_text(source)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(DATA)], check=True)
     line = sample_line()
-    imports = import_times(args.runs)
+    names = [name for name in LIBRARIES if installed(name)]
+    imports = import_times(args.runs, names)
     sys.path.insert(0, str(DATA))
     import importlib
 
@@ -290,6 +299,9 @@ def main() -> None:
     base = imports["python -c pass"]
     print(f"{'(pass)':10} {base * 1000:10.1f}")
     for name in LIBRARIES:
+        if name not in names:
+            print(f"{name:10} not installed (pip install {name})")
+            continue
         module = importlib.import_module(f"records_{name}")
         obj = module.decode(line)
         assert obj.status == "passed" and obj.grades[0].passed is True  # the same record, read by both
