@@ -45,7 +45,7 @@ def always(value: T) -> T:
 
     msgspec omits a value that *is* the field's default, or an empty collection
     from a ``list``/``dict``/``set`` factory; a value made by any other factory is
-    always written. tests/test_protocol.py holds msgspec to that.
+    always written. tests/test_records.py holds msgspec to that.
     """
     if isinstance(value, (list, dict)):
         empty = type(value)
@@ -107,8 +107,8 @@ class Record(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields
 
     def to_json(self) -> bytes:
         """The record as one line of JSON, without the newline."""
-        if _loose(type(self)):
-            return _encode(self.to_dict())
+        if "unknown" in self.__struct_fields__ and (getattr(self, "unknown") or not self.__struct_config__.omit_defaults):
+            return _encode(self.to_dict())  # unknown keys go beside the record's own; or an empty ``unknown`` would be written
         return _encode(self)
 
 
