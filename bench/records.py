@@ -4,7 +4,8 @@ The same record classes (a CaptureResult with its trajectory steps, timing,
 usage, exit, grades and verdict: camelCase names, ``pass`` for ``passed``,
 constraints, descriptions) are written for each library into bench/.data, then:
 
-- import: a fresh ``python -c "import <module>"`` (the library and the record
+- import: the CPU time (user + system, so a busy machine's waits do not count)
+  of a fresh ``python -c "import <module>"`` (the library and the record
   module), alternating between the libraries, median of ``--runs``, beside
   ``python -c pass``;
 - decode: a ~2 KB CaptureResult JSON line to a validated object (bytes in);
@@ -20,10 +21,10 @@ what these figures decided.
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
-import time
 import timeit
 from pathlib import Path
 
@@ -263,15 +264,16 @@ def installed(name: str) -> bool:
 
 
 def import_times(runs: int, names: list[str]) -> dict[str, float]:
-    """Median wall time of a fresh interpreter importing each module (and of ``python -c pass``)."""
+    """Median CPU time (user + system) of a fresh interpreter importing each module (and of ``python -c pass``)."""
     commands = {"python -c pass": "pass", **{name: f"import records_{name}" for name in names}}
     samples: dict[str, list[float]] = {name: [] for name in commands}
     for i in range(runs):
         order = list(commands.items())
         for name, code in order if i % 2 == 0 else reversed(order):
-            started = time.perf_counter()
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             subprocess.run([sys.executable, "-c", code], cwd=DATA, check=True)
-            samples[name].append(time.perf_counter() - started)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            samples[name].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     return {name: statistics.median(s) for name, s in samples.items()}
 
 
@@ -295,9 +297,9 @@ def main() -> None:
     import importlib
 
     print(f"CaptureResult line: {len(line):,} bytes; imports: median of {args.runs} fresh interpreters")
-    print(f"{'':10} {'import ms':>10} {'+ over pass':>12} {'decode µs':>10} {'encode µs':>10} {'schema µs':>10}")
+    print(f"{'':10} {'import CPU ms':>13} {'+ over pass':>12} {'decode µs':>10} {'encode µs':>10} {'schema µs':>10}")
     base = imports["python -c pass"]
-    print(f"{'(pass)':10} {base * 1000:10.1f}")
+    print(f"{'(pass)':10} {base * 1000:13.1f}")
     for name in LIBRARIES:
         if name not in names:
             print(f"{name:10} not installed (pip install {name})")
@@ -309,7 +311,7 @@ def main() -> None:
         encode_us = per_call(lambda m=module, o=obj: m.encode(o), 20_000)
         schema_us = per_call(module.schema, 200)
         t = imports[name]
-        print(f"{name:10} {t * 1000:10.1f} {(t - base) * 1000:12.1f} {decode_us:10.1f} {encode_us:10.1f} {schema_us:10.1f}")
+        print(f"{name:10} {t * 1000:13.1f} {(t - base) * 1000:12.1f} {decode_us:10.1f} {encode_us:10.1f} {schema_us:10.1f}")
 
 
 if __name__ == "__main__":
