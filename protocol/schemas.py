@@ -149,6 +149,8 @@ def _record_classes(base: type[Record] = Record) -> list[type[Record]]:
 
 
 def _adapt(cls: type[Record], component: dict[str, Any]) -> None:
+    if "description" in component:  # the class docstring, on one line (Python 3.13 dedents docstrings, 3.11 does not)
+        component["description"] = " ".join(component["description"].split())
     properties = component["properties"]
     if "unknown" in cls.__struct_fields__:
         del properties["unknown"]
