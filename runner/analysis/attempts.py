@@ -34,6 +34,7 @@ class Attempt:
     errors: list[str] = field(default_factory=list)
     usage: Usage | None = None
     exit: Exit | None = None
+    stderr: str | None = None
 
     @property
     def turns(self) -> list[str]:
@@ -57,6 +58,7 @@ def from_capture(result: CaptureResult) -> Attempt:
         errors=result.errors,
         usage=result.usage,
         exit=result.exit,
+        stderr=result.stderr,
     )
 
 
@@ -77,6 +79,7 @@ def from_trials(result: TrialResult) -> Iterator[Attempt]:
             errors=[entry.error] if entry.error else [],
             usage=entry.usage,
             exit=entry.exit,
+            stderr=entry.stderr,
         )
 
 
