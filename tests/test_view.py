@@ -139,7 +139,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("runs")
     made = root / "made"
     made.mkdir()
-    capture(made, "base.jsonl", "q4=error")
+    capture(made, "base.jsonl", "q4=crash")  # an agent error with a traceback on stderr
     capture(made, "cand.jsonl", "q2=fail")
     trials(made, "trials.jsonl", 3, "q1=1,3")
     (made / "prompts.jsonl").unlink()  # a prompts file is not a run and is not listed
@@ -469,3 +469,58 @@ def test_usage_errors_the_host_warning_and_ctrl_c(tmp_path):
         pass
     assert server.returncode == 130
     assert server.stderr is not None and server.stderr.read().decode() == "waza: interrupted by SIGINT\n"
+
+
+def test_why_a_result_errored_is_shown_and_searchable(server, page, tmp_path):
+    page.goto(server)
+    page.locator("#runs a", has_text="base.jsonl").click()
+    q4 = page.locator("#rows tr", has_text="q4")
+    assert q4.locator(".why-line").inner_text() == "agent exited with code 3"  # the first error line, in the list
+    assert page.locator("#rows .why-line").count() == 1  # only the errored row says why
+    page.fill("input[name=q]", "QUIZ_API_KEY")  # the agent's stderr is searched
+    page.press("input[name=q]", "Enter")
+    page.wait_for_url(re.compile(r"q=QUIZ"))
+    assert page.locator("#rows tr td:nth-child(2)").all_inner_texts() == ["q4"]
+    page.locator("#rows a.pid", has_text="q4").click()
+    page.wait_for_url(re.compile(r"/prompt\?"))
+    assert "KeyError: 'QUIZ_API_KEY'" in page.locator("pre.stderr").inner_text()
+    assert page.locator("pre.stderr").inner_text().startswith("Traceback (most recent call last):")
+    facts = page.locator(".prompt-body .facts").inner_text()
+    assert "no verdict (the agent errored)" in facts and "score" not in facts
+    # the hint grader failed the empty output: kept aside, closed, and said not to be a verdict
+    assert "Not a verdict" in page.locator("p.void").inner_text()
+    assert page.locator("details.void").get_attribute("open") is None
+    assert page.locator("table.grades").is_visible() is False
+    shot(page, tmp_path, "prompt-error")
+
+
+def test_charts_without_values_are_left_out(server, page):
+    page.goto(server)
+    page.locator("#runs a", has_text="hostile.jsonl").click()  # no scores kept, no timing, no usage
+    titles = page.locator("svg.chart").evaluate_all("charts => charts.map(c => c.getAttribute('aria-label'))")
+    assert titles == ["Score distribution", "Pass rate per grader"]  # two failed results scored 0 by one grader
+    assert page.locator("svg.chart", has_text="no values").count() == 0
+
+
+@pytest.mark.parametrize("where", ["run", "prompt", "compare", "runs"])
+def test_pages_do_not_scroll_sideways_at_400px(server, browser, where):
+    context = browser.new_context(viewport={"width": 400, "height": 800})
+    pg = context.new_page()
+    pg.set_default_timeout(WAIT_MS)
+    try:
+        pg.goto(server)
+        base = pg.locator("#runs a", has_text="base.jsonl").first.get_attribute("href")
+        cand = pg.locator("#runs a", has_text="cand.jsonl").first.get_attribute("href")
+        run_url = server.rstrip("/") + base
+        if where == "run":
+            pg.goto(run_url)
+        elif where == "prompt":
+            pg.goto(run_url.replace("/run?", "/prompt?") + "&i=2")  # q3: a tool call with JSON input and output
+        elif where == "compare":
+            a, b = (h.split("f=", 1)[1] for h in (base, cand))
+            pg.goto(f"{server}compare?a={a}&b={b}")
+            assert pg.locator("table.list").count() == 2
+        widths = pg.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert widths[0] <= widths[1], f"{where}: {widths[0]} px of content in a {widths[1]} px window"
+    finally:
+        context.close()

@@ -97,3 +97,21 @@ def trials_status(n: int, passes: int, statuses: list[str]) -> str:
     if n == 0:
         return "error" if "error" in statuses else "pending" if "pending" in statuses else "ungraded"
     return "passed" if passes == n else "failed" if passes == 0 else "flaky"
+
+
+#: Characters of the reason a list shows for an errored result (the result's own page shows all of it).
+WHY_LIMIT = 200
+
+
+def first_error_line(tries: list[Attempt]) -> str:
+    """Why a result errored, in one line: the first line of the first error of its first errored attempt
+    (the agent's errors, else a grader's); empty when none errored."""
+    for a in tries:
+        if a.status != "error":
+            continue
+        for text in a.errors + [g.error for g in a.grades if g.status == "error" and g.error]:
+            stripped = text.strip()
+            if stripped:
+                return stripped.splitlines()[0][:WHY_LIMIT]
+        return "error (no message)"
+    return ""

@@ -22,7 +22,7 @@ from waza.protocol.records import TrajectoryStep
 from waza.runner.analysis.attempts import Attempt, attempts
 from waza.runner.analysis.comparison import Bootstrap, Outcome, Run, capture_side, compare
 from waza.runner.analysis.summaries import step_text
-from waza.runner.reports.report_html import grades_html, step_html
+from waza.runner.reports.report_html import score_html, stderr_html, step_html, verdicts_html
 from waza.runner.view.html import badge, e, href, link, num, page, secs, table
 from waza.runner.view.index import Index, Registry, pair_key
 from waza.runner.view.pages import clipped
@@ -238,9 +238,10 @@ def _side(label: str, key: str, a: Attempt | None, output: str, steps: str) -> s
         return f'<div><h2>{e(label)}</h2><p class="empty">Not in {e(key)}.</p></div>'
     trial = f" trial {a.trial}" if a.trial is not None else ""
     return (
-        f'<div><h2>{e(label)}{e(trial)}</h2><p class="facts-line">{e(key)}</p><div class="facts">{badge(a.status)} score {num(a.score)} · {e(secs(a.duration) or "n/a")}</div>'
+        f'<div><h2>{e(label)}{e(trial)}</h2><p class="facts-line">{e(key)}</p><div class="facts">{badge(a.status)} {score_html(a)} · {e(secs(a.duration) or "n/a")}</div>'
         + "".join(f'<p class="error">{e(err)}</p>' for err in a.errors)
-        + f'<h4>Output</h4><pre class="output">{output}</pre><h4>Grades</h4>{grades_html(a.grades)}'
+        + stderr_html(a)
+        + f'<h4>Output</h4><pre class="output">{output}</pre><h4>Grades</h4>{verdicts_html(a)}'
         f'<h4>Trajectory ({len(a.trajectory)} steps)</h4><ol class="trajectory">{steps}</ol></div>'
     )
 

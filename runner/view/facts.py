@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from waza.protocol.records import CaptureResult
 from waza.protocol.trial_records import TrialResult
-from waza.runner.analysis.attempts import Attempt, attempts, trials_status
+from waza.runner.analysis.attempts import attempts, first_error_line, trials_status
 from waza.runner.analysis.trial_stats import SummaryBuilder
 
 __all__ = ["ID_LIMIT", "Fact", "FileTotals", "fact_of"]
@@ -55,24 +55,6 @@ def _sum(values: list[int | None]) -> int | None:
     return sum(known) if known else None
 
 
-#: Characters of the reason a list shows for an errored result (the prompt's page shows all of it).
-WHY_LIMIT = 200
-
-
-def why_of(tries: list[Attempt]) -> str:
-    """The first line of the first error of the first errored attempt (an agent error, else a grader's)."""
-    for a in tries:
-        if a.status != "error":
-            continue
-        texts = a.errors + [g.error for g in a.grades if g.status == "error" and g.error]
-        for text in texts:
-            line = text.strip().splitlines()[0] if text.strip() else ""
-            if line:
-                return line[:WHY_LIMIT]
-        return "error (no message)"
-    return ""
-
-
 def fact_of(result: CaptureResult | TrialResult) -> Fact:
     """The numbers of one result; an errored capture has no score (its graders judged an output that never came)."""
     tries = list(attempts(result))
@@ -83,10 +65,17 @@ def fact_of(result: CaptureResult | TrialResult) -> Fact:
     if isinstance(result, TrialResult):
         status = trials_status(result.n, result.passes, [a.status for a in tries])
         return Fact(
-            short, status, result.mean_score, duration, tokens, tools, trials=f"{result.passes}/{result.n}", why=why_of(tries)
+            short,
+            status,
+            result.mean_score,
+            duration,
+            tokens,
+            tools,
+            trials=f"{result.passes}/{result.n}",
+            why=first_error_line(tries),
         )
     score = None if result.status == "error" else tries[0].score
-    return Fact(short, result.status, score, duration, tokens, tools, trial=result.trial, why=why_of(tries))
+    return Fact(short, result.status, score, duration, tokens, tools, trial=result.trial, why=first_error_line(tries))
 
 
 @dataclass
