@@ -16,11 +16,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import orjson
 import pytest
 
@@ -524,3 +527,106 @@ def test_pages_do_not_scroll_sideways_at_400px(server, browser, where):
         assert widths[0] <= widths[1], f"{where}: {widths[0]} px of content in a {widths[1]} px window"
     finally:
         context.close()
+
+
+def simple_rows(prefix: str, n: int, status: str = "passed") -> list[dict]:
+    return [
+        {
+            "id": f"{prefix}{i}",
+            "input": "x",
+            "output": f"answer {i}",
+            "status": status,
+            "score": {"status": status, "pass": True, "score": 1.0},
+        }
+        for i in range(n)
+    ]
+
+
+def wait_listed(client, *names: str) -> str:
+    for _ in range(300):
+        html = client.get("/api/runs").json()["html"]
+        if all(name in html for name in names):
+            return html
+        time.sleep(0.1)
+    raise AssertionError(f"{names} never listed: {html}")
+
+
+def test_a_fifo_or_a_symlink_swapped_in_blocks_no_request(tmp_path):
+    runs, outside = tmp_path / "runs", tmp_path / "outside"
+    runs.mkdir()
+    outside.mkdir()
+    secret = write_jsonl(outside / "secret.jsonl", simple_rows("SECRET-", 2))
+    (runs / "link.jsonl").symlink_to(secret)  # points outside the directory: neither listed nor served
+    (runs / "linked").symlink_to(outside, target_is_directory=True)
+    good = write_jsonl(runs / "good.jsonl", simple_rows("g", 3))
+    write_jsonl(runs / "other.jsonl", simple_rows("g", 3, "failed"))
+    with viewer(runs) as (url, _), httpx.Client(base_url=url, timeout=60) as client:
+        listed = wait_listed(client, "good.jsonl", "other.jsonl")
+        assert "SECRET" not in listed and "link.jsonl" not in listed and "linked" not in listed
+        for link in (runs / "link.jsonl", runs / "linked" / "secret.jsonl", secret):
+            assert client.get("/run", params={"f": str(link)}).status_code == 404
+        key, other = str(good), str(runs / "other.jsonl")
+        assert client.get("/prompt", params={"f": key, "i": 0}).status_code == 200
+        good.unlink()
+        os.mkfifo(good)  # no writer will ever come: an open for reading without O_NONBLOCK would wait forever
+        reads = [
+            ("/prompt", {"f": key, "i": 0}),
+            ("/run", {"f": key, "q": "answer"}),
+            ("/compare/prompt", {"a": key, "b": other, "id": "g0"}),
+            ("/compare", {"a": key, "b": other}),  # first asked after the swap: nothing cached
+        ]
+        with ThreadPoolExecutor(max_workers=64) as pool:  # more requests at once than the server has worker threads
+            answers = list(
+                pool.map(lambda n: httpx.get(url.rstrip("/") + reads[n % 4][0], params=reads[n % 4][1], timeout=60), range(96))
+            )
+        assert {a.status_code for a in answers[:3]} == {409}  # the file is read again for these: refused at once
+        assert answers[3].status_code == 200 and "regressed" in answers[3].text  # from the index, no read at all
+        assert "not a regular file" in answers[0].text or "FIFO" in answers[0].text
+        assert client.get("/").status_code == 200  # still answering
+        assert "not read" in wait_listed(client, "not read")  # the list says why the file is not shown
+        good.unlink()
+        good.symlink_to(secret)  # the same name, now a symlink to a file outside
+        for path, params in reads[:3]:
+            answer = client.get(path, params=params)
+            assert answer.status_code == 409 and "SECRET" not in answer.text
+        compared = client.get("/compare", params={"a": key, "b": other})
+        assert compared.status_code == 200 and "SECRET" not in compared.text
+
+
+def read_bytes_so_far() -> int:
+    """Bytes this process has read with read() so far (Linux's /proc/self/io rchar)."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="counts bytes read through Linux's /proc/self/io")
+@pytest.mark.parametrize("inotify", [True, False])
+def test_a_torn_last_line_is_read_once_not_at_every_look(tmp_path, inotify):
+    from waza.runner.view.index import Registry
+
+    run = write_jsonl(tmp_path / "run.jsonl", simple_rows("r", 3))
+    registry = Registry(roots=[tmp_path], files=[], inotify=inotify)
+    registry.scan()
+    (index,) = registry.listing()
+    torn = 40_000_000
+    with run.open("ab") as out:
+        out.write(b'{"id": "torn", "input": "x", "status": "passed", "output": "' + b"A" * torn)
+        out.flush()
+        before = read_bytes_so_far()
+        registry.catch_up(registry.listing())
+        assert read_bytes_so_far() - before >= torn  # read once, to find it unfinished
+        assert len(index.columns) == 3
+        before = read_bytes_so_far()
+        for _ in range(20):
+            registry.catch_up(registry.listing())
+        assert read_bytes_so_far() - before < 1_000_000  # not again while it does not grow
+        out.write(b"B" * 5000)  # it grows, still unfinished: only the new bytes are looked at
+        out.flush()
+        before = read_bytes_so_far()
+        registry.catch_up(registry.listing())
+        assert read_bytes_so_far() - before < 1_000_000
+        out.write(b'"}\n')
+    registry.catch_up(registry.listing())
+    assert index.columns.ids[-1] == "torn" and len(index.columns) == 4

@@ -259,6 +259,17 @@ class Index:
         cls = TrialResult if self.kind == "trials" else CaptureResult
         return cls.from_dict(value)
 
+    def records(self) -> Iterator[Result]:
+        """Every indexed record in file order, through one open of the file."""
+        if self.kind == "suite":
+            yield from self._suite_trials()
+            return
+        cls = TrialResult if self.kind == "trials" else CaptureResult
+        with self.lock:
+            upto = len(self.columns)
+        for _, raw in self.raw_lines(upto):
+            yield cls.from_dict(orjson.loads(raw))
+
     def raw_lines(self, upto: int) -> Iterator[tuple[int, bytes]]:
         """(index, raw line) for the first ``upto`` indexed lines, streamed (for search)."""
         if self.kind == "suite":
