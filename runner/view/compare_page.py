@@ -77,10 +77,17 @@ def run_of(index: Index) -> Run | str:
             for o in index.outcomes:
                 ks.update(o.pass_at_k)
         else:
-            outcomes = {
-                key: Outcome(capture_side(c.statuses[i], None if math.isnan(c.scores[i]) else c.scores[i], "exclude"))
-                for key, i in index.first_line.items()
-            }
+            # Outcomes are only read by the comparison: one per distinct (status, score), shared by the prompts
+            # that have it, instead of one per prompt.
+            shared: dict[tuple[str, float | None], Outcome] = {}
+            outcomes = {}
+            for key, i in index.first_line.items():
+                score: float | None = c.scores[i]
+                pair = (c.statuses[i], None if math.isnan(score) else score)  # type: ignore[arg-type]
+                outcome = shared.get(pair)  # type: ignore[arg-type]
+                if outcome is None:
+                    outcome = shared[pair] = Outcome(capture_side(pair[0], pair[1], "exclude"))  # type: ignore[index]
+                outcomes[key] = outcome
     info = RunInfo(label=index.key, source=index.key, kind=index.kind, results=len(outcomes))  # type: ignore[arg-type]
     return Run(info, outcomes, sorted(ks))
 
