@@ -18,6 +18,7 @@ and a document larger than :data:`DOC_LIMIT` are reported, not read.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import os
@@ -81,7 +82,7 @@ class Place:
         real = path.resolve()
         return cls(real.parent, (real.name,))
 
-    @property
+    @functools.cached_property
     def path(self) -> Path:
         return self.root.joinpath(*self.parts)
 
@@ -630,6 +631,10 @@ class Registry:
         """Find new files and read whatever changed, once (used before serving, and by tests)."""
         self.discover()
         self.catch_up(self.listing())
+
+    def signature(self) -> int:
+        """A number that changes whenever anything the runs list shows may have changed (cheap: no row is drawn)."""
+        return hash(tuple((i.key, i.scanned, i.size, i.error, i.bad_lines, i.growing) for i in self.listing()))
 
     def get(self, key: str) -> Index | None:
         with self._lock:

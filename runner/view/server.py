@@ -92,9 +92,13 @@ def build_app(registry: Registry, roots: list[str], allowed_hosts: list[str]) ->
         return HTMLResponse(runs_page(registry, roots, p.get("sort", "file"), p.get("dir") == "desc", p.get("q", "")))
 
     def api_runs(request: Request) -> Response:
+        """The runs list's rows; ``v`` is the signature the page last got: nothing changed, nothing is drawn."""
         p = request.query_params
+        version = str(registry.signature())
+        if p.get("v") == version:
+            return Response(orjson.dumps({"same": True, "v": version}), media_type="application/json")
         rows = runs_rows(registry, p.get("sort", "file"), p.get("dir") == "desc", p.get("q", ""))
-        return Response(orjson.dumps({"html": "".join(rows)}), media_type="application/json")
+        return Response(orjson.dumps({"html": "".join(rows), "v": version}), media_type="application/json")
 
     def run(request: Request) -> Response:
         index = index_of(request)
