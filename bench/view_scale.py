@@ -50,30 +50,16 @@ def graded(i: int, rng: random.Random, fail: bool) -> dict[str, object]:
     return row
 
 
-def write_run(path: Path, count: int, flip: int = 0) -> Path:
-    """``count`` graded results, every 7th failed; with ``flip``, every flip-th verdict turned round."""
-    if path.exists():
-        return path
-    rng = random.Random(7)
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("wb") as f:
-        for i in range(count):
-            fail = i % 7 == 0
-            if flip and i % flip == 0:
-                fail = not fail
-            f.write(orjson.dumps(graded(i, rng, fail), option=orjson.OPT_APPEND_NEWLINE))
-    tmp.rename(path)
-    return path
-
-
-def write_gigabytes(path: Path, gigabytes: float, flip: int = 0) -> Path:
+def write_run(path: Path, *, count: int = 0, gigabytes: float = 0.0, flip: int = 0) -> Path:
+    """Graded results, every 7th failed, until ``count`` results or ``gigabytes`` are written; with ``flip``,
+    every flip-th verdict turned round (a candidate run that regressed on some prompts and improved on others)."""
     if path.exists():
         return path
     rng = random.Random(7)
     tmp = path.with_suffix(".tmp")
     limit, size, i = gigabytes * 1e9, 0, 0
     with tmp.open("wb") as f:
-        while size < limit:
+        while (count and i < count) or (limit and size < limit):
             fail = i % 7 == 0
             if flip and i % flip == 0:
                 fail = not fail
@@ -250,8 +236,8 @@ def main() -> None:
     DATA.mkdir(exist_ok=True)
     rows: list[tuple[str, str, str]] = []
     if "view" in only:
-        a = write_run(DATA / f"view-{args.results}-a.jsonl", args.results)
-        b = write_run(DATA / f"view-{args.results}-b.jsonl", args.results, flip=10)
+        a = write_run(DATA / f"view-{args.results}-a.jsonl", count=args.results)
+        b = write_run(DATA / f"view-{args.results}-b.jsonl", count=args.results, flip=10)
         size = a.stat().st_size / 1e6
         pages = [first_page_and_index(a) for _ in range(args.runs)]
         page = statistics.median(p for p, _ in pages)
@@ -266,8 +252,8 @@ def main() -> None:
         bare = median(lambda: timed([PY, "-c", BARE, str(a)]), args.runs)
         rows.append(("  bare orjson pass over one run", f"{bare:.2f} s", ""))
     if "cli" in only:
-        big = write_gigabytes(DATA / f"cli-{args.gb:g}GB-a.jsonl", args.gb)
-        big_b = write_gigabytes(DATA / f"cli-{args.gb:g}GB-b.jsonl", args.gb, flip=10)
+        big = write_run(DATA / f"cli-{args.gb:g}GB-a.jsonl", gigabytes=args.gb)
+        big_b = write_run(DATA / f"cli-{args.gb:g}GB-b.jsonl", gigabytes=args.gb, flip=10)
         bare = median(lambda: timed([PY, "-c", BARE, str(big)]), args.runs)
         rows.append((f"bare orjson pass over {args.gb:g} GB", f"{bare:.2f} s", ""))
         if shutil.which("jq"):

@@ -630,3 +630,34 @@ def test_a_torn_last_line_is_read_once_not_at_every_look(tmp_path, inotify):
         out.write(b'"}\n')
     registry.catch_up(registry.listing())
     assert index.columns.ids[-1] == "torn" and len(index.columns) == 4
+
+
+@pytest.mark.parametrize("inotify", [True, False])
+def test_the_indexer_follows_new_directories_files_and_lines(tmp_path, inotify):
+    """With inotify (Linux) and with the stat fallback: a new directory, a new file in it and a new line are seen."""
+    from waza.runner.view.index import Registry
+
+    registry = Registry(roots=[tmp_path], files=[], inotify=inotify)
+    registry.start()
+    try:
+
+        def until(test) -> None:
+            for _ in range(600):
+                if test():
+                    return
+                time.sleep(0.05)
+            raise AssertionError("never seen")
+
+        time.sleep(0.5)
+        assert registry.watching is (inotify and sys.platform.startswith("linux"))
+        (tmp_path / "later" / "deeper").mkdir(parents=True)
+        run = write_jsonl(tmp_path / "later" / "deeper" / "run.jsonl", simple_rows("n", 2))
+        until(lambda: any(i.path == run and len(i.columns) == 2 for i in registry.listing()))
+        with run.open("ab") as f:
+            f.write(orjson.dumps(simple_rows("m", 1)[0]) + b"\n")
+        until(lambda: len(registry.get(str(run)).columns) == 3)
+        (tmp_path / "link.jsonl").symlink_to(run)  # never listed, whichever way changes are seen
+        time.sleep(1)
+        assert [i.path for i in registry.listing()] == [run]
+    finally:
+        registry.stop()
