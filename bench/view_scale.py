@@ -138,8 +138,8 @@ def first_page_and_index(run: Path) -> tuple[float, float]:
             answer = v.client.get("/run", params={"f": key})
             return answer.status_code == 200 and answer.text.count('class="pid"') >= 100
 
-        page = v.until(first_page)
-        whole = v.until(v.indexed)
+        page = v.until(first_page, 0.05)
+        whole = v.until(v.indexed, 0.1)  # asked 10 times a second, so the asking does not slow the indexer much
         return page, whole
     finally:
         v.close()
