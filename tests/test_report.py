@@ -135,12 +135,6 @@ def test_html_for_trials_opens_the_first_trial(tmp_path, browser):
     assert "trial 2" in browser.js("document.querySelector('details.prompt[data-id=\"q1\"]').innerText")
 
 
-def test_report_errors(tmp_path):
-    assert run_waza("report", tmp_path / "missing.jsonl").returncode == 2
-    assert run_waza("report", "-", "--format", "pdf", input=b"").returncode == 2
-    assert b"Example" in run_waza("report", "--help").stdout
-
-
 def test_html_shows_why_a_prompt_errored_and_finds_it(tmp_path, browser):
     page = tmp_path / "why.html"
     results = capture(tmp_path, "r.jsonl", "q2=fail", "q4=crash")  # q4: the agent dies with a traceback on stderr
@@ -163,3 +157,9 @@ def test_html_shows_why_a_prompt_errored_and_finds_it(tmp_path, browser):
     assert browser.js(visible) == ["q4"]
     assert browser.js("[...document.querySelectorAll('tr[data-for]')].filter(r => !r.hidden).length") == 1
     assert browser.js("document.getElementById('shown').innerText") == "1 shown"
+
+
+def test_report_errors(tmp_path):
+    assert run_waza("report", tmp_path / "missing.jsonl").returncode == 2
+    assert run_waza("report", "-", "--format", "pdf", input=b"").returncode == 2
+    assert b"Example" in run_waza("report", "--help").stdout
