@@ -135,6 +135,30 @@ def test_html_for_trials_opens_the_first_trial(tmp_path, browser):
     assert "trial 2" in browser.js("document.querySelector('details.prompt[data-id=\"q1\"]').innerText")
 
 
+def test_html_shows_why_a_prompt_errored_and_finds_it(tmp_path, browser):
+    page = tmp_path / "why.html"
+    results = capture(tmp_path, "r.jsonl", "q2=fail", "q4=crash")  # q4: the agent dies with a traceback on stderr
+    assert run_waza("report", results, "-f", "html", "-o", page).returncode == 0
+    browser.open(page)
+    row = "document.querySelector('tr[data-for=\"p4\"]')"
+    assert browser.js(f"{row}.querySelector('.why-line').innerText") == "agent exited with code 3"
+    assert browser.js(f"{row}.cells[3].innerText") == ""  # no score shown for an output that never came
+    assert browser.js("document.querySelectorAll('.why-line').length") == 1
+    browser.click('details.prompt[data-id="q4"] > summary')
+    body = "document.querySelector('details.prompt[data-id=\"q4\"] .body')"
+    assert "KeyError: 'QUIZ_API_KEY'" in browser.js(f"{body}.querySelector('pre.stderr').innerText")
+    assert "no verdict (the agent errored)" in browser.js(f"{body}.querySelector('.facts').innerText")
+    assert browser.js(f"{body}.querySelector('table.grades').checkVisibility()") is False  # kept aside, closed
+    # the search box finds the prompt by a word of its agent's stderr, and hides the others and their rows
+    browser.js(
+        "(() => { const b = document.getElementById('find'); b.value = 'quiz_api_key'; b.dispatchEvent(new Event('input')); })()"
+    )
+    visible = "[...document.querySelectorAll('details.prompt')].filter(d => d.checkVisibility()).map(d => d.dataset.id)"
+    assert browser.js(visible) == ["q4"]
+    assert browser.js("[...document.querySelectorAll('tr[data-for]')].filter(r => !r.hidden).length") == 1
+    assert browser.js("document.getElementById('shown').innerText") == "1 shown"
+
+
 def test_report_errors(tmp_path):
     assert run_waza("report", tmp_path / "missing.jsonl").returncode == 2
     assert run_waza("report", "-", "--format", "pdf", input=b"").returncode == 2

@@ -16,11 +16,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import orjson
 import pytest
 
@@ -139,7 +142,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("runs")
     made = root / "made"
     made.mkdir()
-    capture(made, "base.jsonl", "q4=error")
+    capture(made, "base.jsonl", "q4=crash")  # an agent error with a traceback on stderr
     capture(made, "cand.jsonl", "q2=fail")
     trials(made, "trials.jsonl", 3, "q1=1,3")
     (made / "prompts.jsonl").unlink()  # a prompts file is not a run and is not listed
@@ -239,7 +242,9 @@ def test_run_page_filter_search_and_plots(server, page, tmp_path):
     page.locator("th a", has_text="score").click()
     page.locator("th a", has_text="score ▼").click()  # lowest score first
     page.wait_for_url(re.compile(r"sort=score(?!.*dir=desc)"))
-    assert page.locator("#rows tr td:nth-child(2)").all_inner_texts()[0] == "q4"
+    # q4 errored: its graders judged an output that never came, so it has no score and sorts last either way
+    assert page.locator("#rows tr td:nth-child(2)").all_inner_texts()[-1] == "q4"
+    assert page.locator("#rows tr", has_text="q4").locator("td").nth(3).inner_text() == "n/a"
     page.locator("a.filter[data-filter=error]").click()
     page.wait_for_url(re.compile(r"status=error"))
     assert page.locator("#rows tr td:nth-child(2)").all_inner_texts() == ["q4"]
@@ -467,3 +472,192 @@ def test_usage_errors_the_host_warning_and_ctrl_c(tmp_path):
         pass
     assert server.returncode == 130
     assert server.stderr is not None and server.stderr.read().decode() == "waza: interrupted by SIGINT\n"
+
+
+def test_why_a_result_errored_is_shown_and_searchable(server, page, tmp_path):
+    page.goto(server)
+    page.locator("#runs a", has_text="base.jsonl").click()
+    q4 = page.locator("#rows tr", has_text="q4")
+    assert q4.locator(".why-line").inner_text() == "agent exited with code 3"  # the first error line, in the list
+    assert page.locator("#rows .why-line").count() == 1  # only the errored row says why
+    page.fill("input[name=q]", "QUIZ_API_KEY")  # the agent's stderr is searched
+    page.press("input[name=q]", "Enter")
+    page.wait_for_url(re.compile(r"q=QUIZ"))
+    assert page.locator("#rows tr td:nth-child(2)").all_inner_texts() == ["q4"]
+    page.locator("#rows a.pid", has_text="q4").click()
+    page.wait_for_url(re.compile(r"/prompt\?"))
+    assert "KeyError: 'QUIZ_API_KEY'" in page.locator("pre.stderr").inner_text()
+    assert page.locator("pre.stderr").inner_text().startswith("Traceback (most recent call last):")
+    facts = page.locator(".prompt-body .facts").inner_text()
+    assert "no verdict (the agent errored)" in facts and "score" not in facts
+    # the hint grader failed the empty output: kept aside, closed, and said not to be a verdict
+    assert "Not a verdict" in page.locator("p.void").inner_text()
+    assert page.locator("details.void").get_attribute("open") is None
+    assert page.locator("table.grades").is_visible() is False
+    shot(page, tmp_path, "prompt-error")
+
+
+def test_charts_without_values_are_left_out(server, page):
+    page.goto(server)
+    page.locator("#runs a", has_text="hostile.jsonl").click()  # no scores kept, no timing, no usage
+    titles = page.locator("svg.chart").evaluate_all("charts => charts.map(c => c.getAttribute('aria-label'))")
+    assert titles == ["Score distribution", "Pass rate per grader"]  # two failed results scored 0 by one grader
+    assert page.locator("svg.chart", has_text="no values").count() == 0
+
+
+@pytest.mark.parametrize("where", ["run", "prompt", "compare", "runs"])
+def test_pages_do_not_scroll_sideways_at_400px(server, browser, where):
+    context = browser.new_context(viewport={"width": 400, "height": 800})
+    pg = context.new_page()
+    pg.set_default_timeout(WAIT_MS)
+    try:
+        pg.goto(server)
+        base = pg.locator("#runs a", has_text="base.jsonl").first.get_attribute("href")
+        cand = pg.locator("#runs a", has_text="cand.jsonl").first.get_attribute("href")
+        run_url = server.rstrip("/") + base
+        if where == "run":
+            pg.goto(run_url)
+        elif where == "prompt":
+            pg.goto(run_url.replace("/run?", "/prompt?") + "&i=2")  # q3: a tool call with JSON input and output
+        elif where == "compare":
+            a, b = (h.split("f=", 1)[1] for h in (base, cand))
+            pg.goto(f"{server}compare?a={a}&b={b}")
+            assert pg.locator("table.list").count() == 2
+        widths = pg.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert widths[0] <= widths[1], f"{where}: {widths[0]} px of content in a {widths[1]} px window"
+    finally:
+        context.close()
+
+
+def simple_rows(prefix: str, n: int, status: str = "passed") -> list[dict]:
+    return [
+        {
+            "id": f"{prefix}{i}",
+            "input": "x",
+            "output": f"answer {i}",
+            "status": status,
+            "score": {"status": status, "pass": True, "score": 1.0},
+        }
+        for i in range(n)
+    ]
+
+
+def wait_listed(client, *names: str) -> str:
+    for _ in range(300):
+        html = client.get("/api/runs").json()["html"]
+        if all(name in html for name in names):
+            return html
+        time.sleep(0.1)
+    raise AssertionError(f"{names} never listed: {html}")
+
+
+def test_a_fifo_or_a_symlink_swapped_in_blocks_no_request(tmp_path):
+    runs, outside = tmp_path / "runs", tmp_path / "outside"
+    runs.mkdir()
+    outside.mkdir()
+    secret = write_jsonl(outside / "secret.jsonl", simple_rows("SECRET-", 2))
+    (runs / "link.jsonl").symlink_to(secret)  # points outside the directory: neither listed nor served
+    (runs / "linked").symlink_to(outside, target_is_directory=True)
+    good = write_jsonl(runs / "good.jsonl", simple_rows("g", 3))
+    write_jsonl(runs / "other.jsonl", simple_rows("g", 3, "failed"))
+    with viewer(runs) as (url, _), httpx.Client(base_url=url, timeout=60) as client:
+        listed = wait_listed(client, "good.jsonl", "other.jsonl")
+        assert "SECRET" not in listed and "link.jsonl" not in listed and "linked" not in listed
+        for link in (runs / "link.jsonl", runs / "linked" / "secret.jsonl", secret):
+            assert client.get("/run", params={"f": str(link)}).status_code == 404
+        key, other = str(good), str(runs / "other.jsonl")
+        assert client.get("/prompt", params={"f": key, "i": 0}).status_code == 200
+        good.unlink()
+        os.mkfifo(good)  # no writer will ever come: an open for reading without O_NONBLOCK would wait forever
+        reads = [
+            ("/prompt", {"f": key, "i": 0}),
+            ("/run", {"f": key, "q": "answer"}),
+            ("/compare/prompt", {"a": key, "b": other, "id": "g0"}),
+            ("/compare", {"a": key, "b": other}),  # first asked after the swap: nothing cached
+        ]
+        with ThreadPoolExecutor(max_workers=64) as pool:  # more requests at once than the server has worker threads
+            answers = list(
+                pool.map(lambda n: httpx.get(url.rstrip("/") + reads[n % 4][0], params=reads[n % 4][1], timeout=60), range(96))
+            )
+        assert {a.status_code for a in answers[:3]} == {409}  # the file is read again for these: refused at once
+        assert answers[3].status_code == 200 and "regressed" in answers[3].text  # from the index, no read at all
+        assert "not a regular file" in answers[0].text or "FIFO" in answers[0].text
+        assert client.get("/").status_code == 200  # still answering
+        assert "not read" in wait_listed(client, "not read")  # the list says why the file is not shown
+        good.unlink()
+        good.symlink_to(secret)  # the same name, now a symlink to a file outside
+        for path, params in reads[:3]:
+            answer = client.get(path, params=params)
+            assert answer.status_code == 409 and "SECRET" not in answer.text
+        compared = client.get("/compare", params={"a": key, "b": other})
+        assert compared.status_code == 200 and "SECRET" not in compared.text
+
+
+def read_bytes_so_far() -> int:
+    """Bytes this process has read with read() so far (Linux's /proc/self/io rchar)."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="counts bytes read through Linux's /proc/self/io")
+@pytest.mark.parametrize("inotify", [True, False])
+def test_a_torn_last_line_is_read_once_not_at_every_look(tmp_path, inotify):
+    from waza.runner.view.index import Registry
+
+    run = write_jsonl(tmp_path / "run.jsonl", simple_rows("r", 3))
+    registry = Registry(roots=[tmp_path], files=[], inotify=inotify)
+    registry.scan()
+    (index,) = registry.listing()
+    torn = 40_000_000
+    with run.open("ab") as out:
+        out.write(b'{"id": "torn", "input": "x", "status": "passed", "output": "' + b"A" * torn)
+        out.flush()
+        before = read_bytes_so_far()
+        registry.catch_up(registry.listing())
+        assert read_bytes_so_far() - before >= torn  # read once, to find it unfinished
+        assert len(index.columns) == 3
+        before = read_bytes_so_far()
+        for _ in range(20):
+            registry.catch_up(registry.listing())
+        assert read_bytes_so_far() - before < 1_000_000  # not again while it does not grow
+        out.write(b"B" * 5000)  # it grows, still unfinished: only the new bytes are looked at
+        out.flush()
+        before = read_bytes_so_far()
+        registry.catch_up(registry.listing())
+        assert read_bytes_so_far() - before < 1_000_000
+        out.write(b'"}\n')
+    registry.catch_up(registry.listing())
+    assert index.columns.ids[-1] == "torn" and len(index.columns) == 4
+
+
+@pytest.mark.parametrize("inotify", [True, False])
+def test_the_indexer_follows_new_directories_files_and_lines(tmp_path, inotify):
+    """With inotify (Linux) and with the stat fallback: a new directory, a new file in it and a new line are seen."""
+    from waza.runner.view.index import Registry
+
+    registry = Registry(roots=[tmp_path], files=[], inotify=inotify)
+    registry.start()
+    try:
+
+        def until(test) -> None:
+            for _ in range(600):
+                if test():
+                    return
+                time.sleep(0.05)
+            raise AssertionError("never seen")
+
+        time.sleep(0.5)
+        assert registry.watching is (inotify and sys.platform.startswith("linux"))
+        (tmp_path / "later" / "deeper").mkdir(parents=True)
+        run = write_jsonl(tmp_path / "later" / "deeper" / "run.jsonl", simple_rows("n", 2))
+        until(lambda: any(i.path == run and len(i.columns) == 2 for i in registry.listing()))
+        with run.open("ab") as f:
+            f.write(orjson.dumps(simple_rows("m", 1)[0]) + b"\n")
+        until(lambda: len(registry.get(str(run)).columns) == 3)
+        (tmp_path / "link.jsonl").symlink_to(run)  # never listed, whichever way changes are seen
+        time.sleep(1)
+        assert [i.path for i in registry.listing()] == [run]
+    finally:
+        registry.stop()

@@ -34,6 +34,7 @@ class Attempt:
     errors: list[str] = field(default_factory=list)
     usage: Usage | None = None
     exit: Exit | None = None
+    stderr: str | None = None
 
     @property
     def turns(self) -> list[str]:
@@ -57,6 +58,7 @@ def from_capture(result: CaptureResult) -> Attempt:
         errors=result.errors,
         usage=result.usage,
         exit=result.exit,
+        stderr=result.stderr,
     )
 
 
@@ -77,6 +79,7 @@ def from_trials(result: TrialResult) -> Iterator[Attempt]:
             errors=[entry.error] if entry.error else [],
             usage=entry.usage,
             exit=entry.exit,
+            stderr=entry.stderr,
         )
 
 
@@ -94,3 +97,21 @@ def trials_status(n: int, passes: int, statuses: list[str]) -> str:
     if n == 0:
         return "error" if "error" in statuses else "pending" if "pending" in statuses else "ungraded"
     return "passed" if passes == n else "failed" if passes == 0 else "flaky"
+
+
+#: Characters of the reason a list shows for an errored result (the result's own page shows all of it).
+WHY_LIMIT = 200
+
+
+def first_error_line(tries: list[Attempt]) -> str:
+    """Why a result errored, in one line: the first line of the first error of its first errored attempt
+    (the agent's errors, else a grader's); empty when none errored."""
+    for a in tries:
+        if a.status != "error":
+            continue
+        for text in a.errors + [g.error for g in a.grades if g.status == "error" and g.error]:
+            stripped = text.strip()
+            if stripped:
+                return stripped.splitlines()[0][:WHY_LIMIT]
+        return "error (no message)"
+    return ""

@@ -16,7 +16,7 @@ by N times the number of strata, whatever the file size.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,12 @@ EXCERPT_WIDTH = 240
 
 def items(path: str) -> Iterator[CaptureResult]:
     """Every graded output in a capture or trials file, as a CaptureResult (trials carry their number)."""
-    for _, record in ResultsFile(path):
+    return items_of(record for _, record in ResultsFile(path))
+
+
+def items_of(records: Iterable[CaptureResult | TrialResult]) -> Iterator[CaptureResult]:
+    """:func:`items` over records already read."""
+    for record in records:
         if isinstance(record, TrialResult):
             yield from _trial_items(record)
         else:

@@ -55,15 +55,19 @@ class Bootstrap:
     level: float
 
 
-def capture_outcome(result: CaptureResult, errors: ErrorPolicy) -> Outcome:
-    if result.status in ("passed", "failed"):
-        passed: bool | None = result.status == "passed"
-    elif result.status == "error" and errors == "fail":
+def capture_side(status: str, score: float | None, errors: ErrorPolicy) -> Side:
+    """What a comparison counts of a capture result with this status and aggregate score."""
+    if status in ("passed", "failed"):
+        passed: bool | None = status == "passed"
+    elif status == "error" and errors == "fail":
         passed = False
     else:
         passed = None
-    score = result.score.score if result.score and passed is not None else None
-    return Outcome(Side(status=result.status, passed=passed, score=score))
+    return Side(status=status, passed=passed, score=score if passed is not None else None)
+
+
+def capture_outcome(result: CaptureResult, errors: ErrorPolicy) -> Outcome:
+    return Outcome(capture_side(result.status, result.score.score if result.score else None, errors))
 
 
 def trials_outcome(result: TrialResult, errors: ErrorPolicy, ks: list[int]) -> Outcome:

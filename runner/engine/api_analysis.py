@@ -51,20 +51,25 @@ def show_key(key: Key) -> str:
 
 def load_labels(path: str) -> tuple[dict[Key, CalibrationLabel], int]:
     """Labels by (id, trial); lines still null are counted, a repeated (id, trial) is an error."""
+    return labels_from(read_records(path, CalibrationLabel), display_name(path))
+
+
+def labels_from(numbered: Iterable[tuple[int, CalibrationLabel]], source: str) -> tuple[dict[Key, CalibrationLabel], int]:
+    """:func:`load_labels` over labels already read (``source`` names them in errors)."""
     labels: dict[Key, CalibrationLabel] = {}
     lines: dict[Key, int] = {}
     unlabelled = 0
-    for number, label in read_records(path, CalibrationLabel):
+    for number, label in numbered:
         key = (label.id, label.trial)
         if key in lines:
-            raise JsonlError(display_name(path), number, f"{show_key(key)} is labelled twice (first on line {lines[key]})", "id")
+            raise JsonlError(source, number, f"{show_key(key)} is labelled twice (first on line {lines[key]})", "id")
         lines[key] = number
         if label.passed is None:
             unlabelled += 1
         else:
             labels[key] = label
     if not labels:
-        raise ConfigError(f'{display_name(path)}: no line has "pass" set to true or false yet')
+        raise ConfigError(f'{source}: no line has "pass" set to true or false yet')
     return labels, unlabelled
 
 

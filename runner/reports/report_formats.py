@@ -23,7 +23,7 @@ from xml.sax.saxutils import quoteattr
 
 from waza.protocol.records import CaptureResult
 from waza.protocol.trial_records import TrialResult
-from waza.runner.analysis.attempts import Attempt, attempts, trials_status
+from waza.runner.analysis.attempts import Attempt, attempts, first_error_line, trials_status
 from waza.runner.analysis.runs import ResultsFile
 from waza.runner.analysis.summaries import step_line, summarize, summary_markdown
 from waza.runner.reports.markdown import cell, num, one_line, table
@@ -63,10 +63,13 @@ class Row:
     duration: int | None
     tool_calls: int
     trials: str | None
+    why: str = ""  # an errored prompt: the first line of its first error
+    verdict: bool = True  # False when the agent itself failed: its graders judged an output that never came
 
     @classmethod
     def of(cls, e: Entry) -> Row:
-        return cls(e.number, e.id, e.status, e.score, e.duration, e.tool_calls, e.trials)
+        verdict = not any(a.status == "error" and a.errors for a in e.attempts) or e.trials is not None
+        return cls(e.number, e.id, e.status, e.score, e.duration, e.tool_calls, e.trials, first_error_line(e.attempts), verdict)
 
 
 def entry_for(number: int, result: CaptureResult | TrialResult) -> Entry:

@@ -106,8 +106,34 @@ def grades_html(grades: list[Grade]) -> str:
     )
 
 
+def agent_failed(a: Attempt) -> bool:
+    """The agent itself failed (not a grader): whatever its graders said was said of an output that never came."""
+    return a.status == "error" and bool(a.errors)
+
+
+def score_html(a: Attempt) -> str:
+    return "no verdict (the agent errored)" if agent_failed(a) else f"score {num(a.score)}"
+
+
+def verdicts_html(a: Attempt) -> str:
+    """The grades, or for an agent that failed, the grades kept aside: they judged an empty output, not the agent."""
+    if not agent_failed(a) or not a.grades:
+        return grades_html(a.grades)
+    return (
+        '<p class="muted void">Not a verdict: the agent errored, so its graders judged an output that never came.</p>'
+        f'<details class="void"><summary>grades given anyway ({len(a.grades)})</summary>{grades_html(a.grades)}</details>'
+    )
+
+
+def stderr_html(a: Attempt) -> str:
+    """The agent's own last words on stderr (a traceback, a missing key): often the why of an error."""
+    if not a.stderr:
+        return ""
+    return f'<h4>Agent stderr</h4><pre class="stderr">{e(a.stderr)}</pre>'
+
+
 def attempt_html(a: Attempt) -> str:
-    """Input, output, errors, grades and the trajectory of one attempt."""
+    """Input, output, errors, the agent's stderr, grades and the trajectory of one attempt."""
     turns = "".join(f"<li><pre>{e(t)}</pre></li>" for t in a.turns)
     errors = "".join(f'<p class="error">{e(err)}</p>' for err in a.errors)
     usage = ""
@@ -119,11 +145,11 @@ def attempt_html(a: Attempt) -> str:
         exit_ = f" · exit: {e(', '.join(parts))}" if parts else ""
     steps = "".join(step_html(s) for s in a.trajectory)
     return (
-        f'<div class="facts">{badge(a.status)} score {num(a.score)} · {e(_secs(a.duration) or "n/a")}{usage}{exit_}</div>'
-        f"{errors}"
+        f'<div class="facts">{badge(a.status)} {score_html(a)} · {e(_secs(a.duration) or "n/a")}{usage}{exit_}</div>'
+        f"{errors}{stderr_html(a)}"
         f'<h4>Input</h4><ol class="turns">{turns}</ol>'
         f'<h4>Output</h4><pre class="output">{e(a.output)}</pre>'
-        f"<h4>Grades</h4>{grades_html(a.grades)}"
+        f"<h4>Grades</h4>{verdicts_html(a)}"
         f'<h4>Trajectory ({len(a.trajectory)} steps)</h4><ol class="trajectory">{steps}</ol>'
     )
 
@@ -132,7 +158,7 @@ def entry_html(entry: Entry) -> str:
     """A prompt's collapsible section; for trials one nested section per trial, the first one open."""
     head = (
         f'<summary><span class="num">{entry.number}</span> <span class="pid">{e(entry.id)}</span> {badge(entry.status)}'
-        f' <span class="muted">score {num(entry.score)}'
+        f' <span class="muted">{score_html(entry.attempts[0]) if entry.trials is None else f"score {num(entry.score)}"}'
         + (f" · {e(entry.trials)} trials passed" if entry.trials else "")
         + "</span></summary>"
     )
@@ -173,22 +199,35 @@ ol.trajectory{list-style:none;padding:0;margin:0}.step{border-left:3px solid var
 .step.tool_call{border-color:#fbbf24}.tool .name{font-family:ui-monospace,monospace;font-weight:600}
 .step.plan{border-color:#c084fc}.tag{font-size:11px;color:var(--muted);border:1px solid var(--line);border-radius:6px;padding:0 4px}
 .io .label{font-size:11px;color:var(--muted)}.error{color:#991b1b;font-weight:600}.why{white-space:pre-wrap}
-td a{color:inherit}
+td a{color:inherit}.why-line{font-size:12px;color:#7c2d12;word-break:break-word;max-width:60ch}
+pre.stderr{background:#fff7ed;border-left:3px solid #d97706}.void{font-style:italic}
+input[type=search]{border:1px solid var(--line);border-radius:6px;padding:3px 8px;font:inherit;min-width:0}
 """
 
 JS = """
 (function(){
+  var want='all', query='';
   function show(id){var d=document.getElementById(id);if(d){d.open=true;d.scrollIntoView({block:'start'});}}
+  function apply(){
+    document.querySelectorAll('details.prompt').forEach(function(d){
+      var ok=(want==='all'||d.getAttribute('data-status')===want)&&(!query||d.textContent.toLowerCase().indexOf(query)>=0);
+      d.hidden=!ok;
+      var row=document.querySelector('tr[data-for="'+d.id+'"]');if(row){row.hidden=!ok;}
+    });
+    var n=document.querySelectorAll('details.prompt:not([hidden])').length;
+    var c=document.getElementById('shown');if(c){c.textContent=n+' shown';}
+  }
   document.addEventListener('click',function(ev){
     var link=ev.target.closest('a[data-open]');
     if(link){ev.preventDefault();show(link.getAttribute('data-open'));history.replaceState(null,'','#'+link.getAttribute('data-open'));return;}
     var f=ev.target.closest('button[data-filter]');
-    if(f){var want=f.getAttribute('data-filter');
-      document.querySelectorAll('button[data-filter]').forEach(function(b){b.classList.toggle('on',b===f);});
-      document.querySelectorAll('[data-status]').forEach(function(el){el.hidden=want!=='all'&&el.getAttribute('data-status')!==want;});return;}
+    if(f){want=f.getAttribute('data-filter');
+      document.querySelectorAll('button[data-filter]').forEach(function(b){b.classList.toggle('on',b===f);});apply();return;}
     var x=ev.target.closest('button[data-expand]');
     if(x){var open=x.getAttribute('data-expand')==='open';document.querySelectorAll('details.prompt').forEach(function(d){d.open=open;});}
   });
+  var box=document.getElementById('find');
+  if(box){box.addEventListener('input',function(){query=box.value.trim().toLowerCase();apply();});}
   if(location.hash.length>1){show(location.hash.slice(1));}
 })();
 """
@@ -205,9 +244,10 @@ class HtmlReport:
         trials = any(r.trials is not None for r in rows)
         head_cells = ["#", "id", "status", "score", "time", "tool calls"] + (["passes"] if trials else [])
         body_rows = "".join(
-            f'<tr data-status="{e(r.status)}"><td class="num">{r.number}</td>'
-            f'<td><a href="#p{r.number}" data-open="p{r.number}">{e(r.id)}</a></td><td>{badge(r.status)}</td>'
-            f"<td>{num(r.score)}</td><td>{e(_secs(r.duration))}</td><td>{r.tool_calls}</td>"
+            f'<tr data-for="p{r.number}"><td class="num">{r.number}</td>'
+            f'<td><a href="#p{r.number}" data-open="p{r.number}">{e(r.id)}</a></td><td>{badge(r.status)}'
+            + (f'<div class="why-line">{e(r.why)}</div>' if r.why else "")
+            + f"</td><td>{num(r.score) if r.verdict else ''}</td><td>{e(_secs(r.duration))}</td><td>{r.tool_calls}</td>"
             + (f"<td>{e(r.trials)}</td>" if trials else "")
             + "</tr>"
             for r in rows
@@ -224,6 +264,8 @@ class HtmlReport:
             f"<title>{e(title)}</title><style>{CSS}</style></head><body>"
             f'<h1>{e(title)}</h1><p class="muted">{e(totals.describe())}</p>'
             f'<div class="controls">{buttons}<span style="flex:1"></span>'
+            '<input type="search" id="find" placeholder="search ids, outputs, errors, agent stderr">'
+            '<span class="muted" id="shown"></span>'
             '<button data-expand="open">expand all</button><button data-expand="close">collapse all</button></div>'
             f'<table class="summary"><thead><tr>{"".join(f"<th>{h}</th>" for h in head_cells)}</tr></thead>'
             f"<tbody>{body_rows}</tbody></table><h2>Prompts</h2>\n"

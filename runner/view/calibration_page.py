@@ -10,11 +10,11 @@ confusion matrix are the ones the command prints.
 from __future__ import annotations
 
 from waza.protocol.errors import ConfigError
-from waza.protocol.jsonl import JsonlError
-from waza.protocol.trial_records import Agreement, CalibrationReport
-from waza.runner.analysis.calibration import items
+from waza.protocol.jsonl import JsonlError, decode_line, iter_lines
+from waza.protocol.trial_records import Agreement, CalibrationLabel, CalibrationReport
+from waza.runner.analysis.calibration import items_of
 from waza.runner.view.html import e, href, page, table
-from waza.runner.view.index import Registry
+from waza.runner.view.index import Index, Registry
 from waza.runner.view.svg import confusion
 
 __all__ = ["agreement_html", "calibration_page"]
@@ -66,20 +66,23 @@ def _report_html(report: CalibrationReport) -> str:
     return head + "".join(agreement_html(a) for a in report.comparisons)
 
 
-def compute(labels_path: str, results_path: str, results_name: str) -> CalibrationReport:
-    """What ``waza calibrate RESULTS --labels SHEET`` reports, computed by its own functions."""
-    from waza.runner.engine.api_analysis import Comparisons, load_labels
+def compute(sheet: Index, run: Index) -> CalibrationReport:
+    """What ``waza calibrate RESULTS --labels SHEET`` reports, computed by its own functions over both files
+    as the viewer reads them (each opened once, confined and non-blocking, like every read of the viewer)."""
+    from waza.runner.engine.api_analysis import Comparisons, labels_from
 
-    labels, unlabelled = load_labels(labels_path)
+    with sheet.place.open() as stream:
+        numbered = ((n, decode_line(sheet.key, n, line, CalibrationLabel)) for n, line in iter_lines(stream, sheet.key))
+        labels, unlabelled = labels_from(numbered, sheet.key)
     tally = Comparisons.ordered(None, labelled=True)
     found = set()
-    for result in items(results_path):
+    for result in items_of(run.records()):
         key = (result.id, result.trial)
         if key in labels:
             found.add(key)
             tally.add(result, None, labels[key], None)
     return CalibrationReport(
-        results=results_name,
+        results=run.key,
         items=tally.items,
         unlabelled=unlabelled,
         unmatched=[k[0] if k[1] is None else f"{k[0]}#{k[1]}" for k in labels if k not in found],
@@ -138,7 +141,7 @@ def calibration_page(registry: Registry, labels: str, results: str, report: str)
         body += '<p class="empty">Pick a labelled sheet (from <code>waza calibrate --sample</code>, with "pass" filled in) and the results it was drawn from.</p>'
         return page("Calibration", body + _reports(registry), active="/calibration")
     try:
-        body += _report_html(compute(str(sheet.path), str(run.path), run.key))
-    except (JsonlError, ConfigError) as exc:
+        body += _report_html(compute(sheet, run))
+    except (JsonlError, ConfigError, OSError, ValueError) as exc:
         body += f'<p class="error">{e(exc)}</p>'
     return page("Calibration", body + _reports(registry), active="/calibration")

@@ -10,21 +10,21 @@ marked, and the trajectories with the steps that differ marked.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import threading
 from collections.abc import Sequence
 from itertools import zip_longest
 
-from waza.protocol.analysis_records import Difference, KDifference, PairedComparison
+from waza.protocol.analysis_records import Difference, KDifference, PairedComparison, RunInfo
 from waza.protocol.errors import ConfigError
-from waza.protocol.jsonl import JsonlError
 from waza.protocol.records import TrajectoryStep
 from waza.runner.analysis.attempts import Attempt, attempts
-from waza.runner.analysis.comparison import Bootstrap, compare, load_run
+from waza.runner.analysis.comparison import Bootstrap, Outcome, Run, capture_side, compare
 from waza.runner.analysis.summaries import step_text
-from waza.runner.reports.report_html import grades_html, step_html
+from waza.runner.reports.report_html import score_html, stderr_html, step_html, verdicts_html
 from waza.runner.view.html import badge, e, href, link, num, page, secs, table
-from waza.runner.view.index import Index, Registry
+from waza.runner.view.index import Index, Registry, pair_key
 from waza.runner.view.pages import clipped
 
 __all__ = ["compare_page", "compare_prompt_page"]
@@ -58,17 +58,52 @@ def _picker(registry: Registry, a: str, b: str) -> str:
     )
 
 
+def run_of(index: Index) -> Run | str:
+    """The run as ``waza compare`` loads it (errors excluded), from the index: no file is read again.
+
+    A file ``waza compare`` would refuse (a bad line, an id twice, no results) gives the reason instead.
+    """
+    with index.lock:
+        if index.problems:
+            return index.problems[0]
+        if index.duplicate:
+            return index.duplicate
+        if not index.first_line:
+            return f"{index.key}: holds no results"
+        c = index.columns
+        ks: set[int] = set()
+        if index.kind == "trials":
+            outcomes = {key: index.outcomes[i] for key, i in index.first_line.items()}
+            for o in index.outcomes:
+                ks.update(o.pass_at_k)
+        else:
+            # Outcomes are only read by the comparison: one per distinct (status, score), shared by the prompts
+            # that have it, instead of one per prompt.
+            shared: dict[tuple[str, float | None], Outcome] = {}
+            outcomes = {}
+            for key, i in index.first_line.items():
+                score: float | None = c.scores[i]
+                pair = (c.statuses[i], None if math.isnan(score) else score)  # type: ignore[arg-type]
+                outcome = shared.get(pair)  # type: ignore[arg-type]
+                if outcome is None:
+                    outcome = shared[pair] = Outcome(capture_side(pair[0], pair[1], "exclude"))  # type: ignore[index]
+                outcomes[key] = outcome
+    info = RunInfo(label=index.key, source=index.key, kind=index.kind, results=len(outcomes))  # type: ignore[arg-type]
+    return Run(info, outcomes, sorted(ks))
+
+
 def comparison(a: Index, b: Index) -> PairedComparison | str:
     """The comparison of two indexed runs (cached until either file changes), or why there is none."""
     key = (a.key, b.key, a.size, b.size)
     with _cache_lock:
         if key in _cache:
             return _cache[key]
+    base, cand = run_of(a), run_of(b)
+    if isinstance(base, str) or isinstance(cand, str):
+        return base if isinstance(base, str) else str(cand)
     try:
-        result: PairedComparison | str = compare(
-            load_run(str(a.path), a.key, "exclude"), load_run(str(b.path), b.key, "exclude"), BOOT
-        )
-    except (JsonlError, ConfigError) as exc:
+        result: PairedComparison | str = compare(base, cand, BOOT)
+    except ConfigError as exc:
         result = str(exc)
     with _cache_lock:
         _cache.clear()
@@ -137,6 +172,11 @@ def compare_page(registry: Registry, a: str, b: str, show: str) -> str:
     if base is None or cand is None or base.kind not in ("capture", "trials") or cand.kind not in ("capture", "trials"):
         body += '<p class="empty">Pick a baseline and a candidate: prompts are paired by id.</p>'
         return page("Compare", body, active="/compare")
+    busy = [i for i in (base, cand) if not i.caught_up]
+    if busy:
+        done = ", ".join(f"{i.key} {i.scanned / i.size if i.size else 1:.0%}" for i in busy)
+        body += f'<p class="live" id="indexing">Indexing ({e(done)}); this page reloads itself until both runs are read.</p>'
+        return page("Compare", body, active="/compare", refresh=1)
     c = comparison(base, cand)
     if isinstance(c, str):
         return page("Compare", body + f'<p class="error">{e(c)}</p>', active="/compare")
@@ -205,9 +245,10 @@ def _side(label: str, key: str, a: Attempt | None, output: str, steps: str) -> s
         return f'<div><h2>{e(label)}</h2><p class="empty">Not in {e(key)}.</p></div>'
     trial = f" trial {a.trial}" if a.trial is not None else ""
     return (
-        f'<div><h2>{e(label)}{e(trial)}</h2><p class="facts-line">{e(key)}</p><div class="facts">{badge(a.status)} score {num(a.score)} · {e(secs(a.duration) or "n/a")}</div>'
+        f'<div><h2>{e(label)}{e(trial)}</h2><p class="facts-line">{e(key)}</p><div class="facts">{badge(a.status)} {score_html(a)} · {e(secs(a.duration) or "n/a")}</div>'
         + "".join(f'<p class="error">{e(err)}</p>' for err in a.errors)
-        + f'<h4>Output</h4><pre class="output">{output}</pre><h4>Grades</h4>{grades_html(a.grades)}'
+        + stderr_html(a)
+        + f'<h4>Output</h4><pre class="output">{output}</pre><h4>Grades</h4>{verdicts_html(a)}'
         f'<h4>Trajectory ({len(a.trajectory)} steps)</h4><ol class="trajectory">{steps}</ol></div>'
     )
 
@@ -217,7 +258,7 @@ def _attempts(index: Index | None, id_: str) -> list[Attempt]:
     if index is None:
         return []
     with index.lock:
-        i = index.first_line.get(id_[:300])
+        i = index.first_line.get(pair_key(id_))
     if i is None:
         return []
     return [clipped(a) for a in attempts(index.record(i))]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from waza.protocol.records import CaptureResult
 from waza.protocol.trial_records import TrialResult
-from waza.runner.analysis.attempts import attempts, trials_status
+from waza.runner.analysis.attempts import attempts, first_error_line, from_capture, trials_status
 from waza.runner.analysis.trial_stats import SummaryBuilder
 
 __all__ = ["ID_LIMIT", "Fact", "FileTotals", "fact_of"]
@@ -38,6 +38,7 @@ class Fact:
     tool_calls: int
     trials: str | None = None  # "passes/n" for trials files
     trial: int | None = None
+    why: str = ""  # an errored result: the first line of its first error
 
 
 def _tokens(usage: object) -> int | None:
@@ -55,15 +56,32 @@ def _sum(values: list[int | None]) -> int | None:
 
 
 def fact_of(result: CaptureResult | TrialResult) -> Fact:
-    tries = list(attempts(result))
-    tools = sum(1 for a in tries for s in a.trajectory if s.type == "tool_call")
-    tokens = _sum([_tokens(a.usage) for a in tries])
-    duration = _sum([a.duration for a in tries])
+    """The numbers of one result; an errored capture has no score (its graders judged an output that never came)."""
     short = result.id[:ID_LIMIT]
     if isinstance(result, TrialResult):
-        status = trials_status(result.n, result.passes, [a.status for a in tries])
-        return Fact(short, status, result.mean_score, duration, tokens, tools, trials=f"{result.passes}/{result.n}")
-    return Fact(short, result.status, tries[0].score, duration, tokens, tools, trial=result.trial)
+        tries = list(attempts(result))
+        return Fact(
+            short,
+            trials_status(result.n, result.passes, [a.status for a in tries]),
+            result.mean_score,
+            _sum([a.duration for a in tries]),
+            _sum([_tokens(a.usage) for a in tries]),
+            sum(1 for a in tries for s in a.trajectory if s.type == "tool_call"),
+            trials=f"{result.passes}/{result.n}",
+            why=first_error_line(tries),
+        )
+    # A capture directly, without building its Attempt: this runs once per line of every file indexed.
+    errored = result.status == "error"
+    return Fact(
+        short,
+        result.status,
+        None if errored or result.score is None else result.score.score,
+        result.timing.total if result.timing is not None else None,
+        _tokens(result.usage) if result.usage is not None else None,
+        sum(1 for s in result.trajectory if s.type == "tool_call"),
+        trial=result.trial,
+        why=first_error_line([from_capture(result)]) if errored else "",
+    )
 
 
 @dataclass
@@ -89,12 +107,17 @@ class FileTotals:
             self.scored += 1
         if result.adapter and result.adapter not in self.adapters and len(self.adapters) < ADAPTER_LIMIT:
             self.adapters.append(result.adapter[:80])
-        for a in attempts(result):
+        for a in result.trials if isinstance(result, TrialResult) else (result,):
             if a.status == "error":
                 self.errors += 1
             for g in a.grades:
-                if g.name in self.graders or len(self.graders) < GRADER_LIMIT:
-                    self.graders.setdefault(g.name[:80], Counter())[g.status] += 1
+                name = g.name[:80]
+                counts = self.graders.get(name)
+                if counts is None:
+                    if len(self.graders) >= GRADER_LIMIT:
+                        continue
+                    counts = self.graders[name] = Counter()
+                counts[g.status] += 1
         if isinstance(result, TrialResult):
             if self.trials is None:
                 self.trials = SummaryBuilder(k=result.k, k_values=[], policy=result.error_policy)

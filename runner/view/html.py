@@ -53,12 +53,14 @@ def table(head: list[str], rows: list[str], cls: str = "", body_id: str = "") ->
     )
 
 
-def page(title: str, body: str, *, active: str = "/") -> str:
+def page(title: str, body: str, *, active: str = "/", refresh: int | None = None) -> str:
+    """The frame around ``body``; ``refresh`` reloads the page after that many seconds (a plain meta refresh, no script)."""
+    again = f'<meta http-equiv="refresh" content="{int(refresh)}">' if refresh else ""
     nav = "".join(f'<a class="{"on" if path == active else ""}" href="{path}">{name}</a>' for path, name in NAV)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<title>{e(title)} · waza view</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/static/view.css">'
+        f'{again}<title>{e(title)} · waza view</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/static/view.css">'
         '<script src="/static/view.js" defer></script></head><body>'
         f'<header><span class="brand">waza view</span><nav>{nav}</nav></header>'
         f"<main>{body}</main></body></html>\n"

@@ -18,6 +18,7 @@ and a document larger than :data:`DOC_LIMIT` are reported, not read.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import os
@@ -33,13 +34,17 @@ from typing import IO, Any, Literal
 import orjson
 
 from waza.protocol.codec import RecordError
+from waza.protocol.confined import Refused
+from waza.protocol.confined import open_regular as open_confined
 from waza.protocol.records import CaptureResult
 from waza.protocol.suite_records import SuiteResult
 from waza.protocol.trial_records import CalibrationReport, TrialResult
+from waza.runner.analysis.comparison import Outcome, trials_outcome
 from waza.runner.analysis.runs import kind_of
-from waza.runner.view.facts import Fact, FileTotals, fact_of
+from waza.runner.view.facts import ID_LIMIT, Fact, FileTotals, fact_of
+from waza.runner.view.watch import Watcher, open_watcher
 
-__all__ = ["DOC_LIMIT", "LINE_LIMIT", "Index", "Kind", "Registry", "open_regular"]
+__all__ = ["DOC_LIMIT", "LINE_LIMIT", "Index", "Kind", "Place", "Registry"]
 
 Kind = Literal["capture", "trials", "suite", "labels", "calibration"]
 Result = CaptureResult | TrialResult
@@ -58,21 +63,35 @@ SUFFIXES = (".jsonl", ".json", ".ndjson")
 HEAD_BYTES = 64 * 1024
 
 
-class NotRegular(OSError):
-    """The path is a directory, a FIFO, a device or a socket: never read."""
+@dataclass(frozen=True)
+class Place:
+    """Where a file is: a directory the viewer trusts (one it was given) and the names below it.
 
+    Every open goes through :func:`waza.protocol.confined.open_regular`: relative to the
+    directory, no symlink followed on the way, non-blocking, and only a regular file is
+    read, so a file swapped for a FIFO, a device or a symlink to elsewhere after it was
+    listed is refused at once instead of read or waited on.
+    """
 
-def open_regular(path: Path) -> IO[bytes]:
-    """Open read-only, then check the open file is regular (no window between check and open)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegular(f"{path} is not a regular file")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+    root: Path
+    parts: tuple[str, ...]
+
+    @classmethod
+    def of_file(cls, path: Path) -> Place:
+        """A file named on the command line: followed once, to where it is now, then held to that directory."""
+        real = path.resolve()
+        return cls(real.parent, (real.name,))
+
+    @functools.cached_property
+    def path(self) -> Path:
+        return self.root.joinpath(*self.parts)
+
+    def open(self) -> IO[bytes]:
+        return os.fdopen(open_confined(self.root, list(self.parts)), "rb")
+
+    def stat(self) -> os.stat_result:
+        """The entry's own status (a symlink is not followed), without opening it."""
+        return os.lstat(self.path)
 
 
 def _digest(f: IO[bytes], length: int) -> bytes:
@@ -80,16 +99,16 @@ def _digest(f: IO[bytes], length: int) -> bytes:
     return hashlib.blake2b(f.read(length), digest_size=16).digest()
 
 
-def _first_line(path: Path) -> bytes:
-    with open_regular(path) as f:
+def _first_line(place: Place) -> bytes:
+    with place.open() as f:
         for line in iter(lambda: f.readline(LINE_LIMIT + 1), b""):
             if line.strip():
                 return line.lstrip(b"\xef\xbb\xbf").strip()
     return b""
 
 
-def _read_document(path: Path) -> Any:
-    with open_regular(path) as f:
+def _read_document(place: Place) -> Any:
+    with place.open() as f:
         data = f.read(DOC_LIMIT + 1)
     if len(data) > DOC_LIMIT:
         raise ValueError(f"larger than {DOC_LIMIT // (1024 * 1024)} MiB, not opened")
@@ -113,17 +132,17 @@ def classify(value: Any) -> Kind | None:
     return None
 
 
-def sniff(path: Path) -> Kind | None:
-    """The kind of file ``path`` holds, from its first line (a ``.json`` document spread over lines is read whole)."""
-    line = _first_line(path)
+def sniff(place: Place) -> Kind | None:
+    """The kind of file ``place`` holds, from its first line (a ``.json`` document spread over lines is read whole)."""
+    line = _first_line(place)
     if not line:
         return None
     try:
         value = orjson.loads(line)
     except orjson.JSONDecodeError:
-        if not path.name.endswith(".json"):
+        if not place.parts[-1].endswith(".json"):
             return None
-        kind = classify(_read_document(path))
+        kind = classify(_read_document(place))
         return kind if kind in ("suite", "calibration") else None
     return classify(value)
 
@@ -142,6 +161,7 @@ class Columns:
     tokens: array = field(default_factory=lambda: array("q"))
     tools: array = field(default_factory=lambda: array("q"))
     labels: list[str | None] = field(default_factory=list)
+    whys: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -158,6 +178,7 @@ class Columns:
         self.tools.append(fact.tool_calls)
         label = fact.trials if fact.trials is not None else (f"#{fact.trial}" if fact.trial is not None else None)
         self.labels.append(label)
+        self.whys.append(fact.why)
 
     def fact(self, i: int) -> Fact:
         score = self.scores[i]
@@ -169,7 +190,15 @@ class Columns:
             tokens=None if self.tokens[i] < 0 else self.tokens[i],
             tool_calls=self.tools[i],
             trials=self.labels[i],
+            why=self.whys[i],
         )
+
+
+def pair_key(id_: str) -> str:
+    """The key a prompt is paired on across runs: its id, or for a very long id its start and a digest of all of it."""
+    if len(id_) <= ID_LIMIT:
+        return id_
+    return id_[:ID_LIMIT] + "#" + hashlib.blake2b(id_.encode(), digest_size=12).hexdigest()
 
 
 @dataclass
@@ -177,7 +206,7 @@ class Index:
     """One file: its kind, its per-line facts and totals, and how far it has been read."""
 
     key: str
-    path: Path
+    place: Place
     kind: Kind
     document: Any = None
     scanned: int = 0
@@ -186,7 +215,11 @@ class Index:
     line_number: int = 0
     columns: Columns = field(default_factory=Columns)
     totals: FileTotals = field(default_factory=FileTotals)
+    #: first line index of each prompt id (:func:`pair_key`), and the first id found twice (comparisons refuse the file)
     first_line: dict[str, int] = field(default_factory=dict)
+    duplicate: str | None = None
+    #: per line of a trials file, what a comparison needs (``waza compare``'s own outcome, errors excluded)
+    outcomes: list[Outcome] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     bad_lines: int = 0
     error: str | None = None
@@ -195,7 +228,19 @@ class Index:
     head_len: int = 0
     head_digest: bytes = b""
     line_ended: bool = True  # the last line read ended with a newline (not a whole JSON value at the end)
+    #: the size at which an unfinished last line was last looked at (0: none): it is not read again until
+    #: the file grows, and then only the new bytes are searched for its end
+    torn: int = 0
+    seen: tuple[int, int, int] | None = None  # (inode, size, mtime) when last read
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def path(self) -> Path:
+        return self.place.path
+
+    @property
+    def caught_up(self) -> bool:
+        return self.scanned >= self.size or self.torn == self.size
 
     def problem(self, number: int, message: str) -> None:
         self.bad_lines += 1
@@ -208,12 +253,23 @@ class Index:
         """The i-th indexed record, read again from its offset."""
         if self.kind == "suite":
             return self._suite_trials()[i]
-        with open_regular(self.path) as f:
+        with self.place.open() as f:
             f.seek(self.columns.starts[i])
             raw = f.read(self.columns.lengths[i])
         value = orjson.loads(raw)
         cls = TrialResult if self.kind == "trials" else CaptureResult
         return cls.from_dict(value)
+
+    def records(self) -> Iterator[Result]:
+        """Every indexed record in file order, through one open of the file."""
+        if self.kind == "suite":
+            yield from self._suite_trials()
+            return
+        cls = TrialResult if self.kind == "trials" else CaptureResult
+        with self.lock:
+            upto = len(self.columns)
+        for _, raw in self.raw_lines(upto):
+            yield cls.from_dict(orjson.loads(raw))
 
     def raw_lines(self, upto: int) -> Iterator[tuple[int, bytes]]:
         """(index, raw line) for the first ``upto`` indexed lines, streamed (for search)."""
@@ -221,7 +277,7 @@ class Index:
             for i, result in enumerate(self._suite_trials()[:upto]):
                 yield i, orjson.dumps(result.to_dict())
             return
-        with open_regular(self.path) as f:
+        with self.place.open() as f:
             for i in range(upto):
                 f.seek(self.columns.starts[i])
                 yield i, f.read(self.columns.lengths[i])
@@ -232,25 +288,45 @@ class Index:
 
     # ------------------------------------------------------------ indexing
 
+    def changed(self) -> bool:
+        """Whether the file may hold something not indexed yet (one ``lstat``, nothing opened)."""
+        if self.seen is None:
+            return True
+        try:
+            info = self.place.stat()
+        except OSError:
+            return self.error is None  # gone: say so once
+        if (info.st_ino, info.st_size, info.st_mtime_ns) != self.seen:
+            return True
+        return self.error is None and not self.caught_up
+
     def advance(self) -> bool:
         """Read what was added since the last pass (at most :data:`STEP_BYTES`); True when it read anything."""
         try:
-            with open_regular(self.path) as f:
+            with self.place.open() as f:
                 info = os.fstat(f.fileno())
                 if self._replaced(f, info):
                     self._reset()
                 self.inode = info.st_ino
                 self.growing = info.st_size != self.size and self.size != 0
                 self.size, self.mtime = info.st_size, info.st_mtime
+                self.seen = (info.st_ino, info.st_size, info.st_mtime_ns)
                 if self.kind in ("suite", "calibration", "labels"):
                     return self._load_document(f)
                 self.error = None  # readable again
                 read = self._read_lines(f)
                 self._remember_head(f)
                 return read
+        except Refused as exc:
+            self.error = f"not read: {exc.strerror or exc}"
         except (OSError, ValueError) as exc:
             self.error = f"cannot be read: {exc}"
-            return False
+        try:  # look again only when the entry changes
+            info = self.place.stat()
+            self.seen = (info.st_ino, info.st_size, info.st_mtime_ns)
+        except OSError:
+            self.seen = (0, 0, 0)
+        return False
 
     def _replaced(self, f: IO[bytes], info: os.stat_result) -> bool:
         """Another file, a shorter one, a rewritten document, or a line end that is no longer where it was."""
@@ -279,10 +355,13 @@ class Index:
             self.scanned = 0
             self.head_len = 0
             self.line_ended = True
+            self.torn = 0
             self.line_number = 0
             self.columns = Columns()
             self.totals = FileTotals()
             self.first_line = {}
+            self.duplicate = None
+            self.outcomes = []
             self.problems = []
             self.bad_lines = 0
             self.error = None
@@ -331,10 +410,35 @@ class Index:
     def _add(self, number: int, start: int, length: int, record: Result) -> None:
         fact = fact_of(record)
         self.columns.append(start, length, number, fact)
-        self.first_line.setdefault(fact.id, len(self.columns) - 1)
+        key = pair_key(record.id)
+        if key in self.first_line:
+            if self.duplicate is None:
+                first = self.columns.numbers[self.first_line[key]]
+                self.duplicate = (
+                    f"{self.key}:{number}: duplicate id {record.id[:200]!r} (first on line {first}); runs are paired on ids"
+                )
+        else:
+            self.first_line[key] = len(self.columns) - 1
+        if isinstance(record, TrialResult):
+            own = sorted({int(k) for k in record.pass_at_k} | {int(k) for k in record.pass_hat_k})
+            self.outcomes.append(trials_outcome(record, "exclude", own))
         self.totals.add(record, fact)
 
+    def _torn_may_end(self, f: IO[bytes]) -> bool:
+        """Whether the bytes written since the unfinished last line was looked at may finish it."""
+        f.seek(self.torn)
+        while chunk := f.read(1 << 20):
+            if b"\n" in chunk:
+                return True
+        f.seek(max(self.scanned, self.size - 64))
+        return f.read(64).rstrip().endswith(b"}")  # a whole object at the end, with no newline after it
+
     def _read_lines(self, f: IO[bytes]) -> bool:
+        if self.torn:
+            if self.size == self.torn or not self._torn_may_end(f):
+                self.torn = self.size
+                return False
+            self.torn = 0
         f.seek(self.scanned)
         budget = STEP_BYTES
         read_any = False
@@ -346,6 +450,7 @@ class Index:
             ended = line.endswith(b"\n")
             if not ended and len(line) > LINE_LIMIT:
                 if not self._skip_long(f):
+                    self.torn = self.size
                     break  # the long line is not finished yet
                 self.line_number += 1
                 self.problem(self.line_number, f"line longer than {LINE_LIMIT // (1024 * 1024)} MiB, not shown")
@@ -353,6 +458,7 @@ class Index:
                 continue
             text = line.strip()
             if not ended and not self._whole(text):
+                self.torn = self.size
                 break  # still being written
             self.scanned = start + len(line)
             self.line_ended = ended
@@ -377,6 +483,8 @@ class Index:
 
     @staticmethod
     def _whole(text: bytes) -> bool:
+        if not text.endswith(b"}"):
+            return False
         try:
             orjson.loads(text)
         except orjson.JSONDecodeError:
@@ -403,64 +511,130 @@ class Index:
             self._add(number, start, length, record)
 
 
+def _listed(name: str) -> bool:
+    return name.endswith(SUFFIXES) and not name.startswith(".")
+
+
+def _walked(name: str) -> bool:
+    return not name.startswith(".") and name not in ("node_modules", "__pycache__")
+
+
 @dataclass
 class Registry:
-    """Every file the viewer shows, kept up to date by one background thread."""
+    """Every file the viewer shows, kept up to date by one background thread.
+
+    With inotify (Linux) the thread sleeps until the kernel says a file or a
+    directory changed, so an idle viewer costs nothing however many files it
+    shows. Without it, each file is looked at with one ``lstat`` at an interval
+    that doubles while the file does not change (from :attr:`interval` up to
+    :attr:`slowest`) and drops back when it does; directories are listed again
+    on the same schedule.
+    """
 
     roots: list[Path]
     files: list[Path]
-    #: seconds between passes over the known files, and between walks looking for new ones
+    #: seconds between looks at a file that is changing (polling), and the longest wait for one that is not
     interval: float = 0.5
-    walk_interval: float = 2.0
+    slowest: float = 16.0
+    #: False: never use inotify (the stat-based fallback, also used where inotify is missing)
+    inotify: bool = True
     indexes: dict[str, Index] = field(default_factory=dict)
-    _seen: dict[Path, float] = field(default_factory=dict)
-    _next_walk: float = 0.0
+    _places: list[Place] = field(default_factory=list)
+    _seen: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    _due: dict[str, tuple[float, float]] = field(default_factory=dict)
+    _walk_due: tuple[float, float] = (0.0, 0.0)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _watcher: Watcher | None = None
 
-    def candidates(self) -> Iterator[Path]:
-        """The given files, then every *.jsonl / *.json under the given directories (hidden ones skipped)."""
-        yield from self.files
+    def __post_init__(self) -> None:
+        self._places = [Place.of_file(p) for p in self.files]
+
+    @property
+    def watching(self) -> bool:
+        """True while inotify tells the indexer what changed (False: the stat-based fallback)."""
+        return self._watcher is not None
+
+    def candidates(self) -> Iterator[Place]:
+        """The given files, then every *.jsonl / *.json under the given directories.
+
+        Hidden entries are skipped, and so is every symlink below a directory (neither listed nor followed):
+        only what is inside the directory is shown.
+        """
+        yield from self._places
         for root in self.roots:
-            for folder, dirs, names in os.walk(root, followlinks=False):
-                dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("node_modules", "__pycache__"))
-                for name in sorted(names):
-                    if name.endswith(SUFFIXES) and not name.startswith("."):
-                        yield Path(folder) / name
+            yield from self._files_below(root, ())
 
-    def scan(self) -> None:
-        """Find new files (at most every :attr:`walk_interval`), then read a step of each file that grew,
-        round the files until all are caught up."""
-        now = time.monotonic()
-        if now >= self._next_walk:
-            self._next_walk = now + self.walk_interval
-            self.discover()
-        while not self._stop.is_set():
-            read = [index.advance() for index in self.listing()]  # every file gets its step, no short-circuit
-            if not any(read):
-                return
+    def _files_below(self, root: Path, parts: tuple[str, ...]) -> Iterator[Place]:
+        folder = root.joinpath(*parts)
+        if self._watcher is not None and not self._watcher.watch(folder):
+            self._give_up_watching()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda entry: entry.name)
+        except OSError:
+            return
+        for entry in entries:
+            if entry.is_symlink():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if _walked(entry.name):
+                    yield from self._files_below(root, (*parts, entry.name))
+            elif _listed(entry.name):
+                yield Place(root, (*parts, entry.name))
 
-    def discover(self) -> None:
-        known = {i.path for i in self.indexes.values()}
-        for path in self.candidates():
-            if path in known:
+    def _give_up_watching(self) -> None:
+        if self._watcher is not None:
+            self._watcher.close()
+            self._watcher = None
+
+    def discover(self, places: Iterator[Place] | None = None) -> bool:
+        """Add the results files among ``places`` (default: every candidate); True when one was added."""
+        known = {i.place for i in self.listing()}
+        added = False
+        for place in self.candidates() if places is None else places:
+            if place in known:
                 continue
             try:
-                size = path.stat().st_size
+                info = place.stat()
             except OSError:
                 continue
-            if self._seen.get(path) == size:
+            if not stat.S_ISREG(info.st_mode) and place not in self._places:
+                continue
+            if self._seen.get(place.path) == (info.st_size, info.st_mtime_ns):
                 continue  # looked at before and not a results file; look again when it changes
-            self._seen[path] = size
+            self._seen[place.path] = (info.st_size, info.st_mtime_ns)
             try:
-                kind = sniff(path)
+                kind = sniff(place)
             except (OSError, ValueError):
                 continue
             if kind is not None:
-                index = Index(key=str(path), path=path, kind=kind)
+                index = Index(
+                    key=str(place.path) if place not in self._places else str(self._name_of(place)), place=place, kind=kind
+                )
                 with self._lock:
                     self.indexes[index.key] = index
+                added = True
+        return added
+
+    def _name_of(self, place: Place) -> Path:
+        return self.files[self._places.index(place)]
+
+    def catch_up(self, indexes: list[Index]) -> None:
+        """Read a step of each file that changed, round the files until all are caught up."""
+        pending = [i for i in indexes if i.changed()]
+        while pending and not self._stop.is_set():
+            pending = [i for i in pending if i.advance() and not i.caught_up]
+
+    def scan(self) -> None:
+        """Find new files and read whatever changed, once (used before serving, and by tests)."""
+        self.discover()
+        self.catch_up(self.listing())
+
+    def signature(self) -> int:
+        """A number that changes whenever anything the runs list shows may have changed (cheap: no row is drawn)."""
+        return hash(tuple((i.key, i.scanned, i.size, i.error, i.bad_lines, i.growing) for i in self.listing()))
 
     def get(self, key: str) -> Index | None:
         with self._lock:
@@ -476,15 +650,74 @@ class Registry:
         self._thread.start()
 
     def _loop(self) -> None:
-        while True:
+        self._watcher = open_watcher() if self.inotify else None
+        if self._watcher is not None:
+            for place in self._places:
+                if not self._watcher.watch(place.root):
+                    self._give_up_watching()
+                    break
+        self.scan()
+        while not self._stop.is_set():
             try:
-                self.scan()
+                if self._watcher is not None:
+                    self._on_events()
+                else:
+                    self._poll()
             except OSError:
                 pass  # a directory vanished mid-walk: the next pass sees the new state
-            if self._stop.wait(self.interval):
-                return
+
+    def _on_events(self) -> None:
+        assert self._watcher is not None
+        events = self._watcher.wait(1.0)
+        if events is None:  # the kernel dropped events: look at everything once
+            self.scan()
+            return
+        changed, created = events
+        if not changed and not created:
+            return
+        by_path = {i.path: i for i in self.listing()}
+        new: list[Place] = []
+        for path in created:
+            new += [
+                p
+                for root in self.roots
+                if path.is_relative_to(root)
+                for p in self._files_below(root, path.relative_to(root).parts)
+            ]
+        for path in changed:
+            if path in by_path:
+                continue
+            for root in self.roots:
+                if path.is_relative_to(root) and _listed(path.name):
+                    parts = path.relative_to(root).parts
+                    if all(_walked(part) for part in parts[:-1]):
+                        new.append(Place(root, parts))
+        if new:
+            self.discover(iter(new))
+        self.catch_up([by_path[p] for p in changed if p in by_path] + [i for i in self.listing() if i.path not in by_path])
+
+    def _poll(self) -> None:
+        """The fallback without inotify: ``lstat`` each file when its turn comes, and back off while nothing changes."""
+        now = time.monotonic()
+        due, every = self._walk_due
+        if now >= due:
+            found = self.discover()
+            every = self.interval if found or not every else min(every * 2, self.slowest)
+            self._walk_due = (now + every, every)
+        for index in self.listing():
+            due, every = self._due.get(index.key, (0.0, self.interval))
+            if now < due:
+                continue
+            if index.changed():
+                self.catch_up([index])
+                every = self.interval
+            else:
+                every = min(every * 2, self.slowest)
+            self._due[index.key] = (now + every, every)
+        self._stop.wait(self.interval)
 
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        self._give_up_watching()

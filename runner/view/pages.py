@@ -221,13 +221,14 @@ def _sorted(index: Index, chosen: list[int], sort: str, desc: bool) -> list[int]
 
 
 def _texts(record: CaptureResult | TrialResult) -> list[str]:
-    """The texts search looks in: id, input turns, outputs, grader reasoning and errors."""
+    """The texts search looks in: id, input turns, outputs, grader reasoning and errors, the agent's stderr."""
     out = [record.id]
     for a in attempts(record):
         out += a.turns
         out.append(a.output)
         out += a.errors
         out += [g.reasoning or "" for g in a.grades] + [g.error or "" for g in a.grades]
+        out.append(a.stderr or "")
     return out
 
 
@@ -278,11 +279,12 @@ def _row(index: Index, i: int) -> str:
     c = index.columns
     f = c.fact(i)
     trials = f"<td>{e(f.trials)}</td>" if index.kind == "trials" else ""
+    why = f'<div class="why-line">{e(f.why)}</div>' if f.why else ""
     return (
         f'<tr data-status="{e(f.status)}"><td class="num">{c.numbers[i] if index.kind != "suite" else i + 1}</td>'
         f'<td class="wrap"><a class="pid" href="{href("/prompt", f=index.key, i=i)}">{e(f.id)}</a>'
         + (f' <span class="muted">trial {e(f.trials[1:])}</span>' if f.trials and f.trials.startswith("#") else "")
-        + f"</td><td>{badge(f.status)}</td><td>{num(f.score)}</td><td>{e(secs(f.duration))}</td>"
+        + f"</td><td>{badge(f.status)}{why}</td><td>{num(f.score)}</td><td>{e(secs(f.duration))}</td>"
         f"<td>{'' if f.tokens is None else f.tokens}</td><td>{f.tool_calls}</td>{trials}</tr>"
     )
 
@@ -366,7 +368,8 @@ def charts(index: Index) -> str:
     ]
     if index.kind == "trials":
         parts.insert(0, _pass_k_chart(index))
-    return f'<div class="charts">{"".join(p for p in parts if p)}</div>'
+    drawn = "".join(p for p in parts if p)  # a chart with nothing to show is left out, not drawn empty
+    return f'<div class="charts">{drawn}</div>' if drawn else ""
 
 
 def _suite_head(suite: SuiteResult) -> str:
@@ -478,7 +481,11 @@ def _clip_step(step: TrajectoryStep) -> TrajectoryStep:
 def clipped(a: Attempt) -> Attempt:
     """The attempt with every long text cut to :data:`TEXT_LIMIT` characters."""
     return dataclasses.replace(
-        a, output=clip(a.output), input=[clip(t) for t in a.turns], trajectory=[_clip_step(s) for s in a.trajectory]
+        a,
+        output=clip(a.output),
+        input=[clip(t) for t in a.turns],
+        trajectory=[_clip_step(s) for s in a.trajectory],
+        stderr=None if a.stderr is None else clip(a.stderr),
     )
 
 

@@ -92,9 +92,13 @@ def build_app(registry: Registry, roots: list[str], allowed_hosts: list[str]) ->
         return HTMLResponse(runs_page(registry, roots, p.get("sort", "file"), p.get("dir") == "desc", p.get("q", "")))
 
     def api_runs(request: Request) -> Response:
+        """The runs list's rows; ``v`` is the signature the page last got: nothing changed, nothing is drawn."""
         p = request.query_params
+        version = str(registry.signature())
+        if p.get("v") == version:
+            return Response(orjson.dumps({"same": True, "v": version}), media_type="application/json")
         rows = runs_rows(registry, p.get("sort", "file"), p.get("dir") == "desc", p.get("q", ""))
-        return Response(orjson.dumps({"html": "".join(rows)}), media_type="application/json")
+        return Response(orjson.dumps({"html": "".join(rows), "v": version}), media_type="application/json")
 
     def run(request: Request) -> Response:
         index = index_of(request)
@@ -122,13 +126,14 @@ def build_app(registry: Registry, roots: list[str], allowed_hosts: list[str]) ->
         i = _int(request.query_params.get("i"), -1)
         if index is None or not 0 <= i < len(index.columns):
             return not_found("No such result.")
-        try:
-            return HTMLResponse(prompt_page(index, i))
-        except (OSError, ValueError) as exc:  # the file was replaced or cut since it was indexed
-            return HTMLResponse(
-                page("Changed", f"<h1>The file changed</h1><p>{e(index.key)}: {e(exc)}; it is being indexed again.</p>"),
-                status_code=409,
-            )
+        return HTMLResponse(prompt_page(index, i))
+
+    def changed(request: Request, exc: Exception) -> Response:
+        """A file read again for a page was replaced, cut, or swapped for a FIFO or a symlink since it was indexed:
+        the page says so (the read was refused at once, nothing waited), and the indexer looks at it again."""
+        return HTMLResponse(
+            page("Changed", f"<h1>The file changed</h1><p>{e(exc)}; it is being indexed again.</p>"), status_code=409
+        )
 
     def compare(request: Request) -> Response:
         p = request.query_params
@@ -164,7 +169,7 @@ def build_app(registry: Registry, roots: list[str], allowed_hosts: list[str]) ->
         Route("/static/{name}", static),
     ]
     middleware = [Middleware(SecurityHeaders), Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)]
-    return Starlette(routes=routes, middleware=middleware)
+    return Starlette(routes=routes, middleware=middleware, exception_handlers={OSError: changed, ValueError: changed})
 
 
 class Announcing(uvicorn.Server):

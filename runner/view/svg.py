@@ -64,11 +64,9 @@ def _y_axis(top: float, label: str = "") -> str:
 def histogram(
     values: Sequence[float], *, title: str, unit: str = "", bins: int = 20, lo: float | None = None, hi: float | None = None
 ) -> str:
-    """Counts of ``values`` in equal-width bins between lo and hi (default: their min and max)."""
+    """Counts of ``values`` in equal-width bins between lo and hi (default: their min and max); no values, no chart."""
     if not values:
-        return _frame(
-            title, f'<text x="{W / 2}" y="{H / 2}" font-size="12" text-anchor="middle" fill="{MUTED}">no values</text>', title
-        )
+        return ""
     low = min(values) if lo is None else lo
     high = max(values) if hi is None else hi
     if high <= low:
@@ -102,7 +100,9 @@ def histogram(
 
 
 def bars(rows: Sequence[tuple[str, float | None, str]], *, title: str) -> str:
-    """Horizontal bars of rates in [0, 1]: (label, rate or None, text shown after the bar)."""
+    """Horizontal bars of rates in [0, 1]: (label, rate or None, text shown after the bar); no rows, no chart."""
+    if not rows:
+        return ""
     height = TOP + 22 * max(len(rows), 1) + 10
     label_w = 130
     plot_w = W - label_w - 90
@@ -144,12 +144,10 @@ class Series:
 
 
 def k_curves(series: Sequence[Series], *, title: str) -> str:
-    """Estimates against k in [0, 1], each with its interval as a vertical whisker."""
+    """Estimates against k in [0, 1], each with its interval as a vertical whisker; no estimates, no chart."""
     ks = sorted({p.k for s in series for p in s.points})
     if not ks:
-        return _frame(
-            title, f'<text x="{W / 2}" y="{H / 2}" font-size="12" text-anchor="middle" fill="{MUTED}">no estimates</text>', title
-        )
+        return ""
     plot_w, plot_h = W - LEFT - RIGHT - 70, H - TOP - BOTTOM
     span = max(ks[-1] - ks[0], 1)
 

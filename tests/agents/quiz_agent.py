@@ -6,6 +6,7 @@ so the hint grader passes it. Arguments ID=RULE change that for one prompt id:
 
   ID=fail      answers "I would rather not" (the hint grader fails it)
   ID=error     prints a bad event line and exits 3 (an agent error, not a fail)
+  ID=crash     as error, with a Python traceback on stderr first (what a crashing agent leaves)
   ID=1,3       passes only in those trials (WAZA_TRIAL), fails in the others
 """
 
@@ -25,8 +26,11 @@ def emit(**event):
     print(json.dumps(event), flush=True)
 
 
-if rule == "error":
+if rule in ("error", "crash"):
     emit(type="thought", content="about to break")
+    if rule == "crash":
+        print('Traceback (most recent call last):\n  File "quiz_agent.py", line 1, in <module>', file=sys.stderr)
+        print("KeyError: 'QUIZ_API_KEY'", file=sys.stderr, flush=True)
     sys.exit(3)
 word = (re.search(r"Say (\S+)", prompt) or [None, "nothing"])[1]
 passes = rule == "pass" or (rule not in ("fail",) and trial in rule.split(","))

@@ -59,11 +59,12 @@ def _is_loopback(host: str) -> bool:
 
 def _check_file(path: Path) -> None:
     """A file named on the command line must be one the viewer shows (an empty one may be a run about to start)."""
-    from waza.runner.view.index import open_regular, sniff
+    from waza.runner.view.index import Place, sniff
 
     try:
-        open_regular(path).close()
-        kind = sniff(path)
+        place = Place.of_file(path)
+        place.open().close()
+        kind = sniff(place)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file or directory") from None
     except (OSError, ValueError) as exc:

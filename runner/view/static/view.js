@@ -9,11 +9,14 @@
     var mode = el.getAttribute('data-mode') || 'append';
     function tick() {
       var next = el.getAttribute('data-next');
+      var version = el.getAttribute('data-v');
       var full = url + (next !== null ? (url.indexOf('?') < 0 ? '?' : '&') + 'from=' + encodeURIComponent(next) : '');
+      if (version !== null) { full += (full.indexOf('?') < 0 ? '?' : '&') + 'v=' + encodeURIComponent(version); }
       fetch(full, {headers: {'Accept': 'application/json'}, cache: 'no-store'})
         .then(function (r) { return r.ok ? r.json() : null; })
         .then(function (data) {
-          if (data) {
+          if (data && data.v !== undefined) { el.setAttribute('data-v', String(data.v)); }
+          if (data && !data.same) {
             if (mode === 'replace') {
               if (data.html !== el.getAttribute('data-last')) { el.innerHTML = data.html; el.setAttribute('data-last', data.html); }
             } else if (data.html) {
