@@ -17,13 +17,9 @@ tasks in flight are cancelled (their agents stopped) and nothing more is written
 from __future__ import annotations
 
 import contextlib
-import logging
 import math
-import os
-import signal
 import sys
-import threading
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +30,7 @@ from waza.protocol.records import CaptureResult
 from waza.runner.engine.pipeline import Settings, Sink, WorkItem, failed_result
 from waza.runner.engine.specs import GraderSpecT, Timeouts
 from waza.runner.executors.jobs import Job, agent_of, graders_of, pack, run_job, workspace_of
+from waza.runner.executors.ray_connect import INSTALL_HINT, WORKER_NICENESS, connected, import_ray
 
 #: How often a task is run again after its worker process or node died (Ray's ``max_retries``).
 MAX_RETRIES = 3
@@ -41,9 +38,6 @@ MAX_RETRIES = 3
 CANCEL_GRACE = 5.0
 #: How long one wait for a finished task blocks a thread (the loop stays responsive to interrupts).
 _POLL = 0.25
-INSTALL_HINT = "--executor ray needs Ray: pip install 'waza[ray]'"
-#: The environment variable the Ray workers started by a raylet take their niceness from (Ray's default: 15).
-WORKER_NICENESS = "RAY_worker_niceness"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,46 +68,6 @@ class RayOptions:
             raise ConfigError("-j sets the CPUs of the embedded Ray instance; with --ray-address the cluster's own CPUs count")
 
 
-def import_ray() -> Any:
-    """The ``ray`` module, or a ConfigError naming the extra to install."""
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError(INSTALL_HINT) from None
-    return ray
-
-
-@contextlib.contextmanager
-def connected(options: RayOptions) -> Iterator[Any]:
-    """Ray, initialised for this run: joined to ``address`` or an embedded instance, shut down after
-    (unless the caller had already initialised it: then it is theirs)."""
-    ray = import_ray()
-    if ray.is_initialized():
-        yield ray
-        return
-    quiet: dict[str, Any] = {"log_to_driver": False, "configure_logging": False, "logging_level": logging.ERROR}
-    # ray.init installs its own SIGTERM handler (exit at once); the run's handler (cancel cleanly) is put back.
-    sigterm = signal.getsignal(signal.SIGTERM)
-    try:
-        if options.address is None:  # "local": a new instance even when RAY_ADDRESS is set
-            # Ray runs its workers at nice 15; the local engine's agents run at the user's priority, and so
-            # do the embedded instance's (a cluster's nodes choose theirs when they are started).
-            os.environ.setdefault(WORKER_NICENESS, "0")
-            ray.init(address="local", num_cpus=options.cpus, include_dashboard=False, **quiet)
-        else:
-            ray.init(address=options.address, **quiet)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        where = f"the Ray cluster at {options.address}" if options.address else "an embedded Ray instance"
-        raise ConfigError(f"cannot start or join {where}: {exc}") from None
-    finally:
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, sigterm)
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
-
-
 def task_slots(cluster: Mapping[str, float], options: RayOptions) -> int:
     """How many tasks the cluster can run at once; ConfigError when it cannot run even one."""
     wanted = {**options.resources, "CPU": options.task_cpus}
@@ -133,11 +87,11 @@ class RayExecutor:
     """An executor (``pipeline.Executor``) that runs each item as a Ray task."""
 
     def __init__(self, options: RayOptions) -> None:
-        import_ray()  # a missing extra is a usage error before anything is opened
+        import_ray(loopback=options.address is None)  # a missing extra is a usage error before anything is opened
         self.options = options
 
     async def __call__(self, items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]) -> None:
-        with connected(self.options) as ray:
+        with connected(self.options.address, self.options.cpus) as ray:
             await self._run(ray, items, settings, sink)
 
     async def _run(self, ray: Any, items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]) -> None:
