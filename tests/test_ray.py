@@ -55,6 +55,7 @@ def capture(prompts: Path, out: Path, *extra: str, **kw: Any) -> subprocess.Comp
 def comparable(record: dict[str, Any]) -> dict[str, Any]:
     """A record without what depends on when and where it ran."""
     record = {k: v for k, v in record.items() if k not in ("timing", "cwd")}
+    record["metadata"] = {k: v for k, v in record["metadata"].items() if k != "ray"}  # where it ran
     timings = ("timestamp", "start", "end", "duration")  # a step's times, in ms: 0 or 1 depending on load
     record["trajectory"] = [{k: v for k, v in step.items() if k not in timings} for step in record["trajectory"]]
     record["grades"] = [{k: v for k, v in g.items() if k != "duration"} for g in record["grades"]]

@@ -31,8 +31,6 @@ WORKER_NICENESS = "RAY_worker_niceness"
 #: Read by Ray when it is imported: "0" makes its own address for this machine 127.0.0.1 rather than the
 #: interface's, and a GCS or raylet whose node address is 127.0.0.1 listens on loopback only.
 LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
-#: The C++ side's log level, read when Ray's core starts in this process: its retry warnings stay off stderr.
-BACKEND_LOG_LEVEL = "RAY_BACKEND_LOG_LEVEL"
 #: Seconds to reach a cluster's address before Ray is asked to join it.
 REACH_TIMEOUT = 10.0
 #: How much of what Ray wrote while joining is kept to find the cause in.
@@ -73,7 +71,6 @@ def connected(address: str | None, cpus: int | None, *, verbose: bool = False) -
         return
     quiet: dict[str, Any] = {"log_to_driver": verbose, "configure_logging": False, "logging_level": logging.ERROR}
     if not verbose:
-        os.environ.setdefault(BACKEND_LOG_LEVEL, "error")
         # Ray's Python side logs through the standard logging module; without a handler of its own a
         # warning (the token notice) would reach stderr through logging's last resort.
         logging.getLogger("ray").setLevel(logging.ERROR)
