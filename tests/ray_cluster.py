@@ -106,7 +106,7 @@ class Cluster:
 _COUNT_NODES = """
 import logging, sys, ray
 ray.init(address=sys.argv[1], log_to_driver=False, configure_logging=False, logging_level=logging.ERROR)
-print(sum(1 for node in ray.nodes() if node["Alive"] and node["Resources"].get("CPU")))
+print(sum(1 for node in ray.nodes() if node["Alive"]))
 """
 
 

@@ -122,13 +122,16 @@ class RayExecutor:
         options = self.options
         nodes = Nodes(ray, {**options.resources, "CPU": options.task_cpus}, options.node_error_limit, _REFRESH)
         await self._wait_for_room(nodes)
-        task = ray.remote(_on_node).options(
-            num_cpus=options.task_cpus,
-            resources=dict(options.resources) or None,
-            max_retries=options.max_retries,
-            retry_exceptions=False,
-            **({"runtime_env": {"env_vars": dict(options.env)}} if options.env else {}),
-        )
+        on_node = ray.remote(_on_node)
+        task_options: dict[str, Any] = {
+            "num_cpus": options.task_cpus,
+            "resources": dict(options.resources) or None,
+            "max_retries": options.max_retries,
+            "retry_exceptions": False,
+        }
+        if options.env:
+            task_options["runtime_env"] = {"env_vars": dict(options.env)}
+        task = on_node.options(**task_options)
         affinity = import_module("ray.util.scheduling_strategies").NodeAffinitySchedulingStrategy
         jobs = _Jobs(ray, settings)
         pending: dict[Any, tuple[WorkItem, str | None]] = {}
@@ -151,7 +154,9 @@ class RayExecutor:
                         )
                         continue
                     node = nodes.place()
-                    remote = task if node is None else task.options(scheduling_strategy=affinity(node, soft=False))
+                    remote = (
+                        task if node is None else on_node.options(**task_options, scheduling_strategy=affinity(node, soft=False))
+                    )
                     pending[remote.remote(job, seed)] = (item, node)
                 if not pending:
                     if exhausted:

@@ -7,6 +7,7 @@
                            parent, the Ray worker process running it, so Ray must retry the task
   {"kill_always": true}    SIGKILLs its parent every time
   {"wait_for": FILE}       waits (at most 60 s) until FILE exists before answering
+  {"span": FILE}           appends "ID START END" (wall-clock seconds) to FILE when it is done
   {"fail_if_env": NAME}    exits 1 at once when NAME is set (a node started with it is a "bad node")
 
 Everything comes from the prompt, not the environment, because a shared Ray
@@ -50,5 +51,9 @@ if spec.get("wait_for"):
     deadline = time.monotonic() + 60
     while not os.path.exists(spec["wait_for"]) and time.monotonic() < deadline:
         time.sleep(0.05)
+started = time.time()
 time.sleep(float(spec.get("sleep", 0)))
+if spec.get("span"):
+    with open(spec["span"], "a") as f:
+        f.write(f"{os.environ['WAZA_PROMPT_ID']} {started} {time.time()}\n")
 print(spec.get("answer", "ok-answer"))
