@@ -291,3 +291,33 @@ def test_a_failed_join_says_why_in_one_line(tmp_path, address):
         lines = proc.stderr.decode().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"waza: cannot join the Ray cluster at {where}: "), lines
         assert why in lines[0]
+
+
+def test_ray_env_reaches_the_tasks_and_secrets_stay_masked(tmp_path, address):
+    # The cluster's workers were started without these: only --ray-env carries them to the tasks.
+    env = {"WAZA_TEST_SETTING": "fast-mode", "WAZA_TEST_API_KEY": "sk-" + secrets.token_hex(12)}
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "x"}])
+    out = tmp_path / "out.jsonl"
+    agent = ["sh", "-c", 'echo "setting=$WAZA_TEST_SETTING key=$WAZA_TEST_API_KEY"']
+    args = ["capture", prompts, "--adapter", "exec", "-o", out, "--executor", "ray", "--ray-address", address]
+    proc = run_waza(*args, "--ray-env", "WAZA_TEST_SETTING", "--ray-env", "WAZA_TEST_API_KEY", "--", *agent, env=env)
+    assert proc.returncode == 0, proc.stderr
+    (record,) = read_jsonl(out)
+    assert record["output"].strip() == "setting=fast-mode key=[REDACTED]"
+    assert env["WAZA_TEST_API_KEY"].encode() not in out.read_bytes() + proc.stderr
+    assert set(record["metadata"]["ray"]) == {"node_id", "host"} and len(record["metadata"]["ray"]["node_id"]) == 56
+    proc = run_waza(*args, "--ray-env", "WAZA_TEST_UNSET", "--", *agent)
+    assert (
+        proc.returncode == 2
+        and proc.stderr == b"waza: --ray-env WAZA_TEST_UNSET: WAZA_TEST_UNSET is not set in this environment\n"
+    )
+
+
+def test_a_node_with_another_waza_refuses_every_job(tmp_path):
+    from waza import ExecAgent, PromptCase, Timeouts, Workspace
+    from waza.runner.executors.jobs import Job, NodeMismatch, run_job
+
+    agent = ExecAgent(command=("cat",))
+    job = Job(PromptCase(id="a", input="x"), None, agent, (), Timeouts(), Workspace(cwd=tmp_path), version="0.0.0-driver")
+    with pytest.raises(NodeMismatch, match=r"node .* \(n1\) runs waza \S+, the driver 0\.0\.0-driver"):
+        run_job(job, node_id="n1")
