@@ -33,6 +33,8 @@ WORKER_NICENESS = "RAY_worker_niceness"
 LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 #: Seconds to reach a cluster's address before Ray is asked to join it.
 REACH_TIMEOUT = 10.0
+#: Seconds to wait for Ray's error-printing thread to end.
+_JOIN_LIMIT = 10.0
 #: How much of what Ray wrote while joining is kept to find the cause in.
 _CAPTURE_LIMIT = 64 * 1024
 _AUTH_FIX = (
@@ -62,18 +64,18 @@ def import_ray(*, loopback: bool = False) -> Any:
 
 
 @contextlib.contextmanager
-def connected(address: str | None, cpus: int | None, *, verbose: bool = False) -> Iterator[Any]:
+def connected(address: str | None, cpus: int | None) -> Iterator[Any]:
     """Ray, initialised for this run: joined to ``address`` or an embedded instance with ``cpus`` CPUs,
     shut down after on every way out (unless the caller had already initialised it: then it is theirs)."""
     ray = import_ray(loopback=address is None)
     if ray.is_initialized():
         yield ray
         return
-    quiet: dict[str, Any] = {"log_to_driver": verbose, "configure_logging": False, "logging_level": logging.ERROR}
-    if not verbose:
-        # Ray's Python side logs through the standard logging module; without a handler of its own a
-        # warning (the token notice) would reach stderr through logging's last resort.
-        logging.getLogger("ray").setLevel(logging.ERROR)
+    quiet: dict[str, Any] = {"log_to_driver": False, "configure_logging": False, "logging_level": logging.ERROR}
+    # Ray's Python side logs through the standard logging module; without a handler of its own a
+    # warning (the token notice) would reach stderr through logging's last resort. Ray's own logs stay
+    # in its session directory on each node.
+    logging.getLogger("ray").setLevel(logging.ERROR)
     # ray.init installs its own SIGTERM handler (exit at once); the run's handler (cancel cleanly) is put back.
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
@@ -86,19 +88,45 @@ def connected(address: str | None, cpus: int | None, *, verbose: bool = False) -
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise ConfigError(f"cannot start an embedded Ray instance: {_first_line(exc)}") from None
         else:
-            _join(ray, address, quiet, verbose)
+            _join(ray, address, quiet)
     finally:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, sigterm)
+    _stop_error_printer(ray)
     try:
         yield ray
     finally:
         ray.shutdown()
 
 
-def _join(ray: Any, address: str, options: dict[str, Any], verbose: bool) -> None:
+def _stop_error_printer(ray: Any) -> None:
+    """Stop the driver thread through which Ray prints its nodes' error reports (``(raylet) A worker
+    died...``) to this process's *stdout*, where ``-o -`` writes the records.
+
+    Ray starts that thread in every driver with no setting to leave it out; this is the sequence Ray's
+    own disconnect runs for it (stop flag, close the subscription, join, clear the flag for the other
+    uses). Waza reports what those messages say in the records themselves. Leaves everything as it
+    is if this Ray has no such thread.
+    """
+    worker = getattr(getattr(ray, "_private", None), "worker", None)
+    worker = getattr(worker, "global_worker", None)
+    thread = getattr(worker, "listener_thread", None)
+    subscriber = getattr(worker, "gcs_error_subscriber", None)
+    stopped = getattr(worker, "threads_stopped", None)
+    if not (isinstance(thread, threading.Thread) and subscriber is not None and isinstance(stopped, threading.Event)):
+        return
+    stopped.set()
+    try:
+        with contextlib.suppress(Exception):
+            subscriber.close()
+        thread.join(timeout=_JOIN_LIMIT)
+    finally:
+        stopped.clear()
+
+
+def _join(ray: Any, address: str, options: dict[str, Any]) -> None:
     reach(address)
-    with _stderr_kept(not verbose) as said:
+    with _stderr_kept() as said:
         try:
             ray.init(address=address, **options)
             return
@@ -156,12 +184,9 @@ def _first_line(exc: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def _stderr_kept(keep: bool) -> Iterator[Any]:
+def _stderr_kept() -> Iterator[Any]:
     """While joining, this process's stderr (Ray's C++ core writes to the descriptor, not to ``sys.stderr``)
     goes to a temporary file; yields a function giving the last of what was written there."""
-    if not keep:
-        yield lambda: ""
-        return
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as sink:
