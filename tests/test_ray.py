@@ -280,13 +280,13 @@ def test_a_failed_join_says_why_in_one_line(tmp_path, address):
     home = tmp_path / "home"  # no ~/.ray/auth_token there
     home.mkdir()
     cases = [
+        ({}, "127.0.0.1:1", "cannot reach it (Connection refused)"),
         ({"RAY_AUTH_TOKEN": "0" * 32}, address, "authentication: the cluster refused the token from RAY_AUTH_TOKEN"),
         (
             {"RAY_AUTH_TOKEN": "", "HOME": str(home)},
             address,
             "authentication: the cluster wants a token and this driver has none",
         ),
-        ({}, "127.0.0.1:1", "cannot reach it (Connection refused)"),
     ]
     for env, where, why in cases:
         proc = capture(prompts, tmp_path / "out.jsonl", "--executor", "ray", "--ray-address", where, env=env)
@@ -294,6 +294,8 @@ def test_a_failed_join_says_why_in_one_line(tmp_path, address):
         lines = proc.stderr.decode().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"waza: cannot join the Ray cluster at {where}: "), lines
         assert why in lines[0]
+        if where == "127.0.0.1:1":
+            assert not (tmp_path / "out.jsonl").exists()  # refused before -o is opened
 
 
 def test_ray_env_reaches_the_tasks_and_secrets_stay_masked(tmp_path, address):

@@ -4,8 +4,8 @@ Joining a cluster can fail three ways a person can fix: nothing listens at the
 address, the cluster wants a token this driver does not have (or has another),
 or the cluster runs another Ray or Python. Ray reports each as pages of its
 own retry lines on stderr and, for some, a traceback; waza reaches the address
-first (a refused or silent port is said at once instead of after Ray's
-minutes of retries), keeps Ray's lines off stderr while it joins, and turns
+first (``reach``, before the run opens its output: a refused or silent port
+is said at once instead of after Ray's minutes of retries), keeps Ray's lines off stderr while it joins, and turns
 what they say into one line naming the cause and the fix.
 """
 
@@ -125,7 +125,6 @@ def _stop_error_printer(ray: Any) -> None:
 
 
 def _join(ray: Any, address: str, options: dict[str, Any]) -> None:
-    reach(address)
     with _stderr_kept() as said:
         try:
             ray.init(address=address, **options)

@@ -42,7 +42,7 @@ from waza.protocol.records import CaptureResult
 from waza.runner.engine.pipeline import Settings, Sink, WorkItem, failed_result
 from waza.runner.engine.specs import GraderSpecT, Timeouts
 from waza.runner.executors.jobs import Job, NodeMismatch, agent_of, graders_of, pack, run_job, workspace_of
-from waza.runner.executors.ray_connect import INSTALL_HINT, WORKER_NICENESS, connected, import_ray
+from waza.runner.executors.ray_connect import INSTALL_HINT, WORKER_NICENESS, connected, import_ray, reach
 from waza.runner.executors.ray_nodes import Nodes
 
 #: How often a task is run again after its worker process or node died (Ray's ``max_retries``).
@@ -112,6 +112,8 @@ class RayExecutor:
 
     def __init__(self, options: RayOptions) -> None:
         import_ray(loopback=options.address is None)  # a missing extra is a usage error before anything is opened
+        if options.address is not None:
+            reach(options.address)  # so is an address where nothing listens
         self.options = options
 
     async def __call__(self, items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]) -> None:
