@@ -136,7 +136,7 @@ class RayExecutor:
         task = on_node.options(**task_options)
         affinity = import_module("ray.util.scheduling_strategies").NodeAffinitySchedulingStrategy
         jobs = _Jobs(ray, settings)
-        pending: dict[Any, tuple[WorkItem, str | None]] = {}
+        pending: dict[Any, tuple[WorkItem, str | None, Job, Any]] = {}
         exhausted = False
         try:
             while True:
@@ -159,15 +159,18 @@ class RayExecutor:
                     remote = (
                         task if node is None else on_node.options(**task_options, scheduling_strategy=affinity(node, soft=False))
                     )
-                    pending[remote.remote(job, seed)] = (item, node)
+                    pending[remote.remote(job, seed)] = (item, node, job, seed)
                 if not pending:
                     if exhausted:
                         return
                     await self._wait_for_room(nodes)
                     continue
                 for ref in await anyio.to_thread.run_sync(_ready, ray, list(pending)):
-                    item, node = pending.pop(ref)
+                    item, node, job, seed = pending.pop(ref)
                     nodes.returned(node)
+                    if node is not None and _unschedulable(ray, ref):  # its node left: Ray chooses another
+                        pending[task.remote(job, seed)] = (item, None, job, seed)
+                        continue
                     result = self._collect(ray, ref, item, settings)
                     if result is not None:
                         nodes.saw(result)
@@ -221,6 +224,16 @@ class RayExecutor:
                 f"Ray could not finish this task in {tries} tries (worker or node died): {type(exc).__name__}: {_cause(exc)}"
             )
         return failed_result(item.case, item.trial, settings.adapter.name, message)
+
+
+def _unschedulable(ray: Any, ref: Any) -> bool:
+    """Whether a task pinned to a node failed because that node is gone (not because of what it ran)."""
+    unschedulable = getattr(ray.exceptions, "TaskUnschedulableError", None)
+    try:
+        ray.get(ref, timeout=0)
+    except Exception as exc:  # noqa: BLE001 - only the kind matters here; _collect reads it again
+        return unschedulable is not None and isinstance(exc, unschedulable)
+    return False
 
 
 def _on_node(job: Job, seed: bytes | None) -> CaptureResult:
