@@ -8,7 +8,9 @@ is not installed (``pip install 'waza[ray]'``).
 
 from __future__ import annotations
 
-import logging
+import contextlib
+import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -20,6 +22,7 @@ import orjson
 import pytest
 
 from .conftest import ROOT, read_jsonl, run_waza, write_jsonl
+from .ray_cluster import Cluster
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'waza[ray]')")
 
@@ -29,11 +32,16 @@ TRIAL_AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "trial_age
 
 @pytest.fixture(scope="module")
 def address():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False, logging_level=logging.ERROR)
-    try:
-        yield ray.get_runtime_context().gcs_address
-    finally:
-        ray.shutdown()
+    """A one-node cluster (``ray start --head``, 2 CPUs) wanting a token; every waza of the module has the token."""
+    token = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16)}
+    cluster = Cluster(token)
+    with pytest.MonkeyPatch.context() as env:
+        for name, value in token.items():
+            env.setenv(name, value)
+        try:
+            yield cluster.start_head(num_cpus=2)
+        finally:
+            cluster.stop()
 
 
 def prompt(pid: str, **spec: Any) -> dict[str, Any]:
@@ -47,6 +55,7 @@ def capture(prompts: Path, out: Path, *extra: str, **kw: Any) -> subprocess.Comp
 def comparable(record: dict[str, Any]) -> dict[str, Any]:
     """A record without what depends on when and where it ran."""
     record = {k: v for k, v in record.items() if k not in ("timing", "cwd")}
+    record["metadata"] = {k: v for k, v in record["metadata"].items() if k != "ray"}  # where it ran
     timings = ("timestamp", "start", "end", "duration")  # a step's times, in ms: 0 or 1 depending on load
     record["trajectory"] = [{k: v for k, v in step.items() if k not in timings} for step in record["trajectory"]]
     record["grades"] = [{k: v for k, v in g.items() if k != "duration"} for g in record["grades"]]
@@ -84,7 +93,10 @@ def test_a_killed_worker_is_retried_and_each_id_written_once(tmp_path, address):
     assert by_id["killed-once"]["status"] == "passed" and by_id["fine"]["status"] == "passed"
     error = by_id["always-killed"]
     assert error["status"] == "error"
-    assert "Ray could not finish this task in 2 tries" in error["errors"][0]
+    assert error["errors"][0].startswith("Ray could not finish this task in 2 tries (worker or node died): WorkerCrashedError")
+    assert "python-core-worker" not in error["errors"][0]  # no advice to read a log file on some node
+    # Ray's own reports of the deaths ("(raylet) A worker died ...") go to neither stream: stdout may be -o -.
+    assert b"(raylet)" not in proc.stdout + proc.stderr and proc.stdout == b"", proc.stdout
 
 
 def wait_for_lines(out: Path, n: int, proc: subprocess.Popen[bytes], limit: float = 60) -> None:
@@ -198,3 +210,119 @@ def test_without_the_extra_executor_ray_is_one_line_naming_it(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr == b"waza: --executor ray needs Ray: pip install 'waza[ray]'\n"
     assert not out.exists()
+
+
+def listening_sockets(pids: set[int]) -> list[str]:
+    """The local addresses (``host:port``, hex as in /proc) of the TCP sockets the processes ``pids`` listen on."""
+    inodes: set[str] = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    if target.startswith("socket:["):
+                        inodes.add(target[8:-1])
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                found.append(fields[1])
+    return found
+
+
+def is_loopback(hex_address: str) -> bool:
+    host = hex_address.split(":")[0]
+    if len(host) == 8:  # IPv4, little-endian: 127.x.x.x ends in 7F
+        return host.endswith("7F")
+    v4_mapped = "0000000000000000FFFF0000"  # ::ffff:a.b.c.d, as /proc prints it (32-bit words little-endian)
+    return host == "00000000000000000000000001000000" or (host[:24] == v4_mapped and host[-2:] == "7F")
+
+
+def descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    found, todo = {pid}, [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads the listening sockets from Linux's /proc")
+def test_the_embedded_instance_listens_on_loopback_only(tmp_path):
+    go, log = tmp_path / "go", tmp_path / "started.log"
+    prompts = write_jsonl(tmp_path / "p.jsonl", [prompt("a", wait_for=str(go), log=str(log))])
+    args = ["capture", prompts, "--adapter", "exec", "-g", "builtin:hint", "-o", tmp_path / "out.jsonl", "--executor", "ray"]
+    proc = subprocess.Popen([sys.executable, "-m", "waza", *map(str, args), "--", *AGENT], stderr=subprocess.PIPE, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 90
+        while not log.exists():  # the agent runs: GCS, raylet, workers and agents are all up
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        tree = descendants(proc.pid)
+        sockets = listening_sockets(tree)
+    finally:
+        go.touch()
+        _, stderr = proc.communicate(timeout=90)
+    assert proc.returncode == 0, stderr
+    assert len(tree) >= 4 and len(sockets) >= 3, (tree, sockets)  # waza, GCS, raylet, a worker: each serves gRPC
+    assert [s for s in sockets if not is_loopback(s)] == []
+
+
+def test_a_failed_join_says_why_in_one_line(tmp_path, address):
+    prompts = write_jsonl(tmp_path / "p.jsonl", [prompt("a")])
+    home = tmp_path / "home"  # no ~/.ray/auth_token there
+    home.mkdir()
+    cases = [
+        ({}, "127.0.0.1:1", "cannot reach it (Connection refused)"),
+        ({"RAY_AUTH_TOKEN": "0" * 32}, address, "authentication: the cluster refused the token from RAY_AUTH_TOKEN"),
+        (
+            {"RAY_AUTH_TOKEN": "", "HOME": str(home)},
+            address,
+            "authentication: the cluster wants a token and this driver has none",
+        ),
+    ]
+    for env, where, why in cases:
+        proc = capture(prompts, tmp_path / "out.jsonl", "--executor", "ray", "--ray-address", where, env=env)
+        assert proc.returncode == 2, proc.stderr
+        lines = proc.stderr.decode().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"waza: cannot join the Ray cluster at {where}: "), lines
+        assert why in lines[0]
+        if where == "127.0.0.1:1":
+            assert not (tmp_path / "out.jsonl").exists()  # refused before -o is opened
+
+
+def test_ray_env_reaches_the_tasks_and_secrets_stay_masked(tmp_path, address):
+    # The cluster's workers were started without these: only --ray-env carries them to the tasks.
+    env = {"WAZA_TEST_SETTING": "fast-mode", "WAZA_TEST_API_KEY": "sk-" + secrets.token_hex(12)}
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "x"}])
+    out = tmp_path / "out.jsonl"
+    agent = ["sh", "-c", 'echo "setting=$WAZA_TEST_SETTING key=$WAZA_TEST_API_KEY"']
+    args = ["capture", prompts, "--adapter", "exec", "-o", out, "--executor", "ray", "--ray-address", address]
+    proc = run_waza(*args, "--ray-env", "WAZA_TEST_SETTING", "--ray-env", "WAZA_TEST_API_KEY", "--", *agent, env=env)
+    assert proc.returncode == 0, proc.stderr
+    (record,) = read_jsonl(out)
+    assert record["output"].strip() == "setting=fast-mode key=[REDACTED]"
+    assert env["WAZA_TEST_API_KEY"].encode() not in out.read_bytes() + proc.stderr
+    assert set(record["metadata"]["ray"]) == {"node_id", "host"} and len(record["metadata"]["ray"]["node_id"]) == 56
+    proc = run_waza(*args, "--ray-env", "WAZA_TEST_UNSET", "--", *agent)
+    assert (
+        proc.returncode == 2
+        and proc.stderr == b"waza: --ray-env WAZA_TEST_UNSET: WAZA_TEST_UNSET is not set in this environment\n"
+    )
+
+
+def test_a_node_with_another_waza_refuses_every_job(tmp_path):
+    from waza import ExecAgent, PromptCase, Timeouts, Workspace
+    from waza.runner.executors.jobs import Job, NodeMismatch, run_job
+
+    agent = ExecAgent(command=("cat",))
+    job = Job(PromptCase(id="a", input="x"), None, agent, (), Timeouts(), Workspace(cwd=tmp_path), version="0.0.0-driver")
+    with pytest.raises(NodeMismatch, match=r"node .* \(n1\) runs waza \S+, the driver 0\.0\.0-driver"):
+        run_job(job, node_id="n1")

@@ -60,6 +60,12 @@ class Job:
     graders: tuple[GraderSpecT, ...]
     timeouts: Timeouts
     workspace: Workspace
+    #: The driver's waza version: a node running another one refuses the job (:class:`NodeMismatch`).
+    version: str = ""
+
+
+class NodeMismatch(Exception):
+    """A node runs another waza than the driver: no job of this run can be trusted there."""
 
 
 def agent_of(settings: Settings) -> AgentSpec:
@@ -123,21 +129,28 @@ def unpack(seed: bytes, workspace: Path) -> None:
         archive.extractall(workspace, filter="tar")
 
 
-def run_job(job: Job, seed: bytes | None = None) -> CaptureResult:
+def run_job(job: Job, seed: bytes | None = None, node_id: str = "") -> CaptureResult:
     """Run one job where this is called (a Ray worker): the record, or the record's error.
 
-    A fault the local engine would stop the whole run for (the agent cannot
-    start, a grader cannot be loaded) is, on a remote node, most often that
-    node's fault (a program missing there), so it costs this record an error
-    that names the node rather than the run.
+    The record's ``metadata["ray"]`` says where it ran: ``node_id`` (Ray's id of this node) and the
+    host name. A fault the local engine would stop the whole run for (the agent cannot start, a
+    grader cannot be loaded) is, on a remote node, most often that node's fault (a program missing
+    there), so it costs this record an error that names the node rather than the run.
     """
+    from waza import __version__
+
+    host = socket.gethostname()
+    if job.version and job.version != __version__:
+        raise NodeMismatch(f"node {host} ({node_id}) runs waza {__version__}, the driver {job.version}")
     prepare = None if seed is None else functools.partial(unpack, seed)
     try:
-        return run_one(
+        result = run_one(
             job.case, job.agent, job.graders, trial=job.trial, timeouts=job.timeouts, workspace=job.workspace, prepare=prepare
         )
     except WazaError as exc:
-        return failed_result(job.case, job.trial, job.agent.adapter, f"on node {socket.gethostname()}: {exc}")
+        result = failed_result(job.case, job.trial, job.agent.adapter, f"on node {host} ({node_id}): {exc}")
+    result.metadata = {**result.metadata, "ray": {"node_id": node_id, "host": host}}
+    return result
 
 
-__all__ = ["Job", "agent_of", "graders_of", "pack", "run_job", "unpack", "workspace_of"]
+__all__ = ["Job", "NodeMismatch", "agent_of", "graders_of", "pack", "run_job", "unpack", "workspace_of"]

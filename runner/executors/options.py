@@ -2,6 +2,7 @@
 
 import dataclasses
 import math
+import os
 from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
@@ -41,6 +42,18 @@ class ExecutorOptions:
         int | None,
         _opt("--ray-max-retries", help="ray: reruns of a task whose worker or node died, before it is an error (default 3)."),
     ] = None
+    ray_node_error_limit: Annotated[
+        int | None,
+        _opt("--ray-node-error-limit", help="ray: errors in a row after which a node gets no more tasks (default 5)."),
+    ] = None
+    ray_env: Annotated[
+        list[str] | None,
+        _opt("--ray-env", help="ray: pass this variable of the driver's environment to every task (repeatable)."),
+    ] = None
+    ray_capacity_timeout: Annotated[
+        float | None,
+        _opt("--ray-capacity-timeout", help="ray: seconds to wait for a cluster with no room for a task (default 0: refuse)."),
+    ] = None
 
     def ray(self, concurrency: int, *, cpus: int | None = None) -> "RayOptions | None":
         """The Ray options (None: the local executor); an option that would do nothing is a ConfigError.
@@ -50,7 +63,7 @@ class ExecutorOptions:
         """
         ray_flags = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name.startswith("ray_")}
         if self.executor == "local":
-            given = [name for name, value in ray_flags.items() if value is not None]
+            given = [name for name, value in ray_flags.items() if value is not None and value != []]
             if given:
                 raise ConfigError(f"--{given[0].replace('_', '-')} does nothing with --executor local; add --executor ray")
             return None
@@ -68,8 +81,23 @@ class ExecutorOptions:
             task_cpus=1.0 if self.ray_num_cpus is None else self.ray_num_cpus,
             resources=parse_resources(self.ray_resources),
             in_flight=self.ray_in_flight,
+            env=driver_env(self.ray_env or []),
             **({} if self.ray_max_retries is None else {"max_retries": self.ray_max_retries}),
+            **({} if self.ray_node_error_limit is None else {"node_error_limit": self.ray_node_error_limit}),
+            **({} if self.ray_capacity_timeout is None else {"capacity_timeout": self.ray_capacity_timeout}),
         )
+
+
+def driver_env(names: list[str]) -> dict[str, str]:
+    """``--ray-env`` names with their values here; a name that is not set here is a ConfigError."""
+    env = {}
+    for name in names:
+        if not name or "=" in name:
+            raise ConfigError(f"--ray-env takes a variable's name (its value is taken from here), got {name!r}")
+        if name not in os.environ:
+            raise ConfigError(f"--ray-env {name}: {name} is not set in this environment")
+        env[name] = os.environ[name]
+    return env
 
 
 def parse_resources(text: str | None) -> dict[str, float]:
@@ -92,4 +120,4 @@ def parse_resources(text: str | None) -> dict[str, float]:
     return resources
 
 
-__all__ = ["ExecutorOptions", "parse_resources"]
+__all__ = ["ExecutorOptions", "driver_env", "parse_resources"]

@@ -8,42 +8,55 @@ first, and hands its record to the run's sink, the same sink the local engine
 uses, so the output file, ``--resume``, the summary and the exit code are the
 local ones.
 
+The window follows the cluster: its resources are read again every few
+seconds, so a node that joins mid-run gets tasks and one that leaves stops
+counting; a cluster with no room at all for one task is waited for, up to
+``capacity_timeout`` seconds (an autoscaler adding nodes), before the run is refused.
+
 Faults: a task whose worker process (or node) dies is run again by Ray up to
 ``max_retries`` times; after that the item gets one *error* record. A task
-has one return value, so it can never yield two records. On an interrupt the
-tasks in flight are cancelled (their agents stopped) and nothing more is written.
+has one return value, so it can never yield two records. A node whose tasks
+end as errors ``node_error_limit`` times in a row (a missing binary, a full
+disk: fast failures that would otherwise pull most of the prompts to it) gets
+no more tasks: from then on each task is pinned to a healthy node. On an
+interrupt the tasks in flight are cancelled (their agents stopped) and nothing
+more is written.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import math
-import os
-import signal
 import sys
-import threading
-from collections.abc import AsyncIterator, Iterator, Mapping
+import time
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from importlib import import_module
 from typing import Any
 
 import anyio
 
+from waza import __version__
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult
 from waza.runner.engine.pipeline import Settings, Sink, WorkItem, failed_result
 from waza.runner.engine.specs import GraderSpecT, Timeouts
-from waza.runner.executors.jobs import Job, agent_of, graders_of, pack, run_job, workspace_of
+from waza.runner.executors.jobs import Job, NodeMismatch, agent_of, graders_of, pack, run_job, workspace_of
+from waza.runner.executors.ray_connect import INSTALL_HINT, WORKER_NICENESS, connected, import_ray, reach
+from waza.runner.executors.ray_nodes import Nodes
 
 #: How often a task is run again after its worker process or node died (Ray's ``max_retries``).
 MAX_RETRIES = 3
 #: Seconds the cancelled tasks get to stop their agents after an interrupt before they are killed.
 CANCEL_GRACE = 5.0
+#: Errors in a row from one node after which it gets no more tasks.
+NODE_ERROR_LIMIT = 5
 #: How long one wait for a finished task blocks a thread (the loop stays responsive to interrupts).
 _POLL = 0.25
-INSTALL_HINT = "--executor ray needs Ray: pip install 'waza[ray]'"
-#: The environment variable the Ray workers started by a raylet take their niceness from (Ray's default: 15).
-WORKER_NICENESS = "RAY_worker_niceness"
+#: Seconds between two readings of the cluster's resources and nodes.
+_REFRESH = 2.0
+#: Characters of Ray's account of a dead worker kept in an error record.
+_CAUSE_LIMIT = 600
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +67,9 @@ class RayOptions:
     instance with ``cpus`` CPUs, default this machine's). ``task_cpus`` and
     ``resources``: what each task reserves. ``in_flight``: the window of tasks
     submitted at once (default: twice the tasks the cluster can run at once).
+    ``node_error_limit``: errors in a row after which a node gets no more
+    tasks. ``env``: variables set for every task (Ray's runtime environment).
+    ``capacity_timeout``: seconds to wait for a cluster with no room for one task.
     """
 
     address: str | None = None
@@ -62,6 +78,9 @@ class RayOptions:
     resources: Mapping[str, float] = field(default_factory=dict)
     in_flight: int | None = None
     max_retries: int = MAX_RETRIES
+    node_error_limit: int = NODE_ERROR_LIMIT
+    env: Mapping[str, str] = field(default_factory=dict)
+    capacity_timeout: float = 0.0
 
     def __post_init__(self) -> None:
         if not (self.task_cpus >= 0 and math.isfinite(self.task_cpus)):
@@ -70,90 +89,59 @@ class RayOptions:
             raise ConfigError(f"--ray-in-flight must be at least 1, got {self.in_flight}")
         if self.max_retries < 0:
             raise ConfigError(f"--ray-max-retries must be at least 0, got {self.max_retries}")
+        if self.node_error_limit < 1:
+            raise ConfigError(f"--ray-node-error-limit must be at least 1, got {self.node_error_limit}")
+        if not (self.capacity_timeout >= 0 and math.isfinite(self.capacity_timeout)):
+            raise ConfigError(f"--ray-capacity-timeout must be a finite number of seconds >= 0, got {self.capacity_timeout}")
         if self.address is not None and self.cpus is not None:
             raise ConfigError("-j sets the CPUs of the embedded Ray instance; with --ray-address the cluster's own CPUs count")
 
 
-def import_ray() -> Any:
-    """The ``ray`` module, or a ConfigError naming the extra to install."""
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError(INSTALL_HINT) from None
-    return ray
-
-
-@contextlib.contextmanager
-def connected(options: RayOptions) -> Iterator[Any]:
-    """Ray, initialised for this run: joined to ``address`` or an embedded instance, shut down after
-    (unless the caller had already initialised it: then it is theirs)."""
-    ray = import_ray()
-    if ray.is_initialized():
-        yield ray
-        return
-    quiet: dict[str, Any] = {"log_to_driver": False, "configure_logging": False, "logging_level": logging.ERROR}
-    # ray.init installs its own SIGTERM handler (exit at once); the run's handler (cancel cleanly) is put back.
-    sigterm = signal.getsignal(signal.SIGTERM)
-    try:
-        if options.address is None:  # "local": a new instance even when RAY_ADDRESS is set
-            # Ray runs its workers at nice 15; the local engine's agents run at the user's priority, and so
-            # do the embedded instance's (a cluster's nodes choose theirs when they are started).
-            os.environ.setdefault(WORKER_NICENESS, "0")
-            ray.init(address="local", num_cpus=options.cpus, include_dashboard=False, **quiet)
-        else:
-            ray.init(address=options.address, **quiet)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        where = f"the Ray cluster at {options.address}" if options.address else "an embedded Ray instance"
-        raise ConfigError(f"cannot start or join {where}: {exc}") from None
-    finally:
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, sigterm)
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
-
-
-def task_slots(cluster: Mapping[str, float], options: RayOptions) -> int:
-    """How many tasks the cluster can run at once; ConfigError when it cannot run even one."""
-    wanted = {**options.resources, "CPU": options.task_cpus}
-    slots = math.inf
-    for name, amount in wanted.items():
-        if amount <= 0:
-            continue
+def _short(cluster: Mapping[str, float], options: RayOptions) -> str:
+    """What the cluster as a whole lacks for one task ("" when nothing)."""
+    for name, amount in {**options.resources, "CPU": options.task_cpus}.items():
         have = cluster.get(name, 0.0)
-        if have < amount:
+        if amount > 0 and have < amount:
             known = ", ".join(f"{k}={v:g}" for k, v in sorted(cluster.items()) if not k.startswith("node:"))
-            raise ConfigError(f"each task asks for {name}={amount:g} but the Ray cluster has {name}={have:g} ({known})")
-        slots = min(slots, have // amount)
-    return 1 if slots == math.inf else max(1, int(slots))
+            return f"each task asks for {name}={amount:g} but the Ray cluster has {name}={have:g} ({known})"
+    return ""
 
 
 class RayExecutor:
     """An executor (``pipeline.Executor``) that runs each item as a Ray task."""
 
     def __init__(self, options: RayOptions) -> None:
-        import_ray()  # a missing extra is a usage error before anything is opened
+        import_ray(loopback=options.address is None)  # a missing extra is a usage error before anything is opened
+        if options.address is not None:
+            reach(options.address)  # so is an address where nothing listens
         self.options = options
 
     async def __call__(self, items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]) -> None:
-        with connected(self.options) as ray:
+        with connected(self.options.address, self.options.cpus) as ray:
             await self._run(ray, items, settings, sink)
 
     async def _run(self, ray: Any, items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]) -> None:
         options = self.options
-        window = options.in_flight or 2 * task_slots(ray.cluster_resources(), options)
-        remote = ray.remote(run_job).options(
-            num_cpus=options.task_cpus,
-            resources=dict(options.resources) or None,
-            max_retries=options.max_retries,
-            retry_exceptions=False,
-        )
+        nodes = Nodes(ray, {**options.resources, "CPU": options.task_cpus}, options.node_error_limit, _REFRESH)
+        await self._wait_for_room(nodes)
+        on_node = ray.remote(_on_node)
+        task_options: dict[str, Any] = {
+            "num_cpus": options.task_cpus,
+            "resources": dict(options.resources) or None,
+            "max_retries": options.max_retries,
+            "retry_exceptions": False,
+        }
+        if options.env:
+            task_options["runtime_env"] = {"env_vars": dict(options.env)}
+        task = on_node.options(**task_options)
+        affinity = import_module("ray.util.scheduling_strategies").NodeAffinitySchedulingStrategy
         jobs = _Jobs(ray, settings)
-        pending: dict[Any, WorkItem] = {}
+        pending: dict[Any, tuple[WorkItem, str | None, Job, Any]] = {}
         exhausted = False
         try:
             while True:
+                nodes.refresh()
+                window = options.in_flight or 2 * nodes.healthy_slots()
                 while not exhausted and len(pending) < window:
                     try:
                         item = await anext(items)
@@ -167,17 +155,54 @@ class RayExecutor:
                             failed_result(item.case, item.trial, settings.adapter.name, f"cannot prepare workspace: {exc}")
                         )
                         continue
-                    pending[remote.remote(job, seed)] = item
+                    node = nodes.place()
+                    remote = (
+                        task if node is None else on_node.options(**task_options, scheduling_strategy=affinity(node, soft=False))
+                    )
+                    pending[remote.remote(job, seed)] = (item, node, job, seed)
                 if not pending:
-                    return
+                    if exhausted:
+                        return
+                    await self._wait_for_room(nodes)
+                    continue
                 for ref in await anyio.to_thread.run_sync(_ready, ray, list(pending)):
-                    item = pending.pop(ref)
+                    item, node, job, seed = pending.pop(ref)
+                    nodes.returned(node)
+                    if node is not None and _unschedulable(ray, ref):  # its node left: Ray chooses another
+                        pending[task.remote(job, seed)] = (item, None, job, seed)
+                        continue
                     result = self._collect(ray, ref, item, settings)
                     if result is not None:
+                        nodes.saw(result)
                         await sink(result)
         finally:
             if pending:
                 _cancel(ray, list(pending))
+
+    async def _wait_for_room(self, nodes: Nodes) -> None:
+        """Until the healthy nodes have room for one task: ``capacity_timeout`` seconds at most, then a ConfigError."""
+        deadline = time.monotonic() + self.options.capacity_timeout
+        said = False
+        while True:
+            nodes.refresh(force=True)
+            if nodes.healthy_slots() > 0:
+                return
+            short = _short(nodes.resources, self.options)
+            if nodes.unhealthy and not short:
+                short = f"every node with room for a task ended {self.options.node_error_limit} tasks in a row as errors"
+            elif not short:
+                wanted = ", ".join(f"{k}={v:g}" for k, v in {**self.options.resources, "CPU": self.options.task_cpus}.items())
+                short = f"no single node has room for one task ({wanted})"
+            if time.monotonic() >= deadline:
+                hint = f" after waiting {self.options.capacity_timeout:g} s" if self.options.capacity_timeout else ""
+                raise ConfigError(f"{short}{hint} (--ray-capacity-timeout waits for an autoscaler to add nodes)")
+            if not said:
+                print(
+                    f"waza: waiting up to {self.options.capacity_timeout:g} s for room on the Ray cluster: {short}",
+                    file=sys.stderr,
+                )
+                said = True
+            await anyio.sleep(min(_REFRESH, max(0.0, deadline - time.monotonic())))
 
     def _collect(self, ray: Any, ref: Any, item: WorkItem, settings: Settings) -> CaptureResult | None:
         """The task's record; an error record when Ray could not run it; None when it was cancelled."""
@@ -190,12 +215,37 @@ class RayExecutor:
         except exceptions.RayTaskError as exc:
             if isinstance(exc.cause, KeyboardInterrupt):
                 return None
+            if isinstance(exc.cause, NodeMismatch):
+                raise ConfigError(f"{exc.cause}: install the driver's waza on every node") from None
             message = f"Ray task failed: {type(exc.cause).__name__}: {exc.cause}"
         except exceptions.RayError as exc:
             tries = self.options.max_retries + 1
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            message = f"Ray could not finish this task in {tries} tries (worker or node died): {type(exc).__name__}: {first}"
+            message = (
+                f"Ray could not finish this task in {tries} tries (worker or node died): {type(exc).__name__}: {_cause(exc)}"
+            )
         return failed_result(item.case, item.trial, settings.adapter.name, message)
+
+
+def _unschedulable(ray: Any, ref: Any) -> bool:
+    """Whether a task pinned to a node failed because that node is gone (not because of what it ran)."""
+    unschedulable = getattr(ray.exceptions, "TaskUnschedulableError", None)
+    try:
+        ray.get(ref, timeout=0)
+    except Exception as exc:  # noqa: BLE001 - only the kind matters here; _collect reads it again
+        return unschedulable is not None and isinstance(exc, unschedulable)
+    return False
+
+
+def _on_node(job: Job, seed: bytes | None) -> CaptureResult:
+    """What each task runs: the job, told which Ray node it is on."""
+    return run_job(job, seed, node_id=import_module("ray").get_runtime_context().get_node_id())
+
+
+def _cause(exc: BaseException) -> str:
+    """Ray's account of a dead worker or node, without its advice to read log files on the node, in one bounded line."""
+    sentences = " ".join(str(exc).split()).split(". ")
+    kept = [s for s in sentences if not (s.startswith("Check ") and "log" in s)]
+    return ". ".join(kept).strip()[:_CAUSE_LIMIT]
 
 
 class _Jobs:
@@ -223,7 +273,7 @@ class _Jobs:
             if id(item.prepare) not in self.seeds:
                 self.seeds[id(item.prepare)] = (item.prepare, self.ray.put(pack(item.prepare)))
             seed = self.seeds[id(item.prepare)][1]
-        return Job(item.case, item.trial, self.agent, graders, self.timeouts, self.workspace), seed
+        return Job(item.case, item.trial, self.agent, graders, self.timeouts, self.workspace, __version__), seed
 
 
 def _ready(ray: Any, refs: list[Any]) -> list[Any]:
@@ -247,4 +297,12 @@ def _cancel(ray: Any, refs: list[Any]) -> None:
     print(f"waza: cancelled {len(refs)} Ray tasks in flight", file=sys.stderr)
 
 
-__all__ = ["INSTALL_HINT", "MAX_RETRIES", "WORKER_NICENESS", "RayExecutor", "RayOptions", "import_ray", "task_slots"]
+__all__ = [
+    "INSTALL_HINT",
+    "MAX_RETRIES",
+    "NODE_ERROR_LIMIT",
+    "WORKER_NICENESS",
+    "RayExecutor",
+    "RayOptions",
+    "import_ray",
+]

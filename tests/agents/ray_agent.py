@@ -6,6 +6,9 @@
   {"kill_once": MARKER}    the first time (MARKER does not exist yet): creates MARKER and SIGKILLs its
                            parent, the Ray worker process running it, so Ray must retry the task
   {"kill_always": true}    SIGKILLs its parent every time
+  {"wait_for": FILE}       waits (at most 60 s) until FILE exists before answering
+  {"span": FILE}           appends "ID START END" (wall-clock seconds) to FILE when it is done
+  {"fail_if_env": NAME}    exits 1 at once when NAME is set (a node started with it is a "bad node")
 
 Everything comes from the prompt, not the environment, because a shared Ray
 instance's workers do not inherit the environment of the waza that submits tasks.
@@ -31,6 +34,9 @@ def kill_worker() -> None:
     sys.exit(9)  # nobody reads this any more: the worker that ran it is gone
 
 
+if spec.get("fail_if_env") and os.environ.get(spec["fail_if_env"]):
+    print("this node is broken", file=sys.stderr)
+    sys.exit(1)
 if spec.get("kill_always"):
     kill_worker()
 if spec.get("kill_once"):
@@ -41,5 +47,13 @@ if spec.get("kill_once"):
     else:
         kill_worker()
 
+if spec.get("wait_for"):
+    deadline = time.monotonic() + 60
+    while not os.path.exists(spec["wait_for"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+started = time.time()
 time.sleep(float(spec.get("sleep", 0)))
+if spec.get("span"):
+    with open(spec["span"], "a") as f:
+        f.write(f"{os.environ['WAZA_PROMPT_ID']} {started} {time.time()}\n")
 print(spec.get("answer", "ok-answer"))

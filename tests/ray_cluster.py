@@ -1,0 +1,125 @@
+"""A real Ray cluster of one or more nodes on this host: ``ray start`` subprocesses, token authentication on.
+
+Each node is a ``ray start --block`` process leading a session of its own, with its own temporary
+directory and ports, so a node is removed the way a machine fails: SIGKILL to its whole process group
+(raylet, workers, agents), and stopping the cluster touches no other Ray on the machine (``ray stop``
+would). The nodes register the host's interface address: Ray (2.60) turns 127.0.0.1 given to
+``ray start --address`` into that address and refuses a second node in its loopback mode, so a
+multi-node cluster cannot be kept on loopback; the token (a random one per cluster) is what keeps
+anyone else off it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RAY = str(Path(sys.executable).with_name("ray"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Node:
+    def __init__(self, proc: subprocess.Popen[bytes], temp_dir: str, log: Path) -> None:
+        self.proc, self.temp_dir, self.log = proc, temp_dir, log
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=30)
+        # Workers that left the group (Ray puts some in sessions of their own) still carry the temp dir in argv.
+        for pid in _pids_mentioning(self.temp_dir):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+class Cluster:
+    """``env``: what every node and every driver of this cluster gets (the token settings)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = {**os.environ, **env}
+        self.nodes: list[Node] = []
+        self.address = ""
+
+    def _start(self, args: list[str], extra_env: dict[str, str]) -> Node:
+        temp_dir = tempfile.mkdtemp(prefix="wzr", dir="/tmp")  # short: Ray's unix socket paths must fit 107 bytes
+        log = Path(temp_dir) / "ray-start.log"
+        ports = ["--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port"]
+        ports += ["--dashboard-agent-grpc-port", "--runtime-env-agent-port", "--metrics-export-port"]
+        argv = [RAY, "start", "--block", "--temp-dir", temp_dir, "--disable-usage-stats", *args]
+        for flag in ports:
+            argv += [flag, str(free_port())]
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, env={**self.env, **extra_env}, start_new_session=True
+            )
+        node = Node(proc, temp_dir, log)
+        self.nodes.append(node)
+        return node
+
+    def start_head(self, num_cpus: int) -> str:
+        port = free_port()
+        node = self._start(["--head", "--port", str(port), "--num-cpus", str(num_cpus), "--include-dashboard", "false"], {})
+        self.address = f"127.0.0.1:{port}"
+        self._wait(node, lambda: _connectable(port), "the head's GCS")
+        self.wait_for_nodes(1)
+        return self.address
+
+    def add_node(self, num_cpus: int, **env: str) -> Node:
+        node = self._start(["--address", self.address, "--num-cpus", str(num_cpus)], env)
+        self.wait_for_nodes(sum(1 for n in self.nodes if n.proc.poll() is None))
+        return node
+
+    def alive_nodes(self) -> int:
+        proc = subprocess.run([sys.executable, "-c", _COUNT_NODES, self.address], capture_output=True, env=self.env, timeout=90)
+        return int(proc.stdout) if proc.returncode == 0 else -1
+
+    def wait_for_nodes(self, n: int, limit: float = 90) -> None:
+        self._wait(self.nodes[0], lambda: self.alive_nodes() == n, f"{n} alive nodes", limit)
+
+    def _wait(self, node: Node, ready: object, what: str, limit: float = 90) -> None:
+        deadline = time.monotonic() + limit
+        while not ready():  # type: ignore[operator]
+            if node.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"no {what} after {limit}s: {node.log.read_text(errors='replace')[-3000:]}")
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        for node in reversed(self.nodes):
+            node.kill()
+
+
+_COUNT_NODES = """
+import logging, sys, ray
+ray.init(address=sys.argv[1], log_to_driver=False, configure_logging=False, logging_level=logging.ERROR)
+print(sum(1 for node in ray.nodes() if node["Alive"]))
+"""
+
+
+def _connectable(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _pids_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if text.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    found.append(int(entry))
+    return found
