@@ -26,18 +26,14 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.process import (
     LINE_LIMIT,
     TAG_VAR,
+    Child,
     LineReader,
     LineTooLong,
     Tail,
-    drain,
     exit_parts,
-    kill_group,
     kill_tagged,
     new_tag,
-    reap,
     run_once,
-    send_and_close,
-    spawn,
 )
 from waza.protocol.records import Exit, Usage
 from waza.protocol.trajectory import (
@@ -188,42 +184,31 @@ class ExecAdapter(Adapter):
         self, argv: list[str], env: dict[str, str], data: bytes, remaining: float, task: AgentTask, stderr: Tail
     ) -> tuple[int | None, bool, list[str]]:
         """--events: each stdout line is an event, timestamped as it arrives."""
-        process = await spawn(argv, cwd=task.workspace, env=env)
+        child = Child(argv, stdin=data, cwd=task.workspace, env=env, stderr=stderr)
         recorder = task.recorder
         problems: list[str] = []
-
-        async def read_events() -> None:
-            assert process.stdout is not None
-            reader = LineReader(process.stdout)
-            number = 0
-            while True:
-                try:
-                    line = await reader.readline()
-                except LineTooLong as exc:
-                    problems.append(f"agent stdout: {exc}")
-                    kill_group(process)
-                    return
-                if line is None:
-                    return
-                number += 1
-                if not line.strip():
-                    continue
-                try:
-                    recorder.emit(event_from_line(orjson.loads(line), number))
-                except (orjson.JSONDecodeError, ValueError) as exc:
-                    problems.append(f"agent stdout line {number} is not a trajectory event: {exc}")
-                    recorder.emit(RawUpdate("unparsed", line.decode("utf-8", "replace")))
-
+        reader = LineReader(child)
+        number = 0
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(send_and_close, process.stdin, data)
-                tg.start_soon(read_events)
-                tg.start_soon(drain, process.stderr, stderr)
-                with anyio.move_on_after(remaining) as scope:
-                    await process.wait()
-                kill_group(process)
-                # A daemon that left the group may hold the pipes: its tag finds it, so reading ends.
-                kill_tagged(env[TAG_VAR])
+            with anyio.move_on_after(remaining) as scope:
+                while True:
+                    try:
+                        line = await reader.readline()
+                    except LineTooLong as exc:
+                        problems.append(f"agent stdout: {exc}")
+                        child.kill()
+                        break
+                    if line is None:
+                        break
+                    number += 1
+                    if not line.strip():
+                        continue
+                    try:
+                        recorder.emit(event_from_line(orjson.loads(line), number))
+                    except (orjson.JSONDecodeError, ValueError) as exc:
+                        problems.append(f"agent stdout line {number} is not a trajectory event: {exc}")
+                        recorder.emit(RawUpdate("unparsed", line.decode("utf-8", "replace")))
+                await child.wait()
         finally:
-            await reap(process)
-        return process.returncode, scope.cancelled_caught, problems
+            await child.aclose()
+        return child.returncode, scope.cancelled_caught, problems
