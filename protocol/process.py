@@ -173,7 +173,12 @@ class Child(anyio.abc.ByteReceiveStream):
     read or :meth:`wait` (a timeout) and close it to stop the child.
 
     With ``keep_stdin`` its stdin stays open for a conversation (a worker
-    grader): :meth:`send` writes more, :meth:`close_stdin` ends it.
+    grader, an ACP agent): :meth:`send` writes more, :meth:`close_stdin` ends
+    it; what the pipe does not take at once is written while the child is read.
+
+    One task at a time reads or waits on a child (its events are handled there);
+    any task may send to it, kill it or close it: a task still reading when
+    another closes the child gets the end of its output.
     """
 
     def __init__(

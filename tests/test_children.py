@@ -151,6 +151,50 @@ def test_a_command_that_cannot_start_raises_oserror(backend: str, tmp_path: Path
         on(backend, lambda: run_once([str(tmp_path / "missing")], timeout=60))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_closing_a_child_another_task_reads_ends_that_read_and_every_close_returns(backend: str) -> None:
+    """How an ACP terminal is released or an agent stopped: one task reads, others close."""
+
+    async def main() -> tuple[bytes, int | None, int]:
+        child = Child(["sh", "-c", "sleep 1000 & echo ready; sleep 1000"])
+        seen = bytearray()
+        ready = anyio.Event()
+
+        async def read() -> None:
+            async for chunk in child:
+                seen.extend(chunk)
+                ready.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            with anyio.fail_after(60):
+                await ready.wait()
+            tg.start_soon(child.aclose)
+            await child.aclose()
+        return bytes(seen), child.returncode, child.pid
+
+    seen, returncode, pid = on(backend, main)
+    assert seen == b"ready\n"
+    assert returncode == -signal.SIGKILL
+    assert gone(pid)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_stderr_can_share_stdout_s_pipe_in_the_order_written(backend: str) -> None:
+    """An ACP terminal's output: both streams as the command wrote them."""
+
+    async def main() -> tuple[bytes, str]:
+        child = Child(["sh", "-c", "echo 1; echo 2 >&2; echo 3; echo 4 >&2"], stderr_to=subprocess.STDOUT)
+        try:
+            out = b"".join([chunk async for chunk in child])
+            await child.wait()
+        finally:
+            await child.aclose()
+        return out, child.stderr.text()
+
+    assert on(backend, main) == (b"1\n2\n3\n4\n", "")
+
+
 NO_PIDFD = """
 import json, os, sys
 del os.pidfd_open  # as on a system without pidfds (macOS, a kernel before 5.3)
