@@ -26,6 +26,7 @@ import os
 import time
 from contextlib import AsyncExitStack
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any, ClassVar, get_args
 
 import anyio
@@ -131,7 +132,8 @@ class _AgentStdin(anyio.abc.ByteSendStream):
 class _Agent:
     """One running agent process and its connection, served (its stdout read) by a task of the adapter."""
 
-    def __init__(self, child: Child, rpc: RpcConnection) -> None:
+    def __init__(self, child: Child, rpc: RpcConnection, workspace: Path) -> None:
+        self.workspace = workspace
         self.child = child
         self.rpc = rpc
         self.auth_methods: list[str] = []
@@ -165,7 +167,7 @@ class _PromptStderr(Tail):
 class AcpAdapter(Adapter):
     name: ClassVar[str] = "acp"
     options: ClassVar[frozenset[str]] = frozenset(
-        {"mcp_servers", "mcp_config", "permission", "permission_rules", "raw_log", "auth_method"}
+        {"mcp_servers", "mcp_config", "permission", "permission_rules", "raw_log", "auth_method", "sandbox"}
     )
 
     @classmethod
@@ -192,6 +194,7 @@ class AcpAdapter(Adapter):
         self._answered = False
 
     async def __aenter__(self) -> AcpAdapter:
+        await super().__aenter__()
         await self._stack.__aenter__()
         if self.opts.raw_log is not None:
             self._raw = acp_rawlog.RawLog(self.opts.raw_log)
@@ -205,17 +208,26 @@ class AcpAdapter(Adapter):
             if self._tg is not None:
                 self._tg.cancel_scope.cancel()
         finally:
-            await self._stack.__aexit__(*exc)
+            try:
+                await self._stack.__aexit__(*exc)
+            finally:
+                await super().__aexit__(*exc)
 
     # -- the agent process ---------------------------------------------------------------
 
-    async def _ready_agent(self) -> _Agent:
-        if self._agent is not None and self._agent.alive:
-            return self._agent
+    async def _ready_agent(self, workspace: Path) -> _Agent:
+        """The worker's agent, started when there is none alive. A sandboxed agent sees only the workspace
+        it was started for: a prompt in another workspace gets an agent started for that one."""
+        agent = self._agent
+        if agent is not None and agent.alive and (self.opts.sandbox is None or agent.workspace == workspace):
+            return agent
         await self._stop_agent()
         assert self._tg is not None, "use the adapter as an async context manager"
+        argv, env = self.sandboxed(self.command, workspace, os.environ)
         try:
-            child = Child(self.command, stderr=self._stderr, keep_stdin=True)  # it inherits our environment
+            child = Child(
+                argv, env=env, cwd=workspace if self.opts.sandbox is not None else None, stderr=self._stderr, keep_stdin=True
+            )
         except OSError as exc:
             raise AgentFault(f"cannot start agent {self.command[0]!r}: {exc.strerror or exc}") from None
         pid = child.pid
@@ -227,7 +239,7 @@ class AcpAdapter(Adapter):
             spawn=self._tg.start_soon,
             tap=tap,
         )
-        self._agent = agent = _Agent(child, rpc)
+        self._agent = agent = _Agent(child, rpc, workspace)
         self._tg.start_soon(agent.serve)
         log.debug("agent started", pid=pid, command=self.command)
         limit = HANDSHAKE_TIMEOUT if self._answered else first_handshake_timeout()
@@ -343,12 +355,13 @@ class AcpAdapter(Adapter):
         if self._raw is not None:
             self._raw.prompt_id = task.case.id
         assert self._tg is not None, "use the adapter as an async context manager"
-        session = ClientSession(None, task.workspace, task.recorder, self._policy, self._tg.start_soon)
+        prepare = self.sandboxed if self.opts.sandbox is not None else None
+        session = ClientSession(None, task.workspace, task.recorder, self._policy, self._tg.start_soon, prepare)
         self._session = session
         deadline = math.inf if task.timeout is None else anyio.current_time() + task.timeout
         try:
             with anyio.move_on_at(deadline) as scope:
-                agent = await self._ready_agent()
+                agent = await self._ready_agent(task.workspace)
                 await self._converse(agent, session, task, run)
             if scope.cancelled_caught:
                 await self._cancel(session, run, task)

@@ -17,8 +17,9 @@ import itertools
 import os
 import signal
 import subprocess
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import anyio
 import anyio.abc
@@ -28,13 +29,16 @@ from waza.protocol.process import STDOUT_LIMIT, TAG_VAR, Child, exit_parts, kill
 from .acp_fs import confine_dir
 from .acp_rpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError, Spawn
 
+#: Puts a command line and its environment in the agent's sandbox (``Adapter.sandboxed``).
+Prepare: TypeAlias = Callable[[Sequence[str], Path, Mapping[str, str]], tuple[Sequence[str], Mapping[str, str]]]
+
 _ids = itertools.count(1)
 
 
 class Terminal:
     """One process the agent started, with the bounded tail of its output and whether it has exited."""
 
-    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str], limit: int) -> None:
+    def __init__(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], limit: int) -> None:
         self.limit = limit
         self.output = bytearray()
         self.truncated = False
@@ -77,9 +81,11 @@ class Terminal:
 class Terminals:
     """The terminals of one prompt."""
 
-    def __init__(self, workspace: Path, spawn_task: Spawn) -> None:
+    def __init__(self, workspace: Path, spawn_task: Spawn, prepare: Prepare | None = None) -> None:
         self.workspace = workspace
         self._spawn_task = spawn_task
+        #: Wraps a command in the agent's sandbox, when it runs in one: its terminals run there too.
+        self._prepare = prepare
         self._terminals: dict[str, Terminal] = {}
         #: Tags every terminal command of this prompt, so one that left its process group still dies at the end.
         self._tag = new_tag()
@@ -106,9 +112,12 @@ class Terminals:
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
             raise RpcError(INVALID_PARAMS, "outputByteLimit must be a non-negative integer")
         env[TAG_VAR] = self._tag
-        argv = [command, *args] if args else ["/bin/sh", "-c", command]
+        argv: Sequence[str] = [command, *args] if args else ["/bin/sh", "-c", command]
+        run_env: Mapping[str, str] = env
+        if self._prepare is not None:
+            argv, run_env = self._prepare(argv, self.workspace, env)
         try:
-            terminal = Terminal(argv, cwd, env, STDOUT_LIMIT if limit is None else min(limit, STDOUT_LIMIT))
+            terminal = Terminal(argv, cwd, run_env, STDOUT_LIMIT if limit is None else min(limit, STDOUT_LIMIT))
         except OSError as exc:
             raise RpcError(INVALID_PARAMS, f"cannot start {command!r}: {exc.strerror or exc}") from None
         terminal_id = f"term-{next(_ids)}"

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 from waza.adapters.base import AdapterOptions
 from waza.protocol.errors import ConfigError
+from waza.protocol.sandbox import Sandbox
 from waza.runner.engine.inputs import TimeoutUnit
 from waza.runner.grading.grader_specs import GraderSpec, check_python_target, resolve_argv
 
@@ -111,6 +112,7 @@ class ExecAgent(_Agent):
     adapter: ClassVar[str] = "exec"
     command: tuple[str, ...]
     events: bool = False
+    sandbox: Sandbox | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,6 +127,7 @@ class AcpAgent(_Agent):
     permission_rules: Path | None = None
     raw_log: Path | None = None
     auth_method: str | None = None
+    sandbox: Sandbox | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,6 +137,7 @@ class HeadlessAgent(_Agent):
     adapter: ClassVar[str] = "headless"
     schema: Path | None = None
     raw_log: Path | None = None
+    sandbox: Sandbox | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
