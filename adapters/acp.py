@@ -34,7 +34,7 @@ import anyio.abc
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.logs import get_logger
-from waza.protocol.process import Tail, drain, exit_parts, kill_group, reap, spawn
+from waza.protocol.process import Child, Tail, exit_parts
 from waza.protocol.records import StopReason
 from waza.protocol.trajectory import RawUpdate, TrajectoryBuilder
 
@@ -115,18 +115,42 @@ def _client_info() -> dict[str, str]:
         return {"name": "waza", "version": "0"}
 
 
-class _Agent:
-    """One running agent process and its connection."""
+class _AgentStdin(anyio.abc.ByteSendStream):
+    """The agent's stdin as the connection writes it: what the pipe does not take at once is written
+    while the connection reads the agent's stdout."""
 
-    def __init__(self, process: anyio.abc.Process, rpc: RpcConnection, workspace: Path) -> None:
+    def __init__(self, child: Child) -> None:
+        self.child = child
+
+    async def send(self, item: bytes) -> None:
+        self.child.send(item)
+
+    async def aclose(self) -> None:
+        self.child.close_stdin()
+
+
+class _Agent:
+    """One running agent process and its connection, served (its stdout read) by a task of the adapter."""
+
+    def __init__(self, child: Child, rpc: RpcConnection, workspace: Path) -> None:
         self.workspace = workspace
-        self.process = process
+        self.child = child
         self.rpc = rpc
         self.auth_methods: list[str] = []
+        self.serving = anyio.CancelScope()
+        self.served = anyio.Event()
 
     @property
     def alive(self) -> bool:
-        return self.rpc.lost is None and self.process.returncode is None
+        return self.rpc.lost is None and self.child.returncode is None
+
+    async def serve(self) -> None:
+        """Read the agent's messages until its stdout ends (its group is killed once it exits) or it is stopped."""
+        try:
+            with self.serving:
+                await self.rpc.serve(self.child)
+        finally:
+            self.served.set()
 
 
 class _PromptStderr(Tail):
@@ -201,19 +225,22 @@ class AcpAdapter(Adapter):
         assert self._tg is not None, "use the adapter as an async context manager"
         argv, env = self.sandboxed(self.command, workspace, os.environ)
         try:
-            process = await spawn(argv, env=env, cwd=workspace if self.opts.sandbox is not None else None)
+            child = Child(
+                argv, env=env, cwd=workspace if self.opts.sandbox is not None else None, stderr=self._stderr, keep_stdin=True
+            )
         except OSError as exc:
             raise AgentFault(f"cannot start agent {self.command[0]!r}: {exc.strerror or exc}") from None
-        pid = process.pid
+        pid = child.pid
         tap = (lambda d, data, ok: self._raw.write(d, data, ok, pid)) if self._raw else None  # type: ignore[union-attr]
-        assert process.stdin is not None and process.stdout is not None
         rpc = RpcConnection(
-            process.stdin, on_request=self._on_request, on_notification=self._on_notification, spawn=self._tg.start_soon, tap=tap
+            _AgentStdin(child),
+            on_request=self._on_request,
+            on_notification=self._on_notification,
+            spawn=self._tg.start_soon,
+            tap=tap,
         )
-        self._agent = agent = _Agent(process, rpc, workspace)
-        self._tg.start_soon(rpc.serve, process.stdout)
-        self._tg.start_soon(drain, process.stderr, self._stderr)
-        self._tg.start_soon(self._end_group_on_exit, process)
+        self._agent = agent = _Agent(child, rpc, workspace)
+        self._tg.start_soon(agent.serve)
         log.debug("agent started", pid=pid, command=self.command)
         limit = HANDSHAKE_TIMEOUT if self._answered else first_handshake_timeout()
         with anyio.move_on_after(limit) as handshake:
@@ -254,17 +281,6 @@ class AcpAdapter(Adapter):
             await self._request(agent, "authenticate", {"methodId": method})
         return agent
 
-    @staticmethod
-    async def _end_group_on_exit(process: anyio.abc.Process) -> None:
-        """When the agent exits, its process group goes too.
-
-        A child it left running may hold the agent's stdout open, and then the
-        end of stdout (how an exit is noticed) would never come: the prompt would
-        wait for its timeout, and the child would outlive the agent.
-        """
-        await process.wait()
-        kill_group(process)
-
     async def _stop_agent(self, exiting: bool = False) -> int | None:
         """Kill the agent's process group; with ``exiting``, first give it a moment to exit on its own.
 
@@ -273,12 +289,17 @@ class AcpAdapter(Adapter):
         agent, self._agent = self._agent, None
         if agent is None:
             return None
-        if exiting:
-            with anyio.move_on_after(EXIT_GRACE):
-                await agent.process.wait()
-        returncode = agent.process.returncode
-        await reap(agent.process)
-        log.debug("agent stopped", pid=agent.process.pid, returncode=agent.process.returncode)
+        child = agent.child
+        try:
+            if exiting:
+                with anyio.move_on_after(EXIT_GRACE):
+                    await agent.served.wait()  # its stdout ended: now the exit (only this task reads it now)
+                    await child.wait()
+            returncode = child.returncode
+        finally:
+            agent.serving.cancel()  # the reader stops where it waits (it touches the child no more)
+            await child.aclose()
+        log.debug("agent stopped", pid=child.pid, returncode=child.returncode)
         return returncode
 
     async def _request(self, agent: _Agent, method: str, params: dict[str, Any]) -> Any:

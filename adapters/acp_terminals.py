@@ -16,15 +16,15 @@ from __future__ import annotations
 import itertools
 import os
 import signal
+import subprocess
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeAlias
 
 import anyio
 import anyio.abc
 
-from waza.protocol.process import STDOUT_LIMIT, TAG_VAR, drain, exit_parts, kill_group, kill_tagged, new_tag, reap, spawn
+from waza.protocol.process import STDOUT_LIMIT, TAG_VAR, Child, exit_parts, kill_tagged, new_tag
 
 from .acp_fs import confine_dir
 from .acp_rpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError, Spawn
@@ -35,15 +35,17 @@ Prepare: TypeAlias = Callable[[Sequence[str], Path, Mapping[str, str]], tuple[Se
 _ids = itertools.count(1)
 
 
-@dataclass(eq=False)
 class Terminal:
     """One process the agent started, with the bounded tail of its output and whether it has exited."""
 
-    process: anyio.abc.Process
-    limit: int
-    output: bytearray = field(default_factory=bytearray)
-    truncated: bool = False
-    exited: anyio.Event = field(default_factory=anyio.Event)
+    def __init__(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], limit: int) -> None:
+        self.limit = limit
+        self.output = bytearray()
+        self.truncated = False
+        self.exited = anyio.Event()
+        self.watching = anyio.CancelScope()
+        # stdout and stderr on one pipe, in the order the command writes them
+        self.child = Child(argv, cwd=cwd, env=env, stderr_to=subprocess.STDOUT)
 
     def add(self, data: bytes) -> None:
         self.output.extend(data)
@@ -56,19 +58,24 @@ class Terminal:
     def exit_status(self) -> dict[str, Any] | None:
         if not self.exited.is_set():
             return None
-        code, sig = exit_parts(self.process.returncode)
+        code, sig = exit_parts(self.child.returncode)
         return {"exitCode": code, "signal": signal.Signals(sig).name if sig else None}
 
     async def watch(self) -> None:
-        """Collect output until the command exits, then take its process group down too."""
+        """Collect output until the command exits (its process group goes then too), or until released."""
         try:
-            async with anyio.create_task_group() as tg:
-                for stream in (self.process.stdout, self.process.stderr):
-                    tg.start_soon(drain, stream, self)  # type: ignore[arg-type]  # any sink with add(bytes)
-                await self.process.wait()
-                kill_group(self.process)
+            with self.watching:
+                async for chunk in self.child:
+                    self.add(chunk)
+                await self.child.wait()
         finally:
+            await self.child.aclose()
             self.exited.set()
+
+    async def release(self) -> None:
+        """Kill the command's group and reap it."""
+        self.watching.cancel()
+        await self.child.aclose()
 
 
 class Terminals:
@@ -110,11 +117,10 @@ class Terminals:
         if self._prepare is not None:
             argv, run_env = self._prepare(argv, self.workspace, env)
         try:
-            process = await spawn(argv, cwd=cwd, env=run_env, stdin=False)
+            terminal = Terminal(argv, cwd, run_env, STDOUT_LIMIT if limit is None else min(limit, STDOUT_LIMIT))
         except OSError as exc:
             raise RpcError(INVALID_PARAMS, f"cannot start {command!r}: {exc.strerror or exc}") from None
         terminal_id = f"term-{next(_ids)}"
-        terminal = Terminal(process, STDOUT_LIMIT if limit is None else min(limit, STDOUT_LIMIT))
         self._terminals[terminal_id] = terminal
         self._spawn_task(terminal.watch)
         return {"terminalId": terminal_id}
@@ -133,18 +139,18 @@ class Terminals:
         return terminal.exit_status() or {}
 
     def kill(self, params: dict[str, Any]) -> dict[str, Any]:
-        kill_group(self._get(params).process)
+        self._get(params).child.kill()
         return {}
 
     async def release(self, params: dict[str, Any]) -> dict[str, Any]:
         terminal = self._get(params)
         del self._terminals[params["terminalId"]]
-        await reap(terminal.process)
+        await terminal.release()
         return {}
 
     async def close(self) -> None:
         """Kill and reap every terminal still held (the prompt is over)."""
         terminals, self._terminals = list(self._terminals.values()), {}
         for terminal in terminals:
-            await reap(terminal.process)
+            await terminal.release()
         kill_tagged(self._tag)  # a `setsid cmd &` left its group but not its environment

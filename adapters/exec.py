@@ -27,18 +27,14 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.process import (
     LINE_LIMIT,
     TAG_VAR,
+    Child,
     LineReader,
     LineTooLong,
     Tail,
-    drain,
     exit_parts,
-    kill_group,
     kill_tagged,
     new_tag,
-    reap,
     run_once,
-    send_and_close,
-    spawn,
 )
 from waza.protocol.records import Exit, Usage
 from waza.protocol.trajectory import (
@@ -156,7 +152,7 @@ class ExecAdapter(Adapter):
         run_argv, run_env = self.sandboxed(argv, task.workspace, env)
         try:
             if self.opts.events:
-                returncode, timed_out, problems = await self._streamed(run_argv, run_env, tag, data, remaining, task, stderr)
+                returncode, timed_out, problems = await self._streamed(run_argv, run_env, data, remaining, task, stderr)
                 answer = task.recorder.finish().output
             else:
                 # The answer is only read at the end: the lean one-shot path is enough.
@@ -190,45 +186,34 @@ class ExecAdapter(Adapter):
         return answer, True
 
     async def _streamed(
-        self, argv: Sequence[str], env: Mapping[str, str], tag: str, data: bytes, remaining: float, task: AgentTask, stderr: Tail
+        self, argv: Sequence[str], env: Mapping[str, str], data: bytes, remaining: float, task: AgentTask, stderr: Tail
     ) -> tuple[int | None, bool, list[str]]:
         """--events: each stdout line is an event, timestamped as it arrives."""
-        process = await spawn(argv, cwd=task.workspace, env=env)
+        child = Child(argv, stdin=data, cwd=task.workspace, env=env, stderr=stderr)
         recorder = task.recorder
         problems: list[str] = []
-
-        async def read_events() -> None:
-            assert process.stdout is not None
-            reader = LineReader(process.stdout)
-            number = 0
-            while True:
-                try:
-                    line = await reader.readline()
-                except LineTooLong as exc:
-                    problems.append(f"agent stdout: {exc}")
-                    kill_group(process)
-                    return
-                if line is None:
-                    return
-                number += 1
-                if not line.strip():
-                    continue
-                try:
-                    recorder.emit(event_from_line(orjson.loads(line), number))
-                except (orjson.JSONDecodeError, ValueError) as exc:
-                    problems.append(f"agent stdout line {number} is not a trajectory event: {exc}")
-                    recorder.emit(RawUpdate("unparsed", line.decode("utf-8", "replace")))
-
+        reader = LineReader(child)
+        number = 0
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(send_and_close, process.stdin, data)
-                tg.start_soon(read_events)
-                tg.start_soon(drain, process.stderr, stderr)
-                with anyio.move_on_after(remaining) as scope:
-                    await process.wait()
-                kill_group(process)
-                # A daemon that left the group may hold the pipes: its tag finds it, so reading ends.
-                kill_tagged(tag)
+            with anyio.move_on_after(remaining) as scope:
+                while True:
+                    try:
+                        line = await reader.readline()
+                    except LineTooLong as exc:
+                        problems.append(f"agent stdout: {exc}")
+                        child.kill()
+                        break
+                    if line is None:
+                        break
+                    number += 1
+                    if not line.strip():
+                        continue
+                    try:
+                        recorder.emit(event_from_line(orjson.loads(line), number))
+                    except (orjson.JSONDecodeError, ValueError) as exc:
+                        problems.append(f"agent stdout line {number} is not a trajectory event: {exc}")
+                        recorder.emit(RawUpdate("unparsed", line.decode("utf-8", "replace")))
+                await child.wait()
         finally:
-            await reap(process)
-        return process.returncode, scope.cancelled_caught, problems
+            await child.aclose()
+        return child.returncode, scope.cancelled_caught, problems

@@ -1,27 +1,36 @@
-"""Child processes under the protocol's rules.
+"""Child processes under waza's rules: the one way waza runs an agent, a grader, a worker or a terminal.
 
-Every child (an agent, a grader, a terminal an agent asked for) starts in its
-own process group so that a timeout, a crash or an interrupt can kill it *and*
-whatever it spawned; its stderr is always drained (a chatty child must never
-fill the pipe and deadlock) and only a bounded tail is kept; its stdout is read
-up to a cap, past which the child is killed rather than buffered without end.
+Every child starts as the leader of its own process group so that a timeout, a
+crash or an interrupt can kill it *and* whatever it spawned; its stderr is
+always drained (a chatty child must never fill the pipe and deadlock) and only
+a bounded tail is kept; its stdout is read up to a cap, past which the child is
+killed rather than buffered without end.
+
+Why a driver of waza's own on ``subprocess`` and not anyio's processes: anyio
+can put a child in a process group only by giving it a session of its own, and
+on Linux with autogroup scheduling (the default in most distributions) a session
+per child is a scheduling group per child, made and torn down each time, which
+costs a run of short children a multiple of its time (measured: README, Performance). The
+driver is :class:`Child`: Popen, the pipes and a pidfd in one selector that the
+event loop watches; no child watcher, nothing set on asyncio's policy.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import functools
 import os
 import selectors
 import signal
 import subprocess
-import sys
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import anyio
 import anyio.abc
@@ -50,133 +59,6 @@ class Tail:
     def text(self) -> str:
         data = b"".join(self._chunks)[-self.limit :]
         return data.decode("utf-8", "replace")
-
-
-async def drain(stream: anyio.abc.ByteReceiveStream | None, tail: Tail) -> None:
-    if stream is None:
-        return
-    try:
-        async for chunk in stream:
-            tail.add(chunk)
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-        pass
-
-
-class _PidfdWatcher(asyncio.AbstractChildWatcher):
-    """Child exits through a pidfd in the poll of whichever asyncio loop started the child.
-
-    Python 3.11's own PidfdChildWatcher is bound to one loop: once waza's loop ends,
-    every other loop in the process (a notebook's, a library's in another thread)
-    would find the process-wide watcher "not activated" and could start no subprocess.
-    This one binds each child to the loop running when it is started, so it is
-    active for every loop, in every thread."""
-
-    def __init__(self) -> None:
-        self._children: dict[int, tuple[asyncio.AbstractEventLoop, int]] = {}
-
-    def add_child_handler(self, pid: int, callback: Callable[..., object], *args: object) -> None:
-        loop = asyncio.get_running_loop()
-        pidfd = os.pidfd_open(pid)
-        self._children[pid] = (loop, pidfd)
-
-        def exited() -> None:
-            if self._children.pop(pid, None) is None:
-                return
-            loop.remove_reader(pidfd)
-            try:
-                _, status = os.waitpid(pid, 0)
-                code = os.waitstatus_to_exitcode(status)
-            except ChildProcessError:  # reaped elsewhere: asyncio's own convention for "unknown"
-                code = 255
-            finally:
-                os.close(pidfd)
-            callback(pid, code, *args)
-
-        loop.add_reader(pidfd, exited)
-
-    def remove_child_handler(self, pid: int) -> bool:
-        entry = self._children.pop(pid, None)
-        if entry is None:
-            return False
-        loop, pidfd = entry
-        loop.remove_reader(pidfd)
-        os.close(pidfd)
-        return True
-
-    def attach_loop(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        """Nothing to attach: each child is bound to its own loop."""
-
-    def close(self) -> None:
-        for pid in list(self._children):
-            self.remove_child_handler(pid)
-
-    def is_active(self) -> bool:
-        return True
-
-    def __enter__(self) -> _PidfdWatcher:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def _watch_children_with_pidfds() -> None:
-    """Before Python 3.12, asyncio waits for every child in a thread of its own, and the
-    exit reaches the event loop one thread hop later; a pidfd in the loop's own poll
-    costs neither. Installed once per process (3.12 does this by itself); it serves
-    every asyncio loop, not only waza's."""
-    if sys.version_info >= (3, 12) or not hasattr(os, "pidfd_open"):
-        return
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:  # not on asyncio (trio has no child watchers)
-        return
-    policy = asyncio.get_event_loop_policy()
-    if not isinstance(policy.get_child_watcher(), _PidfdWatcher):
-        policy.set_child_watcher(_PidfdWatcher())
-
-
-async def spawn(
-    argv: Sequence[str],
-    *,
-    cwd: str | Path | None = None,
-    env: Mapping[str, str] | None = None,
-    stdin: bool = True,
-) -> anyio.abc.Process:
-    """Start ``argv`` in a new session (its own process group), pipes on all three streams."""
-    _watch_children_with_pidfds()
-    return await anyio.open_process(
-        list(argv),
-        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=str(cwd) if cwd is not None else None,
-        env=env,
-        start_new_session=True,
-    )
-
-
-async def send_and_close(stream: anyio.abc.ByteSendStream | None, data: bytes) -> None:
-    """Write ``data`` to a child's stdin and close it; a child that closed its stdin early is its business."""
-    if stream is None:
-        return
-    try:
-        await stream.send(data)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-        pass
-    finally:
-        try:
-            await stream.aclose()
-        except (anyio.BrokenResourceError, OSError):
-            pass
-
-
-def kill_group(process: anyio.abc.Process, sig: int = signal.SIGKILL) -> None:
-    """Signal the child's whole process group (grandchildren included); quiet if already gone."""
-    try:
-        os.killpg(process.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 #: The environment variable that tags every process a turn started (see :func:`new_tag`, :func:`kill_tagged`).
@@ -217,14 +99,6 @@ def kill_tagged(tag: str) -> int:
             except (ProcessLookupError, PermissionError):
                 pass
     return killed
-
-
-async def reap(process: anyio.abc.Process) -> None:
-    """Kill the group and wait, shielded so that cancellation never leaves a zombie or an orphan."""
-    with anyio.CancelScope(shield=True):
-        kill_group(process)
-        await process.wait()
-        await process.aclose()  # close the pipes too, or their transports outlive the loop
 
 
 def exit_parts(returncode: int | None) -> tuple[int | None, int | None]:
@@ -299,7 +173,12 @@ class Child(anyio.abc.ByteReceiveStream):
     read or :meth:`wait` (a timeout) and close it to stop the child.
 
     With ``keep_stdin`` its stdin stays open for a conversation (a worker
-    grader): :meth:`send` writes more, :meth:`close_stdin` ends it.
+    grader, an ACP agent): :meth:`send` writes more, :meth:`close_stdin` ends
+    it; what the pipe does not take at once is written while the child is read.
+
+    One task at a time reads or waits on a child (its events are handled there);
+    any task may send to it, kill it or close it: a task still reading when
+    another closes the child gets the end of its output.
     """
 
     def __init__(
@@ -311,9 +190,12 @@ class Child(anyio.abc.ByteReceiveStream):
         env: Mapping[str, str] | Mapping[bytes, bytes] | None = None,
         stderr: Tail | None = None,
         keep_stdin: bool = False,
+        stderr_to: IO[bytes] | int | None = None,
     ) -> None:
         """Start ``argv`` (raises ``OSError`` when it cannot start); ``stdin`` is all of its input, None for
-        none, unless ``keep_stdin``: then it is the first of it and stdin stays open for :meth:`send`."""
+        none, unless ``keep_stdin``: then it is the first of it and stdin stays open for :meth:`send`.
+        With ``stderr_to`` (a file, or ``subprocess.STDOUT`` for one stream in the order written), the
+        child writes its stderr there itself, not drained by waza, and ``stderr`` stays empty."""
         self.stderr = stderr if stderr is not None else Tail()
         self.returncode: int | None = None
         # The pipes are made here and handed to Popen as descriptors: no file objects around
@@ -326,12 +208,14 @@ class Child(anyio.abc.ByteReceiveStream):
                 stdin_fd, ours = os.pipe()
                 theirs.append(stdin_fd)
                 self._fds.append(ours)
-            pipes = []
-            for _ in range(2):
+            pipes: list[int | IO[bytes]] = []
+            for _ in range(1 if stderr_to is not None else 2):
                 ours, out_fd = os.pipe()
                 theirs.append(out_fd)
                 self._fds.append(ours)
                 pipes.append(out_fd)
+            if stderr_to is not None:
+                pipes.append(stderr_to)
             session = _new_session()
             self._popen = subprocess.Popen(
                 list(argv),
@@ -361,6 +245,8 @@ class Child(anyio.abc.ByteReceiveStream):
         self._pipes = 0  # registered with the selector
         self._waiter: asyncio.Future[None] | None = None  # the task waiting in _readable, if one is
         self._watched = False  # the selector is a reader of the event loop
+        self._closing: anyio.Event | None = None  # set when a waiting aclose is done
+        self._closed = False
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:  # another backend (trio): anyio's wait_readable
@@ -428,20 +314,31 @@ class Child(anyio.abc.ByteReceiveStream):
         return self.returncode
 
     async def aclose(self) -> None:
-        """Kill the group and reap the child, shielded; close every descriptor."""
-        if self.returncode is None:  # (usually reaped already: then nothing to wait for, and no scope to pay for)
+        """Kill the group and reap the child, shielded; close every descriptor. A task still reading or
+        waiting on the child gets the end of its output; a second ``aclose`` returns once the first is done."""
+        if self._closing is not None:
             with anyio.CancelScope(shield=True):
-                self._kill()
-                while not self._exited:
-                    if self._pidfd is None:
-                        self._exited = self._popen.poll() is not None
-                        if not self._exited:
-                            await anyio.sleep(0.01)
-                    else:
-                        await anyio.wait_readable(self._pidfd)
-                        self._exited = True
-                self._reap()
-        self._close()
+                await self._closing.wait()
+            return
+        if self.returncode is None:  # (usually reaped already: then nothing to wait for, and no scope to pay for)
+            closing = self._closing = anyio.Event()
+            try:
+                with anyio.CancelScope(shield=True):
+                    self._kill()
+                    while not self._exited:
+                        if self._pidfd is None:
+                            self._exited = self._popen.poll() is not None
+                            if not self._exited:
+                                await anyio.sleep(0.01)
+                        else:
+                            await anyio.wait_readable(self._pidfd)
+                            self._exited = True
+                    self._reap()
+            finally:
+                self._close()
+                closing.set()
+        else:
+            self._close()
 
     async def _step(self, max_bytes: int) -> bytes:
         """Wait for one round of events on the child and handle them; the stdout bytes read in it."""
@@ -466,6 +363,9 @@ class Child(anyio.abc.ByteReceiveStream):
                     await self._readable()
             else:
                 await self._readable()
+            if self._closed:  # closed by another task meanwhile: no more output
+                self._stdout_done = True
+                return b""
             ready = self._selector.select(0)
         data = b""
         for key, _ in ready:
@@ -523,7 +423,8 @@ class Child(anyio.abc.ByteReceiveStream):
         removing it cost a third of a wake-up); :meth:`_wake` drops it when an event finds
         no one waiting, so a child left unread never wakes the loop again."""
         if self._loop is None:
-            await anyio.wait_readable(self._selector.fileno())
+            with contextlib.suppress(anyio.ClosedResourceError):  # closed by another task (see _close)
+                await anyio.wait_readable(self._selector.fileno())
             return
         waiter = self._waiter = self._loop.create_future()
         if not self._watched:
@@ -566,7 +467,14 @@ class Child(anyio.abc.ByteReceiveStream):
         self._stdin = None
 
     def _close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         self._close_pipes()
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)  # a task waiting on the child wakes to find it closed
+        if self._loop is None:
+            anyio.notify_closing(self._selector.fileno())
         self._unwatch()  # before its descriptor closes: the loop must not keep a number that is reused
         self._selector.close()
         if self._pidfd is not None:

@@ -2,7 +2,11 @@
 
 On asyncio a child is waited for through a reader of the event loop itself; on
 any other backend (trio) through anyio's ``wait_readable``: each test runs on
-both, so neither path is untested.
+both, so neither path is untested. Each of waza's rules is tested here: groups
+killed with their grandchildren, the stdout cap, the stderr tail, timeouts, a
+detached descendant that cannot hang a read, no zombie left behind; and the
+module imports with deprecation warnings as errors on the newest interpreter at
+hand, so what the next Python removes fails here first.
 """
 
 from __future__ import annotations
@@ -147,6 +151,50 @@ def test_a_command_that_cannot_start_raises_oserror(backend: str, tmp_path: Path
         on(backend, lambda: run_once([str(tmp_path / "missing")], timeout=60))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_closing_a_child_another_task_reads_ends_that_read_and_every_close_returns(backend: str) -> None:
+    """How an ACP terminal is released or an agent stopped: one task reads, others close."""
+
+    async def main() -> tuple[bytes, int | None, int]:
+        child = Child(["sh", "-c", "sleep 1000 & echo ready; sleep 1000"])
+        seen = bytearray()
+        ready = anyio.Event()
+
+        async def read() -> None:
+            async for chunk in child:
+                seen.extend(chunk)
+                ready.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            with anyio.fail_after(60):
+                await ready.wait()
+            tg.start_soon(child.aclose)
+            await child.aclose()
+        return bytes(seen), child.returncode, child.pid
+
+    seen, returncode, pid = on(backend, main)
+    assert seen == b"ready\n"
+    assert returncode == -signal.SIGKILL
+    assert gone(pid)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_stderr_can_share_stdout_s_pipe_in_the_order_written(backend: str) -> None:
+    """An ACP terminal's output: both streams as the command wrote them."""
+
+    async def main() -> tuple[bytes, str]:
+        child = Child(["sh", "-c", "echo 1; echo 2 >&2; echo 3; echo 4 >&2"], stderr_to=subprocess.STDOUT)
+        try:
+            out = b"".join([chunk async for chunk in child])
+            await child.wait()
+        finally:
+            await child.aclose()
+        return out, child.stderr.text()
+
+    assert on(backend, main) == (b"1\n2\n3\n4\n", "")
+
+
 NO_PIDFD = """
 import json, os, sys
 del os.pidfd_open  # as on a system without pidfds (macOS, a kernel before 5.3)
@@ -173,6 +221,87 @@ def test_without_pidfds_exits_are_still_seen_and_timeouts_kill_the_group(backend
     assert late == [4, None, "", "", False]
     assert slow[1] == signal.SIGKILL and slow[4] is True
     assert gone(int(pidfile.read_text()))
+
+
+NO_ZOMBIES = """
+import json, os, sys
+import anyio
+from waza.protocol.process import Child, run_once
+
+async def main():
+    outcomes = [
+        await run_once(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=60),
+        await run_once(["sh", "-c", "sleep 1000 & sleep 1000"], timeout=0.3),
+        await run_once(["sh", "-c", "yes"], timeout=60, stdout_limit=1000),
+        await run_once(["sh", "-c", "setsid sleep 1000 & echo $! > " + sys.argv[2] + "; echo done"], timeout=60),
+    ]
+    child = Child(["sh", "-c", "sleep 1000 & wait"], keep_stdin=True)
+    try:
+        with anyio.move_on_after(0.3):  # cancelled mid-wait, as an interrupt does
+            await child.wait()
+    finally:
+        await child.aclose()
+    os.kill(int(open(sys.argv[2]).read()), 9)  # the daemon in a session of its own is not ours to reap
+    try:
+        left = os.waitpid(-1, os.WNOHANG)  # (0, 0): a child still running; (pid, status): a zombie
+    except ChildProcessError:
+        left = None  # no child of ours at all
+    return [[o.code, o.signal, o.timed_out, o.stdout_overflow] for o in outcomes], left
+
+print(json.dumps(anyio.run(main, backend=sys.argv[1])))
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_no_zombie_and_no_child_is_left_after_exits_timeouts_caps_and_cancels(backend: str, tmp_path: Path) -> None:
+    pidfile = tmp_path / "daemon.pid"
+    proc = subprocess.run(
+        [sys.executable, "-c", NO_ZOMBIES, backend, str(pidfile)], capture_output=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    outcomes, left = json.loads(proc.stdout)
+    assert outcomes == [
+        [3, None, False, False],
+        [None, signal.SIGKILL, True, False],
+        [None, signal.SIGKILL, False, True],
+        [0, None, False, False],
+    ]
+    assert left is None
+
+
+def _newest_python() -> Path | None:
+    """The newest CPython under pyenv (the machine image carries several), if it is 3.13 or later."""
+    found = sorted(
+        Path("/root/.pyenv/versions").glob("3.*/bin/python"), key=lambda p: tuple(map(int, p.parent.parent.name.split(".")[:2]))
+    )
+    return found[-1] if found and tuple(map(int, found[-1].parent.parent.name.split(".")[:2])) >= (3, 13) else None
+
+
+IMPORT = """
+import importlib.util, sys
+sys.path.insert(0, sys.argv[2])
+spec = importlib.util.spec_from_file_location("process_layer", sys.argv[1])
+module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+"""
+
+
+@pytest.mark.skipif(_newest_python() is None, reason="no CPython 3.13 or later under pyenv")
+def test_the_process_layer_imports_with_deprecation_warnings_as_errors_on_the_newest_python() -> None:
+    """Nothing the next Python removes (3.14 removed asyncio's child watchers): its deprecation is an error here.
+
+    The module alone (it imports nothing of waza's), with anyio from the test's environment (pure Python)."""
+    newest = _newest_python()
+    assert newest is not None
+    layer = Path(__file__).resolve().parent.parent / "protocol" / "process.py"
+    anyio_home = str(Path(anyio.__file__).resolve().parent.parent)
+    done = subprocess.run(
+        [str(newest), "-W", "error::DeprecationWarning", "-c", IMPORT, str(layer), anyio_home],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
 
 
 PROBE = """

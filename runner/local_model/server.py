@@ -23,7 +23,6 @@ import dataclasses
 import importlib.util
 import os
 import re
-import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator
@@ -36,7 +35,7 @@ import httpx
 from waza.adapters.base import Adapter
 from waza.protocol.errors import ConfigError
 from waza.protocol.logs import get_logger
-from waza.protocol.process import reap
+from waza.protocol.process import Child
 from waza.protocol.secrets import scrubbed_env
 
 log = get_logger("waza.local_model")
@@ -116,7 +115,8 @@ def _reason(log_file: IO[bytes]) -> str:
     return lines[-1] if lines else "no output"
 
 
-async def _wait_healthy(address: str, process: anyio.abc.Process) -> None:
+async def _wait_healthy(address: str, child: Child) -> None:
+    """Until ``/health`` answers, or the server exits (then its ``returncode`` is set)."""
     async with httpx.AsyncClient(timeout=5.0) as client:
         while True:
             try:
@@ -125,9 +125,9 @@ async def _wait_healthy(address: str, process: anyio.abc.Process) -> None:
                     return
             except httpx.HTTPError:
                 pass
-            if process.returncode is not None:
+            with anyio.move_on_after(0.1):  # a tenth of a second before asking again, unless it exits
+                await child.wait()
                 return
-            await anyio.sleep(0.1)
 
 
 @contextlib.asynccontextmanager
@@ -135,36 +135,28 @@ async def serve(model: Path, *, startup_timeout: float = STARTUP_TIMEOUT) -> Asy
     """Run a server for ``model``; yields its OpenAI base URL (``http://127.0.0.1:PORT/v1``)."""
     argv = [sys.executable, "-m", "waza.runner.local_model.server", str(model), str(CONTEXT_TOKENS)]
     with tempfile.TemporaryFile() as log_file:
-        process = await anyio.open_process(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log_file,
-            env=scrubbed_env(),
-            start_new_session=True,
-        )
+        child = Child(argv, env=scrubbed_env(), keep_stdin=True, stderr_to=log_file)
         try:
             address = ""
             ready = False
             with anyio.move_on_after(startup_timeout):
-                assert process.stdout is not None
-                async for chunk in process.stdout:
+                async for chunk in child:
                     address += chunk.decode()
                 address = address.strip()
                 if not address:  # stdout closed without an address: the child is exiting
-                    await process.wait()
+                    await child.wait()
                 else:
-                    await _wait_healthy(address, process)
-                    ready = process.returncode is None
+                    await _wait_healthy(address, child)
+                    ready = child.returncode is None
             if not ready:
-                code = process.returncode
+                code = child.returncode
                 status = f"exited with code {code}" if code is not None else f"was not ready after {startup_timeout:g}s"
                 raise ConfigError(f"local model server for {model.name} {status}: {_reason(log_file)}")
-            log.info("local model server ready", model=str(model), address=address, pid=process.pid)
+            log.info("local model server ready", model=str(model), address=address, pid=child.pid)
             yield f"{address}/v1"
         finally:
-            await reap(process)
-            log.info("local model server stopped", pid=process.pid)
+            await child.aclose()
+            log.info("local model server stopped", pid=child.pid)
 
 
 class SharedServer:
