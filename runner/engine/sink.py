@@ -3,6 +3,9 @@
 A file is written under a temporary name and renamed into place when the
 command finishes, so a report that failed half-way never replaces a good one
 and a reader never sees half a file; stdout is written through and flushed.
+What is not a regular file (``/dev/null``, a FIFO, ``/dev/stdout``) is written
+through as a shell redirection would: renaming over it would replace the device
+or pipe with a file. A symlink is followed, and the file it names is replaced.
 """
 
 from __future__ import annotations
@@ -24,9 +27,13 @@ def output_stream(path: str) -> Iterator[IO[bytes]]:
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
         return
-    target = Path(path)
+    target = Path(os.path.realpath(path))
     if target.is_dir():
         raise ConfigError(f"-o {path} is a directory")
+    if target.exists() and not target.is_file():
+        with open(target, "wb") as through:
+            yield through
+        return
     directory = target.parent if str(target.parent) else Path(".")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
