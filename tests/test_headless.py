@@ -121,8 +121,11 @@ def test_claude_code_stream_maps_every_block_and_pairs_tools_by_id(cli):
         "cost": 0.0142,
         "currency": "USD",
     }
-    # The init line matches no mapping but names the session: it is consumed, not an error.
+    # The init line matches no mapping, only names the session: it is kept as a step, not consumed.
+    [init] = [s for s in steps(result, "event") if s["extra"]["data"]["type"] == "system"]
+    assert init["extra"]["data"]["subtype"] == "init" and init["extra"]["data"]["model"] == "claude-sonnet-4-5"
     assert result["errors"] == [] and result["exit"]["code"] == 0
+    assert result["exit"]["stopReason"] == "end_turn"  # the result line's stop_reason
 
 
 def test_gemini_cli_joins_deltas_and_fails_the_errored_tool(cli):
@@ -149,6 +152,88 @@ def test_codex_exec_items_become_tools_thoughts_plan_and_usage(cli):
     assert [s["content"] for s in steps(result, "thought")] == ["**Listing the files and counting lines**"]
     assert result["usage"] == {"inputTokens": 2400, "outputTokens": 95, "cachedReadTokens": 1800}
     assert result["output"] == ANSWER and result["status"] == "passed"
+    # thread.started only names the thread: kept as the first agent-side step.
+    assert result["trajectory"][1]["extra"]["data"] == {
+        "type": "thread.started",
+        "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53",
+    }
+
+
+def test_claude_is_error_result_fails_the_turn_and_maps_its_stop_reason(cli, tmp_path):
+    lines = (FIXTURES / "claude-code.jsonl").read_text().splitlines()
+    result_line = orjson.loads(lines[-1])
+    result_line.update(
+        subtype="error_during_execution", is_error=True, result="API Error: 529 overloaded", stop_reason="max_tokens"
+    )
+    stream = write_jsonl(tmp_path / "error.jsonl", [orjson.loads(line) for line in lines[:-1]] + [result_line])
+    [result], _ = cli(ONE, "claude-code", graders=HINT, fixture=str(stream))
+    assert result["status"] == "error" and result["errors"] == ["agent reported an error: API Error: 529 overloaded"]
+    assert result["exit"] == {"code": 0, "signal": None, "timedOut": False, "stopReason": "max_tokens"}
+
+
+def test_separate_message_lines_stay_separate_messages(cli, tmp_path):
+    """Two message events are two messages (as acp-harness records them), not "Item 1Item 2"; lines sharing
+    a message id, and a ``chunks`` mapping's streamed pieces, are joined; an unknown stop reason is kept as a step."""
+    schema = {
+        "version": 2,
+        "name": "lines",
+        "command": ["claude"],
+        "sessionMode": "stream",
+        "prompt": {"flag": "-p"},
+        "output": {"flag": "", "value": ""},
+        "outputEvents": [
+            {
+                "match": {"path": "$.type", "value": "say"},
+                "emitAs": "message",
+                "extract": {"content": "$.text", "messageId": "$.id"},
+            },
+            {
+                "match": {"path": "$.type", "value": "delta"},
+                "emitAs": "message",
+                "chunks": True,
+                "extract": {"content": "$.text"},
+            },
+        ],
+        "result": {
+            "matchPath": "$.type",
+            "matchValue": "done",
+            "stopReasonPath": "$.why",
+            "stopReasons": {"finished": "end_turn"},
+        },
+    }
+    path = tmp_path / "lines.json"
+    path.write_bytes(orjson.dumps(schema))
+    stream = [
+        {"type": "say", "text": "Item 1"},
+        {"type": "say", "text": "Item 2"},
+        {"type": "say", "text": "Part a, ", "id": "m1"},
+        {"type": "say", "text": "part b", "id": "m1"},
+        {"type": "delta", "text": "Stream"},
+        {"type": "delta", "text": "ed"},
+        {"type": "done", "why": "paused"},
+    ]
+    [result], _ = cli(ONE, path, fixture=str(write_jsonl(tmp_path / "stream.jsonl", stream)))
+    agent = [s["content"] for s in steps(result, "message") if s["role"] == "agent"]
+    assert agent == ["Item 1", "Item 2", "Part a, part b", "Streamed"]
+    assert result["exit"]["stopReason"] is None
+    assert [s["extra"]["data"] for s in steps(result, "event") if s["name"] == "stop_reason"] == ["paused"]
+    schema["result"]["why"] = "finished"
+    stream[-1]["why"] = "finished"
+    [result], _ = cli(ONE, path, fixture=str(write_jsonl(tmp_path / "stream2.jsonl", stream)))
+    assert result["exit"]["stopReason"] == "end_turn"
+
+
+def test_a_headless_cli_that_is_not_installed_is_refused_before_the_run(tmp_path):
+    out = tmp_path / "keep.jsonl"
+    out.write_text('{"kept": true}\n')
+    proc = run_waza(
+        "capture", write_jsonl(tmp_path / "prompts.jsonl", ONE), "--adapter", "headless", "--schema", "claude-code",
+        "-o", str(out), cwd=tmp_path, env={"PATH": os.path.dirname(os.sys.executable)},
+    )  # fmt: skip
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and "claude-code (shipped): field 'command': agent command 'claude' not found on PATH" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert out.read_text() == '{"kept": true}\n'
 
 
 def test_stream_mode_resumes_the_captured_session_on_later_turns(cli):
