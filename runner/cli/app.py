@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report", "Turn a results file into a report for people or CI systems."),
     "view": ("view", "Browse results in a browser: a local, read-only web app."),
     "schemas": ("schemas", "List or print the JSON Schemas that waza's files validate against."),
+    "serve-model": ("serve_model", "Serve a scripted or local model to agents under test, on loopback."),
     "demo": ("demo", "Run waza's main job on built-in data, with a scripted agent."),
 }
 

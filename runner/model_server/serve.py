@@ -1,0 +1,216 @@
+"""``waza serve-model``: a model for agents under test on 127.0.0.1, from a reply script or the local model.
+
+The server binds 127.0.0.1 (a free port unless one is given), then prints its
+base URL on the first line of stdout and the environment each agent needs on
+the next lines (``NAME=VALUE``), so a script can read them. ``capture
+--serve-model`` runs it as a child process (:func:`started`) whose stdin is
+its lifeline: the child stops when the stdin closes, so even a waza killed
+with SIGKILL leaves no server behind.
+
+The local model backend asks llama.cpp's chat endpoint (the embedded server
+of :mod:`waza.runner.local_model.server`, with the context size given here:
+real agents' first requests, tools included, are several thousand tokens)
+and hands its answer, tool calls included, to whichever API family asked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import orjson
+
+from waza.protocol.errors import ConfigError
+from waza.protocol.process import reap
+from waza.protocol.secrets import scrubbed_env
+
+from .replies import Reply, Request, Script, ToolCall, load_script
+
+__all__ = ["DEFAULT_CONTEXT", "LOCAL", "agent_env", "check_source", "serve", "started"]
+
+#: ``--serve-model local``: the embedded local model instead of a reply file.
+LOCAL = "local"
+#: Context tokens for the local model: Claude Code's first request with its tools is about 7,600.
+DEFAULT_CONTEXT = 32768
+#: A key for clients that insist on one; the server ignores keys.
+DUMMY_KEY = "waza-serve-model"
+STARTUP_TIMEOUT = 180.0
+
+
+def agent_env(base: str) -> dict[str, str]:
+    """The environment that points each agent at the server at ``base`` (``http://127.0.0.1:PORT``)."""
+    return {
+        "ANTHROPIC_BASE_URL": base,
+        "ANTHROPIC_API_KEY": DUMMY_KEY,
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "OPENAI_BASE_URL": f"{base}/v1",
+        "OPENAI_API_KEY": DUMMY_KEY,
+        "GOOGLE_GEMINI_BASE_URL": base,
+        "GEMINI_API_KEY": DUMMY_KEY,
+    }
+
+
+class ScriptBackend:
+    def __init__(self, script: Script) -> None:
+        self.script = script
+
+    async def answer(self, request: Request) -> Reply:
+        return self.script.answer(request)
+
+
+class LocalBackend:
+    """Answers through the embedded llama.cpp server, started by :meth:`lifespan`."""
+
+    def __init__(self, model: Path, context: int) -> None:
+        self.model = model
+        self.context = context
+        self.url = ""
+        self.client: httpx.AsyncClient | None = None
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        from waza.runner.local_model.server import serve as serve_local
+
+        async with serve_local(self.model, context=self.context, tools=True) as url, httpx.AsyncClient(timeout=600.0) as client:
+            self.url, self.client = url, client
+            yield
+
+    async def answer(self, request: Request) -> Reply:
+        assert self.client is not None
+        body: dict[str, Any] = {"model": "local", "messages": request.messages}
+        if request.tools:
+            body["tools"] = [{"type": "function", "function": t} for t in request.tools]
+        if request.max_tokens:
+            body["max_tokens"] = request.max_tokens
+        response = await self.client.post(f"{self.url}/chat/completions", json=body)
+        if response.status_code != 200:
+            raise LookupError(f"the local model answered HTTP {response.status_code}: {response.text[:300]}")
+        data = response.json()
+        choice = data["choices"][0]
+        message = choice.get("message") or {}
+        calls = []
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            try:
+                args = orjson.loads(function.get("arguments") or "{}")
+            except orjson.JSONDecodeError:
+                args = {"arguments": function.get("arguments")}
+            calls.append(
+                ToolCall(str(function.get("name")), args if isinstance(args, dict) else {"value": args}, call.get("id") or "")
+            )
+        usage = data.get("usage") or {}
+        stop = "tool_use" if calls else "max_tokens" if choice.get("finish_reason") == "length" else "end_turn"
+        for call in calls:
+            call.id = call.id or f"call_{id(call)}"
+        return Reply(message.get("content") or "", calls, stop, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))  # type: ignore[arg-type]
+
+
+def check_source(source: str, model_path: Path | None = None) -> Script | Path:
+    """The reply script, or the local model file for ``local``; ConfigError (exit 2) before anything starts."""
+    if source == LOCAL:
+        from waza.runner.local_model.server import resolve_model
+
+        return resolve_model(model_path, option="--model-path")
+    if model_path is not None:
+        raise ConfigError("--model-path is used only with the local model (serve-model local)")
+    return load_script(Path(source))
+
+
+def serve(
+    source: str, *, port: int = 0, context: int = DEFAULT_CONTEXT, model_path: Path | None = None, lifeline: bool = False
+) -> None:
+    """Serve until interrupted (or, with ``lifeline``, until stdin closes); prints the URL and env first."""
+    import uvicorn
+
+    from .app import build_app, no_lifespan, stderr_log
+
+    checked = check_source(source, model_path)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}", field="--port") from None
+    sock.listen(128)
+    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+    def announce() -> None:
+        lines = [base, *(f"{k}={v}" for k, v in agent_env(base).items())]
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+
+    backend: Any
+    if isinstance(checked, Script):
+        backend, running = ScriptBackend(checked), None
+    else:
+        backend = LocalBackend(checked, context)
+        running = backend.running
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        if running is None:
+            announce()
+            yield
+            return
+        async with running():
+            announce()
+            yield
+
+    app = build_app(backend, log=stderr_log, lifespan=lifespan if lifespan else no_lifespan)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False))
+    if lifeline:
+
+        def watch() -> None:
+            sys.stdin.buffer.read()
+            server.should_exit = True
+
+        threading.Thread(target=watch, daemon=True).start()
+    server.run(sockets=[sock])
+
+
+@contextlib.asynccontextmanager
+async def started(
+    source: str, *, context: int = DEFAULT_CONTEXT, startup_timeout: float = STARTUP_TIMEOUT
+) -> AsyncIterator[dict[str, str]]:
+    """Run ``waza serve-model SOURCE`` as a child for the length of the block; yields the agents' environment."""
+    check_source(source)
+    argv = [sys.executable, "-m", "waza.runner.model_server", source, str(context)]
+    process = await anyio.open_process(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=scrubbed_env(), start_new_session=True
+    )
+    try:
+        first = b""
+        with anyio.move_on_after(startup_timeout):
+            assert process.stdout is not None
+            while not first.endswith(b"\n"):
+                chunk = await process.stdout.receive(4096)
+                first += chunk
+        base = first.split(b"\n", 1)[0].decode().strip()
+        if not base.startswith("http://"):
+            raise ConfigError(
+                f"serve-model {source} did not start (exit {process.returncode}, no address within {startup_timeout:g}s)"
+            )
+        yield agent_env(base)
+    except anyio.EndOfStream:
+        await process.wait()
+        raise ConfigError(f"serve-model {source} exited with code {process.returncode} before serving") from None
+    finally:
+        await reap(process)
+
+
+def main(argv: list[str]) -> None:
+    """The child of :func:`started`: ``python -m waza.runner.model_server SOURCE CONTEXT``."""
+    try:
+        serve(argv[0], context=int(argv[1]), lifeline=True)
+    except ConfigError as exc:
+        print(f"waza: {exc}", file=sys.stderr)
+        os._exit(2)
