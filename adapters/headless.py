@@ -29,7 +29,7 @@ from waza.protocol.trajectory import RawUpdate
 
 from .base import Adapter, AdapterOptions, AgentRun, AgentTask
 from .headless_events import LineMapper
-from .headless_schema import HeadlessSchema, load_schema
+from .headless_schema import HeadlessSchema, load_schema, shipped
 
 #: Seconds a CLI may take to exit after printing its result line.
 RESULT_GRACE = 3.0
@@ -77,7 +77,8 @@ class HeadlessAdapter(Adapter):
     @classmethod
     def check(cls, command: list[str], opts: AdapterOptions) -> None:
         if opts.schema is None:
-            raise ConfigError("--adapter headless needs --schema FILE or a shipped schema name (claude-code, gemini-cli, codex)")
+            names = ", ".join(shipped())
+            raise ConfigError(f"--adapter headless needs --schema FILE or a shipped schema name ({names})")
         schema = load_schema(opts.schema)
         try:
             resolve_agent_command(list(schema.command))

@@ -164,6 +164,8 @@ class HeadlessSchema:
     timeout_ms: float | None = None
     #: passthrough mode (outputMode "passthrough"): the type field, and the CLI's type values -> step types.
     passthrough: Passthrough | None = None
+    #: (package, version) of the CLI release the schema was written against.
+    tested_with: tuple[str, str] | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -327,5 +329,6 @@ def compile_schema(value: Any, source: str) -> HeadlessSchema:
         history_turn=turn,
         timeout_ms=value.get("timeout"),
         passthrough=passthrough,
+        tested_with=(value["testedWith"]["package"], value["testedWith"]["version"]) if "testedWith" in value else None,
         raw=value,
     )

@@ -143,7 +143,7 @@ def test_gemini_cli_joins_deltas_and_fails_the_errored_tool(cli):
 
 def test_codex_exec_items_become_tools_thoughts_plan_and_usage(cli):
     [result], [call] = cli(ONE, "codex", graders=HINT, fixture="codex.jsonl")
-    assert call["argv"] == ["exec", "--json", "--full-auto", "--skip-git-repo-check", ONE[0]["input"]]
+    assert call["argv"] == ["exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check", ONE[0]["input"]]
     calls = tools(result)
     assert calls["item_2"]["status"] == "completed" and calls["item_2"]["output"] == "a.txt\nb.txt\n"
     assert calls["item_3"]["status"] == "failed" and calls["item_3"]["kind"] == "execute"
@@ -252,7 +252,8 @@ def test_codex_resume_is_a_subcommand_with_the_thread_id(cli):
     assert calls[1]["argv"] == [
         "exec",
         "--json",
-        "--full-auto",
+        "--sandbox",
+        "workspace-write",
         "--skip-git-repo-check",
         "resume",
         "0199a213-81c0-7800-8aa1-bbab2a035a53",
@@ -260,9 +261,14 @@ def test_codex_resume_is_a_subcommand_with_the_thread_id(cli):
     ]
 
 
-def test_iterative_mode_sends_earlier_turns_through_the_history_template(cli):
+def test_iterative_mode_sends_earlier_turns_through_the_history_template(cli, tmp_path):
+    schema = orjson.loads((FIXTURES.parent.parent.parent / "adapters" / "headless_schemas" / "gemini-cli.json").read_bytes())
+    del schema["resume"]
+    schema.update(sessionMode="iterative", historyTemplate="User: {{input}}\nAssistant: {{output}}")
+    path = tmp_path / "gemini-iterative.json"
+    path.write_bytes(orjson.dumps(schema))
     prompts = [{"id": "two", "input": ["How many files?", "And lines?"]}]
-    [result], calls = cli(prompts, "gemini-cli", fixture="gemini-cli.jsonl")
+    [result], calls = cli(prompts, path, fixture="gemini-cli.jsonl")
     assert result["errors"] == []
     assert calls[0]["argv"][-1] == "How many files?"
     assert calls[1]["argv"][-1] == f"User: How many files?\nAssistant: {ANSWER}\n\nUser: And lines?"

@@ -45,7 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 #: command groups: name -> (help, modules registering sub-commands on the group).
 GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     "graders": ("Built-in graders and the grader conformance kit.", ("graders_list", "graders_check")),
-    "adapters": ("Agent adapter tools.", ("adapters_check",)),
+    "adapters": ("Agent adapter tools.", ("adapters_list", "adapters_check")),
     "cache": ("The model cache of judge (and --cache agent) answers.", ("cache",)),
 }
 

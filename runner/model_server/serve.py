@@ -2,7 +2,8 @@
 
 The server binds 127.0.0.1 (a free port unless one is given), then prints its
 base URL on the first line of stdout and the environment each agent needs on
-the next lines (``NAME=VALUE``), so a script can read them. ``capture
+the next lines (``NAME=VALUE``, the value quoted for a POSIX shell), then a
+blank line, so a script can read them. ``capture
 --serve-model`` runs it as a child process (:func:`started`) whose stdin is
 its lifeline: the child stops when the stdin closes, so even a waza killed
 with SIGKILL leaves no server behind.
@@ -17,9 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -46,17 +50,60 @@ DUMMY_KEY = "waza-serve-model"
 STARTUP_TIMEOUT = 180.0
 
 
-def agent_env(base: str) -> dict[str, str]:
-    """The environment that points each agent at the server at ``base`` (``http://127.0.0.1:PORT``)."""
+#: The model name agents are told to ask for (any name is answered).
+MODEL = "waza-serve-model"
+#: Gemini CLI's model: a fixed one, or it first asks a router model (a request the script would have to answer).
+GEMINI_MODEL = "gemini-2.5-flash"
+
+
+def agent_env(base: str, config_dir: Path) -> dict[str, str]:
+    """The environment that points each agent at the server at ``base`` (``http://127.0.0.1:PORT``).
+
+    Codex CLI and Gemini CLI take a provider or auth type only from a file, so they are written to
+    ``config_dir``; both refuse such files under a world-writable directory such as /tmp."""
+    codex = config_dir / "codex"
+    codex.mkdir(exist_ok=True)
+    (codex / "config.toml").write_text(
+        f'model = "{MODEL}"\nmodel_provider = "waza"\n\n[model_providers.waza]\nname = "waza serve-model"\n'
+        f'base_url = "{base}/v1"\nenv_key = "OPENAI_API_KEY"\nwire_api = "responses"\n'
+    )
+    gemini = config_dir / "gemini-settings.json"
+    gemini.write_bytes(orjson.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
+    opencode = {
+        "provider": {
+            "waza": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "waza serve-model",
+                "options": {"baseURL": f"{base}/v1", "apiKey": DUMMY_KEY},
+                "models": {MODEL: {"name": MODEL, "tool_call": True}},
+            }
+        },
+        "model": f"waza/{MODEL}",
+    }
     return {
         "ANTHROPIC_BASE_URL": base,
         "ANTHROPIC_API_KEY": DUMMY_KEY,
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "OPENAI_BASE_URL": f"{base}/v1",
         "OPENAI_API_KEY": DUMMY_KEY,
+        "CODEX_HOME": str(codex),
         "GOOGLE_GEMINI_BASE_URL": base,
         "GEMINI_API_KEY": DUMMY_KEY,
+        "GEMINI_MODEL": GEMINI_MODEL,
+        "GEMINI_CLI_SYSTEM_SETTINGS_PATH": str(gemini),
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+        "OPENCODE_CONFIG_CONTENT": orjson.dumps(opencode).decode(),
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
     }
+
+
+def config_root() -> Path:
+    """Where the agents' config files go while the server runs: the user's cache, not /tmp (see agent_env)."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    root = base / "waza" / "serve-model"
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return root
 
 
 class ScriptBackend:
@@ -142,10 +189,11 @@ def serve(
         raise ConfigError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}", field="--port") from None
     sock.listen(128)
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    config_dir = Path(tempfile.mkdtemp(prefix="agents-", dir=config_root()))
 
     def announce() -> None:
-        lines = [base, *(f"{k}={v}" for k, v in agent_env(base).items())]
-        sys.stdout.write("\n".join(lines) + "\n")
+        lines = [base, *(f"{k}={shlex.quote(v)}" for k, v in agent_env(base, config_dir).items())]
+        sys.stdout.write("\n".join(lines) + "\n\n")  # a blank line ends the block
         sys.stdout.flush()
 
     backend: Any
@@ -174,7 +222,10 @@ def serve(
             server.should_exit = True
 
         threading.Thread(target=watch, daemon=True).start()
-    server.run(sockets=[sock])
+    try:
+        server.run(sockets=[sock])
+    finally:
+        shutil.rmtree(config_dir, ignore_errors=True)
 
 
 @contextlib.asynccontextmanager
@@ -205,6 +256,11 @@ async def started(
         raise ConfigError(f"serve-model {source} exited with code {process.returncode} before serving") from None
     finally:
         await reap(process)
+
+
+def _assignment(line: str) -> tuple[str, str]:
+    name, _, value = line.partition("=")
+    return name, shlex.split(value)[0]
 
 
 def main(argv: list[str]) -> None:
