@@ -14,7 +14,6 @@ that ran out should fail the agent's turn at once, not after its retries.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Protocol
@@ -129,8 +128,3 @@ async def _chunks(events: Iterator[bytes]) -> AsyncIterator[bytes]:
 
 def stderr_log(line: str) -> None:
     print(f"serve-model: {line}", file=sys.stderr, flush=True)
-
-
-@contextlib.asynccontextmanager
-async def no_lifespan(app: Starlette) -> AsyncIterator[None]:
-    yield

@@ -27,7 +27,7 @@ import tempfile
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import anyio
 import httpx
@@ -178,7 +178,7 @@ def serve(
     """Serve until interrupted (or, with ``lifeline``, until stdin closes); prints the URL and env first."""
     import uvicorn
 
-    from .app import build_app, no_lifespan, stderr_log
+    from .app import build_app, stderr_log
 
     checked = check_source(source, model_path)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -213,7 +213,7 @@ def serve(
             announce()
             yield
 
-    app = build_app(backend, log=stderr_log, lifespan=lifespan if lifespan else no_lifespan)
+    app = build_app(backend, log=None if lifeline else stderr_log, lifespan=lifespan)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False))
     if lifeline:
 
@@ -235,27 +235,36 @@ async def started(
     """Run ``waza serve-model SOURCE`` as a child for the length of the block; yields the agents' environment."""
     check_source(source)
     argv = [sys.executable, "-m", "waza.runner.model_server", source, str(context)]
-    process = await anyio.open_process(
-        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=scrubbed_env(), start_new_session=True
-    )
-    try:
-        first = b""
-        with anyio.move_on_after(startup_timeout):
-            assert process.stdout is not None
-            while not first.endswith(b"\n"):
-                chunk = await process.stdout.receive(4096)
-                first += chunk
-        base = first.split(b"\n", 1)[0].decode().strip()
-        if not base.startswith("http://"):
-            raise ConfigError(
-                f"serve-model {source} did not start (exit {process.returncode}, no address within {startup_timeout:g}s)"
-            )
-        yield agent_env(base)
-    except anyio.EndOfStream:
+    with tempfile.TemporaryFile() as errors:  # the child logs no requests (lifeline mode): only why it failed
+        process = await anyio.open_process(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=scrubbed_env(), start_new_session=True
+        )
+        try:
+            env = await _announced(process, source, startup_timeout, errors)
+            yield env
+        finally:
+            await reap(process)
+
+
+async def _announced(process: anyio.abc.Process, source: str, startup_timeout: float, errors: IO[bytes]) -> dict[str, str]:
+    """The environment the child printed (up to its blank line), or a ConfigError saying why it did not start."""
+    assert process.stdout is not None
+    head = b""
+    with anyio.move_on_after(startup_timeout):
+        try:
+            while b"\n\n" not in head and len(head) < 1 << 20:
+                head += await process.stdout.receive(65536)
+        except anyio.EndOfStream:
+            pass
+    lines = head.decode(errors="replace").split("\n\n")[0].splitlines()
+    if b"\n\n" in head and lines and lines[0].startswith("http://"):
+        return dict(_assignment(line) for line in lines[1:])
+    with anyio.move_on_after(5):
         await process.wait()
-        raise ConfigError(f"serve-model {source} exited with code {process.returncode} before serving") from None
-    finally:
-        await reap(process)
+    errors.seek(0)
+    why = errors.read(4096).decode(errors="replace").strip().splitlines()
+    reason = why[-1].removeprefix("waza: ") if why else f"no address within {startup_timeout:g}s"
+    raise ConfigError(f"serve-model {source} did not start: {reason}", field="--serve-model")
 
 
 def _assignment(line: str) -> tuple[str, str]:
