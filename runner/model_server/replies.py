@@ -37,6 +37,10 @@ from waza.protocol.errors import ConfigError
 __all__ = ["Reply", "Request", "Script", "ToolCall", "estimate_tokens", "load_script"]
 
 Stop = Literal["end_turn", "tool_use", "max_tokens"]
+#: Requests for this model (OpenCode's session titles: its small_model, as serve-model's environment sets it)
+#: are answered with TITLE by the server, not from the backend, so they use up no scripted reply.
+TITLE_MODEL = "waza-title"
+TITLE = "waza run"
 ENTRY_KEYS = frozenset({"match", "text", "tool_calls", "stop", "usage"})
 TOOL_KEYS = frozenset({"name", "input", "id"})
 USAGE_KEYS = frozenset({"input_tokens", "output_tokens"})

@@ -17,6 +17,7 @@ and hands its answer, tool calls included, to whichever API family asked.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import shlex
 import shutil
@@ -37,7 +38,7 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.process import reap
 from waza.protocol.secrets import scrubbed_env
 
-from .replies import Reply, Request, Script, ToolCall, load_script
+from .replies import TITLE_MODEL, Reply, Request, Script, ToolCall, load_script
 
 __all__ = ["DEFAULT_CONTEXT", "LOCAL", "agent_env", "check_source", "serve", "started"]
 
@@ -48,6 +49,7 @@ DEFAULT_CONTEXT = 32768
 #: A key for clients that insist on one; the server ignores keys.
 DUMMY_KEY = "waza-serve-model"
 STARTUP_TIMEOUT = 180.0
+INSTALL = "pip install 'waza[serve]'"
 
 
 #: The model name agents are told to ask for (any name is answered).
@@ -75,10 +77,11 @@ def agent_env(base: str, config_dir: Path) -> dict[str, str]:
                 "npm": "@ai-sdk/openai-compatible",
                 "name": "waza serve-model",
                 "options": {"baseURL": f"{base}/v1", "apiKey": DUMMY_KEY},
-                "models": {MODEL: {"name": MODEL, "tool_call": True}},
+                "models": {MODEL: {"name": MODEL, "tool_call": True}, TITLE_MODEL: {"name": TITLE_MODEL}},
             }
         },
         "model": f"waza/{MODEL}",
+        "small_model": f"waza/{TITLE_MODEL}",  # its session titles: answered by the server, not the script
     }
     return {
         "ANTHROPIC_BASE_URL": base,
@@ -163,6 +166,8 @@ class LocalBackend:
 
 def check_source(source: str, model_path: Path | None = None) -> Script | Path:
     """The reply script, or the local model file for ``local``; ConfigError (exit 2) before anything starts."""
+    if importlib.util.find_spec("uvicorn") is None or importlib.util.find_spec("starlette") is None:
+        raise ConfigError(f"serve-model needs starlette and uvicorn; install them with: {INSTALL}")
     if source == LOCAL:
         from waza.runner.local_model.server import resolve_model
 
@@ -176,11 +181,14 @@ def serve(
     source: str, *, port: int = 0, context: int = DEFAULT_CONTEXT, model_path: Path | None = None, lifeline: bool = False
 ) -> None:
     """Serve until interrupted (or, with ``lifeline``, until stdin closes); prints the URL and env first."""
-    import uvicorn
-
-    from .app import build_app, stderr_log
-
     checked = check_source(source, model_path)
+    try:
+        import uvicorn
+
+        from .app import build_app, stderr_log
+    except ImportError:
+        raise ConfigError(f"serve-model needs starlette and uvicorn; install them with: {INSTALL}") from None
+
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
