@@ -6,13 +6,16 @@ then the prompt as a flag, a positional argument or stdin). Lines are mapped
 as they arrive, so each step's timestamp is when its line came in. The
 agent's stderr is drained into the record's tail, never onto waza's stderr.
 A turn ends when the CLI exits; once the result line is seen the CLI gets a
-short grace to exit before its process group is killed. With ``--raw-log``
+short grace to exit before its process group is killed. Whatever the CLI
+started is killed with the turn, even in a session of its own (found by the
+turn's process tag in its environment). With ``--raw-log``
 every stdout line is appended to the file with its prompt id, turn and time.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +26,7 @@ import orjson
 
 from waza.protocol.agent_command import resolve_agent_command
 from waza.protocol.errors import ConfigError
-from waza.protocol.process import Child, LineReader, LineTooLong, Tail, exit_parts
+from waza.protocol.process import TAG_VAR, Child, LineReader, LineTooLong, Tail, exit_parts, kill_tagged, new_tag
 from waza.protocol.records import Exit
 from waza.protocol.trajectory import RawUpdate
 
@@ -146,8 +149,17 @@ class HeadlessAdapter(Adapter):
             out.exit = Exit(timed_out=True)
             out.errors.append(f"timed out before turn {turn}")
             return out
+        tag = new_tag()  # finds what the CLI started in a session of its own (Gemini CLI's shell commands)
+        env = {**os.environ, TAG_VAR: tag}
         try:
-            child = Child(argv, stdin=prompt.encode() if self.schema.prompt_stdin else None, cwd=task.workspace, stderr=stderr)
+            if self.schema.prompt_stdin:
+                child = Child(argv, stdin=prompt.encode(), cwd=task.workspace, env=env, stderr=stderr)
+            else:
+                # An empty pipe, closed at once, not /dev/null: these CLIs read a stdin that is not a terminal
+                # into the prompt, so it must be empty even where /dev/null is not the device (a container's
+                # can be a regular file holding whatever was written to it).
+                child = Child(argv, keep_stdin=True, cwd=task.workspace, env=env, stderr=stderr)
+                child.close_stdin()
         except OSError as exc:  # it inherits our environment
             out.errors.append(f"cannot start agent {argv[0]!r}: {exc.strerror or exc}")
             return out
@@ -200,6 +212,7 @@ class HeadlessAdapter(Adapter):
             timed_out = scope.cancelled_caught
         finally:
             await child.aclose()
+            kill_tagged(tag)  # what the CLI left running, even in a session of its own
         code, sig = exit_parts(child.returncode)
         if timed_out:
             out.exit = Exit(timed_out=True)
