@@ -19,6 +19,9 @@ import pytest
 
 from .conftest import executable, read_jsonl, run_waza, write_jsonl
 
+pytest.importorskip("starlette", reason="waza serve-model needs the serve extra: pip install '.[serve]'")
+pytest.importorskip("uvicorn", reason="waza serve-model needs the serve extra: pip install '.[serve]'")
+
 SCRIPT = """\
 - match: "weather"
   text: "Sunny."
