@@ -80,6 +80,24 @@ def capture_cli(tmp_path: Path, log: Path, prompts: list[dict], *args: str, fixt
     return proc, read_jsonl(proc.stdout), calls_in(log)
 
 
+def schema_file(tmp_path: Path, name: str, events: list[dict], result: dict, **fields) -> Path:
+    """A schema file running the fake `claude` with these ``outputEvents`` and ``result`` (top-level ``fields`` override)."""
+    schema = {
+        "version": 2,
+        "name": name,
+        "command": ["claude"],
+        "sessionMode": "stream",
+        "prompt": {"flag": "-p"},
+        "output": {"flag": "", "value": ""},
+        "outputEvents": events,
+        "result": result,
+        **fields,
+    }
+    path = tmp_path / f"{name}.json"
+    path.write_bytes(orjson.dumps(schema))
+    return path
+
+
 def steps(result: dict, type_: str) -> list[dict]:
     return [s for s in result["trajectory"] if s["type"] == type_]
 
@@ -174,14 +192,10 @@ def test_claude_is_error_result_fails_the_turn_and_maps_its_stop_reason(cli, tmp
 def test_separate_message_lines_stay_separate_messages(cli, tmp_path):
     """Two message events are two messages (as acp-harness records them), not "Item 1Item 2"; lines sharing
     a message id, and a ``chunks`` mapping's streamed pieces, are joined; an unknown stop reason is kept as a step."""
-    schema = {
-        "version": 2,
-        "name": "lines",
-        "command": ["claude"],
-        "sessionMode": "stream",
-        "prompt": {"flag": "-p"},
-        "output": {"flag": "", "value": ""},
-        "outputEvents": [
+    path = schema_file(
+        tmp_path,
+        "lines",
+        [
             {
                 "match": {"path": "$.type", "value": "say"},
                 "emitAs": "message",
@@ -194,15 +208,13 @@ def test_separate_message_lines_stay_separate_messages(cli, tmp_path):
                 "extract": {"content": "$.text"},
             },
         ],
-        "result": {
+        {
             "matchPath": "$.type",
             "matchValue": "done",
             "stopReasonPath": "$.why",
             "stopReasons": {"finished": "end_turn"},
         },
-    }
-    path = tmp_path / "lines.json"
-    path.write_bytes(orjson.dumps(schema))
+    )
     stream = [
         {"type": "say", "text": "Item 1"},
         {"type": "say", "text": "Item 2"},
@@ -217,7 +229,6 @@ def test_separate_message_lines_stay_separate_messages(cli, tmp_path):
     assert agent == ["Item 1", "Item 2", "Part a, part b", "Streamed"]
     assert result["exit"]["stopReason"] is None
     assert [s["extra"]["data"] for s in steps(result, "event") if s["name"] == "stop_reason"] == ["paused"]
-    schema["result"]["why"] = "finished"
     stream[-1]["why"] = "finished"
     [result], _ = cli(ONE, path, fixture=str(write_jsonl(tmp_path / "stream2.jsonl", stream)))
     assert result["exit"]["stopReason"] == "end_turn"
@@ -395,14 +406,10 @@ def test_bad_schemas_are_usage_errors_naming_file_and_field(fake_clis, tmp_path)
 def test_acp_harness_wildcard_match_and_any_value(cli, tmp_path):
     """acp-harness's forms: a wildcard match path selects each matching item (extract relative to it),
     and "*" as a match or result value means any non-null value."""
-    schema = {
-        "version": 1,
-        "name": "wild",
-        "command": ["claude"],
-        "sessionMode": "stream",
-        "prompt": {"flag": "-p"},
-        "output": {"flag": "--output-format", "value": "stream-json"},
-        "outputEvents": [
+    path = schema_file(
+        tmp_path,
+        "wild",
+        [
             {
                 "match": {"path": "$.message.content[*].type", "value": "tool_use"},
                 "emitAs": "tool_call",
@@ -419,10 +426,10 @@ def test_acp_harness_wildcard_match_and_any_value(cli, tmp_path):
                 "extract": {"content": "$.message.content[?@.type == 'text'].text"},
             },
         ],
-        "result": {"matchPath": "$.result", "matchValue": "*", "contentPath": "$.result"},
-    }
-    path = tmp_path / "wild.json"
-    path.write_bytes(orjson.dumps(schema))
+        {"matchPath": "$.result", "matchValue": "*", "contentPath": "$.result"},
+        version=1,
+        output={"flag": "--output-format", "value": "stream-json"},
+    )
     [result], _ = cli(ONE, path, fixture="claude-code.jsonl")
     calls = tools(result)
     assert calls["toolu_01"]["name"] == "Bash" and calls["toolu_01"]["input"] == {"command": "ls"}

@@ -8,7 +8,7 @@ usage, stop reason and turns, and the workspace for the file the agent wrote.
 
 The CLIs come from npm into the test cache (``${WAZA_TEST_CACHE:-$HOME/.cache/waza-tests}/NAME-VERSION``, as
 .ci/run installs them); a test whose CLI is not there skips and says how to install it. To check a newer
-release, install it there and change its version in AGENTS (and its schema's testedWith).
+release, install it there and change the version in its schema's testedWith (the suite pins what it names).
 
 Claude Code refuses --dangerously-skip-permissions as root unless IS_SANDBOX=1; the tests set it.
 """
@@ -27,6 +27,8 @@ import orjson
 import pytest
 import yaml
 
+from waza.adapters.headless_schema import load_schema
+
 from .conftest import read_jsonl, write_jsonl
 
 pytest.importorskip("starlette", reason="waza serve-model needs the serve extra: pip install '.[serve]'")
@@ -41,9 +43,8 @@ HANG = "python3 -c 'import time; time.sleep(97)' # {marker}"
 
 @dataclass(frozen=True)
 class Agent:
+    #: The shipped schema; its testedWith names the npm package and the pinned version.
     schema: str
-    package: str
-    version: str
     program: str
     #: (tool name, arguments) that read input.txt, write out.txt, and hang; {ws} is the workspace.
     read: tuple[str, dict[str, Any]]
@@ -51,6 +52,20 @@ class Agent:
     hang: tuple[str, dict[str, Any]]
     stop_reason: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def package(self) -> str:
+        return self._tested[0]
+
+    @property
+    def version(self) -> str:
+        return self._tested[1]
+
+    @property
+    def _tested(self) -> tuple[str, str]:
+        tested = load_schema(self.schema).tested_with
+        assert tested is not None, f"the shipped {self.schema} schema names no testedWith"
+        return tested
 
     @property
     def bin_dir(self) -> Path:
@@ -69,8 +84,6 @@ AGENTS = {
     for a in (
         Agent(
             "claude-code",
-            "@anthropic-ai/claude-code",
-            "2.1.332",
             "claude",
             read=("Read", {"file_path": "{ws}/input.txt"}),
             write=("Write", {"file_path": "{ws}/out.txt", "content": "HELLO FROM INPUT\n"}),
@@ -80,8 +93,6 @@ AGENTS = {
         ),
         Agent(
             "codex",
-            "@openai/codex",
-            "0.169.0",
             "codex",
             read=("exec_command", {"cmd": "cat input.txt"}),
             write=("exec_command", {"cmd": "tr a-z A-Z < input.txt > out.txt"}),
@@ -89,8 +100,6 @@ AGENTS = {
         ),
         Agent(
             "gemini-cli",
-            "@google/gemini-cli",
-            "0.61.0",
             "gemini",
             read=("read_file", {"file_path": "{ws}/input.txt"}),
             write=("write_file", {"file_path": "{ws}/out.txt", "content": "HELLO FROM INPUT\n"}),
@@ -98,8 +107,6 @@ AGENTS = {
         ),
         Agent(
             "opencode",
-            "opencode-ai",
-            "1.18.33",
             "opencode",
             read=("read", {"filePath": "{ws}/input.txt"}),
             write=("write", {"filePath": "{ws}/out.txt", "content": "HELLO FROM INPUT\n"}),
