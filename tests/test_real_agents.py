@@ -124,9 +124,10 @@ def _call(tool: tuple[str, dict[str, Any]], ws: Path, marker: str = "") -> dict[
 
 
 def capture(
-    agent: Agent, tmp_path: Path, replies: list[dict], prompts: list[dict], *args: str
+    agent: Agent, tmp_path: Path, replies: list[dict], prompts: list[dict], *args: str, acp: list[str] | None = None
 ) -> tuple[subprocess.CompletedProcess[bytes], list[dict]]:
-    """`waza capture --adapter headless --schema AGENT --serve-model REPLIES` in a fresh workspace and home."""
+    """`waza capture --adapter headless --schema AGENT --serve-model REPLIES ARGS` in a fresh workspace and home
+    (with ``acp``, that ACP agent command instead, permissions allowed)."""
     script = tmp_path / "replies.yaml"
     script.write_text(yaml.safe_dump(replies))
     home = tmp_path / "home"
@@ -147,8 +148,8 @@ def capture(
     proc = subprocess.run(
         [
             sys.executable, "-m", "waza", "capture", str(write_jsonl(tmp_path / "prompts.jsonl", prompts)),
-            "--adapter", "headless", "--schema", agent.schema, "--serve-model", str(script),
-            "--cwd", str(tmp_path / "ws"), *args,
+            "--serve-model", str(script), "--cwd", str(tmp_path / "ws"), *args,
+            *(["--permission", "allow", "--", *acp] if acp else ["--adapter", "headless", "--schema", agent.schema]),
         ],
         cwd=tmp_path, env=env, capture_output=True, timeout=300,
     )  # fmt: skip
@@ -201,6 +202,31 @@ def test_a_scripted_tool_using_task_over_two_turns(agent: Agent, tmp_path: Path)
     assert result["usage"]["inputTokens"] > 0 and result["usage"]["outputTokens"] > 0
     assert result["exit"]["stopReason"] == agent.stop_reason
     assert result["exit"]["code"] == 0 or result["exit"]["signal"] is not None
+
+
+@pytest.mark.parametrize("agent", ["opencode"], indirect=True)
+def test_opencode_over_acp_does_the_same_task(agent: Agent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`opencode acp` under the default ACP adapter, against the same script: the ACP session records it."""
+    monkeypatch.setenv("WAZA_ACP_HANDSHAKE_TIMEOUT", "120")  # its first start, on a busy machine, can take over 10 s
+    ws = tmp_path / "ws"
+    replies = [
+        {"match": FOLLOW_UP, "text": "I wrote HELLO FROM INPUT."},
+        {"text": "Reading the input.", "tool_calls": [_call(agent.read, ws)]},
+        {"tool_calls": [_call(agent.write, ws)]},
+        {"text": "Done: out.txt holds the input in capitals."},
+    ]
+    proc, [result] = capture(agent, tmp_path, replies, [{"id": "task", "input": [QUESTION, FOLLOW_UP]}], acp=["opencode", "acp"])
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert result["errors"] == [] and (ws / "out.txt").read_text() == "HELLO FROM INPUT\n"
+    assert [(s["turn"], s["content"]) for s in steps(result, "message") if s["role"] == "agent"] == [
+        (0, "Reading the input."),
+        (0, "Done: out.txt holds the input in capitals."),
+        (1, "I wrote HELLO FROM INPUT."),
+    ]
+    tools = steps(result, "tool_call")
+    assert [(t["name"], t["status"]) for t in tools] == [("read", "completed"), ("write", "completed")]
+    assert "hello from input" in orjson.dumps(tools[0]["output"]).decode()
+    assert result["usage"]["inputTokens"] > 0 and result["exit"]["stopReason"] == "end_turn"
 
 
 def test_a_timeout_cancels_the_agent_and_what_it_started(agent: Agent, tmp_path: Path) -> None:
