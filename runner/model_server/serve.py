@@ -118,7 +118,7 @@ class ScriptBackend:
 
 
 class LocalBackend:
-    """Answers through the embedded llama.cpp server, started by :meth:`lifespan`."""
+    """Answers through the embedded llama.cpp server, running while :meth:`running` is entered."""
 
     def __init__(self, model: Path, context: int) -> None:
         self.model = model
@@ -154,13 +154,10 @@ class LocalBackend:
                 args = orjson.loads(function.get("arguments") or "{}")
             except orjson.JSONDecodeError:
                 args = {"arguments": function.get("arguments")}
-            calls.append(
-                ToolCall(str(function.get("name")), args if isinstance(args, dict) else {"value": args}, call.get("id") or "")
-            )
+            own_id = {"id": str(call["id"])} if call.get("id") else {}
+            calls.append(ToolCall(str(function.get("name")), args if isinstance(args, dict) else {"value": args}, **own_id))
         usage = data.get("usage") or {}
         stop = "tool_use" if calls else "max_tokens" if choice.get("finish_reason") == "length" else "end_turn"
-        for call in calls:
-            call.id = call.id or f"call_{id(call)}"
         return Reply(message.get("content") or "", calls, stop, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))  # type: ignore[arg-type]
 
 
