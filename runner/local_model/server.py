@@ -124,13 +124,10 @@ async def _wait_healthy(address: str, process: anyio.abc.Process) -> None:
 
 
 @contextlib.asynccontextmanager
-async def serve(
-    model: Path, *, startup_timeout: float = STARTUP_TIMEOUT, context: int = CONTEXT_TOKENS, tools: bool = False
-) -> AsyncIterator[str]:
-    """Run a server for ``model`` with a context of ``context`` tokens; yields its OpenAI base URL
-    (``http://127.0.0.1:PORT/v1``). ``tools``: render the model's own chat template (Jinja), which is how
-    llama.cpp accepts tool definitions and returns tool calls (``serve-model``; the judges send none)."""
-    argv = [sys.executable, "-m", "waza.runner.local_model.server", str(model), str(context), *(["tools"] if tools else [])]
+async def serve(model: Path, *, startup_timeout: float = STARTUP_TIMEOUT, context: int = CONTEXT_TOKENS) -> AsyncIterator[str]:
+    """Run a server for ``model`` with a context of ``context`` tokens (``serve-model`` asks for more than
+    the judges); yields its OpenAI base URL (``http://127.0.0.1:PORT/v1``)."""
+    argv = [sys.executable, "-m", "waza.runner.local_model.server", str(model), str(context)]
     with tempfile.TemporaryFile() as log_file:
         process = await anyio.open_process(
             argv,
@@ -229,7 +226,7 @@ def with_local_model(cls: type[Adapter], model: Path) -> type[Adapter]:
     return LocalModelAdapter
 
 
-def _launch(model: str, context: int, tools: bool = False) -> None:
+def _launch(model: str, context: int) -> None:
     """The child: load the model, print the address, serve until stdin closes."""
     real_stdout = os.dup(1)
     os.dup2(2, 1)  # llama.cpp's own prints go to the log, so stdout carries only the address
@@ -240,7 +237,6 @@ def _launch(model: str, context: int, tools: bool = False) -> None:
     params.port = 0
     params.hostnames = ["127.0.0.1"]
     params.n_ctx = context
-    params.use_jinja = tools
     params.cpuparams.n_threads = params.cpuparams_batch.n_threads = model_threads()
     try:
         server = xllamacpp.Server(params)
@@ -254,4 +250,4 @@ def _launch(model: str, context: int, tools: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    _launch(sys.argv[1], int(sys.argv[2]), sys.argv[3:] == ["tools"])
+    _launch(sys.argv[1], int(sys.argv[2]))

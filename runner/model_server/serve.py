@@ -130,7 +130,7 @@ class LocalBackend:
     async def running(self) -> AsyncIterator[None]:
         from waza.runner.local_model.server import serve as serve_local
 
-        async with serve_local(self.model, context=self.context, tools=True) as url, httpx.AsyncClient(timeout=600.0) as client:
+        async with serve_local(self.model, context=self.context) as url, httpx.AsyncClient(timeout=600.0) as client:
             self.url, self.client = url, client
             yield
 
