@@ -229,6 +229,45 @@ def test_opencode_over_acp_does_the_same_task(agent: Agent, tmp_path: Path, monk
     assert result["usage"]["inputTokens"] > 0 and result["exit"]["stopReason"] == "end_turn"
 
 
+#: Claude Code over ACP (Zed's adapter, which bundles its own Claude Code): not a headless schema, so pinned here.
+CLAUDE_ACP = ("@zed-industries/claude-code-acp", "0.16.2")
+
+
+@pytest.mark.parametrize("agent", ["claude-code"], indirect=True)
+def test_claude_code_over_acp_does_the_same_task(agent: Agent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`claude-code-acp` against the script. It also asks the model for a summary of modified files and sends
+    one-word token-count probes (both to a small model): the script answers them by pattern, so they use up none
+    of the task's replies. Its tools are the ACP client's, named mcp__acp__Read and mcp__acp__Write."""
+    package, version = CLAUDE_ACP
+    bin_dir = CACHE / f"claude-code-acp-{version}" / "node_modules" / ".bin"
+    if not (bin_dir / "claude-code-acp").exists():
+        pytest.skip(f"{package}@{version} is not installed in {CACHE} (.ci/run installs it)")
+    monkeypatch.setenv("WAZA_ACP_HANDSHAKE_TIMEOUT", "120")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    ws = tmp_path / "ws"
+    (name, read), (_, write) = agent.read, agent.write
+    replies = [
+        {"match": "^count$", "text": "ok"},
+        {"match": "Files modified by user", "text": "none"},
+        {"match": FOLLOW_UP, "text": "I wrote HELLO FROM INPUT."},
+        {"text": "Reading the input.", "tool_calls": [_call((f"mcp__acp__{name}", read), ws)]},
+        {"tool_calls": [_call(("mcp__acp__Write", write), ws)]},
+        {"text": "Done: out.txt holds the input in capitals."},
+    ]
+    prompts = [{"id": "task", "input": [QUESTION, FOLLOW_UP]}]
+    proc, [result] = capture(agent, tmp_path, replies, prompts, acp=["claude-code-acp"])
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert result["errors"] == [] and (ws / "out.txt").read_text() == "HELLO FROM INPUT\n"
+    assert [(s["turn"], s["content"]) for s in steps(result, "message") if s["role"] == "agent"] == [
+        (0, "Reading the input."),
+        (0, "Done: out.txt holds the input in capitals."),
+        (1, "I wrote HELLO FROM INPUT."),
+    ]
+    tools = steps(result, "tool_call")
+    assert [t["status"] for t in tools] == ["completed", "completed"] and all(t["input"] for t in tools)
+    assert result["exit"]["stopReason"] == "end_turn"
+
+
 def test_a_timeout_cancels_the_agent_and_what_it_started(agent: Agent, tmp_path: Path) -> None:
     marker = f"waza-hang-{uuid.uuid4().hex}"
     replies = [{"text": "Waiting.", "tool_calls": [_call(agent.hang, tmp_path / "ws", marker)]}, {"text": "Never sent."}]
