@@ -169,23 +169,23 @@ def steps(result: dict, type_: str) -> list[dict]:
     return [s for s in result["trajectory"] if s["type"] == type_]
 
 
-def test_a_scripted_tool_using_task_over_two_turns(agent: Agent, tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    replies = [
+def task_replies(read: dict[str, Any], write: dict[str, Any]) -> list[dict[str, Any]]:
+    """The scripted task: read input.txt, write out.txt, say so; the second turn's answer matched by its question."""
+    return [
         {"match": FOLLOW_UP, "text": "I wrote HELLO FROM INPUT."},
-        {"text": "Reading the input.", "tool_calls": [_call(agent.read, ws)]},
-        {"tool_calls": [_call(agent.write, ws)]},
+        {"text": "Reading the input.", "tool_calls": [read]},
+        {"tool_calls": [write]},
         {"text": "Done: out.txt holds the input in capitals."},
     ]
-    proc, [result] = capture(
-        agent, tmp_path, replies, [{"id": "task", "input": [QUESTION, FOLLOW_UP]}], "--raw-log", str(tmp_path / "raw.jsonl")
-    )
+
+
+def check_task(proc: subprocess.CompletedProcess[bytes], result: dict, ws: Path) -> list[dict]:
+    """The task went through: the file written, the messages per turn; returns the tool call steps."""
     assert proc.returncode == 0, proc.stderr.decode()
     assert result["errors"] == [], (result["errors"], result.get("stderr"))
     # The agent ran the scripted tools for real: the file it was told to write is in the workspace.
     assert (ws / "out.txt").read_text() == "HELLO FROM INPUT\n"
-    agent_messages = [(s["turn"], s["content"]) for s in steps(result, "message") if s["role"] == "agent"]
-    assert agent_messages == [
+    assert [(s["turn"], s["content"]) for s in steps(result, "message") if s["role"] == "agent"] == [
         (0, "Reading the input."),
         (0, "Done: out.txt holds the input in capitals."),
         (1, "I wrote HELLO FROM INPUT."),
@@ -195,6 +195,15 @@ def test_a_scripted_tool_using_task_over_two_turns(agent: Agent, tmp_path: Path)
     tools = steps(result, "tool_call")
     assert [t["status"] for t in tools] == ["completed", "completed"], tools
     assert all(t["turn"] == 0 and t["input"] for t in tools)
+    return tools
+
+
+def test_a_scripted_tool_using_task_over_two_turns(agent: Agent, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    prompts = [{"id": "task", "input": [QUESTION, FOLLOW_UP]}]
+    replies = task_replies(_call(agent.read, ws), _call(agent.write, ws))
+    proc, [result] = capture(agent, tmp_path, replies, prompts, "--raw-log", str(tmp_path / "raw.jsonl"))
+    tools = check_task(proc, result, ws)
     read, write = tools
     if agent.schema != "gemini-cli":  # Gemini CLI's stream-json leaves a tool's output out
         assert "hello from input" in orjson.dumps(read["output"]).decode()
@@ -209,21 +218,9 @@ def test_opencode_over_acp_does_the_same_task(agent: Agent, tmp_path: Path, monk
     """`opencode acp` under the default ACP adapter, against the same script: the ACP session records it."""
     monkeypatch.setenv("WAZA_ACP_HANDSHAKE_TIMEOUT", "120")  # its first start, on a busy machine, can take over 10 s
     ws = tmp_path / "ws"
-    replies = [
-        {"match": FOLLOW_UP, "text": "I wrote HELLO FROM INPUT."},
-        {"text": "Reading the input.", "tool_calls": [_call(agent.read, ws)]},
-        {"tool_calls": [_call(agent.write, ws)]},
-        {"text": "Done: out.txt holds the input in capitals."},
-    ]
+    replies = task_replies(_call(agent.read, ws), _call(agent.write, ws))
     proc, [result] = capture(agent, tmp_path, replies, [{"id": "task", "input": [QUESTION, FOLLOW_UP]}], acp=["opencode", "acp"])
-    assert proc.returncode == 0, proc.stderr.decode()
-    assert result["errors"] == [] and (ws / "out.txt").read_text() == "HELLO FROM INPUT\n"
-    assert [(s["turn"], s["content"]) for s in steps(result, "message") if s["role"] == "agent"] == [
-        (0, "Reading the input."),
-        (0, "Done: out.txt holds the input in capitals."),
-        (1, "I wrote HELLO FROM INPUT."),
-    ]
-    tools = steps(result, "tool_call")
+    tools = check_task(proc, result, ws)
     assert [(t["name"], t["status"]) for t in tools] == [("read", "completed"), ("write", "completed")]
     assert "hello from input" in orjson.dumps(tools[0]["output"]).decode()
     assert result["usage"]["inputTokens"] > 0 and result["exit"]["stopReason"] == "end_turn"
@@ -249,22 +246,10 @@ def test_claude_code_over_acp_does_the_same_task(agent: Agent, tmp_path: Path, m
     replies = [
         {"match": "^count$", "text": "ok"},
         {"match": "Files modified by user", "text": "none"},
-        {"match": FOLLOW_UP, "text": "I wrote HELLO FROM INPUT."},
-        {"text": "Reading the input.", "tool_calls": [_call((f"mcp__acp__{name}", read), ws)]},
-        {"tool_calls": [_call(("mcp__acp__Write", write), ws)]},
-        {"text": "Done: out.txt holds the input in capitals."},
+        *task_replies(_call((f"mcp__acp__{name}", read), ws), _call(("mcp__acp__Write", write), ws)),
     ]
-    prompts = [{"id": "task", "input": [QUESTION, FOLLOW_UP]}]
-    proc, [result] = capture(agent, tmp_path, replies, prompts, acp=["claude-code-acp"])
-    assert proc.returncode == 0, proc.stderr.decode()
-    assert result["errors"] == [] and (ws / "out.txt").read_text() == "HELLO FROM INPUT\n"
-    assert [(s["turn"], s["content"]) for s in steps(result, "message") if s["role"] == "agent"] == [
-        (0, "Reading the input."),
-        (0, "Done: out.txt holds the input in capitals."),
-        (1, "I wrote HELLO FROM INPUT."),
-    ]
-    tools = steps(result, "tool_call")
-    assert [t["status"] for t in tools] == ["completed", "completed"] and all(t["input"] for t in tools)
+    proc, [result] = capture(agent, tmp_path, replies, [{"id": "task", "input": [QUESTION, FOLLOW_UP]}], acp=["claude-code-acp"])
+    check_task(proc, result, ws)
     assert result["exit"]["stopReason"] == "end_turn"
 
 
