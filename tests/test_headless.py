@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 import waza
+from waza.adapters.headless_schema import load_schema
 from waza.protocol.schemas import errors
 
 from .conftest import compat_path, executable, message_result_schema, read_jsonl, run_waza, write_jsonl
@@ -535,3 +536,21 @@ def test_a_daemon_holding_stdout_does_not_hold_the_turn_after_the_cli_exits(tmp_
     finally:
         if pidfile.exists():
             os.kill(int(pidfile.read_text()), 9)
+
+
+def test_adapters_list_shows_each_shipped_schema_with_its_tested_cli_version():
+    proc = run_waza("adapters", "list")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.decode().splitlines()
+    assert lines[0].startswith("adapters: acp (default), exec, headless")
+    for name, package in (
+        ("claude-code", "@anthropic-ai/claude-code"),
+        ("codex", "@openai/codex"),
+        ("gemini-cli", "@google/gemini-cli"),
+        ("opencode", "opencode-ai"),
+    ):
+        [row] = [line for line in lines if line.split()[:1] == [name]]
+        version = load_schema(name).tested_with[1]
+        assert f"{package} {version}" in row
+    rows = read_jsonl(run_waza("adapters", "list", "--json").stdout)
+    assert {r["schema"]: r["version"] for r in rows}["codex"] == "0.169.0"
