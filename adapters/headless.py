@@ -6,7 +6,9 @@ then the prompt as a flag, a positional argument or stdin). Lines are mapped
 as they arrive, so each step's timestamp is when its line came in. The
 agent's stderr is drained into the record's tail, never onto waza's stderr.
 A turn ends when the CLI exits; once the result line is seen the CLI gets a
-short grace to exit before its process group is killed. With ``--raw-log``
+short grace to exit before its process group is killed. Whatever the CLI
+started is killed with the turn, even in a session of its own (found by the
+turn's process tag in its environment). With ``--raw-log``
 every stdout line is appended to the file with its prompt id, turn and time.
 """
 
@@ -23,14 +25,15 @@ from typing import IO, Any, ClassVar
 import anyio
 import orjson
 
+from waza.protocol.agent_command import resolve_agent_command
 from waza.protocol.errors import ConfigError
-from waza.protocol.process import Child, LineReader, LineTooLong, Tail, exit_parts
+from waza.protocol.process import TAG_VAR, Child, LineReader, LineTooLong, Tail, exit_parts, kill_tagged, new_tag
 from waza.protocol.records import Exit
 from waza.protocol.trajectory import RawUpdate
 
 from .base import Adapter, AdapterOptions, AgentRun, AgentTask
 from .headless_events import LineMapper
-from .headless_schema import HeadlessSchema, load_schema
+from .headless_schema import HeadlessSchema, load_schema, shipped
 
 #: Seconds a CLI may take to exit after printing its result line.
 RESULT_GRACE = 3.0
@@ -46,8 +49,9 @@ def render_prompt(schema: HeadlessSchema, history: list[tuple[str, str]], text: 
     return "\n\n".join([*blocks, f"User: {text}"])
 
 
-def build_argv(schema: HeadlessSchema, prompt: str, session_id: str | None, workspace: Path) -> list[str]:
-    argv = list(schema.command)
+def build_argv(schema: HeadlessSchema, command: list[str], prompt: str, session_id: str | None, workspace: Path) -> list[str]:
+    """One turn's command line; ``command`` is the schema's command as resolved before the run."""
+    argv = list(command)
     if schema.output_flag:
         argv.append(schema.output_flag)
         if schema.output_value:
@@ -71,13 +75,19 @@ class HeadlessAdapter(Adapter):
         super().__init__(command, opts)
         assert opts.schema is not None
         self.schema = load_schema(opts.schema)
+        self.program = resolve_agent_command(list(self.schema.command))
         self._raw: IO[bytes] | None = None
 
     @classmethod
     def check(cls, command: list[str], opts: AdapterOptions) -> None:
         if opts.schema is None:
-            raise ConfigError("--adapter headless needs --schema FILE or a shipped schema name (claude-code, gemini-cli, codex)")
-        load_schema(opts.schema)
+            names = ", ".join(shipped())
+            raise ConfigError(f"--adapter headless needs --schema FILE or a shipped schema name ({names})")
+        schema = load_schema(opts.schema)
+        try:
+            resolve_agent_command(list(schema.command))
+        except ConfigError as exc:  # not installed: one line before the run, as for exec and ACP agents
+            raise ConfigError(exc.message, source=schema.source, field="command") from None
         if opts.raw_log is not None:
             try:
                 opts.raw_log.write_bytes(b"")  # one run, one log: workers append to it
@@ -115,7 +125,7 @@ class HeadlessAdapter(Adapter):
                 run.errors.append(f"cannot send turn {turn} in the same session: {why}")
                 break
             prompt = render_prompt(schema, history, text) if schema.session_mode == "iterative" else text
-            argv = build_argv(schema, prompt, session_id if turn else None, task.workspace)
+            argv = build_argv(schema, self.program, prompt, session_id if turn else None, task.workspace)
             outcome = await self._turn(task, argv, prompt, turn, deadline - time.monotonic(), mapper, stderr, limit)
             session_id = session_id or outcome.session_id
             run.exit = outcome.exit
@@ -142,10 +152,11 @@ class HeadlessAdapter(Adapter):
             out.exit = Exit(timed_out=True)
             out.errors.append(f"timed out before turn {turn}")
             return out
+        tag = new_tag()  # finds what the CLI started in a session of its own (Gemini CLI's shell commands)
+        env: Mapping[str, str] = {**os.environ, TAG_VAR: tag}
         run_argv: Sequence[str] = argv
-        env: Mapping[str, str] | None = None  # it inherits our environment, unless sandboxed
         if self.opts.sandbox is not None:
-            run_argv, env = self.sandboxed(argv, task.workspace, os.environ)
+            run_argv, env = self.sandboxed(argv, task.workspace, env)
         try:
             child = Child(
                 run_argv, stdin=prompt.encode() if self.schema.prompt_stdin else None, cwd=task.workspace, env=env, stderr=stderr
@@ -171,6 +182,9 @@ class HeadlessAdapter(Adapter):
             for event in reading.events:
                 recorder.emit(event, at)
             out.session_id = out.session_id or reading.session_id
+            out.stop_reason = reading.stop_reason or out.stop_reason
+            if reading.error is not None:
+                out.errors.append(f"agent reported an error: {reading.error}")
             self._log(task, turn, at, value, True)
             if reading.result and not out.result:
                 out.result = True
@@ -199,14 +213,16 @@ class HeadlessAdapter(Adapter):
             timed_out = scope.cancelled_caught
         finally:
             await child.aclose()
+            kill_tagged(tag)  # what the CLI left running, even in a session of its own
         code, sig = exit_parts(child.returncode)
         if timed_out:
             out.exit = Exit(timed_out=True)
             out.errors.append(f"agent timed out after {limit:g}s" if limit else "agent timed out")
         elif out.result and sig is not None:
-            out.exit = Exit(code=None, signal=sig)  # stopped by us after its result: the turn is complete
+            # stopped by us after its result: the turn is complete
+            out.exit = Exit(code=None, signal=sig, stop_reason=out.stop_reason)  # type: ignore[arg-type]
         else:
-            out.exit = Exit(code=code, signal=sig)
+            out.exit = Exit(code=code, signal=sig, stop_reason=out.stop_reason)  # type: ignore[arg-type]
             if sig is not None:
                 out.errors.append(f"agent killed by signal {sig}")
             elif code != 0:
@@ -235,3 +251,4 @@ class _TurnOutcome:
     errors: list[str] = field(default_factory=list)
     result: bool = False
     session_id: str | None = None
+    stop_reason: str | None = None

@@ -5,19 +5,22 @@ Every mapping whose conditions hold applies (an assistant line carrying text
 ``each``, a mapping emits once per selected part. Tool calls are paired by the
 id the schema extracts (``toolCallId``); only schemas that extract no id (the
 acp-harness ones) fall back to pairing a closing event with the oldest open
-call of the same name. A line no mapping, result or session-id path touches is
-kept as an ``event`` step, never dropped.
+call of the same name. Each line's message is a message of its own (lines with
+the same ``messageId``, or a ``chunks`` mapping's streamed pieces, are joined).
+A line no mapping or result touches is kept as an ``event`` step, never dropped,
+even when it carries the session id (Claude Code's ``system/init``, Codex's
+``thread.started``).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 import orjson
 
-from waza.protocol.records import Usage
+from waza.protocol.records import StopReason, Usage
 from waza.protocol.trajectory import (
     Event,
     FinalOutput,
@@ -33,6 +36,7 @@ from .headless_schema import HeadlessSchema, Mapping
 from .jsonpath import Selector
 
 STATUSES = ("pending", "in_progress", "completed", "failed")
+STOP_REASONS = frozenset(get_args(StopReason))
 _INT_USAGE = {
     "inputTokens": "input_tokens",
     "outputTokens": "output_tokens",
@@ -45,11 +49,15 @@ _INT_USAGE = {
 
 @dataclass(slots=True)
 class LineReading:
-    """What one line meant: its events, and whether it ended the turn or named the session."""
+    """What one line meant: its events, whether it ended the turn (and how), and the session it named."""
 
     events: list[Event] = field(default_factory=list)
     result: bool = False
     session_id: str | None = None
+    #: The result line's stop reason, an ACP one (any other value is kept as a ``stop_reason`` event).
+    stop_reason: str | None = None
+    #: Set when the result line says the turn failed: why.
+    error: str | None = None
 
 
 def _text(values: list[Any]) -> str:
@@ -95,18 +103,32 @@ class LineMapper:
         if self.schema.session_id_path is not None:
             sid = self.schema.session_id_path.first(line)
             if isinstance(sid, str) and sid:
-                reading.session_id = sid
-                touched = True
+                reading.session_id = sid  # the line is still kept below when nothing else maps it
         if self.schema.result.holds(line):
             touched = True
             reading.result = True
-            if self.schema.result_content is not None:
-                found = self.schema.result_content.select(line)
-                if found:
-                    reading.events.append(FinalOutput(_text(found)))
+            self._result(line, reading)
         if not touched:
             reading.events.append(RawUpdate("unmatched", line))
         return reading
+
+    def _result(self, line: Any, reading: LineReading) -> None:
+        schema = self.schema
+        if schema.result_content is not None:
+            found = schema.result_content.select(line)
+            if found:
+                reading.events.append(FinalOutput(_text(found)))
+        if schema.stop_reason is not None:
+            raw = schema.stop_reason.first(line)
+            if raw is not None:
+                reason = schema.stop_reasons.get(str(raw), str(raw))
+                if reason in STOP_REASONS:
+                    reading.stop_reason = reason
+                else:
+                    reading.events.append(RawUpdate("stop_reason", raw))
+        if schema.is_error is not None and schema.is_error.holds(line):
+            found = schema.error_message.select(line) if schema.error_message is not None else []
+            reading.error = _text(found) or f"{schema.is_error.path.text} is {schema.is_error.value!r}"
 
     def _passthrough(self, line: Any) -> Event | None:
         """passthrough mode: the line's type names the step; content, name/title and status are its own fields."""
@@ -118,7 +140,7 @@ class LineMapper:
             content = line.get("content")
             if not isinstance(content, str) or not content:
                 return None
-            return MessageChunk(content) if kind == "message" else ThoughtChunk(content)
+            return MessageChunk(content, new=True) if kind == "message" else ThoughtChunk(content, new=True)
         if kind == "plan":
             entries = line.get("entries")
             return PlanUpdate(entries) if isinstance(entries, list) else None
@@ -143,7 +165,8 @@ class LineMapper:
                 return None
             mid = ex["messageId"].first(part) if "messageId" in ex else None
             mid = None if mid is None else str(mid)
-            return MessageChunk(content, mid) if mapping.emit_as == "message" else ThoughtChunk(content, mid)
+            new = not mapping.chunks
+            return MessageChunk(content, mid, new=new) if mapping.emit_as == "message" else ThoughtChunk(content, mid, new)
         if mapping.emit_as == "tool_call":
             return self._tool(ex, part)
         if mapping.emit_as == "plan":

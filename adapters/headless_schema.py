@@ -81,6 +81,8 @@ class Mapping:
     each: Selector | None = None
     #: Conditions each selected part must meet (from a wildcard match path), relative to the part.
     part_conditions: tuple[Condition, ...] = ()
+    #: message/thought: the lines are pieces of one streamed message (joined), not separate messages.
+    chunks: bool = False
 
     def matches(self, line: Any) -> bool:
         return all(c.holds(line) for c in self.conditions)
@@ -151,11 +153,19 @@ class HeadlessSchema:
     mappings: tuple[Mapping, ...]
     result: Condition
     result_content: Selector | None
+    #: The result line's stop reason, and the CLI's values -> ACP stop reasons (a value already one needs none).
+    stop_reason: Selector | None = None
+    stop_reasons: dict[str, str] = field(default_factory=dict)
+    #: When this holds on the result line the turn failed; ``error_message`` says why.
+    is_error: Condition | None = None
+    error_message: Selector | None = None
     history_system: str | None = None
     history_turn: str = DEFAULT_HISTORY
     timeout_ms: float | None = None
     #: passthrough mode (outputMode "passthrough"): the type field, and the CLI's type values -> step types.
     passthrough: Passthrough | None = None
+    #: (package, version) of the CLI release the schema was written against.
+    tested_with: tuple[str, str] | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -198,6 +208,13 @@ def _parse_and_compile(source: str, data: bytes) -> HeadlessSchema:
     except orjson.JSONDecodeError as exc:
         raise ConfigError(f"invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", source=source) from None
     return compile_schema(value, source)
+
+
+def _is_error(raw: dict[str, Any] | None, selector: Any) -> Condition | None:
+    """result.isError: a condition on the result line (no value: the path selects ``true``)."""
+    if raw is None:
+        return None
+    return Condition(selector(raw["path"], "result.isError.path"), raw.get("value", True))
 
 
 def compile_schema(value: Any, source: str) -> HeadlessSchema:
@@ -264,7 +281,12 @@ def compile_schema(value: Any, source: str) -> HeadlessSchema:
             wanted = raw_conditions[0]["value"]
             part = ItemCondition(wanted) if within == "$" else Condition(selector(within, f"{base}.match.path"), wanted)
             conditions, part_conditions = (), (part,)
-        mappings.append(Mapping(i, conditions, emit_as, extract, each, part_conditions))
+        chunks = bool(entry.get("chunks"))
+        if chunks and emit_as not in ("message", "thought"):
+            raise ConfigError(
+                f"chunks applies to emitAs 'message' or 'thought', not {emit_as!r}", source=source, field=f"{base}.chunks"
+            )
+        mappings.append(Mapping(i, conditions, emit_as, extract, each, part_conditions, chunks))
 
     result = value["result"]
     resume = value.get("resume")
@@ -276,6 +298,10 @@ def compile_schema(value: Any, source: str) -> HeadlessSchema:
         turn = template
     elif isinstance(template, dict):
         system, turn = template.get("system"), template["turnFormat"]
+    if "stopReasons" in result and "stopReasonPath" not in result:
+        raise ConfigError("stopReasons is used only with result.stopReasonPath", source=source, field="result.stopReasons")
+    if "errorMessagePath" in result and "isError" not in result:
+        raise ConfigError("errorMessagePath is used only with result.isError", source=source, field="result.errorMessagePath")
     prompt = value["prompt"]
     if "stdinFormat" in prompt and not prompt.get("stdin"):
         raise ConfigError("stdinFormat is used only with prompt.stdin true", source=source, field="prompt.stdinFormat")
@@ -295,9 +321,14 @@ def compile_schema(value: Any, source: str) -> HeadlessSchema:
         mappings=tuple(mappings),
         result=Condition(selector(result["matchPath"], "result.matchPath"), result["matchValue"]),
         result_content=selector(result["contentPath"], "result.contentPath") if "contentPath" in result else None,
+        stop_reason=selector(result["stopReasonPath"], "result.stopReasonPath") if "stopReasonPath" in result else None,
+        stop_reasons=dict(result.get("stopReasons") or {}),
+        is_error=_is_error(result.get("isError"), selector),
+        error_message=selector(result["errorMessagePath"], "result.errorMessagePath") if "errorMessagePath" in result else None,
         history_system=system,
         history_turn=turn,
         timeout_ms=value.get("timeout"),
         passthrough=passthrough,
+        tested_with=(value["testedWith"]["package"], value["testedWith"]["version"]) if "testedWith" in value else None,
         raw=value,
     )

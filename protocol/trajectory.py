@@ -21,19 +21,25 @@ ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
 
 @dataclass(slots=True)
 class MessageChunk:
-    """Agent (or user) text; chunks are joined exactly, without inserted separators."""
+    """Agent (or user) text; chunks are joined exactly, without inserted separators.
+
+    ``new`` starts a new message step even right after one: a separate message
+    event (a headless CLI's line), not the next chunk of a streamed one."""
 
     text: str
     message_id: str | None = None
     role: Literal["agent", "user"] = "agent"
+    new: bool = False
 
 
 @dataclass(slots=True)
 class ThoughtChunk:
-    """A piece of the agent's reasoning; chunks in a row are joined exactly into one thought step, as messages are."""
+    """A piece of the agent's reasoning; chunks in a row are joined exactly into one thought step, as messages
+    are (unless ``new``, as for MessageChunk)."""
 
     text: str
     message_id: str | None = None
+    new: bool = False
 
 
 @dataclass(slots=True)
@@ -193,7 +199,14 @@ class TrajectoryBuilder:
             self._open_text = step
             return
         step = self._open_text
-        if step is None or step.type != kind or step.message_id is not None or step.role != role or step.turn != self.turn:
+        if (
+            event.new
+            or step is None
+            or step.type != kind
+            or step.message_id is not None
+            or step.role != role
+            or step.turn != self.turn
+        ):
             step = self._new_step(kind, at, role=role, content="")
             self._open_text = step
         step.content = (step.content or "") + event.text

@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 import waza
+from waza.adapters.headless_schema import load_schema
 from waza.protocol.schemas import errors
 
 from .conftest import compat_path, executable, message_result_schema, read_jsonl, run_waza, write_jsonl
@@ -80,6 +81,24 @@ def capture_cli(tmp_path: Path, log: Path, prompts: list[dict], *args: str, fixt
     return proc, read_jsonl(proc.stdout), calls_in(log)
 
 
+def schema_file(tmp_path: Path, name: str, events: list[dict], result: dict, **fields) -> Path:
+    """A schema file running the fake `claude` with these ``outputEvents`` and ``result`` (top-level ``fields`` override)."""
+    schema = {
+        "version": 2,
+        "name": name,
+        "command": ["claude"],
+        "sessionMode": "stream",
+        "prompt": {"flag": "-p"},
+        "output": {"flag": "", "value": ""},
+        "outputEvents": events,
+        "result": result,
+        **fields,
+    }
+    path = tmp_path / f"{name}.json"
+    path.write_bytes(orjson.dumps(schema))
+    return path
+
+
 def steps(result: dict, type_: str) -> list[dict]:
     return [s for s in result["trajectory"] if s["type"] == type_]
 
@@ -121,8 +140,11 @@ def test_claude_code_stream_maps_every_block_and_pairs_tools_by_id(cli):
         "cost": 0.0142,
         "currency": "USD",
     }
-    # The init line matches no mapping but names the session: it is consumed, not an error.
+    # The init line matches no mapping, only names the session: it is kept as a step, not consumed.
+    [init] = [s for s in steps(result, "event") if s["extra"]["data"]["type"] == "system"]
+    assert init["extra"]["data"]["subtype"] == "init" and init["extra"]["data"]["model"] == "claude-sonnet-4-5"
     assert result["errors"] == [] and result["exit"]["code"] == 0
+    assert result["exit"]["stopReason"] == "end_turn"  # the result line's stop_reason
 
 
 def test_gemini_cli_joins_deltas_and_fails_the_errored_tool(cli):
@@ -140,7 +162,7 @@ def test_gemini_cli_joins_deltas_and_fails_the_errored_tool(cli):
 
 def test_codex_exec_items_become_tools_thoughts_plan_and_usage(cli):
     [result], [call] = cli(ONE, "codex", graders=HINT, fixture="codex.jsonl")
-    assert call["argv"] == ["exec", "--json", "--full-auto", "--skip-git-repo-check", ONE[0]["input"]]
+    assert call["argv"] == ["exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check", ONE[0]["input"]]
     calls = tools(result)
     assert calls["item_2"]["status"] == "completed" and calls["item_2"]["output"] == "a.txt\nb.txt\n"
     assert calls["item_3"]["status"] == "failed" and calls["item_3"]["kind"] == "execute"
@@ -149,6 +171,81 @@ def test_codex_exec_items_become_tools_thoughts_plan_and_usage(cli):
     assert [s["content"] for s in steps(result, "thought")] == ["**Listing the files and counting lines**"]
     assert result["usage"] == {"inputTokens": 2400, "outputTokens": 95, "cachedReadTokens": 1800}
     assert result["output"] == ANSWER and result["status"] == "passed"
+    # thread.started only names the thread: kept as the first agent-side step.
+    assert result["trajectory"][1]["extra"]["data"] == {
+        "type": "thread.started",
+        "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53",
+    }
+
+
+def test_claude_is_error_result_fails_the_turn_and_maps_its_stop_reason(cli, tmp_path):
+    lines = (FIXTURES / "claude-code.jsonl").read_text().splitlines()
+    result_line = orjson.loads(lines[-1])
+    result_line.update(
+        subtype="error_during_execution", is_error=True, result="API Error: 529 overloaded", stop_reason="max_tokens"
+    )
+    stream = write_jsonl(tmp_path / "error.jsonl", [orjson.loads(line) for line in lines[:-1]] + [result_line])
+    [result], _ = cli(ONE, "claude-code", graders=HINT, fixture=str(stream))
+    assert result["status"] == "error" and result["errors"] == ["agent reported an error: API Error: 529 overloaded"]
+    assert result["exit"] == {"code": 0, "signal": None, "timedOut": False, "stopReason": "max_tokens"}
+
+
+def test_separate_message_lines_stay_separate_messages(cli, tmp_path):
+    """Two message events are two messages (as acp-harness records them), not "Item 1Item 2"; lines sharing
+    a message id, and a ``chunks`` mapping's streamed pieces, are joined; an unknown stop reason is kept as a step."""
+    path = schema_file(
+        tmp_path,
+        "lines",
+        [
+            {
+                "match": {"path": "$.type", "value": "say"},
+                "emitAs": "message",
+                "extract": {"content": "$.text", "messageId": "$.id"},
+            },
+            {
+                "match": {"path": "$.type", "value": "delta"},
+                "emitAs": "message",
+                "chunks": True,
+                "extract": {"content": "$.text"},
+            },
+        ],
+        {
+            "matchPath": "$.type",
+            "matchValue": "done",
+            "stopReasonPath": "$.why",
+            "stopReasons": {"finished": "end_turn"},
+        },
+    )
+    stream = [
+        {"type": "say", "text": "Item 1"},
+        {"type": "say", "text": "Item 2"},
+        {"type": "say", "text": "Part a, ", "id": "m1"},
+        {"type": "say", "text": "part b", "id": "m1"},
+        {"type": "delta", "text": "Stream"},
+        {"type": "delta", "text": "ed"},
+        {"type": "done", "why": "paused"},
+    ]
+    [result], _ = cli(ONE, path, fixture=str(write_jsonl(tmp_path / "stream.jsonl", stream)))
+    agent = [s["content"] for s in steps(result, "message") if s["role"] == "agent"]
+    assert agent == ["Item 1", "Item 2", "Part a, part b", "Streamed"]
+    assert result["exit"]["stopReason"] is None
+    assert [s["extra"]["data"] for s in steps(result, "event") if s["name"] == "stop_reason"] == ["paused"]
+    stream[-1]["why"] = "finished"
+    [result], _ = cli(ONE, path, fixture=str(write_jsonl(tmp_path / "stream2.jsonl", stream)))
+    assert result["exit"]["stopReason"] == "end_turn"
+
+
+def test_a_headless_cli_that_is_not_installed_is_refused_before_the_run(tmp_path):
+    out = tmp_path / "keep.jsonl"
+    out.write_text('{"kept": true}\n')
+    proc = run_waza(
+        "capture", write_jsonl(tmp_path / "prompts.jsonl", ONE), "--adapter", "headless", "--schema", "claude-code",
+        "-o", str(out), cwd=tmp_path, env={"PATH": os.path.dirname(os.sys.executable)},
+    )  # fmt: skip
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and "claude-code (shipped): field 'command': agent command 'claude' not found on PATH" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert out.read_text() == '{"kept": true}\n'
 
 
 def test_stream_mode_resumes_the_captured_session_on_later_turns(cli):
@@ -167,7 +264,8 @@ def test_codex_resume_is_a_subcommand_with_the_thread_id(cli):
     assert calls[1]["argv"] == [
         "exec",
         "--json",
-        "--full-auto",
+        "--sandbox",
+        "workspace-write",
         "--skip-git-repo-check",
         "resume",
         "0199a213-81c0-7800-8aa1-bbab2a035a53",
@@ -175,9 +273,14 @@ def test_codex_resume_is_a_subcommand_with_the_thread_id(cli):
     ]
 
 
-def test_iterative_mode_sends_earlier_turns_through_the_history_template(cli):
+def test_iterative_mode_sends_earlier_turns_through_the_history_template(cli, tmp_path):
+    schema = orjson.loads((FIXTURES.parent.parent.parent / "adapters" / "headless_schemas" / "gemini-cli.json").read_bytes())
+    del schema["resume"]
+    schema.update(sessionMode="iterative", historyTemplate="User: {{input}}\nAssistant: {{output}}")
+    path = tmp_path / "gemini-iterative.json"
+    path.write_bytes(orjson.dumps(schema))
     prompts = [{"id": "two", "input": ["How many files?", "And lines?"]}]
-    [result], calls = cli(prompts, "gemini-cli", fixture="gemini-cli.jsonl")
+    [result], calls = cli(prompts, path, fixture="gemini-cli.jsonl")
     assert result["errors"] == []
     assert calls[0]["argv"][-1] == "How many files?"
     assert calls[1]["argv"][-1] == f"User: How many files?\nAssistant: {ANSWER}\n\nUser: And lines?"
@@ -304,14 +407,10 @@ def test_bad_schemas_are_usage_errors_naming_file_and_field(fake_clis, tmp_path)
 def test_acp_harness_wildcard_match_and_any_value(cli, tmp_path):
     """acp-harness's forms: a wildcard match path selects each matching item (extract relative to it),
     and "*" as a match or result value means any non-null value."""
-    schema = {
-        "version": 1,
-        "name": "wild",
-        "command": ["claude"],
-        "sessionMode": "stream",
-        "prompt": {"flag": "-p"},
-        "output": {"flag": "--output-format", "value": "stream-json"},
-        "outputEvents": [
+    path = schema_file(
+        tmp_path,
+        "wild",
+        [
             {
                 "match": {"path": "$.message.content[*].type", "value": "tool_use"},
                 "emitAs": "tool_call",
@@ -328,10 +427,10 @@ def test_acp_harness_wildcard_match_and_any_value(cli, tmp_path):
                 "extract": {"content": "$.message.content[?@.type == 'text'].text"},
             },
         ],
-        "result": {"matchPath": "$.result", "matchValue": "*", "contentPath": "$.result"},
-    }
-    path = tmp_path / "wild.json"
-    path.write_bytes(orjson.dumps(schema))
+        {"matchPath": "$.result", "matchValue": "*", "contentPath": "$.result"},
+        version=1,
+        output={"flag": "--output-format", "value": "stream-json"},
+    )
     [result], _ = cli(ONE, path, fixture="claude-code.jsonl")
     calls = tools(result)
     assert calls["toolu_01"]["name"] == "Bash" and calls["toolu_01"]["input"] == {"command": "ls"}
@@ -437,3 +536,21 @@ def test_a_daemon_holding_stdout_does_not_hold_the_turn_after_the_cli_exits(tmp_
     finally:
         if pidfile.exists():
             os.kill(int(pidfile.read_text()), 9)
+
+
+def test_adapters_list_shows_each_shipped_schema_with_its_tested_cli_version():
+    proc = run_waza("adapters", "list")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.decode().splitlines()
+    assert lines[0].startswith("adapters: acp (default), exec, headless")
+    for name, package in (
+        ("claude-code", "@anthropic-ai/claude-code"),
+        ("codex", "@openai/codex"),
+        ("gemini-cli", "@google/gemini-cli"),
+        ("opencode", "opencode-ai"),
+    ):
+        [row] = [line for line in lines if line.split()[:1] == [name]]
+        version = load_schema(name).tested_with[1]
+        assert f"{package} {version}" in row
+    rows = read_jsonl(run_waza("adapters", "list", "--json").stdout)
+    assert {r["schema"]: r["version"] for r in rows}["codex"] == "0.169.0"

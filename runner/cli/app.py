@@ -38,13 +38,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report", "Turn a results file into a report for people or CI systems."),
     "view": ("view", "Browse results in a browser: a local, read-only web app."),
     "schemas": ("schemas", "List or print the JSON Schemas that waza's files validate against."),
+    "serve-model": ("serve_model", "Serve a scripted or local model to agents under test, on loopback."),
     "demo": ("demo", "Run waza's main job on built-in data, with a scripted agent."),
 }
 
 #: command groups: name -> (help, modules registering sub-commands on the group).
 GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     "graders": ("Built-in graders and the grader conformance kit.", ("graders_list", "graders_check")),
-    "adapters": ("Agent adapter tools.", ("adapters_check",)),
+    "adapters": ("Agent adapter tools.", ("adapters_list", "adapters_check")),
     "cache": ("The model cache of judge (and --cache agent) answers.", ("cache",)),
 }
 

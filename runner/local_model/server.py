@@ -131,9 +131,10 @@ async def _wait_healthy(address: str, child: Child) -> None:
 
 
 @contextlib.asynccontextmanager
-async def serve(model: Path, *, startup_timeout: float = STARTUP_TIMEOUT) -> AsyncIterator[str]:
-    """Run a server for ``model``; yields its OpenAI base URL (``http://127.0.0.1:PORT/v1``)."""
-    argv = [sys.executable, "-m", "waza.runner.local_model.server", str(model), str(CONTEXT_TOKENS)]
+async def serve(model: Path, *, startup_timeout: float = STARTUP_TIMEOUT, context: int = CONTEXT_TOKENS) -> AsyncIterator[str]:
+    """Run a server for ``model`` with a context of ``context`` tokens (``serve-model`` asks for more than
+    the judges); yields its OpenAI base URL (``http://127.0.0.1:PORT/v1``)."""
+    argv = [sys.executable, "-m", "waza.runner.local_model.server", str(model), str(context)]
     with tempfile.TemporaryFile() as log_file:
         child = Child(argv, env=scrubbed_env(), keep_stdin=True, stderr_to=log_file)
         try:

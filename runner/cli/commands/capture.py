@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import os
+from collections.abc import Coroutine
+from typing import Annotated, Any
 
 import typer
 
@@ -29,6 +31,8 @@ Examples:
   waza capture prompts.jsonl --adapter http --base-url http://127.0.0.1:8080/v1 --model m -g builtin:hint
 
   waza capture prompts.jsonl --adapter replay --from old-results.jsonl --grader ./new_grader.py
+
+  waza capture prompts.jsonl --adapter headless --schema claude-code --serve-model replies.yaml
 """
 
 
@@ -47,8 +51,44 @@ def register(app: typer.Typer) -> None:
         graders: GraderOptions,
         out: OutputOptions,
         execution: ExecutorOptions,
+        serve_model: Annotated[
+            str | None,
+            typer.Option(
+                "--serve-model",
+                help="Start `waza serve-model SOURCE` (a reply script, or local) for the run and point the agent at it.",
+                rich_help_panel="Agent",
+            ),
+        ] = None,
     ) -> None:
-        raise typer.Exit(run(lambda interrupt: _capture(prompts, command or [], agent, graders, out, execution, interrupt)))
+        raise typer.Exit(
+            run(
+                lambda interrupt: _served(
+                    serve_model, _capture(prompts, command or [], agent, graders, out, execution, interrupt)
+                )
+            )
+        )
+
+
+async def _served(source: str | None, body: Coroutine[Any, Any, int]) -> int:
+    """``body`` with the model server for ``source`` running and its environment set for the agents it starts."""
+    if source is None:
+        return await body
+    from waza.runner.model_server.serve import started
+
+    try:
+        async with started(source) as env:
+            saved = {name: os.environ.get(name) for name in env}
+            os.environ.update(env)
+            try:
+                return await body
+            finally:
+                for name, value in saved.items():
+                    if value is None:
+                        os.environ.pop(name, None)
+                    else:
+                        os.environ[name] = value
+    finally:
+        body.close()  # never awaited when the server did not start
 
 
 async def _capture(

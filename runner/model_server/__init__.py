@@ -1,0 +1,1 @@
+"""``waza serve-model``: an OpenAI-, Anthropic- and Gemini-compatible model server on loopback for agents under test."""
