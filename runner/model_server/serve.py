@@ -22,7 +22,6 @@ import os
 import shlex
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -35,7 +34,7 @@ import httpx
 import orjson
 
 from waza.protocol.errors import ConfigError
-from waza.protocol.process import reap
+from waza.protocol.process import Child
 from waza.protocol.secrets import scrubbed_env
 
 from .replies import TITLE_MODEL, Reply, Request, Script, ToolCall, load_script
@@ -241,31 +240,29 @@ async def started(
     check_source(source)
     argv = [sys.executable, "-m", "waza.runner.model_server", source, str(context)]
     with tempfile.TemporaryFile() as errors:  # the child logs no requests (lifeline mode): only why it failed
-        process = await anyio.open_process(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=scrubbed_env(), start_new_session=True
-        )
+        # Its stdin stays open as its lifeline: closing the child (here, or waza ending) ends the server.
+        child = Child(argv, keep_stdin=True, env=scrubbed_env(), stderr_to=errors)
         try:
-            env = await _announced(process, source, startup_timeout, errors)
+            env = await _announced(child, source, startup_timeout, errors)
             yield env
         finally:
-            await reap(process)
+            await child.aclose()
 
 
-async def _announced(process: anyio.abc.Process, source: str, startup_timeout: float, errors: IO[bytes]) -> dict[str, str]:
+async def _announced(child: Child, source: str, startup_timeout: float, errors: IO[bytes]) -> dict[str, str]:
     """The environment the child printed (up to its blank line), or a ConfigError saying why it did not start."""
-    assert process.stdout is not None
     head = b""
     with anyio.move_on_after(startup_timeout):
         try:
             while b"\n\n" not in head and len(head) < 1 << 20:
-                head += await process.stdout.receive(65536)
+                head += await child.receive(65536)
         except anyio.EndOfStream:
             pass
     lines = head.decode(errors="replace").split("\n\n")[0].splitlines()
     if b"\n\n" in head and lines and lines[0].startswith("http://"):
         return dict(_assignment(line) for line in lines[1:])
     with anyio.move_on_after(5):
-        await process.wait()
+        await child.wait()
     errors.seek(0)
     why = errors.read(4096).decode(errors="replace").strip().splitlines()
     reason = why[-1].removeprefix("waza: ") if why else f"no address within {startup_timeout:g}s"
