@@ -236,7 +236,11 @@ def _csv_rows(path: str | Path, max_line: int, on_wait: Callable[[], None] | Non
         for line in lines:
             most = MAX_COLUMNS if header is None else len(header) + SPLIT_SLACK
             if line.count(",") >= most and '"' not in line:
-                what = f"more than {MAX_COLUMNS} columns" if header is None else f"more than {most} fields, the header has {len(header)}"
+                what = (
+                    f"more than {MAX_COLUMNS} columns"
+                    if header is None
+                    else f"more than {most} fields, the header has {len(header)}"
+                )
                 raise JsonlError(source, counter[0], f"has {what}")
             yield line
 
