@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import select
 import stat
 import sys
 from collections.abc import Callable, Iterator
@@ -92,6 +93,7 @@ class DescriptorReader(io.RawIOBase):
         self.on_wait = on_wait
         self._buffer = bytearray()
         self._eof = False
+        self._poll: select.poll | None = None
 
     def readable(self) -> bool:
         return True
@@ -119,13 +121,20 @@ class DescriptorReader(io.RawIOBase):
         return n
 
     def _fill(self) -> None:
-        if self.on_wait is not None:
+        if self.on_wait is not None and not self._ready():
             self.on_wait()
         chunk = os.read(self.fd, self.CHUNK)
         if chunk:
             self._buffer += chunk
         else:
             self._eof = True
+
+    def _ready(self) -> bool:
+        """Whether a read would return at once (data or the end are there): no need to hand on early."""
+        if self._poll is None:
+            self._poll = select.poll()
+            self._poll.register(self.fd, select.POLLIN)
+        return bool(self._poll.poll(0))
 
     def _take(self, n: int) -> bytes:
         with memoryview(self._buffer) as view:  # one copy, not a slice and then a copy of it

@@ -101,7 +101,7 @@ Event = MessageChunk | ThoughtChunk | ToolCallPatch | PlanUpdate | UsageUpdate |
 
 #: What one prompt's trajectory keeps by default: steps, and megabytes of their text and data.
 DEFAULT_MAX_STEPS = 20_000
-DEFAULT_MAX_TRAJECTORY_MB = 32
+DEFAULT_MAX_TRAJECTORY_MB = 64
 
 
 class _Full(Exception):
@@ -161,7 +161,7 @@ class TrajectoryBuilder:
     """Collects one prompt's events; ``turn`` is advanced by the adapter as user turns start.
 
     What it keeps is bounded, whatever an agent reports: at most ``max_steps``
-    steps and ``max_bytes`` of their text and data (measured as JSON). Once an
+    steps and ``max_bytes`` of the agent's text and data (measured as JSON). Once an
     event would pass either bound, it and every later event that would add to
     the trajectory are counted in ``dropped`` instead (usage and a final answer
     are still taken: they replace, they do not grow).
@@ -188,8 +188,7 @@ class TrajectoryBuilder:
         """Record the user's turn as a message step and move to it."""
         self.turn = turn
         self._open_text = None
-        try:
-            self._take(len(text))
+        try:  # not counted in the bytes: the prompt is the user's, bounded as its file's lines are
             self._new_step("message", self.now_ms(), role="user", content=text)
         except _Full:
             self._dropped += 1

@@ -108,7 +108,7 @@ def test_the_line_limit_is_a_setting_of_the_run_not_of_the_process(tmp_path):
 
 def test_an_endless_csv_line_on_stdin_stops_at_the_line_limit(tmp_path):
     shell = (
-        f"(printf 'id,input\\n'; yes , | tr -d '\\n') | {sys.executable} -m waza capture - --prompts-format csv"
+        f"(printf 'id,input\\n'; yes , | tr -d '\\n') 2>/dev/null | {sys.executable} -m waza capture - --prompts-format csv"
         f" --adapter exec -o {tmp_path / 'r.jsonl'} -- {sys.executable} -c 'import sys; print(sys.stdin.read())'"
     )
     code, peak, stderr = _run_measured(["sh", "-c", shell])
