@@ -9,12 +9,12 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from .conftest import read_jsonl, run_waza, write_jsonl
+from .test_interrupts import wait_for_lines
 
 #: An exec agent that answers with its prompt.
 ECHO = (sys.executable, "-c", "import sys; print(sys.stdin.read())")
@@ -24,16 +24,10 @@ def _waza(*args: str | Path, **kw: object) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "waza", *map(str, args)], stderr=subprocess.PIPE, **kw)  # type: ignore[call-overload]
 
 
-def _wait_for_lines(path: Path, n: int, proc: subprocess.Popen[bytes], budget: float = 60) -> None:
-    """Poll until ``path`` holds ``n`` lines (a generous budget for a busy machine; no timing is asserted)."""
-    deadline = time.monotonic() + budget
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_bytes().count(b"\n") >= n:
-            return
-        if proc.poll() is not None:
-            raise AssertionError(f"waza ended ({proc.returncode}) before {path} had {n} lines: {proc.stderr.read()!r}")  # type: ignore[union-attr]
-        time.sleep(0.05)
-    raise AssertionError(f"{path} never reached {n} lines")
+def _wait_for_lines(path: Path, n: int, proc: subprocess.Popen[bytes]) -> None:
+    """Poll until ``path`` holds ``n`` lines (a generous budget; no timing is asserted)."""
+    wait_for_lines(path, n, proc)
+    assert path.exists() and path.read_bytes().count(b"\n") >= n, f"waza ended ({proc.returncode}) first"
 
 
 # --- a failed start --------------------------------------------------------------------------------
