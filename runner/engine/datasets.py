@@ -9,7 +9,8 @@ A table without an ``id`` column numbers its rows (``1``, ``2``, ...), so a
 resumed run still finds its place as long as the file is not reordered.
 
 CSV is read through the ``csv`` module one row at a time (a field is capped by
-its default 128 KiB limit), errors naming ``file:line``; Parquet through
+its default 128 KiB limit, a line by the run's line limit, as JSONL lines are),
+errors naming ``file:line``; Parquet through
 pyarrow's ``ParquetFile.iter_batches``, errors naming ``file:row N``. pyarrow is
 the optional ``waza[parquet]`` extra: without it a Parquet file is a one-line
 usage error naming the extra.
