@@ -167,3 +167,27 @@ def test_streamed_prompts_run_as_each_line_arrives_while_the_producer_stays_open
         producer.wait(60)
     assert proc.wait(60) == 0, proc.stderr.read()  # type: ignore[union-attr]
     assert [r["id"] for r in read_jsonl(out)] == ["a", "b"]
+
+
+def test_a_ray_cluster_that_cannot_be_joined_leaves_the_output_as_it_was(tmp_path):
+    """Joining an address where no cluster listens never yields a result; however long waza tries and
+    however it ends (here: SIGTERM while it tries), the existing output is untouched."""
+    pytest.importorskip("ray")
+    prompts = write_jsonl(tmp_path / "ok.jsonl", [{"id": "a", "input": "x"}])
+    keep = tmp_path / "keep.jsonl"
+    keep.write_bytes(b"one\ntwo\nthree\n")
+    proc = _waza(
+        "capture", prompts, "--adapter", "exec", "--executor", "ray", "--ray-address", "127.0.0.1:1", "-o", keep, "--", *ECHO
+    )
+    try:
+        proc.wait(5)  # it may give up by itself, or still be trying: either way no result exists
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode != 0
+    assert keep.read_bytes() == b"one\ntwo\nthree\n"
+    assert not list(tmp_path.glob(".keep.jsonl*"))
