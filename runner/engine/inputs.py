@@ -53,18 +53,16 @@ class _ReadAhead:
     A batch cut short by an error holds what came before it, then the error:
     the lines before a bad one are still graded and written."""
 
-    def __init__(self, size: int, token: Any) -> None:
+    def __init__(self, size: int, token: Any, ready: anyio.Event) -> None:
         self.size = size
         self.token = token
         self.requests: queue.SimpleQueue[anyio.Event | None] = queue.SimpleQueue()
         self.box: list[tuple[list[Any], BaseException | None, bool]] = []
         self.batch: list[Any] = []
-        self.ready: anyio.Event | None = None
+        #: Set when the next batch is in ``box``; the consumer puts the one after in ``requests``.
+        self.ready = ready
 
     def run(self, source: Iterable[Any] | Callable[[Callable[[], None]], Iterable[Any]]) -> None:
-        self.ready = self.requests.get()
-        if self.ready is None:
-            return
         error: BaseException | None = None
         try:
             values = source(self.waiting) if callable(source) else source
@@ -85,7 +83,6 @@ class _ReadAhead:
             self._hand_over()
 
     def _hand_over(self, error: BaseException | None = None, *, done: bool = False) -> None:
-        assert self.ready is not None  # set by run() before the source is read
         self.box.append((self.batch, error, done))
         self.batch = []
         try:
@@ -93,9 +90,10 @@ class _ReadAhead:
         except RuntimeError:  # the loop is gone: the run was interrupted
             raise _Stopped from None
         if not done:
-            self.ready = self.requests.get()  # the consumer asks again as soon as it has a batch
-            if self.ready is None:
+            ready = self.requests.get()  # the consumer asks again as soon as it has a batch
+            if ready is None:
                 raise _Stopped
+            self.ready = ready
 
 
 async def in_batches(source: Iterable[T] | Callable[[Callable[[], None]], Iterable[T]], size: int = BATCH) -> AsyncIterator[T]:
@@ -112,10 +110,9 @@ async def in_batches(source: Iterable[T] | Callable[[Callable[[], None]], Iterab
     FIFO no one writes) cannot keep waza from ending on SIGINT/SIGTERM, as a
     pool thread would (the interpreter joins those). One thread per iteration,
     not per batch: starting one cost as much as reading the batch."""
-    reader = _ReadAhead(size, anyio.lowlevel.current_token())
-    thread = threading.Thread(target=reader.run, args=(source,), name="waza-read", daemon=True)
     ready = anyio.Event()
-    reader.requests.put(ready)
+    reader = _ReadAhead(size, anyio.lowlevel.current_token(), ready)
+    thread = threading.Thread(target=reader.run, args=(source,), name="waza-read", daemon=True)
     thread.start()
     try:
         while True:
