@@ -26,6 +26,7 @@ import os
 import time
 from contextlib import AsyncExitStack
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any, ClassVar, get_args
 
 import anyio
@@ -117,7 +118,8 @@ def _client_info() -> dict[str, str]:
 class _Agent:
     """One running agent process and its connection."""
 
-    def __init__(self, process: anyio.abc.Process, rpc: RpcConnection) -> None:
+    def __init__(self, process: anyio.abc.Process, rpc: RpcConnection, workspace: Path) -> None:
+        self.workspace = workspace
         self.process = process
         self.rpc = rpc
         self.auth_methods: list[str] = []
@@ -141,7 +143,7 @@ class _PromptStderr(Tail):
 class AcpAdapter(Adapter):
     name: ClassVar[str] = "acp"
     options: ClassVar[frozenset[str]] = frozenset(
-        {"mcp_servers", "mcp_config", "permission", "permission_rules", "raw_log", "auth_method"}
+        {"mcp_servers", "mcp_config", "permission", "permission_rules", "raw_log", "auth_method", "sandbox"}
     )
 
     @classmethod
@@ -168,6 +170,7 @@ class AcpAdapter(Adapter):
         self._answered = False
 
     async def __aenter__(self) -> AcpAdapter:
+        await super().__aenter__()
         await self._stack.__aenter__()
         if self.opts.raw_log is not None:
             self._raw = acp_rawlog.RawLog(self.opts.raw_log)
@@ -181,17 +184,24 @@ class AcpAdapter(Adapter):
             if self._tg is not None:
                 self._tg.cancel_scope.cancel()
         finally:
-            await self._stack.__aexit__(*exc)
+            try:
+                await self._stack.__aexit__(*exc)
+            finally:
+                await super().__aexit__(*exc)
 
     # -- the agent process ---------------------------------------------------------------
 
-    async def _ready_agent(self) -> _Agent:
-        if self._agent is not None and self._agent.alive:
-            return self._agent
+    async def _ready_agent(self, workspace: Path) -> _Agent:
+        """The worker's agent, started when there is none alive. A sandboxed agent sees only the workspace
+        it was started for: a prompt in another workspace gets an agent started for that one."""
+        agent = self._agent
+        if agent is not None and agent.alive and (self.opts.sandbox is None or agent.workspace == workspace):
+            return agent
         await self._stop_agent()
         assert self._tg is not None, "use the adapter as an async context manager"
+        argv, env = self.sandboxed(self.command, workspace, os.environ)
         try:
-            process = await spawn(self.command, env=os.environ)
+            process = await spawn(argv, env=env, cwd=workspace if self.opts.sandbox is not None else None)
         except OSError as exc:
             raise AgentFault(f"cannot start agent {self.command[0]!r}: {exc.strerror or exc}") from None
         pid = process.pid
@@ -200,7 +210,7 @@ class AcpAdapter(Adapter):
         rpc = RpcConnection(
             process.stdin, on_request=self._on_request, on_notification=self._on_notification, spawn=self._tg.start_soon, tap=tap
         )
-        self._agent = agent = _Agent(process, rpc)
+        self._agent = agent = _Agent(process, rpc, workspace)
         self._tg.start_soon(rpc.serve, process.stdout)
         self._tg.start_soon(drain, process.stderr, self._stderr)
         self._tg.start_soon(self._end_group_on_exit, process)
@@ -324,12 +334,13 @@ class AcpAdapter(Adapter):
         if self._raw is not None:
             self._raw.prompt_id = task.case.id
         assert self._tg is not None, "use the adapter as an async context manager"
-        session = ClientSession(None, task.workspace, task.recorder, self._policy, self._tg.start_soon)
+        prepare = self.sandboxed if self.opts.sandbox is not None else None
+        session = ClientSession(None, task.workspace, task.recorder, self._policy, self._tg.start_soon, prepare)
         self._session = session
         deadline = math.inf if task.timeout is None else anyio.current_time() + task.timeout
         try:
             with anyio.move_on_at(deadline) as scope:
-                agent = await self._ready_agent()
+                agent = await self._ready_agent(task.workspace)
                 await self._converse(agent, session, task, run)
             if scope.cancelled_caught:
                 await self._cancel(session, run, task)

@@ -14,9 +14,11 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
-from waza.protocol.codec import Record, doc
+from msgspec import Meta
+
+from waza.protocol.codec import Record
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import JsonlError, read_records
 
@@ -25,17 +27,14 @@ DECISIONS = ("allow", "deny")
 _PREFERRED = {"allow": ("allow_once", "allow_always"), "deny": ("reject_once", "reject_always")}
 
 
-@dataclass(slots=True, kw_only=True)
-class PermissionRule(Record):
+class PermissionRule(Record, kw_only=True, omit_defaults=True):
     """One line of a permission rules file; a rule without ``kind`` or ``title`` matches any."""
 
-    _omit_none: ClassVar[bool] = True
-
-    kind: str | None = field(
-        default=None, metadata=doc("Tool kind: read, edit, delete, move, search, execute, think, fetch, other.")
-    )
-    title: str | None = field(default=None, metadata=doc("Glob matched against the tool call title (case-sensitive)."))
-    decision: Decision = field(metadata=doc("allow or deny."))
+    kind: Annotated[
+        str | None, Meta(description="Tool kind: read, edit, delete, move, search, execute, think, fetch, other.")
+    ] = None
+    title: Annotated[str | None, Meta(description="Glob matched against the tool call title (case-sensitive).")] = None
+    decision: Annotated[Decision, Meta(description="allow or deny.")]
 
     def matches(self, tool_call: dict[str, Any]) -> bool:
         if self.kind is not None and tool_call.get("kind") != self.kind:

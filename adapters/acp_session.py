@@ -20,7 +20,7 @@ from waza.protocol.trajectory import Event, PermissionStep, RawUpdate, Trajector
 from . import acp_fs
 from .acp_permissions import PermissionPolicy
 from .acp_rpc import INVALID_PARAMS, Pending, RpcError, Spawn
-from .acp_terminals import Terminals
+from .acp_terminals import Prepare, Terminals
 
 #: The client methods waza serves; any other request is answered "method not found" (-32601)
 #: whatever its params, recorded, and the prompt goes on: the agent decides what to do without it.
@@ -52,7 +52,13 @@ class ClientSession:
     """Created before ``session/new`` is sent, because the agent may speak before its answer is read."""
 
     def __init__(
-        self, session_id: str | None, workspace: Path, recorder: TrajectoryBuilder, policy: PermissionPolicy, spawn: Spawn
+        self,
+        session_id: str | None,
+        workspace: Path,
+        recorder: TrajectoryBuilder,
+        policy: PermissionPolicy,
+        spawn: Spawn,
+        prepare: Prepare | None = None,
     ) -> None:
         self.session_id = session_id
         #: Set once ``session/new`` was answered (or failed): requests wait for it.
@@ -63,7 +69,7 @@ class ClientSession:
         self.workspace = workspace
         self.recorder = recorder
         self.policy = policy
-        self.terminals = Terminals(workspace, spawn)
+        self.terminals = Terminals(workspace, spawn, prepare)
         #: Set once ``session/cancel`` was sent: permission requests are then answered ``cancelled``.
         self.cancelling = False
         self._methods: dict[str, Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]] = {

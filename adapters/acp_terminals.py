@@ -16,9 +16,10 @@ from __future__ import annotations
 import itertools
 import os
 import signal
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import anyio
 import anyio.abc
@@ -27,6 +28,9 @@ from waza.protocol.process import STDOUT_LIMIT, TAG_VAR, drain, exit_parts, kill
 
 from .acp_fs import confine_dir
 from .acp_rpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError, Spawn
+
+#: Puts a command line and its environment in the agent's sandbox (``Adapter.sandboxed``).
+Prepare: TypeAlias = Callable[[Sequence[str], Path, Mapping[str, str]], tuple[Sequence[str], Mapping[str, str]]]
 
 _ids = itertools.count(1)
 
@@ -70,9 +74,11 @@ class Terminal:
 class Terminals:
     """The terminals of one prompt."""
 
-    def __init__(self, workspace: Path, spawn_task: Spawn) -> None:
+    def __init__(self, workspace: Path, spawn_task: Spawn, prepare: Prepare | None = None) -> None:
         self.workspace = workspace
         self._spawn_task = spawn_task
+        #: Wraps a command in the agent's sandbox, when it runs in one: its terminals run there too.
+        self._prepare = prepare
         self._terminals: dict[str, Terminal] = {}
         #: Tags every terminal command of this prompt, so one that left its process group still dies at the end.
         self._tag = new_tag()
@@ -99,9 +105,12 @@ class Terminals:
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
             raise RpcError(INVALID_PARAMS, "outputByteLimit must be a non-negative integer")
         env[TAG_VAR] = self._tag
-        argv = [command, *args] if args else ["/bin/sh", "-c", command]
+        argv: Sequence[str] = [command, *args] if args else ["/bin/sh", "-c", command]
+        run_env: Mapping[str, str] = env
+        if self._prepare is not None:
+            argv, run_env = self._prepare(argv, self.workspace, env)
         try:
-            process = await spawn(argv, cwd=cwd, env=env, stdin=False)
+            process = await spawn(argv, cwd=cwd, env=run_env, stdin=False)
         except OSError as exc:
             raise RpcError(INVALID_PARAMS, f"cannot start {command!r}: {exc.strerror or exc}") from None
         terminal_id = f"term-{next(_ids)}"

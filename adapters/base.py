@@ -12,11 +12,14 @@ itself, because only it knows how to stop its agent politely.
 from __future__ import annotations
 
 import abc
+from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from waza.protocol.records import Exit, PromptCase
+from waza.protocol.sandbox import Sandbox, relayed, sandbox_env, wrap_command
 from waza.protocol.trajectory import TrajectoryBuilder
 
 
@@ -72,6 +75,8 @@ class AdapterOptions:
     stream: bool = False
     local_model: bool = False
     cache: bool = False
+    # exec, headless, acp: run the agent (and all it starts) in a bubblewrap sandbox
+    sandbox: Sandbox | None = None
 
     def given(self) -> set[str]:
         """Names of the options set to something other than their default."""
@@ -93,16 +98,28 @@ class Adapter(abc.ABC):
     def __init__(self, command: list[str], opts: AdapterOptions) -> None:
         self.command = command
         self.opts = opts
+        self._sandbox_stack = AsyncExitStack()
+        self._relay: Path | None = None
 
     @classmethod
     def check(cls, command: list[str], opts: AdapterOptions) -> None:
         """Raise ConfigError for options this adapter cannot honour; runs once, before any prompt."""
 
     async def __aenter__(self) -> Adapter:
+        if self.opts.sandbox is not None:
+            self._relay = await self._sandbox_stack.enter_async_context(relayed(self.opts.sandbox))
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        return None
+        await self._sandbox_stack.aclose()
+
+    def sandboxed(self, argv: Sequence[str], workspace: Path, env: Mapping[str, str]) -> tuple[Sequence[str], Mapping[str, str]]:
+        """The command line and environment that start ``argv`` for ``workspace``: as they are, or inside
+        the sandbox the options ask for (with its environment less secret-like variables)."""
+        policy = self.opts.sandbox
+        if policy is None:
+            return argv, env
+        return wrap_command(argv, policy, workspace, self._relay), sandbox_env(policy, env)
 
     @abc.abstractmethod
     async def run(self, task: AgentTask) -> AgentRun:

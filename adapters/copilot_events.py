@@ -15,14 +15,20 @@ A Copilot recording is a sequence of ``{"type", "data", "id", "parentId",
 | ``session.usage_info`` | usage ``contextUsed``/``contextSize`` (``currentTokens``/``tokenLimit``), and an ``event`` step |
 | ``assistant.usage`` | usage tokens and cost (added up), and an ``event`` step |
 | anything else | an ``event`` step named after its type, data kept |
+
+An agent message that arrived as deltas is one message step; how many deltas
+there were is kept in its ``extra.deltas`` (and ``extra.final: false`` when no
+whole ``assistant.message`` followed them), so the original waza's transcript,
+which has one event per delta, can be rebuilt from the steps (``graders._context``).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime
 from typing import Any
 
-from waza.protocol.records import Usage
+from waza.protocol.records import TrajectoryStep, Usage
 from waza.protocol.trajectory import Event, MessageChunk, RawUpdate, ThoughtChunk, ToolCallPatch, UsageUpdate
 
 #: Copilot's "what I am about to do" pseudo-tool: an event here, not a tool call (as in the original waza).
@@ -56,7 +62,8 @@ class CopilotMapper:
     """Maps one recording's events in order; remembers which messages arrived as deltas."""
 
     def __init__(self) -> None:
-        self._streamed: set[str] = set()
+        self._streamed: Counter[str] = Counter()  # deltas by messageId
+        self._whole: set[str] = set()  # messageIds an assistant.message carried
         self._intents: set[str] = set()
 
     def events(self, value: dict[str, Any]) -> list[Event]:
@@ -66,7 +73,7 @@ class CopilotMapper:
         if kind == "assistant.message_delta":
             mid = data.get("messageId")
             if isinstance(mid, str):
-                self._streamed.add(mid)
+                self._streamed[mid] += 1
             return [MessageChunk(str(data.get("deltaContent", "")), mid if isinstance(mid, str) else None)]
         if kind == "assistant.message":
             return self._assistant(data)
@@ -111,6 +118,17 @@ class CopilotMapper:
             return [UsageUpdate(usage), RawUpdate(kind, data)]
         return [RawUpdate(kind, data)]
 
+    def note_deltas(self, steps: list[TrajectoryStep]) -> None:
+        """Write on each agent message step that arrived as deltas how many there were (see the module doc)."""
+        for step in steps:
+            mid = step.message_id
+            if step.type != "message" or step.role == "user" or mid is None or mid not in self._streamed:
+                continue
+            counted: dict[str, Any] = {"deltas": self._streamed[mid]}
+            if mid not in self._whole:
+                counted["final"] = False
+            step.extra = {**(step.extra or {}), **counted}
+
     def _intent(self, data: dict[str, Any], name: Any) -> bool:
         """Whether this request/execution belongs to a report_intent call (remembered by its toolCallId)."""
         call_id = data.get("toolCallId")
@@ -122,6 +140,8 @@ class CopilotMapper:
 
     def _assistant(self, data: dict[str, Any]) -> list[Event]:
         mid = data.get("messageId") if isinstance(data.get("messageId"), str) else None
+        if mid is not None:
+            self._whole.add(mid)
         out: list[Event] = []
         if isinstance(data.get("reasoningText"), str) and data["reasoningText"]:
             out.append(ThoughtChunk(data["reasoningText"], mid))

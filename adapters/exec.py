@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import anyio
@@ -105,7 +106,7 @@ def event_from_line(value: Any, number: int) -> Event:
 
 class ExecAdapter(Adapter):
     name: ClassVar[str] = "exec"
-    options: ClassVar[frozenset[str]] = frozenset({"events"})
+    options: ClassVar[frozenset[str]] = frozenset({"events", "sandbox"})
 
     @classmethod
     def check(cls, command: list[str], opts: AdapterOptions) -> None:
@@ -151,13 +152,17 @@ class ExecAdapter(Adapter):
             return "", False
         data = b"" if substitute else text.encode()
         tag = env[TAG_VAR] = new_tag()
+        program = argv[0]
+        run_argv, run_env = self.sandboxed(argv, task.workspace, env)
         try:
             if self.opts.events:
-                returncode, timed_out, problems = await self._streamed(argv, env, data, remaining, task, stderr)
+                returncode, timed_out, problems = await self._streamed(run_argv, run_env, tag, data, remaining, task, stderr)
                 answer = task.recorder.finish().output
             else:
                 # The answer is only read at the end: the lean one-shot path is enough.
-                out = await run_once(argv, stdin=data, cwd=task.workspace, env=env, timeout=remaining, stdout_limit=LINE_LIMIT)
+                out = await run_once(
+                    run_argv, stdin=data, cwd=task.workspace, env=run_env, timeout=remaining, stdout_limit=LINE_LIMIT
+                )
                 stderr.add(out.stderr_tail.encode())
                 returncode, timed_out = out.returncode, out.timed_out
                 problems = [f"agent wrote more than {LINE_LIMIT} bytes to stdout"] if out.stdout_overflow else []
@@ -165,7 +170,7 @@ class ExecAdapter(Adapter):
                 if answer:
                     task.recorder.emit(MessageChunk(answer))
         except OSError as exc:
-            run.errors.append(f"cannot start agent {argv[0]!r}: {exc.strerror or exc}")
+            run.errors.append(f"cannot start agent {program!r}: {exc.strerror or exc}")
             run.exit = Exit(code=None)
             return "", False
         finally:
@@ -185,7 +190,7 @@ class ExecAdapter(Adapter):
         return answer, True
 
     async def _streamed(
-        self, argv: list[str], env: dict[str, str], data: bytes, remaining: float, task: AgentTask, stderr: Tail
+        self, argv: Sequence[str], env: Mapping[str, str], tag: str, data: bytes, remaining: float, task: AgentTask, stderr: Tail
     ) -> tuple[int | None, bool, list[str]]:
         """--events: each stdout line is an event, timestamped as it arrives."""
         process = await spawn(argv, cwd=task.workspace, env=env)
@@ -223,7 +228,7 @@ class ExecAdapter(Adapter):
                     await process.wait()
                 kill_group(process)
                 # A daemon that left the group may hold the pipes: its tag finds it, so reading ends.
-                kill_tagged(env[TAG_VAR])
+                kill_tagged(tag)
         finally:
             await reap(process)
         return process.returncode, scope.cancelled_caught, problems

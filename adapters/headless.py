@@ -13,7 +13,9 @@ every stdout line is appended to the file with its prompt id, turn and time.
 from __future__ import annotations
 
 import math
+import os
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, ClassVar
@@ -62,7 +64,7 @@ def build_argv(schema: HeadlessSchema, prompt: str, session_id: str | None, work
 
 class HeadlessAdapter(Adapter):
     name: ClassVar[str] = "headless"
-    options: ClassVar[frozenset[str]] = frozenset({"schema", "raw_log"})
+    options: ClassVar[frozenset[str]] = frozenset({"schema", "raw_log", "sandbox"})
     needs_command: ClassVar[bool] = False
 
     def __init__(self, command: list[str], opts: AdapterOptions) -> None:
@@ -83,6 +85,7 @@ class HeadlessAdapter(Adapter):
                 raise ConfigError(f"cannot write: {exc.strerror or exc}", source=str(opts.raw_log), field="--raw-log") from None
 
     async def __aenter__(self) -> HeadlessAdapter:
+        await super().__aenter__()
         if self.opts.raw_log is not None:
             self._raw = open(self.opts.raw_log, "ab")  # noqa: SIM115 - closed in __aexit__
         return self
@@ -90,6 +93,7 @@ class HeadlessAdapter(Adapter):
     async def __aexit__(self, *exc: object) -> None:
         if self._raw is not None:
             self._raw.close()
+        await super().__aexit__(*exc)
 
     async def run(self, task: AgentTask) -> AgentRun:
         schema = self.schema
@@ -138,9 +142,15 @@ class HeadlessAdapter(Adapter):
             out.exit = Exit(timed_out=True)
             out.errors.append(f"timed out before turn {turn}")
             return out
+        run_argv: Sequence[str] = argv
+        env: Mapping[str, str] | None = None  # it inherits our environment, unless sandboxed
+        if self.opts.sandbox is not None:
+            run_argv, env = self.sandboxed(argv, task.workspace, os.environ)
         try:
-            child = Child(argv, stdin=prompt.encode() if self.schema.prompt_stdin else None, cwd=task.workspace, stderr=stderr)
-        except OSError as exc:  # it inherits our environment
+            child = Child(
+                run_argv, stdin=prompt.encode() if self.schema.prompt_stdin else None, cwd=task.workspace, env=env, stderr=stderr
+            )
+        except OSError as exc:
             out.errors.append(f"cannot start agent {argv[0]!r}: {exc.strerror or exc}")
             return out
         recorder = task.recorder

@@ -74,6 +74,8 @@ class HttpAdapter(Adapter):
     def __init__(self, command: list[str], opts: AdapterOptions) -> None:
         super().__init__(command, opts)
         self._auth: dict[str, str] = {}
+        #: What the model cache knows the endpoint by instead of its URL (a local model: the model, not its port).
+        self.cache_as: str | None = None
 
     @classmethod
     def check(cls, command: list[str], opts: AdapterOptions) -> None:
@@ -135,9 +137,11 @@ class HttpAdapter(Adapter):
         body = self._body(messages)
         key = None
         if self.opts.cache:
-            key = model_cache.key_of({"url": self._url(), "body": body, "trial": task.trial})
-            hit = model_cache.load(key, "agent")
-            if hit is not None and isinstance(hit.get("text"), str):
+            key = model_cache.key_of({"url": self.cache_as or self._url(), "body": body, "trial": task.trial})
+            hit = model_cache.load(key)
+            usable = hit is not None and isinstance(hit.get("text"), str)
+            model_cache.count("agent", hit=usable)
+            if hit is not None and usable:
                 return _replay(hit, task.recorder)
         kept: dict[str, Any] = {}
         recorder = _Keeping(task.recorder, kept)
@@ -251,6 +255,9 @@ def _replay(hit: dict[str, Any], recorder: TrajectoryBuilder) -> tuple[str, str 
         recorder.emit(ThoughtChunk(hit["thought"], mid))
     recorder.emit(MessageChunk(hit["text"], mid))
     if isinstance(hit.get("usage"), dict):
-        recorder.emit(UsageUpdate(Usage.from_dict(hit["usage"])))
+        try:
+            recorder.emit(UsageUpdate(Usage.from_dict(hit["usage"])))
+        except (ValueError, TypeError):
+            pass  # an entry edited by hand: the reply stands, its unreadable usage is left out
     finish = hit.get("finish")
     return hit["text"], finish if isinstance(finish, str) else None

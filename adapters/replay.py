@@ -7,7 +7,11 @@ recorded for it:
 
 - **CaptureResult lines** (objects with ``id`` and ``trajectory``), keyed by
   ``id`` (and ``trial`` when both sides have one): the trajectory, output,
-  usage, exit, errors and stderr come back as recorded.
+  usage, exit, errors and stderr come back as recorded. acp-harness's results
+  carry no ``toolCallId`` (it writes one step per tool call, with its last
+  status): such a step is a tool call of its own, except that a step with the
+  same name as an id-less call still pending or in progress is that call's
+  update (a recording that logged both), paired in order.
 - **Event streams**: waza's event format (``exec --events``: ``message``,
   ``thought``, ``tool_call``, ``plan``, ``usage``, ``result``; ``{"type":
   "message", "role": "user"}`` starts a turn) or Copilot session events (see
@@ -166,8 +170,23 @@ def build_index(path: Path) -> ReplayIndex:
     return ReplayIndex(kind, by_key, unkeyed)
 
 
-def step_events(step: TrajectoryStep) -> list[tuple[Event, int]]:
-    """A recorded step as the events that rebuild it, each with its time."""
+class ToolCallIds:
+    """The id each recorded tool call replays under: its own, or one given to an id-less call (acp-harness)."""
+
+    def __init__(self) -> None:
+        self._open: dict[str | None, str] = {}  # an id-less call not finished yet, by its name
+
+    def of(self, step: TrajectoryStep, number: int) -> str:
+        if step.tool_call_id is not None:
+            return step.tool_call_id
+        given = self._open.pop(step.name, None) or f"replayed-{number}"
+        if step.status not in ("completed", "failed"):
+            self._open[step.name] = given
+        return given
+
+
+def step_events(step: TrajectoryStep, number: int, ids: ToolCallIds) -> list[tuple[Event, int]]:
+    """The ``number``-th recorded step as the events that rebuild it, each with its time."""
     at = step.timestamp
     if step.type in ("message", "thought"):
         cls = ThoughtChunk if step.type == "thought" else MessageChunk
@@ -176,9 +195,9 @@ def step_events(step: TrajectoryStep) -> list[tuple[Event, int]]:
             event = MessageChunk(step.content or "", step.message_id, role="user")
         return [(event, at)]
     if step.type == "tool_call":
-        assert step.tool_call_id is not None
+        call_id = ids.of(step, number)
         opened = ToolCallPatch(
-            tool_call_id=step.tool_call_id,
+            tool_call_id=call_id,
             name=step.name,
             title=step.title,
             kind=step.kind,
@@ -189,7 +208,7 @@ def step_events(step: TrajectoryStep) -> list[tuple[Event, int]]:
         )
         start = step.start if step.start is not None else at
         if step.status in ("completed", "failed"):
-            closed = ToolCallPatch(tool_call_id=step.tool_call_id, status=step.status, output=step.output)
+            closed = ToolCallPatch(tool_call_id=call_id, status=step.status, output=step.output)
             return [(opened, start), (closed, step.end if step.end is not None else start)]
         opened.status, opened.output = step.status, step.output
         return [(opened, start)]
@@ -201,6 +220,18 @@ def step_events(step: TrajectoryStep) -> list[tuple[Event, int]]:
     return [(RawUpdate(str(extra.get("kind", step.name or "event")), extra.get("data")), at)]
 
 
+def _keep_text_extras(recorded: list[TrajectoryStep], built: list[TrajectoryStep]) -> None:
+    """Give the rebuilt message and thought steps the ``extra`` they were recorded with (a Copilot message's
+    delta count: text events carry none), matched by type, turn and message id."""
+    kept: dict[tuple[str, int, str | None], dict[str, Any]] = {
+        (s.type, s.turn or 0, s.message_id): s.extra for s in recorded if s.extra and s.message_id is not None
+    }
+    for step in built:
+        extra = kept.get((step.type, step.turn or 0, step.message_id)) if step.type in ("message", "thought") else None
+        if extra:
+            step.extra = {**(step.extra or {}), **extra}
+
+
 class ReplayAdapter(Adapter):
     name: ClassVar[str] = "replay"
     options: ClassVar[frozenset[str]] = frozenset({"replay_from"})
@@ -208,7 +239,8 @@ class ReplayAdapter(Adapter):
 
     def __init__(self, command: list[str], opts: AdapterOptions) -> None:
         super().__init__(command, opts)
-        assert opts.replay_from is not None
+        if opts.replay_from is None:
+            raise ConfigError("the replay adapter needs replay_from (a CaptureResult JSONL or a recorded event stream)")
         self.path = opts.replay_from
         self.index = build_index(self.path)
 
@@ -249,10 +281,12 @@ class ReplayAdapter(Adapter):
             exit_ = Exit.from_dict(value["exit"]) if isinstance(value.get("exit"), dict) else Exit()
         except RecordError as exc:
             return AgentRun(errors=[f"{self.path}:{line}: field {exc.path!r}: {exc.message}"])
-        for step in steps:
+        ids = ToolCallIds()
+        for number, step in enumerate(steps):
             recorder.turn = step.turn or 0
-            for event, at in step_events(step):
+            for event, at in step_events(step, number, ids):
                 recorder.emit(event, at)
+        _keep_text_extras(steps, recorder.steps)
         if isinstance(value.get("output"), str):
             recorder.emit(FinalOutput(value["output"]))
         if usage is not None:
@@ -295,6 +329,7 @@ class ReplayAdapter(Adapter):
                     turn += 1
                     recorder.turn = turn
                 recorder.emit(event, at)
+        copilot.note_deltas(recorder.steps)
         if acp.stop_reason in STOP_REASONS:
             run.exit = Exit(stop_reason=acp.stop_reason)  # type: ignore[arg-type]
         return run

@@ -22,6 +22,8 @@ from waza.protocol.records import GraderRequest
 
 from ._trajectory import COMMAND_KEYS, PATH_KEYS, SKILL_KEYS, tool_calls
 
+#: Copilot's report_intent pseudo-tool, an event step in waza's trajectory; the original's collector drops it.
+INTENT_EVENT = "report_intent"
 #: The original's tool-call argument fields, and the input keys (across agents) each is read from.
 ARGUMENT_KEYS: dict[str, tuple[str, ...]] = {
     "path": PATH_KEYS,
@@ -52,17 +54,45 @@ def original_tool_calls(steps: list[Any]) -> list[dict[str, Any]]:
 
 
 def original_transcript(steps: list[Any]) -> list[dict[str, Any]]:
-    """The trajectory as the original's session events: messages, thoughts, tool starts and completions, events."""
+    """The trajectory as the original's session events, as its collector keeps them and its transcript
+    marshals them (``{type, content, message, tool_call_id, tool_name, arguments, success, tool_result}``,
+    only the keys that apply), so ``len(transcript)`` counts what the original counts on the same session:
+
+    * a user message is a ``user.message``;
+    * an agent's message and its thought sharing a message id are one ``assistant.message`` (the original
+      carries the reasoning inside it; a thought alone is one with empty content), preceded by one
+      ``assistant.message_delta`` per delta it arrived as (``extra.deltas``, from Copilot recordings);
+      a thought with no message id is an ``assistant.reasoning``;
+    * a tool call is a ``tool.execution_start`` and, once finished, a ``tool.execution_complete``;
+    * an event step is its own event (``content`` and ``message`` from its data), except ``report_intent``,
+      which the original's collector drops.
+    """
     out: list[dict[str, Any]] = []
+    messages: dict[tuple[Any, Any], dict[str, Any]] = {}  # an agent message's event, by (turn, message id)
     for step in steps:
         if not isinstance(step, dict):
             continue
         kind = step.get("type")
-        if kind == "message":
-            role = "user" if step.get("role") == "user" else "assistant"
-            out.append({"type": f"{role}.message", "content": step.get("content", "")})
-        elif kind == "thought":
-            out.append({"type": "assistant.reasoning", "content": step.get("content", "")})
+        extra: dict[str, Any] = step["extra"] if isinstance(step.get("extra"), dict) else {}
+        if kind == "message" and step.get("role") == "user":
+            out.append({"type": "user.message", "content": step.get("content", "")})
+        elif kind in ("message", "thought"):
+            mid = step.get("messageId")
+            if mid is None and kind == "thought":
+                out.append({"type": "assistant.reasoning", "content": step.get("content", "")})
+                continue
+            key = (step.get("turn"), mid)
+            event = messages.get(key) if mid is not None else None
+            if event is None:
+                event = {"type": "assistant.message", "content": ""}
+                if mid is not None:
+                    messages[key] = event
+                deltas = extra.get("deltas")
+                out.extend({"type": "assistant.message_delta"} for _ in range(deltas if isinstance(deltas, int) else 0))
+                if extra.get("final") is not False:
+                    out.append(event)
+            if kind == "message":
+                event["content"] = step.get("content", "")
         elif kind == "tool_call":
             call_id, name = step.get("toolCallId") or step.get("stepId"), tool_calls([step])[0].name
             out.append(
@@ -77,8 +107,12 @@ def original_transcript(steps: list[Any]) -> list[dict[str, Any]]:
                 if _result(step) is not None:
                     done["tool_result"] = _result(step)
                 out.append(done)
-        elif kind == "event":
-            out.append({"type": str(step.get("name", "event")), **({"content": step["content"]} if "content" in step else {})})
+        elif kind == "event" and step.get("name") != INTENT_EVENT:
+            data: dict[str, Any] = extra["data"] if isinstance(extra.get("data"), dict) else {}
+            out.append(
+                {"type": str(step.get("name", "event"))}
+                | {k: data[k] for k in ("content", "message") if isinstance(data.get(k), str)}
+            )
     return out
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,7 @@ from typing import Any
 import httpx
 import orjson
 
+from waza.protocol import model_cache
 from waza.protocol.chat_http import RETRYABLE_STATUS, ChatFailed, RetryPolicy, Transient, pooled_client, with_retries
 from waza.protocol.process import run_once
 
@@ -54,6 +56,8 @@ class JudgeSettings:
     timeout: float = 60.0
     retries: int = 2
     retry_backoff: float = 0.5
+    #: What the model cache knows the endpoint by instead of its URL (a local judge: the model, not the port).
+    cache_as: str | None = None
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> JudgeSettings:
@@ -71,6 +75,7 @@ class JudgeSettings:
             timeout=config.get("judge_timeout", 60.0),
             retries=config.get("retries", 2),
             retry_backoff=config.get("retry_backoff", 0.5),
+            cache_as=config.get("cache_as"),
         )
         if settings.base_url is None and settings.command is None:
             if config.get("judge") == "local":
@@ -149,14 +154,30 @@ def prompt_text(messages: list[dict[str, str]]) -> str:
 
 
 def cache_key(settings: JudgeSettings, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> dict[str, Any]:
-    """Everything that decides a judge's answer: the command and its stdin, or the endpoint and the body."""
+    """Everything that decides a judge's answer: the command, the programs it runs and its stdin, or the
+    endpoint (``cache_as`` in its place for a server waza starts on a new port each run) and the body."""
     if settings.command is not None:
-        return {"judge": "command", "command": settings.command, "stdin": prompt_text(messages)}
+        return {
+            "judge": "command",
+            "command": settings.command,
+            "programs": programs(settings.command),
+            "stdin": prompt_text(messages),
+        }
     return {
         "judge": "endpoint",
-        "url": (settings.base_url or "").rstrip("/") + "/chat/completions",
+        "url": settings.cache_as or (settings.base_url or "").rstrip("/") + "/chat/completions",
         "body": _body(settings, messages, schema if settings.structured else None),
     }
+
+
+def programs(command: list[str]) -> list[str | None]:
+    """What a judge command runs, by content: the executable found on PATH as the command would find it,
+    then every argument that names a file (the script of ``python3 ./judge.py``), each by its real path
+    and the hash of its bytes. Two projects' ``./judge.py`` differ, and so does a script edited in place."""
+    executable = shutil.which(command[0]) if command else None
+    found = [model_cache.file_identity(executable) if executable else None]
+    found.extend(model_cache.file_identity(arg) for arg in command[1:] if os.path.isfile(arg))
+    return found
 
 
 async def ask(settings: JudgeSettings, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> JudgeReply:

@@ -14,7 +14,8 @@ message and the whole exchange never turned into a guess.
 Judge answers are kept in the model cache (``waza.protocol.model_cache``)
 unless the config says ``cache: false`` (``--no-cache``): the same exchange
 asked again is answered from disk. A reply is kept only once it passed the
-checks above, so an error is never replayed.
+checks above, so an error is never replayed; a kept entry is checked again
+when read, and one that fails (torn, edited by hand) is asked again.
 """
 
 from __future__ import annotations
@@ -155,22 +156,36 @@ async def exchange(
     ]
     sent = _capped(schema, request.config.get("reasoning_max_chars")) if json_reply else None
     key = model_cache.key_of(_judge.cache_key(settings, messages, sent)) if request.config.get("cache", True) else None
-    hit = model_cache.load(key, "judge") if key is not None else None
-    reply = (_judge.JudgeReply.from_cache(hit) if hit is not None else None) or await _judge.ask(settings, messages, sent)
-    if key is not None and reply.cache != "hit":
+    if key is not None:
+        entry = model_cache.load(key)
+        kept = _judge.JudgeReply.from_cache(entry) if entry is not None else None
+        if kept is not None:
+            try:
+                value = _checked(kept, schema, settings) if json_reply else {}
+            except JudgeError:
+                pass  # an entry that does not hold a usable answer (torn, edited): asked again below
+            else:
+                model_cache.count("judge", hit=True)
+                return Exchange(reply=value, details=kept.details(messages, settings), text=kept.text)
+        model_cache.count("judge", hit=False)
+    reply = await _judge.ask(settings, messages, sent)
+    if key is not None:
         reply.cache = "miss"
     details = reply.details(messages, settings)
-    value: dict[str, Any] = {}
-    if json_reply:
-        try:
-            value = check_reply(decode_reply(reply.text), schema, reply.text)
-        except JudgeError as exc:
-            if reply.finish_reason == "length":
-                raise JudgeError(f"{exc} (the reply was cut at max_tokens={settings.max_tokens}; raise max_tokens)") from None
-            raise
-    if key is not None and reply.cache == "miss":  # only a usable reply is kept: an error is asked again next time
+    value = _checked(reply, schema, settings) if json_reply else {}
+    if key is not None:  # only a usable reply is kept: an error is asked again next time
         model_cache.store(key, reply.cached())
     return Exchange(reply=value, details=details, text=reply.text)
+
+
+def _checked(reply: _judge.JudgeReply, schema: dict[str, Any], settings: JudgeSettings) -> dict[str, Any]:
+    """The reply's JSON object if it fits ``schema``, else a JudgeError saying why (and when it was cut short)."""
+    try:
+        return check_reply(decode_reply(reply.text), schema, reply.text)
+    except JudgeError as exc:
+        if reply.finish_reason == "length":
+            raise JudgeError(f"{exc} (the reply was cut at max_tokens={settings.max_tokens}; raise max_tokens)") from None
+        raise
 
 
 def verdict(score: float, threshold: float, reasoning: Any, details: dict[str, Any]) -> GraderResult:

@@ -1,7 +1,8 @@
 """prompt: an LLM judge with a multi-criteria rubric, replying in JSON (or text with a score line).
 
-The original waza's form is accepted too: ``prompt`` (instead of ``rubric``)
-holds instructions that tell the judge when to call ``set_waza_grade_pass``
+The original waza's form is accepted too: ``prompt`` (instead of ``rubric``;
+with both, ``prompt`` is used and ``rubric`` is reported as unused, as the
+original's prompt grader reads only ``prompt``) holds instructions that tell the judge when to call ``set_waza_grade_pass``
 and ``set_waza_grade_fail``. waza's judges answer in JSON, so the judge lists
 the calls it makes (``{"reasoning", "calls": [{"tool", "description",
 "reason"}]}``); score = passes / (passes + fails), pass = at least one pass
@@ -93,6 +94,9 @@ VERDICT_LEAD = (
 )
 
 
+UNUSED_RUBRIC = "prompt is given too, and the judge follows prompt, as the original's prompt grader does"
+
+
 def unsupported(config: dict[str, Any]) -> list[tuple[str, str]]:
     """Keys of the original's form this judge cannot honour, with why (reported by waza check and run)."""
     out = []
@@ -100,6 +104,8 @@ def unsupported(config: dict[str, Any]) -> list[tuple[str, str]]:
         out.append(("continue_session", "the judge sees the task, output and trajectory, not the agent's session"))
     if config.get("mode") == "pairwise":
         out.append(("mode", "pairwise judging is not available; use llm_comparison"))
+    if "prompt" in config and "rubric" in config:
+        out.append(("rubric", UNUSED_RUBRIC))
     return out
 
 
@@ -117,13 +123,18 @@ async def _verdict_calls(request: GraderRequest) -> GraderResult:
         passed=passes > 0 and fails == 0,
         score=round(score, 6),
         reasoning=reasoning,
-        details={**done.details, "passes": passes, "fails": fails, "calls": calls},
+        details={**done.details, "passes": passes, "fails": fails, "calls": calls, **_unused(request.config)},
     )
 
 
+def _unused(config: dict[str, Any]) -> dict[str, Any]:
+    """A rubric given beside prompt, said in the details of every grade (the suites report it once too)."""
+    return {"unused": {"rubric": UNUSED_RUBRIC}} if "rubric" in config else {}
+
+
 def check_config(config: dict[str, Any]) -> None:
-    _judging.check_judge_config(config)
-    if "prompt" in config:
+    if "prompt" in config:  # the prompt form: a rubric beside it is not used (as in the original), so not loaded
+        _judging.check_judge_config({k: v for k, v in config.items() if k != "rubric"})
         rubric_only = sorted({"criteria", "score_type", "response_format", "threshold"} & set(config))
         if rubric_only:
             raise ConfigError(
@@ -131,6 +142,7 @@ def check_config(config: dict[str, Any]) -> None:
                 field=rubric_only[0],
             )
         return
+    _judging.check_judge_config(config)
     clash = {"reasoning", "overall_score"} & set(config.get("criteria", []))
     if clash:
         raise ConfigError(f"criterion name {sorted(clash)[0]!r} is taken by the reply itself; rename it", field="criteria")

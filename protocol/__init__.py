@@ -4,14 +4,10 @@ This package depends on nothing else of waza's: adapters, graders and the
 runner all build on it, never the other way round.
 """
 
-from .code_cache import cache_dataclass_methods
-
-cache_dataclass_methods()  # before the first record class is defined below
-
-from .codec import Record, RecordError  # noqa: E402
-from .errors import ConfigError  # noqa: E402
-from .grading import GraderProtocolError, aggregate, normalize_result, parse_result_bytes  # noqa: E402
-from .records import (  # noqa: E402
+from .codec import Record, RecordError
+from .errors import ConfigError
+from .grading import GraderProtocolError, aggregate, normalize_result, parse_result_bytes
+from .records import (
     PROTOCOL_VERSION,
     CaptureResult,
     Exit,

@@ -7,46 +7,44 @@ and a reason in words; ``--json`` prints this record.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal
 
-from .codec import Record, doc
+from msgspec import Meta
+
+from .codec import Record
 
 RuleStatus = Literal["pass", "fail", "warning"]
 
 
-@dataclass(slots=True, kw_only=True)
-class ConformanceEvidence(Record):
+class ConformanceEvidence(Record, kw_only=True):
     """One exchange with the grader, trimmed to what explains a verdict."""
 
-    sent: str = field(default="", metadata=doc("The start of what was written to the grader's stdin."))
-    sent_bytes: int = field(default=0, metadata=doc("Size of what was written to stdin.", minimum=0))
-    received: str = field(default="", metadata=doc("The start of what the grader wrote on stdout."))
-    received_bytes: int = field(default=0, metadata=doc("Size of what the grader wrote on stdout.", minimum=0))
-    exit_code: int | None = field(default=None, metadata=doc("Exit code; null when killed or still running."))
-    signal: int | None = field(default=None, metadata=doc("Signal that ended the grader, if one did."))
-    stderr_tail: str = field(default="", metadata=doc("The end of the grader's stderr."))
-    duration: float = field(default=0.0, metadata=doc("ms the exchange took."))
+    sent: Annotated[str, Meta(description="The start of what was written to the grader's stdin.")] = ""
+    sent_bytes: Annotated[int, Meta(ge=0, description="Size of what was written to stdin.")] = 0
+    received: Annotated[str, Meta(description="The start of what the grader wrote on stdout.")] = ""
+    received_bytes: Annotated[int, Meta(ge=0, description="Size of what the grader wrote on stdout.")] = 0
+    exit_code: Annotated[int | None, Meta(description="Exit code; null when killed or still running.")] = None
+    signal: Annotated[int | None, Meta(description="Signal that ended the grader, if one did.")] = None
+    stderr_tail: Annotated[str, Meta(description="The end of the grader's stderr.")] = ""
+    duration: Annotated[float, Meta(description="ms the exchange took.")] = 0.0
 
 
-@dataclass(slots=True, kw_only=True)
-class ConformanceRule(Record):
+class ConformanceRule(Record, kw_only=True):
     """One rule of the protocol and how the grader fared against it."""
 
-    id: str = field(metadata=doc("Stable rule name, e.g. valid-result."))
+    id: Annotated[str, Meta(description="Stable rule name, e.g. valid-result.")]
     description: str
-    required: bool = field(metadata=doc("A failed required rule makes the grader non-conforming."))
+    required: Annotated[bool, Meta(description="A failed required rule makes the grader non-conforming.")]
     status: RuleStatus
-    reason: str = field(metadata=doc("Why the rule passed, failed or warned."))
-    evidence: list[ConformanceEvidence] = field(default_factory=list)
+    reason: Annotated[str, Meta(description="Why the rule passed, failed or warned.")]
+    evidence: list[ConformanceEvidence] = []
 
 
-@dataclass(slots=True, kw_only=True)
-class ConformanceReport(Record):
+class ConformanceReport(Record, kw_only=True):
     """The verdict on one grader: conforming when every required rule passes."""
 
-    grader: str = field(metadata=doc("The grader as named on the command line."))
-    argv: list[str] = field(metadata=doc("The command that was run."))
+    grader: Annotated[str, Meta(description="The grader as named on the command line.")]
+    argv: Annotated[list[str], Meta(description="The command that was run.")]
     mode: Literal["one-shot", "worker"]
     conforms: bool
-    rules: list[ConformanceRule] = field(default_factory=list)
+    rules: list[ConformanceRule] = []

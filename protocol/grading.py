@@ -18,14 +18,7 @@ from typing import Any
 
 import orjson
 
-from .codec import builder
 from .records import PROTOCOL_VERSION, CaptureResult, Grade, GraderRequest, GraderResult, GradeStatus, Verdict
-
-# The records made for every graded result, made without the class call's overhead (``builder``).
-_grader_result = builder(GraderResult)
-_grade = builder(Grade)
-_verdict = builder(Verdict)
-_request = builder(GraderRequest)
 
 
 class GraderProtocolError(ValueError):
@@ -98,7 +91,7 @@ def normalize_result(value: Any) -> GraderResult:
         raise GraderProtocolError("grader result 'outcome' must be an object")
     if details is not None and not isinstance(details, dict):
         raise GraderProtocolError("grader result 'details' must be an object")
-    return _grader_result(
+    return GraderResult(
         passed=verdict,
         score=float(score) if score is not None else None,
         reasoning=reasoning,
@@ -114,7 +107,7 @@ def grade_from_result(name: str, result: GraderResult, *, weight: float, duratio
         status = "pending"
     else:
         status = "passed" if result.passed else "failed"
-    return _grade(
+    return Grade(
         name=name,
         status=status,
         passed=result.passed,
@@ -128,7 +121,7 @@ def grade_from_result(name: str, result: GraderResult, *, weight: float, duratio
 
 
 def error_grade(name: str, reason: str, *, weight: float, duration_ms: float, details: dict[str, Any] | None = None) -> Grade:
-    return _grade(
+    return Grade(
         name=name,
         status="error",
         reasoning="",
@@ -161,7 +154,7 @@ def aggregate(grades: Iterable[Grade]) -> Verdict | None:
         score = g.score
         if score is not None and g.weight > 0:
             score = score * g.weight / g.weight  # bit-for-bit what the weighted mean gives
-        return _verdict(
+        return Verdict(
             status=g.status,
             passed={"passed": True, "failed": False}.get(g.status),
             score=None if g.status == "error" else score,
@@ -180,14 +173,14 @@ def aggregate(grades: Iterable[Grade]) -> Verdict | None:
         score = sum(g.score for g in scored) / len(scored)  # type: ignore[misc]
     if errors:
         names = ", ".join(g.name for g in errors)
-        return _verdict(status="error", passed=None, score=None, reasoning=f"grader error: {names}")
+        return Verdict(status="error", passed=None, score=None, reasoning=f"grader error: {names}")
     if failed:
         names = ", ".join(g.name for g in failed)
-        return _verdict(status="failed", passed=False, score=score, reasoning=f"failed: {names}")
+        return Verdict(status="failed", passed=False, score=score, reasoning=f"failed: {names}")
     if pending:
         names = ", ".join(g.name for g in pending)
-        return _verdict(status="pending", passed=None, score=score, reasoning=f"pending review: {names}")
-    return _verdict(status="passed", passed=True, score=score, reasoning="all graders passed")
+        return Verdict(status="pending", passed=None, score=score, reasoning=f"pending review: {names}")
+    return Verdict(status="passed", passed=True, score=score, reasoning="all graders passed")
 
 
 def merged_outcome(grades: Iterable[Grade]) -> dict[str, Any]:
@@ -223,24 +216,12 @@ def json_copy(value: Any) -> Any:
         return copy.deepcopy(value)
 
 
-def _unshared(values: dict[str, Any]) -> dict[str, Any]:
-    """``values`` (a new dict) with each list or dict in it replaced by a copy; strings and numbers
-    cannot change, so they stay shared."""
-    for key, value in values.items():
-        if type(value) not in _IMMUTABLE:
-            values[key] = json_copy(value)
-    return values
-
-
-_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
-
-
 def request_json(result: CaptureResult, config: dict[str, Any]) -> dict[str, Any]:
     """``request_for(result, config).to_dict()`` built straight from the result: the JSON a grader
     process reads, for a Python function that takes it as a dict. It shares no list or dict with
-    ``result`` or ``config``, so the function may change it freely; unlike a JSON copy of the
-    whole request, the long strings (output, messages) are not copied, as they cannot change.
-    Together a third of what the record, its encoding and a whole copy cost."""
+    ``result`` or ``config`` (a record's ``to_dict`` makes new ones), so the function may change it
+    freely; unlike a JSON copy of the whole request, the long strings (output, messages) are not
+    copied, as they cannot change."""
     timing, usage, exit_ = result.timing, result.usage, result.exit
     return {
         "protocol": PROTOCOL_VERSION,
@@ -250,23 +231,24 @@ def request_json(result: CaptureResult, config: dict[str, Any]) -> dict[str, Any
         "hint": result.hint,
         "expected": result.hint,
         "reference": result.reference,
-        "trajectory": [_unshared(s.to_dict()) for s in result.trajectory],
+        "trajectory": [s.to_dict() for s in result.trajectory],
         "metadata": json_copy(result.metadata),
         "cwd": result.cwd,
         "config": json_copy(config),
-        "timing": None if timing is None else _unshared(timing.to_dict()),
-        "usage": None if usage is None else _unshared(usage.to_dict()),
-        "exit": None if exit_ is None else _unshared(exit_.to_dict()),
+        "timing": None if timing is None else timing.to_dict(),
+        "usage": None if usage is None else usage.to_dict(),
+        "exit": None if exit_ is None else exit_.to_dict(),
         "errors": json_copy(result.errors),
         "toolErrors": result.tool_errors,
         "trial": result.trial,
         "requestId": None,
+        **({"outcome": json_copy(result.outcome)} if result.outcome else {}),
     }
 
 
 def request_for(result: CaptureResult, config: dict[str, Any]) -> GraderRequest:
     """The request a grader sees for a captured result; ``expected`` mirrors ``hint`` for older graders."""
-    return _request(
+    return GraderRequest(
         id=result.id,
         input=result.input,
         output=result.output,
@@ -283,4 +265,5 @@ def request_for(result: CaptureResult, config: dict[str, Any]) -> GraderRequest:
         errors=result.errors,
         tool_errors=result.tool_errors,
         trial=result.trial,
+        unknown={"outcome": result.outcome} if result.outcome else {},
     )

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar, cast
 
+import msgspec
 import orjson
 
 from .codec import Record, RecordError
@@ -221,11 +222,17 @@ def parse_line(source: str, number: int, line: bytes) -> Any:
 
 
 def decode_line(source: str, number: int, line: bytes, cls: type[R]) -> R:
-    value = parse_line(source, number, line)
+    """One record, decoded and validated straight from the line's bytes (``parse_line`` words a JSON error)."""
+    if has_long_digits(line):
+        parse_line(source, number, line)
     try:
-        return cls.from_dict(value)
+        record: R = cls.from_json(line)
     except RecordError as exc:
         raise JsonlError(source, number, exc.message, exc.path) from None
+    except msgspec.DecodeError:  # not JSON at all
+        parse_line(source, number, line)
+        raise JsonlError(source, number, "invalid JSON") from None
+    return record
 
 
 def read_records(path: str | Path, cls: type[R], max_line: int = DEFAULT_MAX_LINE) -> Iterator[tuple[int, R]]:
@@ -238,7 +245,7 @@ def read_records(path: str | Path, cls: type[R], max_line: int = DEFAULT_MAX_LIN
 
 def dumps(value: Record | dict[str, Any]) -> bytes:
     if isinstance(value, Record):
-        value = value.to_dict()
+        return value.to_json() + b"\n"
     return orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE)
 
 

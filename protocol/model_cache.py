@@ -1,18 +1,27 @@
 """An on-disk cache of model answers: the same question to the same model is paid for once.
 
 A key is the SHA-256 of everything that decides an answer, as canonical JSON
-(keys sorted): the endpoint URL or the judge command, the request body (model,
-messages, temperature, max_tokens, response_format, seed) or the command's
-stdin, and for agent calls in trials the trial number. Only answers that were
-used are stored: an HTTP error, a failed command or a reply that did not parse
-is never written, so it is asked again next time.
+(keys sorted): the endpoint URL (or, for a server waza starts itself on a new
+port each run, the model it serves), or the judge command with the content of
+the program it runs (:func:`file_identity`: the same command line in another
+project, or after the script was edited, is another key); the request body
+(model, messages, temperature, max_tokens, response_format, seed) or the
+command's stdin, and for agent calls in trials the trial number. Only answers
+that were used are stored: an HTTP error, a failed command or a reply that did
+not parse is never written, so it is asked again next time; an entry that is
+read back and does not hold a usable answer is asked again and overwritten.
+
+Secrets are masked (``waza.protocol.secrets``) before an answer is written: a
+judge that quotes back a key the agent printed, or a server that echoes the
+Authorization header, leaves ``[REDACTED]`` in the cache, as in the records.
 
 Each entry is one small JSON file, ``<dir>/calls/<2 hex>/<64 hex>.json``,
 written to a temporary file in the same folder and renamed into place, so
 concurrent writers (``-j``, several waza processes) never leave a torn entry:
 the last rename wins and both answers were valid. An entry that cannot be read
 (truncated by a full disk, a symlink, not a regular file, too large) is a
-miss. The folder is ``$WAZA_CACHE_DIR``, else ``$XDG_CACHE_HOME/waza``, else
+miss; nothing in the folder is opened in a way that could block (a FIFO) or
+follow a symlink. The folder is ``$WAZA_CACHE_DIR``, else ``$XDG_CACHE_HOME/waza``, else
 ``~/.cache/waza``; ``waza cache clear`` empties it.
 
 Hits and misses are counted per process (:data:`STATS`) for the run summary.
@@ -31,7 +40,9 @@ from typing import Any
 
 import orjson
 
-__all__ = ["STATS", "cache_dir", "clear", "key_of", "load", "store"]
+from .secrets import Redactor
+
+__all__ = ["STATS", "cache_dir", "clear", "count", "file_identity", "key_of", "load", "store"]
 
 #: An entry larger than this is not read (a cache file is a few KiB; this is a bound, not a size).
 MAX_ENTRY = 16 * 1024 * 1024
@@ -57,11 +68,14 @@ def _entry(key: str) -> Path:
     return cache_dir() / "calls" / key[:2] / f"{key}.json"
 
 
-def load(key: str, kind: str) -> dict[str, Any] | None:
-    """The stored answer for ``key``, or None (counted as a ``kind`` hit or miss)."""
-    value = _read(_entry(key))
-    STATS[f"{kind} {'hit' if value is not None else 'miss'}"] += 1
-    return value
+def load(key: str) -> dict[str, Any] | None:
+    """The stored entry for ``key``, or None; the caller checks it holds a usable answer, then :func:`count`."""
+    return _read(_entry(key))
+
+
+def count(kind: str, hit: bool) -> None:
+    """Count one ``kind`` lookup (``judge`` or ``agent``) as a hit or a miss, for the run summary."""
+    STATS[f"{kind} {'hit' if hit else 'miss'}"] += 1
 
 
 def _read(path: Path) -> dict[str, Any] | None:
@@ -81,8 +95,15 @@ def _read(path: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+_redactor: Redactor | None = None
+
+
 def store(key: str, value: dict[str, Any]) -> None:
-    """Write an answer atomically (temp file + rename); a cache that cannot be written is skipped."""
+    """Write an answer, its secrets masked, atomically (temp file + rename); a cache that cannot be written is skipped."""
+    global _redactor
+    if _redactor is None:
+        _redactor = Redactor()
+    value = _redactor.mask_json(value)
     path = _entry(key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -98,8 +119,50 @@ def store(key: str, value: dict[str, Any]) -> None:
 
 
 def clear() -> int:
-    """Remove every cached answer; returns how many there were."""
+    """Remove every cached answer; returns how many there were.
+
+    ``calls`` is looked at without following it: a symlink or anything else
+    that is not a folder (a FIFO a test or a user left there) is unlinked, never
+    opened, so clearing cannot block and never removes what a link points to."""
     calls = cache_dir() / "calls"
-    count = sum(1 for _ in calls.glob("*/*.json")) if calls.is_dir() else 0
+    try:
+        info = os.lstat(calls)
+    except FileNotFoundError:
+        return 0
+    if not stat.S_ISDIR(info.st_mode):
+        calls.unlink()
+        return 0
+    found = sum(1 for _, _, files in os.walk(calls) for name in files if name.endswith(".json") and not name.startswith("."))
     shutil.rmtree(calls, ignore_errors=True)
-    return count
+    return found
+
+
+#: Identities already computed in this process, by (path, device, inode, size, mtime): a file is hashed once.
+_identities: dict[tuple[str, int, int, int, int], str] = {}
+#: A program file larger than this is known by its size and mtime (hashing it would cost more than a judge call).
+MAX_HASHED = 256 * 1024 * 1024
+
+
+def file_identity(path: str) -> str | None:
+    """What a program file is, for a cache key: its real path and the SHA-256 of its bytes (None: no such file).
+
+    Opened without blocking and read only when it is a regular file, so a FIFO
+    among a command's arguments is not read."""
+    real = os.path.realpath(path)
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        memo = (real, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+        known = _identities.get(memo)
+        if known is None:
+            if info.st_size > MAX_HASHED:
+                known = f"{real} size={info.st_size} mtime={info.st_mtime_ns}"
+            else:
+                known = f"{real} sha256={hashlib.file_digest(f, 'sha256').hexdigest()}"
+            _identities[memo] = known
+        return known

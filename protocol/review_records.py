@@ -9,30 +9,28 @@ in, so one labels file serves both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Annotated
 
-from .codec import Record, doc
+from msgspec import Meta
+
+from .codec import Record, always
 
 
-@dataclass(slots=True, kw_only=True)
-class ReviewItem(Record):
+class ReviewItem(Record, kw_only=True, omit_defaults=True):
     """One output waiting for a person's verdict."""
 
-    _omit_none: ClassVar[bool] = True
-
-    id: str = field(metadata=doc("The result's id.", minLength=1))
-    trial: int | None = field(default=None, metadata=doc("Trial number, for results of waza trials."))
-    grader: str = field(metadata=doc("The built-in that queued it: human or human_calibration."))
-    calibrates: str | None = field(default=None, metadata=doc("human_calibration: the automated grader this label checks."))
-    instructions: str = field(default="", metadata=doc("What the reviewer should look for."))
-    criteria: list[str] = field(default_factory=list, metadata=doc("Checklist for the reviewer."))
-    input: str | list[str] = field(default="", metadata=doc("The prompt (or its user turns)."))
-    output_preview: str = field(default="", metadata=doc("The agent's output, cut to the configured preview length."))
-    output_chars: int = field(default=0, metadata=doc("Length of the whole output, in characters.", minimum=0))
+    id: Annotated[str, Meta(min_length=1, description="The result's id.")]
+    trial: Annotated[int | None, Meta(description="Trial number, for results of waza trials.")] = None
+    grader: Annotated[str, Meta(description="The built-in that queued it: human or human_calibration.")]
+    calibrates: Annotated[str | None, Meta(description="human_calibration: the automated grader this label checks.")] = None
+    instructions: Annotated[str, Meta(description="What the reviewer should look for.")] = always("")
+    criteria: Annotated[list[str], Meta(description="Checklist for the reviewer.")] = always([])
+    input: Annotated[str | list[str], Meta(description="The prompt (or its user turns).")] = always("")
+    output_preview: Annotated[str, Meta(description="The agent's output, cut to the configured preview length.")] = always("")
+    output_chars: Annotated[int, Meta(ge=0, description="Length of the whole output, in characters.")] = always(0)
     hint: str | None = None
     reference: str | None = None
-    queued: int = field(metadata=doc("Epoch ms when the item was queued."))
+    queued: Annotated[int, Meta(description="Epoch ms when the item was queued.")]
 
     @property
     def key(self) -> str:

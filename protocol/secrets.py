@@ -12,17 +12,26 @@ holding ``"`` or ``\\``), and line by line (a PEM key spread over a multi-line
 string). In JSON lines only string *values* are masked, after decoding, so any
 escaping an agent chose is seen through and a secret equal to a field name
 (``output``) cannot corrupt a record; object keys are left as they are.
+
+waza's own fields of the records it writes (:data:`OWN_FIELDS`: a result's
+``id`` and ``status``, a grade's ``name`` and ``status``, a step's ``type``
+and ids...) are never masked either: they hold waza's enumerations, keys and
+names, not what an agent or a grader said, so a secret whose value is a
+record word (``DB_PASSWORD=passed``) cannot rewrite a verdict. Everything
+else, what the agent and the graders wrote (output, trajectory text and tool
+input/output, stderr, reasoning, errors, details) and the user's own fields,
+is masked.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
 import orjson
 
-__all__ = ["MASK", "Redactor", "is_secret_name", "mark_secret_env", "scrubbed_env", "scrubbed_env_bytes"]
+__all__ = ["MASK", "OWN_FIELDS", "Redactor", "is_secret_name", "mark_secret_env", "scrubbed_env", "scrubbed_env_bytes"]
 
 #: A name holding one of these (in any case, as ``str.upper`` sees it) is secret-like. Checked with
 #: ``str.find`` on the upper-cased name: a case-insensitive regex took 1 µs a name.
@@ -30,6 +39,27 @@ SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "A
 MIN_SECRET_LENGTH = 6
 MASK = b"[REDACTED]"
 _MASK_TEXT = MASK.decode()
+
+#: A record's fields that are waza's own, by where they are: a nested mapping describes the objects under
+#: that field (each item of a list); ``None`` keeps the value as it is. One map serves every record waza
+#: writes (capture and trial results, a suite's document): their top-level names do not clash.
+Fields: TypeAlias = "dict[str, Fields | None]"
+_STEP: Fields = dict.fromkeys(("type", "stepId", "role", "status", "kind", "messageId", "toolCallId"))
+_RESULT: Fields = {
+    **dict.fromkeys(("id", "status", "adapter", "cwd")),
+    "grades": dict.fromkeys(("name", "status")),
+    "score": {"status": None},
+    "trajectory": _STEP,
+}
+_RESULT["trials"] = _RESULT  # a prompt's trials (TrialResult), a suite task's trials (CaptureResult)
+OWN_FIELDS: Fields = {
+    **_RESULT,
+    **dict.fromkeys(("suite", "file", "model")),
+    "summary": dict.fromkeys(("status", "disabled", "filtered", "notRun", "missed")),
+    "metrics": dict.fromkeys(("name", "detail")),
+    "tasks": {**dict.fromkeys(("id", "name", "file", "status", "tags")), "trials": _RESULT},
+    "triggers": {**dict.fromkeys(("skill", "file")), "cases": {"confidence": None}},
+}
 
 #: Variables named on the command line as holding a key: secret whatever their name or length.
 _marked: set[str] = set()
@@ -120,8 +150,23 @@ class Redactor:
             return {k: self.mask_json(v) for k, v in value.items()}
         return value
 
+    def mask_record(self, value: Any, own: Fields = OWN_FIELDS) -> Any:
+        """A decoded record with its strings masked, except waza's own fields (``own``)."""
+        if isinstance(value, list):
+            return [self.mask_record(v, own) for v in value]
+        if not isinstance(value, dict):
+            return self.mask_json(value)
+        masked = {}
+        for key, item in value.items():
+            if key not in own:
+                masked[key] = self.mask_json(item)
+            else:
+                inner = own[key]
+                masked[key] = item if inner is None else self.mask_record(item, inner)
+        return masked
+
     def __call__(self, data: bytes, *, decode: bool = False) -> bytes:
-        """Mask ``data``: JSON lines value by value, anything else byte by byte.
+        """Mask ``data``: JSON lines value by value (records: never waza's own fields), anything else byte by byte.
 
         ``decode`` forces the JSON route even when no secret is seen in the bytes
         (for JSON written by someone else, who may have escaped a secret's characters).
@@ -131,7 +176,7 @@ class Redactor:
             return data
         lines = data.split(b"\n")
         try:
-            masked = [orjson.dumps(self.mask_json(orjson.loads(line))) if line.strip() else line for line in lines]
+            masked = [orjson.dumps(self.mask_record(orjson.loads(line))) if line.strip() else line for line in lines]
         except orjson.JSONDecodeError:
             for needle in self._needles:
                 data = data.replace(needle, MASK)

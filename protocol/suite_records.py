@@ -7,122 +7,115 @@ JSONL stream are the same thing and the same tools read both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal
 
-from .codec import Record, doc
-from .records import CaptureResult
+from msgspec import Meta, field
+
+from .codec import Record
+from .records import CaptureResult, Unit
 
 TaskStatus = Literal["passed", "failed", "error", "pending"]
 
 
-@dataclass(slots=True, kw_only=True)
-class SuiteMetric(Record):
+class SuiteMetric(Record, kw_only=True):
     """One suite metric, computed from the run and compared with its threshold."""
 
     name: str
-    value: float | None = field(metadata=doc("In [0, 1]; null when the run gave it no data (see detail).", minimum=0, maximum=1))
+    value: Annotated[Unit | None, Meta(description="In [0, 1]; null when the run gave it no data (see detail).")]
     threshold: float | None = None
-    passed: bool | None = field(
-        default=None, metadata=doc("value >= threshold; null without a threshold or a value.", json="pass")
+    passed: Annotated[bool | None, Meta(description="value >= threshold; null without a threshold or a value.")] = field(
+        default=None, name="pass"
     )
-    weight: float = field(default=1.0, metadata=doc("Weight in the suite's overall score.", minimum=0))
+    weight: Annotated[float, Meta(ge=0, description="Weight in the suite's overall score.")] = 1.0
     enabled: bool = True
     description: str = ""
-    detail: str = field(default="", metadata=doc("How the value was computed, or why there is none."))
+    detail: Annotated[str, Meta(description="How the value was computed, or why there is none.")] = ""
 
 
-@dataclass(slots=True, kw_only=True)
-class SuiteTask(Record):
+class SuiteTask(Record, kw_only=True):
     """One task: its status over all trials and each trial's full result."""
 
     id: str
     name: str
-    file: str = field(metadata=doc("The task file."))
-    status: TaskStatus = field(
-        metadata=doc("error if a trial errored, else failed if one failed, else pending if one awaits review, else passed.")
-    )
-    pass_rate: float | None = field(
-        metadata=doc("Passed trials / judged trials (pending ones are not judged).", minimum=0, maximum=1)
-    )
-    score: float | None = field(metadata=doc("Mean weighted score of the trials that have one.", minimum=0, maximum=1))
-    weight: float = field(default=1.0, metadata=doc("The task's weight in task_completion.", minimum=0))
-    tags: list[str] = field(default_factory=list)
+    file: Annotated[str, Meta(description="The task file.")]
+    status: Annotated[
+        TaskStatus,
+        Meta(description="error if a trial errored, else failed if one failed, else pending if one awaits review, else passed."),
+    ]
+    pass_rate: Annotated[Unit | None, Meta(description="Passed trials / judged trials (pending ones are not judged).")]
+    score: Annotated[Unit | None, Meta(description="Mean weighted score of the trials that have one.")]
+    weight: Annotated[float, Meta(ge=0, description="The task's weight in task_completion.")] = 1.0
+    tags: list[str] = []
     description: str = ""
-    trials: list[CaptureResult] = field(default_factory=list, metadata=doc("One CaptureResult per trial, in trial order."))
+    trials: Annotated[list[CaptureResult], Meta(description="One CaptureResult per trial, in trial order.")] = []
 
 
-@dataclass(slots=True, kw_only=True)
-class TriggerCase(Record):
+class TriggerCase(Record, kw_only=True):
     """One trigger-test prompt and what the agent did with it."""
 
     prompt: str
     should_trigger: bool
     confidence: Literal["high", "medium"]
-    weight: float = field(metadata=doc("1.0 for high confidence, 0.5 for medium."))
-    triggered: bool | None = field(metadata=doc("The skill was invoked; null when the run errored."))
-    correct: bool = field(metadata=doc("triggered == shouldTrigger; an errored run is never correct."))
-    skills: list[str] = field(default_factory=list, metadata=doc("Every skill the agent invoked, in order."))
+    weight: Annotated[float, Meta(description="1.0 for high confidence, 0.5 for medium.")]
+    triggered: Annotated[bool | None, Meta(description="The skill was invoked; null when the run errored.")]
+    correct: Annotated[bool, Meta(description="triggered == shouldTrigger; an errored run is never correct.")]
+    skills: Annotated[list[str], Meta(description="Every skill the agent invoked, in order.")] = []
     reason: str = ""
     error: str | None = None
 
 
-@dataclass(slots=True, kw_only=True)
-class TriggerReport(Record):
+class TriggerReport(Record, kw_only=True):
     """Confidence-weighted classification of trigger prompts: did the skill activate when it should?"""
 
     skill: str
     file: str
-    prompts: int = field(metadata=doc("Prompts run."))
-    errors: int = field(metadata=doc("Prompts whose run errored (each counted as a wrong answer)."))
-    true_positives: float = field(metadata=doc("Weighted: should trigger, did."))
-    false_negatives: float = field(metadata=doc("Weighted: should trigger, did not (or errored)."))
-    true_negatives: float = field(metadata=doc("Weighted: should not trigger, did not."))
-    false_positives: float = field(metadata=doc("Weighted: should not trigger, did (or errored)."))
-    accuracy: float | None = field(metadata=doc("(TP + TN) / all, weighted.", minimum=0, maximum=1))
-    precision: float | None = field(metadata=doc("TP / (TP + FP); null when nothing triggered.", minimum=0, maximum=1))
-    recall: float | None = field(metadata=doc("TP / (TP + FN); null without should-trigger prompts.", minimum=0, maximum=1))
-    f1: float | None = field(metadata=doc("Harmonic mean of precision and recall.", minimum=0, maximum=1))
-    cases: list[TriggerCase] = field(default_factory=list)
+    prompts: Annotated[int, Meta(description="Prompts run.")]
+    errors: Annotated[int, Meta(description="Prompts whose run errored (each counted as a wrong answer).")]
+    true_positives: Annotated[float, Meta(description="Weighted: should trigger, did.")]
+    false_negatives: Annotated[float, Meta(description="Weighted: should trigger, did not (or errored).")]
+    true_negatives: Annotated[float, Meta(description="Weighted: should not trigger, did not.")]
+    false_positives: Annotated[float, Meta(description="Weighted: should not trigger, did (or errored).")]
+    accuracy: Annotated[Unit | None, Meta(description="(TP + TN) / all, weighted.")]
+    precision: Annotated[Unit | None, Meta(description="TP / (TP + FP); null when nothing triggered.")]
+    recall: Annotated[Unit | None, Meta(description="TP / (TP + FN); null without should-trigger prompts.")]
+    f1: Annotated[Unit | None, Meta(description="Harmonic mean of precision and recall.")]
+    cases: list[TriggerCase] = []
 
 
-@dataclass(slots=True, kw_only=True)
-class SuiteSummary(Record):
+class SuiteSummary(Record, kw_only=True):
     """Counts over the tasks that ran, and the overall verdict."""
 
-    status: Literal["passed", "failed"] = field(
-        metadata=doc("passed: every task passed or is pending, every threshold met, no trigger prompt errored.")
-    )
-    tasks: int = field(metadata=doc("Tasks run."))
+    status: Annotated[
+        Literal["passed", "failed"],
+        Meta(description="passed: every task passed or is pending, every threshold met, no trigger prompt errored."),
+    ]
+    tasks: Annotated[int, Meta(description="Tasks run.")]
     passed: int
     failed: int
     errored: int
     pending: int
-    trials: int = field(metadata=doc("Trials run, over all tasks."))
-    disabled: list[str] = field(default_factory=list, metadata=doc("Ids of tasks with enabled: false."))
-    filtered: list[str] = field(default_factory=list, metadata=doc("Ids left out by --task / --tags."))
-    not_run: list[str] = field(default_factory=list, metadata=doc("Ids not run because fail_fast stopped the run."))
-    score: float | None = field(
-        default=None, metadata=doc("Weighted mean of the enabled metrics that have a value.", minimum=0, maximum=1)
-    )
-    missed: list[str] = field(default_factory=list, metadata=doc("Why the suite failed, one line per reason."))
+    trials: Annotated[int, Meta(description="Trials run, over all tasks.")]
+    disabled: Annotated[list[str], Meta(description="Ids of tasks with enabled: false.")] = []
+    filtered: Annotated[list[str], Meta(description="Ids left out by --task / --tags.")] = []
+    not_run: Annotated[list[str], Meta(description="Ids not run because fail_fast stopped the run.")] = []
+    score: Annotated[Unit | None, Meta(description="Weighted mean of the enabled metrics that have a value.")] = None
+    missed: Annotated[list[str], Meta(description="Why the suite failed, one line per reason.")] = []
 
 
-@dataclass(slots=True, kw_only=True)
-class SuiteResult(Record):
+class SuiteResult(Record, kw_only=True):
     """Everything ``waza run`` found: summary, metrics against thresholds, tasks, trials and trigger tests."""
 
-    suite: str = field(metadata=doc("The suite's name."))
-    file: str = field(metadata=doc("The eval.yaml that was run."))
+    suite: Annotated[str, Meta(description="The suite's name.")]
+    file: Annotated[str, Meta(description="The eval.yaml that was run.")]
     description: str = ""
     skill: str | None = None
     version: str | None = None
-    adapter: str = field(metadata=doc("Adapter that ran the agent (mock, exec, ...)."))
+    adapter: Annotated[str, Meta(description="Adapter that ran the agent (mock, exec, ...).")]
     model: str | None = None
     trials_per_task: int
-    started: int = field(metadata=doc("Epoch ms."))
-    finished: int = field(metadata=doc("Epoch ms."))
+    started: Annotated[int, Meta(description="Epoch ms.")]
+    finished: Annotated[int, Meta(description="Epoch ms.")]
     summary: SuiteSummary
-    metrics: list[SuiteMetric] = field(default_factory=list)
-    tasks: list[SuiteTask] = field(default_factory=list)
+    metrics: list[SuiteMetric] = []
+    tasks: list[SuiteTask] = []
     triggers: TriggerReport | None = None

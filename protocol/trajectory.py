@@ -10,7 +10,6 @@ arrival time it measured itself.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -299,8 +298,7 @@ class TrajectoryBuilder:
     def _merge_usage(self, event: UsageUpdate) -> None:
         current = self._usage or Usage()
         new = event.usage
-        for f in dataclasses.fields(Usage):
-            name = f.name
+        for name in Usage.__struct_fields__:
             value = getattr(new, name)
             if value is None:
                 continue

@@ -20,7 +20,7 @@ PREVIOUS = b'{"id": "kept", "note": "results of an earlier run"}\n'
         (b'{"id": "a", "input": "x"}\n{"input": "y"}\n', ":2: field 'id': is required"),
         (b'{"id": "a", "input": "x"}\n\n{"id": "a", "input": "y"}\n', ":3: field 'id': duplicate id 'a' (first on line 1)"),
         (b'{"id": "a", "input": 42}\n', ":1: field 'input': must be string or array"),
-        (b'{"id": "a", "input": ["ok", 3]}\n', ":1: field 'input'"),
+        (b'{"id": "a", "input": ["ok", 3]}\n', ":1: field 'input[1]': must be string"),
         (b'{"id": "a", "input": "x", "timeout": "soon"}\n', ":1: field 'timeout': must be number or null"),
         (b'{"id": "a", "input": "x", "metadata": []}\n', ":1: field 'metadata': must be an object"),
         (b'["not", "an", "object"]\n', ":1: must be an object"),

@@ -10,15 +10,18 @@ its own test so a disagreement names itself.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import GraderRequest
 
-from .fidelity.cases import CASES, NOT_TRANSCRIBED
+from .conftest import compat_path, read_jsonl, run_waza, write_jsonl
+from .fidelity.cases import CASES, NOT_TRANSCRIBED, REAL_CONTEXT
 from .graders_support import in_process, step, write_files
 
 TARGET = 0.97
@@ -93,3 +96,40 @@ def test_agreement_share_is_at_least_97_percent(tmp_path):
         f"({len(NOT_TRANSCRIBED)} cases not transcribable)"
     )
     assert share >= TARGET
+
+
+#: The Go test with a real context (inline_script_grader_test.go: TestWithRealContextPython/Javascript): the
+#: original loads this recording through its session-events collector, which keeps 10 of its 12 events (the
+#: report_intent start and completion are dropped), and grades with this outcome, output and duration.
+REAL_SESSION = "waza-transcripts/copilot_events_using_skill.json"
+REAL_CONTEXT = {
+    "python": ["len(transcript) == 10", *REAL_CONTEXT],
+    "javascript": [
+        "transcript.length === 10",
+        "errors.length === 0",
+        "tool_calls.length === 1",
+        "outcome['hello'] === 'world'",
+        "output === 'hello world'",
+        "duration_ms < 102 && duration_ms > 100",
+        "tool_calls[0].result.content.length > 0",
+    ],
+}
+
+
+@pytest.mark.parametrize("language", ["python", "javascript"])
+def test_the_code_grader_sees_the_original_context_on_a_real_session(language, tmp_path):
+    """The recorded session replayed by waza, its record given the Go test's outcome, output and duration,
+    then graded by `waza grade`: every assertion of the original's test holds (transcript length, errors,
+    tool calls, outcome)."""
+    if language == "javascript" and shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "horn", "input": "use the example horn"}])
+    captured = run_waza("capture", prompts, "--adapter", "replay", "--from", compat_path(REAL_SESSION))
+    [record] = read_jsonl(captured.stdout)
+    record.update(output="hello world", outcome={"hello": "world"}, timing={"start": 0, "end": 101, "total": 101})
+    results = write_jsonl(tmp_path / "results.jsonl", [record])
+    config = orjson.dumps({"assertions": REAL_CONTEXT[language], "language": language}).decode()
+    graded = run_waza("grade", results, "-g", "builtin:code", "--grader-config", config)
+    [line] = read_jsonl(graded.stdout)
+    grade = line["grades"][0]
+    assert (grade["status"], grade["score"]) == ("passed", 1.0), grade["reasoning"]

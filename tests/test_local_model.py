@@ -126,6 +126,7 @@ def test_every_llm_grader_and_the_http_adapter_on_one_local_server(tmp_path):
         "--grader-config",
         orjson.dumps({**LEAN, "judge": "local"}).decode(),
         "--isolate",
+        "--no-cache",  # the same question as above: the cache would answer it (keyed by the model, not the port)
         *SLOW_OK,
         cwd=tmp_path,
         timeout=900,
@@ -185,3 +186,33 @@ def test_a_model_that_cannot_be_served_is_a_usage_error(tmp_path):
     assert proc.returncode == 2 and proc.stdout == b""
     assert "local model server for bad.gguf exited with code 1" in proc.stderr.decode()
     assert "GGUF" in proc.stderr.decode()
+
+
+@pytest.mark.timeout(1800)
+def test_the_local_judge_is_cached_by_its_model_not_its_port(tmp_path):
+    """Each run starts the server on a new port; the second identical run is answered from the cache."""
+    source = write_jsonl(
+        tmp_path / "results.jsonl", [{"id": "a", "input": "Name a colour.", "output": "red", "status": "ungraded"}]
+    )
+    runs = []
+    for _ in range(2):
+        proc = run_waza(
+            "grade", source, "-g", "builtin:llm", "--grader-config", orjson.dumps(LEAN).decode(), "--judge", "local", *SLOW_OK,
+            cwd=tmp_path, timeout=900,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+        runs.append((read_jsonl(proc.stdout)[0]["grades"][0], proc.stderr.decode()))
+    (first, first_err), (second, second_err) = runs
+    assert "judge 0 hits, 1 miss" in first_err and "judge 1 hit, 0 misses" in second_err
+    assert first["details"]["cache"] == "miss" and second["details"]["cache"] == "hit"
+    assert (second["status"], second["score"]) == (first["status"], first["score"])
+
+
+@pytest.mark.timeout(1800)
+def test_the_local_model_agent_is_cached_by_its_model_not_its_port(tmp_path):
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "Name a colour."}])
+    args = ("capture", prompts, "--adapter", "http", "--local-model", "--max-tokens", "8", "--temperature", "0", "--cache")
+    first, second = (run_waza(*args, cwd=tmp_path, timeout=900) for _ in range(2))
+    assert first.returncode == 0 and second.returncode == 0, second.stderr.decode()[-2000:]
+    assert "agent 0 hits, 1 miss" in first.stderr.decode() and "agent 1 hit, 0 misses" in second.stderr.decode()
+    assert read_jsonl(first.stdout)[0]["output"] == read_jsonl(second.stdout)[0]["output"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
@@ -63,12 +62,11 @@ def test_record_errors_name_the_field_path():
     assert info.value.path == "surprise" and "not a known field" in str(info.value)
 
 
-@dataclass(slots=True, kw_only=True)
-class _Node(Record):
+class _Node(Record, kw_only=True):
     """A record that holds records of its own class (a tree), as a record class may."""
 
     name: str
-    children: list[_Node] = field(default_factory=list)
+    children: list[_Node] = []
     parent: _Node | None = None
 
 

@@ -139,3 +139,43 @@ def test_the_recorded_copilot_file_is_a_stream_of_pretty_printed_objects():
     """The format the replay adapter must read: several indented JSON objects, one after another."""
     copilot = compat_path(COPILOT_FILE).read_bytes()
     assert orjson.loads(copilot[: copilot.index(b"\n}\n") + 2])["type"] == "user.message"
+
+
+def test_an_acp_harness_results_file_without_tool_call_ids_replays(tmp_path):
+    """acp-harness writes one step per tool call and never a toolCallId: each is a call of its own, and an
+    id-less call still pending is completed by the next step of the same name."""
+    harness = {
+        "id": "files",
+        "input": "list then read",
+        "output": "a.txt holds hi",
+        "trajectory": [
+            {"type": "message", "content": "let me look", "timestamp": 1},
+            {
+                "type": "tool_call",
+                "name": "Bash",
+                "status": "completed",
+                "input": {"cmd": "ls"},
+                "output": "a.txt",
+                "duration": 4,
+                "timestamp": 2,
+            },
+            {"type": "tool_call", "name": "Read", "status": "pending", "input": {"path": "a.txt"}, "timestamp": 8},
+            {"type": "tool_call", "name": "Read", "status": "completed", "output": "hi", "timestamp": 12},
+            {"type": "tool_call", "name": "Bash", "status": "failed", "input": {"cmd": "cat b.txt"}, "timestamp": 15},
+            {"type": "message", "content": "a.txt holds hi", "timestamp": 20},
+        ],
+        "toolErrors": True,
+        "timing": {"start": 1700000000000, "end": 1700000000020, "total": 20},
+    }
+    source = write_jsonl(tmp_path / "harness-results.jsonl", [harness])
+    proc, [result] = replay_cli(tmp_path, [{"id": "files", "input": "list then read"}], source)
+    assert b"Traceback" not in proc.stderr and b"AssertionError" not in proc.stderr, proc.stderr
+    calls = [(s["name"], s["status"], s.get("input"), s.get("output")) for s in result["trajectory"] if s["type"] == "tool_call"]
+    assert calls == [
+        ("Bash", "completed", {"cmd": "ls"}, "a.txt"),
+        ("Read", "completed", {"path": "a.txt"}, "hi"),
+        ("Bash", "failed", {"cmd": "cat b.txt"}, None),
+    ]
+    ids = [s["toolCallId"] for s in result["trajectory"] if s["type"] == "tool_call"]
+    assert len(set(ids)) == 3 and result["toolErrors"] is True and result["output"] == "a.txt holds hi"
+    assert errors("CaptureResult", result) == []

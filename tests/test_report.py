@@ -139,3 +139,33 @@ def test_report_errors(tmp_path):
     assert run_waza("report", tmp_path / "missing.jsonl").returncode == 2
     assert run_waza("report", "-", "--format", "pdf", input=b"").returncode == 2
     assert b"Example" in run_waza("report", "--help").stdout
+
+
+def test_csv_cells_a_spreadsheet_would_evaluate_are_written_as_text(tmp_path):
+    """OWASP's CSV-injection rule: a cell starting with = + - @ tab or CR gets a leading single quote."""
+    attacks = [
+        '=HYPERLINK("http://evil.example","x")',
+        "@SUM(1+1)*cmd|' /C calc'!A0",
+        "+cmd|' /C calc'!A0",
+        "-2+3",
+        "\t=1",
+        "\r=1",
+    ]
+    rows = [
+        {
+            "id": attack,
+            "input": "x",
+            "output": attack,
+            "errors": [attack],
+            "status": "error",
+            "grades": [{"name": attack, "status": "error", "error": "broke"}],
+        }
+        for attack in attacks
+    ]
+    rows.append({"id": "plain", "input": "x", "output": "a = b, safe", "status": "ungraded"})
+    written = list(csv.DictReader(io.StringIO(report(write_jsonl(tmp_path / "r.jsonl", rows), "csv"), newline="")))
+    for row, attack in zip(written, attacks, strict=False):
+        assert (row["id"], row["output"], row["errors"]) == ("'" + attack,) * 3
+        assert row["grades"] == f"'{attack}:error"
+    assert (written[-1]["id"], written[-1]["output"]) == ("plain", "a = b, safe")
+    assert all(not cell.startswith(("=", "+", "-", "@", "\t", "\r")) for row in written for cell in row.values() if cell)

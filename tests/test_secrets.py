@@ -6,11 +6,12 @@ import json
 import os
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from .conftest import executable, read_jsonl, run_waza, write_jsonl
+from .conftest import compat_path, executable, read_jsonl, run_waza, write_jsonl
 
 SECRET = "sk-test-9f8e7d6c5b4a"
 PY = sys.executable
@@ -185,3 +186,46 @@ def test_a_secret_split_across_message_chunks_is_not_in_the_raw_log(tmp_path):
     assert chunks and secret not in chunks and "[REDACTED]" in chunks
     for data in (raw.read_bytes(), out.read_bytes(), proc.stderr):
         assert secret.encode() not in data
+
+
+def test_a_secret_whose_value_is_a_record_word_never_changes_waza_s_own_fields(tmp_path):
+    """DB_PASSWORD=passed: the agent's text is masked, the verdicts, grade names and step types are not."""
+    env = {"DB_PASSWORD": "passed", "STEP_TOKEN": "message", "GRADER_SECRET": "text:hint"}
+    agent = executable(tmp_path / "a.py", f"#!{PY}\nimport sys\nsys.stderr.write('db passed\\n')\nprint('all tests passed')\n")
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "run the tests", "hint": "all tests"}])
+    proc = run_waza("capture", prompts, "--adapter", "exec", "-g", "builtin:hint", "--", agent, env=env)
+    (row,) = read_jsonl(proc.stdout)
+    assert (row["status"], row["score"]["status"], row["grades"][0]["status"]) == ("passed",) * 3, proc.stderr
+    assert row["grades"][0]["name"] == "hint" and [s["type"] for s in row["trajectory"]] == ["message", "message"]
+    assert row["output"] == "all tests [REDACTED]" and "[REDACTED]" in row["stderr"]
+    trials = run_waza("trials", prompts, "-k", "2", "--adapter", "exec", "-g", "builtin:hint", "--", agent, env=env)
+    (trial,) = read_jsonl(trials.stdout)
+    assert [t["status"] for t in trial["trials"]] == ["passed", "passed"], trials.stderr
+    assert {t["output"] for t in trial["trials"]} == {"all tests [REDACTED]"}
+    assert [g["status"] for t in trial["trials"] for g in t["grades"]] == ["passed", "passed"]
+
+
+def test_a_suite_s_documents_keep_their_words_when_a_secret_equals_one(tmp_path):
+    suite = compat_path("waza-examples/code-explainer")
+    documents = {}
+    for label, env in (("plain", {}), ("secret", {"DB_PASSWORD": "passed", "OTHER_SECRET": "failed"})):
+        folder = tmp_path / label
+        folder.mkdir()
+        reporters = [f"json:{folder / 'r.json'}", f"junit:{folder / 'r.xml'}", f"markdown:{folder / 'r.md'}"]
+        proc = run_waza("run", suite, "--no-progress", *[a for r in reporters for a in ("--reporter", r)], cwd=folder, env=env)
+        assert proc.returncode in (0, 1), proc.stderr
+        documents[label] = [(folder / name).read_bytes() for name in ("r.json", "r.xml", "r.md")]
+    plain, secret = documents["plain"], documents["secret"]
+    summary = lambda doc: (json.loads(doc)["summary"], json.loads(doc)["metrics"])
+    assert summary(secret[0]) == summary(plain[0])
+    statuses = lambda doc: [
+        (t["id"], t["status"], [(g["name"], g["status"]) for tr in t["trials"] for g in tr["grades"]])
+        for t in json.loads(doc)["tasks"]
+    ]
+    assert statuses(secret[0]) == statuses(plain[0])
+    junit = lambda doc: [
+        (e.tag, e.get("name")) for e in ET.fromstring(doc).iter() if e.tag in ("testcase", "failure", "error", "skipped")
+    ]
+    assert junit(secret[1]) == junit(plain[1])
+    for word in (b"PASSED", b"FAILED", b"| passed", b"| failed"):
+        assert secret[2].count(word) == plain[2].count(word)

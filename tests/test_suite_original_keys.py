@@ -9,11 +9,12 @@ each, by ``waza check`` and at the start of ``waza run``, never silently dropped
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import orjson
 
-from tests.conftest import run_waza
+from tests.conftest import read_jsonl, run_waza
 from waza.runner.suites.loader import load_suite
 
 SUITE = Path(__file__).parent / "fixtures" / "suites" / "original-keys" / "eval.yaml"
@@ -96,3 +97,66 @@ def test_undefined_trigger_rates_are_0_as_in_the_original():
     }
     got = report(tests, results)
     assert (got.precision, got.recall, got.f1, got.accuracy) == (0.0, 0.0, 0.0, 0.5)
+
+
+def csv_suite(folder: Path, rows: str, *extra: str) -> Path:
+    """A suite whose tasks are the rows of tasks.csv, as the original waza's tasks_from reads them."""
+    folder.mkdir(exist_ok=True)
+    (folder / "tasks.csv").write_text(rows)
+    (folder / "eval.yaml").write_text(
+        "name: from-csv\nconfig: {trials_per_task: 1}\ninputs: {lang: Python, audience: beginners}\n"
+        "tasks_from: tasks.csv\n" + "".join(f"{line}\n" for line in extra) + "graders:\n"
+        "  - type: text\n    name: mentions_language\n    config: {regex_match: ['(?i)explain']}\n"
+    )
+    return folder / "eval.yaml"
+
+
+def test_tasks_from_a_csv_file_makes_one_task_per_row_with_its_prompt_rendered(tmp_path):
+    rows = (
+        "id,name,prompt,lang\n"
+        'first,Go async,"Explain {{.Vars.lang}} channels to {{ .Vars.audience }}",Go\n'
+        ',named only,"Explain {{.Vars.lang}}, ""quoted"" (task {{.TaskName}})",Rust\n'
+        ",,Explain {{.Vars.lang}} generics,\n"
+    )
+    suite = csv_suite(tmp_path / "suite", rows, "range: [1, 3]")
+    loaded = load_suite(suite)
+    assert [(t.id, t.name, t.prompt) for t in loaded.tasks] == [
+        ("first", "Go async", "Explain Go channels to beginners"),
+        ("named only", "named only", 'Explain Rust, "quoted" (task named only)'),
+        ("row-3", "row-3", "Explain  generics"),  # an empty column is still the row's value, as in the original
+    ]
+    assert [g.name for g in loaded.tasks[0].graders] == ["mentions_language"]
+    assert not any("inputs" in notice for notice in loaded.notices)
+    agent = Path(__file__).parent / "agents" / "exec_agent.py"
+    out, doc = tmp_path / "results.jsonl", tmp_path / "suite.json"
+    done = run_waza("run", suite, "--adapter", "exec", "-o", out, "--reporter", f"json:{doc}", "--", sys.executable, agent)
+    assert done.returncode == 0, done.stderr.decode()
+    outputs = {line["id"]: line["output"] for line in read_jsonl(out)}
+    assert outputs["first"] == "echo: Explain Go channels to beginners" and len(outputs) == 3
+    assert orjson.loads(doc.read_bytes())["summary"]["passed"] == 3
+    # range picks rows from 1, as the original's CSV loader
+    assert [t.id for t in load_suite(csv_suite(tmp_path / "ranged", rows, "range: [2, 9]")).tasks] == ["named only", "row-3"]
+
+
+def test_a_bad_csv_tasks_file_is_refused_with_its_file_and_line(tmp_path):
+    cases = [
+        (
+            "id,prompt\na,Explain {{.Vars.nothing}}\n",
+            "tasks.csv:2: field 'prompt': {{.Vars.nothing}}: no column or input named 'nothing'",
+        ),
+        ("id,prompt\na,x\nb,y,z\n", "tasks.csv:3: has 3 fields, the header has 2"),
+        ("id,prompt\na,x\na,y\n", "tasks.csv:3: field 'id': task id 'a' is also used by"),
+        ("id,prompt\na,{{if .Vars.id}}x{{end}}\n", "tasks.csv:2: field 'prompt': {{if .Vars.id}}: waza fills in only"),
+        ("", "tasks.csv:1: is empty (no header row)"),
+    ]
+    for i, (rows, message) in enumerate(cases):
+        suite = csv_suite(tmp_path / f"s{i}", rows)
+        done = run_waza("check", suite, cwd=suite.parent)
+        assert done.returncode == 2 and message in done.stderr.decode(), (rows, done.stderr)
+        assert b"Traceback" not in done.stderr
+    outside = csv_suite(tmp_path / "outside", "id,prompt\na,x\n")
+    (outside.parent / "eval.yaml").write_text(outside.read_text().replace("tasks_from: tasks.csv", "tasks_from: ../s0/tasks.csv"))
+    done = run_waza("check", outside)
+    assert done.returncode == 2 and b"is outside the suite's folder" in done.stderr
+    done = run_waza("check", csv_suite(tmp_path / "zero", "id,prompt\na,x\n", "range: [0, 1]"))
+    assert done.returncode == 2 and b"range counts rows from 1" in done.stderr

@@ -34,6 +34,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["CaptureResult", "PromptCase", "Grade", "GraderRequest"], "waza.protocol.records"),
     **dict.fromkeys(["TrialResult", "TrialsSummary", "CalibrationReport"], "waza.protocol.trial_records"),
     **dict.fromkeys(["AgentError", "ConfigError", "GraderError", "UsageError", "WazaError"], "waza.protocol.errors"),
+    "Sandbox": "waza.protocol.sandbox",
 }  # fmt: skip
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
         WazaError,
     )
     from waza.protocol.records import CaptureResult, Grade, GraderRequest, PromptCase
+    from waza.protocol.sandbox import Sandbox
     from waza.protocol.trial_records import (
         CalibrationReport,
         TrialResult,

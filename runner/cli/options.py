@@ -31,6 +31,7 @@ from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_M
 from waza.runner.cli.option_values import finite_number, positive_seconds
 
 if TYPE_CHECKING:
+    from waza.protocol.sandbox import Sandbox
     from waza.runner.engine.datasets import TableOptions
     from waza.runner.engine.inputs import TimeoutUnit
     from waza.runner.engine.specs import AgentSpec, GraderSpecT, Judge, Limits, Output, Timeouts
@@ -42,6 +43,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: The largest value of a limit option (the engine's ``specs.MAX_LIMIT``; not imported, to keep --help light).
 MAX_LIMIT = 1 << 20
 AGENT = "Agent"
+SANDBOX = "Sandbox"
 GRADING = "Grading"
 OUTPUT = "Output"
 
@@ -137,6 +139,68 @@ class AgentOptions:
             panel=AGENT,
         ),
     ] = False
+    sandbox: Annotated[
+        str | None,
+        opt(
+            "--sandbox",
+            help="exec, headless, acp: run the agent and all it starts in a sandbox (bwrap: bubblewrap, Linux).",
+            panel=SANDBOX,
+            metavar="bwrap",
+        ),
+    ] = None
+    sandbox_ro: Annotated[
+        list[Path] | None, opt("--sandbox-ro", help="Show PATH read-only inside the sandbox (repeatable).", panel=SANDBOX)
+    ] = None
+    sandbox_rw: Annotated[
+        list[Path] | None, opt("--sandbox-rw", help="Show PATH read-write inside the sandbox (repeatable).", panel=SANDBOX)
+    ] = None
+    sandbox_net: Annotated[
+        str,
+        opt(
+            "--sandbox-net",
+            help="none (default), loopback (only --sandbox-port ports of this machine) or host.",
+            panel=SANDBOX,
+            metavar="none|loopback|host",
+        ),
+    ] = "none"
+    sandbox_port: Annotated[
+        list[int] | None,
+        opt(
+            "--sandbox-port",
+            help="With --sandbox-net loopback: a TCP port of 127.0.0.1 the agent may reach (repeatable).",
+            panel=SANDBOX,
+        ),
+    ] = None
+    sandbox_env: Annotated[
+        list[str] | None,
+        opt(
+            "--sandbox-env",
+            help="Give the sandboxed agent this secret-like variable (others are removed; repeatable).",
+            panel=SANDBOX,
+        ),
+    ] = None
+
+    def sandbox_policy(self) -> "Sandbox | None":
+        """The --sandbox options as the adapters' Sandbox; one given without --sandbox is a usage error."""
+        from waza.protocol.sandbox import Sandbox
+
+        extras = [flag for flag, value in (("--sandbox-ro", self.sandbox_ro), ("--sandbox-rw", self.sandbox_rw),
+                  ("--sandbox-port", self.sandbox_port), ("--sandbox-env", self.sandbox_env)) if value]  # fmt: skip
+        if self.sandbox_net != "none":
+            extras.append("--sandbox-net")
+        if self.sandbox is None:
+            if extras:
+                raise ConfigError(f"{', '.join(extras)} needs --sandbox bwrap")
+            return None
+        if self.sandbox != "bwrap":
+            raise ConfigError(f"--sandbox takes bwrap (bubblewrap), got {self.sandbox!r}")
+        return Sandbox(
+            read_only=tuple(p.absolute() for p in self.sandbox_ro or []),
+            read_write=tuple(p.absolute() for p in self.sandbox_rw or []),
+            network=self.sandbox_net,  # type: ignore[arg-type]  # checked by Sandbox
+            ports=tuple(self.sandbox_port or []),
+            keep_env=tuple(self.sandbox_env or []),
+        )
 
     def adapter_options(self) -> AdapterOptions:
         import orjson
@@ -171,6 +235,7 @@ class AgentOptions:
             stream=self.stream,
             local_model=self.local_model,
             cache=self.cache,
+            sandbox=self.sandbox_policy(),
         )
 
     def timeout_unit(self) -> "TimeoutUnit":

@@ -16,7 +16,6 @@ rule. The report lists the rules in their fixed order all the same.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
+import msgspec
 import orjson
 
 from waza.graders import _config as builtin_config
@@ -355,7 +355,7 @@ class Kit:
     def deterministic(self, first: Probe, second: Probe) -> None:
         description = "gives the same verdict for the same request (checked twice; details may differ)"
         try:
-            a, b = (dataclasses.replace(p.result(), details=None).to_dict() for p in (first, second))
+            a, b = (msgspec.structs.replace(p.result(), details=None).to_dict() for p in (first, second))
         except GraderProtocolError as exc:
             self.verdict("deterministic", description, "warning", f"cannot compare: {exc}", first, second, required=False)
             return

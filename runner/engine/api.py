@@ -54,6 +54,7 @@ from waza.protocol.jsonl import (
     open_input,
 )
 from waza.protocol.records import CaptureResult, PromptCase
+from waza.protocol.sandbox import check_available
 from waza.runner.analysis.error_digest import ErrorDigest
 from waza.runner.engine.datasets import TableOptions
 from waza.runner.engine.inputs import check_resumed, in_batches, prescan, prompt_cases, require_lines
@@ -97,6 +98,8 @@ def resolve_agent(agent: AgentSpec) -> tuple[type[Adapter], list[str], AdapterOp
     if command:
         command = resolve_agent_command(command)
     cls.check(command, opts)
+    if opts.sandbox is not None:
+        check_available()  # no bubblewrap or no namespaces here: one clear line before anything runs
     if opts.local_model:  # the runner owns the server: the adapter only sees its URL
         from waza.runner.local_model.server import resolve_model, with_local_model
 

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import anyio
+import msgspec
 
 from waza.protocol.analysis_records import ComparisonReport
 from waza.protocol.errors import ConfigError
@@ -124,7 +125,7 @@ async def regrade(
 
     async def copies() -> AsyncIterator[CaptureResult]:
         async for result in in_batches(scope):
-            copy = dataclasses.replace(result)
+            copy = msgspec.structs.replace(result)
             originals[id(copy)] = result
             yield copy
 

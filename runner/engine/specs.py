@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 from waza.adapters.base import AdapterOptions
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB
+from waza.protocol.sandbox import Sandbox
 from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_MB
 from waza.runner.engine.inputs import TimeoutUnit
 from waza.runner.grading.grader_specs import GraderSpec, check_python_target, resolve_argv
@@ -144,6 +145,7 @@ class ExecAgent(_Agent):
     adapter: ClassVar[str] = "exec"
     command: tuple[str, ...]
     events: bool = False
+    sandbox: Sandbox | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,6 +160,7 @@ class AcpAgent(_Agent):
     permission_rules: Path | None = None
     raw_log: Path | None = None
     auth_method: str | None = None
+    sandbox: Sandbox | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,6 +170,7 @@ class HeadlessAgent(_Agent):
     adapter: ClassVar[str] = "headless"
     schema: Path | None = None
     raw_log: Path | None = None
+    sandbox: Sandbox | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

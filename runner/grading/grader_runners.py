@@ -7,7 +7,6 @@ trusted all become an *error* grade with the reason and the stderr tail.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import os
 import sys
@@ -16,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+import msgspec
 import orjson
 
 from waza.protocol.codec import Record
@@ -58,7 +58,7 @@ class GraderRunner:
         grader with no config), as it is a fifth of the per-result cost of an in-process grader."""
         if request.config == self.spec.config:
             return request
-        return dataclasses.replace(request, config=self.spec.config)
+        return msgspec.structs.replace(request, config=self.spec.config)
 
     async def grade_alone(self, result: CaptureResult) -> Grade:
         """Grade a result this grader is the only one for: the request is built with its own config."""
@@ -178,7 +178,7 @@ class ProcessRunner(GraderRunner):
         return await self._run(orjson.dumps(request_json(result, self.spec.config)), result.cwd, started)
 
     async def _grade(self, request: GraderRequest, started: float) -> Grade:
-        return await self._run(orjson.dumps(request.to_dict()), request.cwd, started)
+        return await self._run(request.to_json(), request.cwd, started)
 
     async def _run(self, payload: bytes, cwd: str | None, started: float) -> Grade:
         """Run the grader on one request's JSON, in the result's directory where it still is one."""

@@ -112,13 +112,14 @@ class LocalJudgeRunner(GraderRunner):
         self._use: Any = None
 
     async def __aenter__(self) -> LocalJudgeRunner:
-        from waza.runner.local_model.server import MODEL_NAME
+        from waza.runner.local_model.server import MODEL_NAME, identity
 
         self._use = self.server.use()
         url = await self._use.__aenter__()
         config = {k: v for k, v in self.spec.config.items() if k not in ("judge", "model_path")}
         config.setdefault("reasoning_max_chars", LOCAL_REASONING_CHARS)
-        self.spec.config = {**config, "base_url": url, "model": MODEL_NAME}
+        # The server's port is new each run; the cache knows the judge by the model it serves.
+        self.spec.config = {**config, "base_url": url, "model": MODEL_NAME, "cache_as": identity(self.server.model)}
         try:
             await self.inner.__aenter__()
         except BaseException as exc:

@@ -95,6 +95,13 @@ def resolve_model(path: Path | None, *, option: str = "--judge-model-path") -> P
     return model
 
 
+def identity(model: Path) -> str:
+    """The local model as the model cache knows it: the file (real path, size, mtime) and the server's
+    settings, so the same model asked the same thing on another run (another port) is a hit."""
+    info = model.stat()
+    return f"local-model {model.resolve()} size={info.st_size} mtime={info.st_mtime_ns} context={CONTEXT_TOKENS}"
+
+
 _LOG_ERROR = re.compile(r"^\S+ E (?P<message>.+)$")
 
 
@@ -209,6 +216,7 @@ def with_local_model(cls: type[Adapter], model: Path) -> type[Adapter]:
             self._local = server.use()
             url = await self._local.__aenter__()
             self.opts = dataclasses.replace(self.opts, base_url=url, model=MODEL_NAME)
+            self.cache_as = identity(model)  # the port is new each run; --cache knows the model
             try:
                 return await super().__aenter__()
             except BaseException as exc:

@@ -183,6 +183,19 @@ CSV_COLUMNS = [
 ]
 
 
+#: A cell starting with one of these is a formula to a spreadsheet (OWASP's CSV-injection list).
+_FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """A text cell a spreadsheet shows as text: one starting like a formula gets a leading single quote
+    (OWASP's CSV-injection rule), so ``=HYPERLINK(...)`` an agent printed is never evaluated. Numbers
+    are written as they are (a negative score is not text)."""
+    if isinstance(value, str) and value.startswith(_FORMULA_LEADS):
+        return "'" + value
+    return value
+
+
 def _flag(value: bool | None) -> str:
     return "" if value is None else "true" if value else "false"
 
@@ -199,24 +212,27 @@ class CsvReport:
         for a in entry.attempts:
             s = summarize(a, self.width)
             writer.writerow(
-                [
-                    s.id,
-                    s.trial,
-                    s.status,
-                    _flag(s.passed),
-                    s.score,
-                    s.duration,
-                    s.first_response,
-                    s.turns,
-                    s.tool_calls,
-                    s.failed_tool_calls,
-                    s.input_tokens,
-                    s.output_tokens,
-                    ";".join(f"{g.name}:{g.status}" for g in s.grades),
-                    " | ".join(f"{g.name}: {g.reasoning}" for g in s.grades if g.status != "passed" and g.reasoning),
-                    " | ".join(s.errors),
-                    s.output,
-                ]
+                map(
+                    csv_cell,
+                    [
+                        s.id,
+                        s.trial,
+                        s.status,
+                        _flag(s.passed),
+                        s.score,
+                        s.duration,
+                        s.first_response,
+                        s.turns,
+                        s.tool_calls,
+                        s.failed_tool_calls,
+                        s.input_tokens,
+                        s.output_tokens,
+                        ";".join(f"{g.name}:{g.status}" for g in s.grades),
+                        " | ".join(f"{g.name}: {g.reasoning}" for g in s.grades if g.status != "passed" and g.reasoning),
+                        " | ".join(s.errors),
+                        s.output,
+                    ],
+                )
             )
         return buf.getvalue().encode()
 

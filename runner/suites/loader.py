@@ -20,7 +20,7 @@ from waza.adapters.mock import ScriptError, parse_script
 from waza.protocol.errors import ConfigError
 from waza.runner.grading.build import make_runner
 from waza.runner.grading.grader_specs import GraderSpec
-from waza.runner.suites import fixtures, unsupported, validate
+from waza.runner.suites import csv_tasks, fixtures, unsupported, validate
 from waza.runner.suites.expected import expected_graders
 from waza.runner.suites.graders import JUDGES, Roots, build
 from waza.runner.suites.located import Located, PathKey, load_yaml
@@ -73,11 +73,13 @@ def load_suite(path: Path, *, context_dir: Path | None = None) -> Suite:
     _unique_names(doc, ("graders",), suite.graders, [])
     for task_file in _task_files(doc, here):
         suite.tasks.append(_task(task_file, fixtures_root, suite))
-    if "range" in raw:
-        start, end = raw["range"]
-        if start > end:
-            raise doc.error(("range",), f"range start {start} is after its end {end}")
-        suite.tasks = suite.tasks[start : end + 1]
+    rows = raw.get("range")
+    if rows is not None and rows[0] > rows[1]:
+        raise doc.error(("range",), f"range start {rows[0]} is after its end {rows[1]}")
+    if csv_tasks.is_csv(raw.get("tasks_from", "")):
+        _csv_tasks(doc, here, fixtures_root, suite)
+    elif rows is not None:
+        suite.tasks = suite.tasks[rows[0] : rows[1] + 1]
     _judge_model(suite)
     suite.triggers = _triggers(here, suite.skill)
     _check_metrics(doc, suite)
@@ -116,14 +118,41 @@ def _metrics(doc: Located, raw: list[dict[str, Any]]) -> list[Metric]:
     return metrics
 
 
+def _csv_tasks(doc: Located, here: Path, fixtures_root: Path, suite: Suite) -> None:
+    """The rows of ``tasks_from: FILE.csv`` as tasks after the task files' (``range`` picks rows, from 1)."""
+    raw: dict[str, Any] = doc.value
+    rows = raw.get("range")
+    if rows is not None and rows[0] < 1:
+        raise doc.error(("range",), f"with a CSV tasks_from, range counts rows from 1 (as the original), got {rows[0]}")
+    path = Path(raw["tasks_from"])
+    try:
+        tasks = csv_tasks.load_rows(
+            path, here, fixture_root=fixtures_root, inputs=raw.get("inputs") or {}, rows=rows, shown=shown(here / path)
+        )
+    except ConfigError as exc:
+        if exc.source is None:
+            raise doc.error(("tasks_from",), exc.message) from None
+        raise
+    if not tasks:
+        raise doc.error(("tasks_from",), f"{str(path)!r} has no rows" + (f" in range {rows}" if rows else ""))
+    for task in tasks:
+        clash = next((t.file for t in suite.tasks if t.id == task.id), None)
+        if clash:
+            source, line = task.file.rsplit(":", 1)
+            raise ConfigError(f"task id {task.id!r} is also used by {clash}", source=source, line=int(line), field="id")
+        task.graders = list(suite.graders)
+        suite.tasks.append(task)
+
+
 def _task_files(doc: Located, here: Path) -> list[Path]:
     """Task files the globs match, in a stable order; the suite's own files never count as tasks."""
     own = {(here / name).resolve() for name in (EVAL_FILE, *TRIGGER_FILES)} | {Path(doc.source).resolve()}
     files: list[Path] = []
     patterns: list[tuple[PathKey, str]] = [(("tasks", i), p) for i, p in enumerate(doc.value.get("tasks", []))]
-    if "tasks_from" in doc.value:
-        patterns.append((("tasks_from",), doc.value["tasks_from"]))
-    if not patterns:
+    tasks_from = doc.value.get("tasks_from")
+    if tasks_from is not None and not csv_tasks.is_csv(tasks_from):
+        patterns.append((("tasks_from",), tasks_from))
+    if not patterns and tasks_from is None:
         raise doc.error((), "give tasks or tasks_from")
     for where, pattern in patterns:
         matched = sorted(

@@ -37,7 +37,9 @@ class Reporter:
     render: Callable[[SuiteResult], bytes]
 
     def write(self, result: SuiteResult) -> None:
-        data = Redactor()(self.render(result))
+        # Masked as a record, then rendered: JUnit and Markdown are not JSON, and their text holds waza's own
+        # words (passed, failed) that a byte-wise mask would rewrite when a secret equals one.
+        data = self.render(SuiteResult.from_dict(Redactor().mask_record(result.to_dict())))
         if self.path == "-":
             sys.stdout.buffer.write(data)
             sys.stdout.buffer.flush()

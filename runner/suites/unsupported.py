@@ -59,7 +59,9 @@ def _notice(doc: Located, path: PathKey, why: str) -> str:
 
 def suite_notices(doc: Located) -> list[str]:
     raw: dict[str, Any] = doc.value
-    out = [_notice(doc, (key,), why) for key, why in SUITE_KEYS.items() if key in raw]
+    # inputs fill the prompts of CSV rows (tasks_from: FILE.csv); only then are they used.
+    used = {"inputs"} if str(raw.get("tasks_from", "")).lower().endswith(".csv") else set()
+    out = [_notice(doc, (key,), why) for key, why in SUITE_KEYS.items() if key in raw and key not in used]
     config = raw.get("config") or {}
     out += [_notice(doc, ("config", key), why) for key, why in CONFIG_KEYS.items() if key in config]
     return out

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import orjson
 
 from waza.protocol.records import CaptureResult, TrajectoryStep
@@ -465,7 +466,7 @@ def _clip_value(value: Any) -> Any:
 
 
 def _clip_step(step: TrajectoryStep) -> TrajectoryStep:
-    return dataclasses.replace(
+    return msgspec.structs.replace(
         step,
         content=None if step.content is None else clip(step.content),
         input=_clip_value(step.input),

@@ -89,6 +89,17 @@ def code(src: str, assertions: list[str] | None, expect: bool | str, score: floa
     return {"src": f"{I}: {src}", "grader": "code", "config": config, "expect": expect, "score": score, **request}
 
 
+#: TestWithRealContextPython's assertions after its first (``len(transcript) == N``, N the events its
+#: collector keeps of the recording: tests/test_fidelity.py checks it on the recording itself).
+REAL_CONTEXT = [
+    "len(errors) == 0",
+    "len(tool_calls) == 1",
+    "outcome['hello'] == 'world'",
+    "output == 'hello world'",
+    "duration_ms < 102 and duration_ms > 100",
+    "len(tool_calls[0]['result']['content']) > 0",
+]
+
 RF, WF = "read_file", "write_file"
 P, D = "azure-prepare", "azure-deploy"
 
@@ -452,14 +463,7 @@ CASES += [
     code("EmptyAssertions", [], True, 1.0),
     code(
         "WithRealContextPython (one completed tool call with a result)",
-        [
-            "len(errors) == 0",
-            "len(tool_calls) == 1",
-            "outcome['hello'] == 'world'",
-            "output == 'hello world'",
-            "duration_ms < 102 and duration_ms > 100",
-            "len(tool_calls[0]['result']['content']) > 0",
-        ],
+        REAL_CONTEXT,
         True,
         1.0,
         output="hello world",

@@ -55,7 +55,7 @@ async def _check(grader: str, config: str | None, worker: bool, as_json: bool, t
     interrupt.summary = lambda: f"checking {grader} was stopped before every rule ran"
     report = await check(target, timeout)
     if as_json:
-        sys.stdout.buffer.write(orjson.dumps(report.to_dict()) + b"\n")
+        sys.stdout.buffer.write(report.to_json() + b"\n")
         sys.stdout.buffer.flush()
     else:
         print(describe(report))

@@ -1,0 +1,69 @@
+"""The relay inside a sandbox whose network is ``loopback``: run as a script, standard library only.
+
+Usage (waza builds it): ``python -I -S sandbox_relay.py SOCKET_DIR PORT[,PORT...] -- AGENT ARGV...``.
+The sandbox has a network of its own, with nothing on its loopback; for each
+listed port this listens on ``127.0.0.1:PORT`` inside it and passes each
+connection through the Unix socket ``SOCKET_DIR/PORT``, which waza relays to the
+same port of the host's loopback. Then it runs the agent with the same standard
+streams, passes on the signals that stop it, and exits as the agent did.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+
+
+def _pipe(source: socket.socket, sink: socket.socket, done: threading.Semaphore, pair: tuple[socket.socket, ...]) -> None:
+    try:
+        while data := source.recv(1 << 16):
+            sink.sendall(data)
+        sink.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+    if not done.acquire(blocking=False):  # the second direction to end closes both
+        for s in pair:
+            s.close()
+
+
+def _serve(listener: socket.socket, path: str) -> None:
+    while True:
+        conn, _ = listener.accept()
+        upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            upstream.connect(path)
+        except OSError:
+            conn.close()
+            upstream.close()
+            continue
+        done = threading.Semaphore(1)
+        for a, b in ((conn, upstream), (upstream, conn)):
+            threading.Thread(target=_pipe, args=(a, b, done, (conn, upstream)), daemon=True).start()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 4 or argv[2] != "--":
+        print("usage: sandbox_relay.py SOCKET_DIR PORT[,PORT...] -- COMMAND...", file=sys.stderr)
+        return 2
+    folder, ports, command = argv[0], argv[1].split(","), argv[3:]
+    for port in ports:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", int(port)))
+        listener.listen(64)
+        threading.Thread(target=_serve, args=(listener, os.path.join(folder, port)), daemon=True).start()
+    try:
+        child = subprocess.Popen(command)
+    except OSError as exc:
+        print(f"cannot start {command[0]!r}: {exc.strerror or exc}", file=sys.stderr)
+        return 127
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda number, _frame: child.send_signal(number))
+    code = child.wait()
+    return code if code >= 0 else 128 - code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
