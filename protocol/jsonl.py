@@ -155,6 +155,15 @@ DEFAULT_MAX_LINE_MB = 64
 DEFAULT_MAX_LINE = DEFAULT_MAX_LINE_MB << 20
 
 
+def over_limit(line: bytes, limit: int) -> bool:
+    """Whether ``line`` (as read, with its line ending) holds more than ``limit`` bytes: counted, not
+    stripped, so a line at the limit is not copied once more just to be measured."""
+    size = len(line)
+    if line.endswith(b"\n"):
+        size -= 2 if line.endswith(b"\r\n") else 1
+    return size > limit
+
+
 def line_too_long(source: str, number: int, limit: int) -> JsonlError:
     """The error for a line longer than ``limit`` bytes."""
     return JsonlError(source, number, f"line longer than {limit >> 20} MB (raise the limit: Limits.line_mb, --max-line-mb)")
@@ -170,7 +179,7 @@ def iter_lines(stream: IO[bytes], source: str = "<input>", max_line: int = DEFAU
     number = 0
     while line := stream.readline(limit + 3):
         number += 1
-        if len(line.rstrip(b"\r\n")) > limit:
+        if over_limit(line, limit):
             raise line_too_long(source, number, limit)
         if number == 1 and line.startswith(BOM):
             line = line[len(BOM) :]

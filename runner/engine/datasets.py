@@ -27,7 +27,16 @@ from typing import Any, Literal
 
 from waza.protocol.codec import RecordError
 from waza.protocol.errors import ConfigError
-from waza.protocol.jsonl import BOM, DEFAULT_MAX_LINE, JsonlError, display_name, is_regular, line_too_long, open_input
+from waza.protocol.jsonl import (
+    BOM,
+    DEFAULT_MAX_LINE,
+    JsonlError,
+    display_name,
+    is_regular,
+    line_too_long,
+    open_input,
+    over_limit,
+)
 from waza.protocol.records import PromptCase
 
 __all__ = [
@@ -209,7 +218,7 @@ def _text_lines(
     with open_input(path, on_wait) as stream:
         while line := stream.readline(max_line + 3):
             counter[0] += 1
-            if len(line.rstrip(b"\r\n")) > max_line:
+            if over_limit(line, max_line):
                 raise line_too_long(source, counter[0], max_line)
             if counter[0] == 1 and line.startswith(BOM):
                 line = line[len(BOM) :]
