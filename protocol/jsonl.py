@@ -9,12 +9,15 @@ resumed run) only ever sees whole lines, except after a hard kill, which
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import select
+import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any, TypeVar, cast
 
 import msgspec
 import orjson
@@ -42,43 +45,142 @@ def display_name(path: str | Path) -> str:
     return "<stdin>" if str(path) == "-" else str(path)
 
 
-def open_input(path: str | Path) -> IO[bytes]:
-    """Open a file or ``-`` (stdin) for binary reading; a clear error when it cannot be read."""
+def open_input(path: str | Path, on_wait: Callable[[], None] | None = None) -> IO[bytes]:
+    """Open a file or ``-`` (stdin) for binary reading; a clear error when it cannot be read.
+
+    Stdin, a pipe or a FIFO is read from its descriptor by a ``DescriptorReader``
+    (see there why), which calls ``on_wait`` before each read that may wait."""
     if str(path) == "-":
-        return sys.stdin.buffer
+        return cast(IO[bytes], DescriptorReader(0, owned=False, on_wait=on_wait))
     p = Path(path)
     if p.is_dir():
         raise JsonlError(str(path), 0, "is a directory, not a JSONL file")
     try:
-        return p.open("rb")
+        if is_regular(p) or not p.exists():
+            return p.open("rb")
+        return cast(IO[bytes], DescriptorReader(os.open(p, os.O_RDONLY | os.O_CLOEXEC), on_wait=on_wait))
     except OSError as exc:
         raise JsonlError(str(path), 0, f"cannot be read: {exc.strerror or exc}") from None
 
 
-#: The longest line any JSONL input may hold (``--max-line-mb`` raises it): an endless
-#: line (``/dev/zero``) is an error at this size instead of unbounded memory.
+def is_regular(path: str | Path) -> bool:
+    """Whether ``path`` is a regular file (False for ``-``, a pipe, a FIFO, a device, or a missing path)."""
+    if str(path) == "-":
+        return False
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+class DescriptorReader(io.RawIOBase):
+    """Stdin, a pipe or a FIFO, read with ``os.read`` on the descriptor itself.
+
+    Not ``sys.stdin.buffer``: a thread blocked in its ``readline`` holds the
+    buffer's lock, and the interpreter, closing stdin as it exits on SIGINT or
+    SIGTERM, aborts on that lock (``Fatal Python error: _enter_buffered_busy``).
+    A read here holds no lock of Python's, so a waiting thread is simply left
+    behind. ``on_wait`` is called before a read that may wait for the writer: a
+    reader handing lines on in batches hands on what it has, instead of waiting
+    for a full batch that may never come.
+    """
+
+    CHUNK = 1 << 16
+
+    def __init__(self, fd: int, *, owned: bool = True, on_wait: Callable[[], None] | None = None) -> None:
+        super().__init__()
+        self.fd = fd
+        self.owned = owned
+        self.on_wait = on_wait
+        self._buffer = bytearray()
+        self._eof = False
+        self._poll: select.poll | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readline(self, size: int | None = -1) -> bytes:
+        """One line with its newline, or its first ``size`` bytes; ``b""`` at the end."""
+        limit = size if size is not None and size >= 0 else None
+        start = 0
+        while True:
+            end = self._buffer.find(b"\n", start)
+            if end >= 0:
+                return self._take(end + 1 if limit is None else min(end + 1, limit))
+            if limit is not None and len(self._buffer) >= limit:
+                return self._take(limit)
+            if self._eof:
+                return self._take(len(self._buffer))
+            start = len(self._buffer)
+            self._fill()
+
+    def readinto(self, buffer: Any) -> int:
+        if not self._buffer and not self._eof:
+            self._fill()
+        n = min(len(buffer), len(self._buffer))
+        buffer[:n] = self._take(n)
+        return n
+
+    def _fill(self) -> None:
+        if self.on_wait is not None and not self._ready():
+            self.on_wait()
+        chunk = os.read(self.fd, self.CHUNK)
+        if chunk:
+            self._buffer += chunk
+        else:
+            self._eof = True
+
+    def _ready(self) -> bool:
+        """Whether a read would return at once (data or the end are there): no need to hand on early."""
+        if self._poll is None:
+            self._poll = select.poll()
+            self._poll.register(self.fd, select.POLLIN)
+        return bool(self._poll.poll(0))
+
+    def _take(self, n: int) -> bytes:
+        with memoryview(self._buffer) as view:  # one copy, not a slice and then a copy of it
+            line = bytes(view[:n])
+        del self._buffer[:n]
+        return line
+
+    def close(self) -> None:
+        if not self.closed and self.owned:
+            os.close(self.fd)
+        super().close()
+
+
+#: The longest line an input file may hold by default (``Limits.line_mb`` raises it): an
+#: endless line (``/dev/zero``) is an error at this size instead of unbounded memory.
 DEFAULT_MAX_LINE_MB = 64
-_max_line_bytes = DEFAULT_MAX_LINE_MB << 20
+DEFAULT_MAX_LINE = DEFAULT_MAX_LINE_MB << 20
 
 
-def set_max_line_mb(megabytes: int) -> None:
-    """Raise (or lower) the line limit for every reader in this process."""
-    global _max_line_bytes
-    _max_line_bytes = megabytes << 20
+def over_limit(line: bytes, limit: int) -> bool:
+    """Whether ``line`` (as read, with its line ending) holds more than ``limit`` bytes: counted, not
+    stripped, so a line at the limit is not copied once more just to be measured."""
+    size = len(line)
+    if line.endswith(b"\n"):
+        size -= 2 if line.endswith(b"\r\n") else 1
+    return size > limit
 
 
-def iter_lines(stream: IO[bytes], source: str = "<input>") -> Iterator[tuple[int, bytes]]:
+def line_too_long(source: str, number: int, limit: int) -> JsonlError:
+    """The error for a line longer than ``limit`` bytes."""
+    return JsonlError(source, number, f"line longer than {limit >> 20} MB (raise the limit: Limits.line_mb, --max-line-mb)")
+
+
+def iter_lines(stream: IO[bytes], source: str = "<input>", max_line: int = DEFAULT_MAX_LINE) -> Iterator[tuple[int, bytes]]:
     """Non-blank lines with their 1-based numbers; a leading BOM and CRLF endings are accepted.
 
-    A line is read with a bound: one longer than the limit is a JsonlError naming
-    ``source`` and the line, never a read without end.
+    A line is read with a bound: one longer than ``max_line`` bytes is a JsonlError
+    naming ``source`` and the line, never a read without end.
     """
-    limit = _max_line_bytes
+    limit = max_line
     number = 0
     while line := stream.readline(limit + 3):
         number += 1
-        if len(line.rstrip(b"\r\n")) > limit:
-            raise JsonlError(source, number, f"line longer than {limit >> 20} MB (raise the limit with --max-line-mb)")
+        if over_limit(line, limit):
+            raise line_too_long(source, number, limit)
         if number == 1 and line.startswith(BOM):
             line = line[len(BOM) :]
         line = line.strip()
@@ -142,16 +244,12 @@ def decode_line(source: str, number: int, line: bytes, cls: type[R]) -> R:
     return record
 
 
-def read_records(path: str | Path, cls: type[R]) -> Iterator[tuple[int, R]]:
+def read_records(path: str | Path, cls: type[R], max_line: int = DEFAULT_MAX_LINE) -> Iterator[tuple[int, R]]:
     """Lazily decode a JSONL file (or stdin) into records."""
     source = display_name(path)
-    stream = open_input(path)
-    try:
-        for number, line in iter_lines(stream, source):
+    with open_input(path) as stream:
+        for number, line in iter_lines(stream, source, max_line):
             yield number, decode_line(source, number, line, cls)
-    finally:
-        if stream is not sys.stdin.buffer:
-            stream.close()
 
 
 def dumps(value: Record | dict[str, Any]) -> bytes:
@@ -161,37 +259,48 @@ def dumps(value: Record | dict[str, Any]) -> bytes:
 
 
 class JsonlWriter:
-    """Writes one complete line per record and flushes it, so every line on disk is whole."""
+    """Writes one complete line per record and flushes it, so every line on disk is whole.
+
+    The file is opened at the first record, not before: a run that fails before
+    it has a record (an agent that cannot start) leaves an existing file as it
+    was and creates none. ``close(complete=True)`` opens it anyway, so a run
+    that finished with no record still says so with an empty file.
+    """
 
     def __init__(self, path: str | Path, *, append: bool = False) -> None:
         self.path = str(path)
-        if self.path == "-":
-            self._stream: IO[bytes] = sys.stdout.buffer
-            self._owned = False
-        else:
-            self._stream = open(self.path, "ab" if append else "wb")  # noqa: SIM115 - closed in close()
-            self._owned = True
+        self.append = append
+        self._stream: IO[bytes] | None = sys.stdout.buffer if self.path == "-" else None
         self.count = 0
+
+    def _open(self) -> IO[bytes]:
+        if self._stream is None:
+            self._stream = open(self.path, "ab" if self.append else "wb")  # noqa: SIM115 - closed in close()
+        return self._stream
 
     def write(self, value: Record | dict[str, Any]) -> None:
         self.write_bytes(dumps(value))
 
     def write_bytes(self, line: bytes) -> None:
-        self._stream.write(line)
-        self._stream.flush()
+        stream = self._open()
+        stream.write(line)
+        stream.flush()
         self.count += 1
 
-    def close(self) -> None:
-        if self._owned:
-            self._stream.close()
-        else:
+    def close(self, *, complete: bool = False) -> None:
+        """Close the file; ``complete``: the run finished, so a file never opened is created (emptied) now."""
+        if self._stream is None and complete:
+            self._open()
+        if self._stream is sys.stdout.buffer:
             self._stream.flush()
+        elif self._stream is not None:
+            self._stream.close()
 
     def __enter__(self) -> JsonlWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        self.close(complete=exc[0] is None)
 
 
 def repair_torn_tail(path: str | Path) -> int:
@@ -224,13 +333,13 @@ def repair_torn_tail(path: str | Path) -> int:
         return size
 
 
-def iter_existing(path: str | Path) -> Iterator[dict[str, Any]]:
+def iter_existing(path: str | Path, max_line: int = DEFAULT_MAX_LINE) -> Iterator[dict[str, Any]]:
     """Whole, parseable lines of an output file being resumed (a torn tail is repaired first)."""
     p = Path(path)
     if not p.exists():
         return
     with p.open("rb") as f:
-        for number, line in iter_lines(f, str(path)):
+        for number, line in iter_lines(f, str(path), max_line):
             value = parse_line(str(path), number, line)
             if isinstance(value, dict):
                 yield value

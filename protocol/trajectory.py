@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import orjson
+
 from .records import TrajectoryStep, Usage
 
 ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
@@ -102,6 +104,39 @@ class FinalOutput:
 
 Event = MessageChunk | ThoughtChunk | ToolCallPatch | PlanUpdate | UsageUpdate | PermissionStep | RawUpdate | FinalOutput
 
+#: What one prompt's trajectory keeps by default: steps, and megabytes of their text and data.
+DEFAULT_MAX_STEPS = 20_000
+DEFAULT_MAX_TRAJECTORY_MB = 64
+
+
+class _Full(Exception):
+    """Raised inside the reducer when an event would take the trajectory past a bound."""
+
+
+def _json_size(value: Any) -> int:
+    """The size of ``value`` written as JSON: what a kept event costs (its data as the record will hold it)."""
+    if value is None:
+        return 0
+    if isinstance(value, str):
+        return len(value)
+    return len(orjson.dumps(value, default=str))
+
+
+def _size(event: Event) -> int:
+    if isinstance(event, (MessageChunk, ThoughtChunk)):
+        return len(event.text)
+    if isinstance(event, ToolCallPatch):
+        return sum(
+            map(_json_size, (event.name, event.title, event.input, event.output, event.content, event.locations, event.extra))
+        )
+    if isinstance(event, PlanUpdate):
+        return _json_size(event.entries)
+    if isinstance(event, PermissionStep):
+        return _json_size(event.request) + _json_size(event.decision)
+    if isinstance(event, RawUpdate):
+        return len(event.kind) + _json_size(event.data)
+    return 0
+
 
 _USAGE_FIELDS = (
     "input_tokens",
@@ -122,12 +157,23 @@ class Reduced:
     tool_errors: bool
     usage: Usage | None
     first_response: int | None
+    #: Events not kept because the trajectory had reached ``max_steps`` or ``max_bytes``.
+    dropped: int = 0
 
 
 @dataclass
 class TrajectoryBuilder:
-    """Collects one prompt's events; ``turn`` is advanced by the adapter as user turns start."""
+    """Collects one prompt's events; ``turn`` is advanced by the adapter as user turns start.
 
+    What it keeps is bounded, whatever an agent reports: at most ``max_steps``
+    steps and ``max_bytes`` of the agent's text and data (measured as JSON). Once an
+    event would pass either bound, it and every later event that would add to
+    the trajectory are counted in ``dropped`` instead (usage and a final answer
+    are still taken: they replace, they do not grow).
+    """
+
+    max_steps: int = DEFAULT_MAX_STEPS
+    max_bytes: int = DEFAULT_MAX_TRAJECTORY_MB << 20
     started: float = field(default_factory=time.perf_counter)
     turn: int = 0
     steps: list[TrajectoryStep] = field(default_factory=list)
@@ -137,6 +183,8 @@ class TrajectoryBuilder:
     _usage: Usage | None = None
     _final: str | None = None
     _first_response: int | None = None
+    _kept_bytes: int = 0
+    _dropped: int = 0
 
     def now_ms(self) -> int:
         return int((time.perf_counter() - self.started) * 1000)
@@ -145,10 +193,28 @@ class TrajectoryBuilder:
         """Record the user's turn as a message step and move to it."""
         self.turn = turn
         self._open_text = None
-        self._new_step("message", self.now_ms(), role="user", content=text)
+        try:  # not counted in the bytes: the prompt is the user's, bounded as its file's lines are
+            self._new_step("message", self.now_ms(), role="user", content=text)
+        except _Full:
+            self._dropped += 1
 
     def emit(self, event: Event, at_ms: int | None = None) -> None:
-        at = self.now_ms() if at_ms is None else at_ms
+        if isinstance(event, (UsageUpdate, FinalOutput)):
+            self._reduce(event, self.now_ms() if at_ms is None else at_ms)
+            return
+        try:
+            self._take(_size(event))
+            self._reduce(event, self.now_ms() if at_ms is None else at_ms)
+        except _Full:
+            self._dropped += 1
+
+    def _take(self, size: int) -> None:
+        """Count ``size`` bytes as kept, or raise _Full (and keep nothing more) past a bound."""
+        if self._dropped or self._kept_bytes + size > self.max_bytes:
+            raise _Full
+        self._kept_bytes += size
+
+    def _reduce(self, event: Event, at: int) -> None:
         if isinstance(event, (MessageChunk, ThoughtChunk)):
             self._text(event, at)
         elif isinstance(event, ToolCallPatch):
@@ -180,6 +246,8 @@ class TrajectoryBuilder:
             self._first_response = at
 
     def _new_step(self, type_: str, at: int, **fields: Any) -> TrajectoryStep:
+        if len(self.steps) >= self.max_steps:
+            raise _Full
         step = TrajectoryStep(type=type_, step_id=f"s{len(self.steps) + 1}", timestamp=at, turn=self.turn, **fields)  # type: ignore[arg-type]
         self.steps.append(step)
         return step
@@ -271,4 +339,5 @@ class TrajectoryBuilder:
             tool_errors=tool_errors,
             usage=self._usage,
             first_response=self._first_response,
+            dropped=self._dropped,
         )

@@ -28,7 +28,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["acalibrate", "calibrate", "compare", "CalibrationRun"], "waza.runner.engine.api_analysis"),
     **dict.fromkeys(
         ["AcpAgent", "AgentSpec", "Builtin", "ExecAgent", "Executable", "GraderSpecT", "HeadlessAgent", "HttpAgent",
-         "Judge", "MockAgent", "Output", "PythonGrader", "ReplayAgent", "Timeouts", "Worker", "Workspace"], "waza.runner.engine.specs",
+         "Judge", "Limits", "MockAgent", "Output", "PythonGrader", "ReplayAgent", "Timeouts", "Worker", "Workspace"], "waza.runner.engine.specs",
     ),
     **dict.fromkeys(["pass_at_k", "pass_hat_k"], "waza.runner.analysis.passk"),
     **dict.fromkeys(["CaptureResult", "PromptCase", "Grade", "GraderRequest"], "waza.protocol.records"),
@@ -77,6 +77,7 @@ if TYPE_CHECKING:
         HeadlessAgent,
         HttpAgent,
         Judge,
+        Limits,
         MockAgent,
         Output,
         PythonGrader,

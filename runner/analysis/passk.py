@@ -57,8 +57,22 @@ def by_k(n: int, c: int, ks: Iterable[int]) -> tuple[dict[str, float | None], di
     return {str(k): pass_at_k(n, c, k) for k in ks}, {str(k): pass_hat_k(n, c, k) for k in ks}
 
 
+#: The most trials a prompt may have: a prompt's trials are held until its last one is in, so the
+#: number of trials bounds the memory of each prompt in flight (and a count that could never finish is refused).
+MAX_TRIALS = 10_000
+
+
+def check_trials(trials: int) -> int:
+    """``trials`` when it is from 1 to MAX_TRIALS, else a ConfigError."""
+    if not 1 <= trials <= MAX_TRIALS:
+        shown = str(trials) if len(str(trials)) <= 20 else f"{str(trials)[:20]}..."
+        raise ConfigError(f"must be from 1 to {MAX_TRIALS} trials per prompt, got {shown}", field="k")
+    return trials
+
+
 def parse_k_values(text: str | None, trials: int) -> list[int]:
     """``--k-values 1,3,5`` (default 1..trials); a k above -k could never be estimated, so it is refused."""
+    check_trials(trials)
     if not text:
         return list(range(1, trials + 1))
     ks: list[int] = []

@@ -25,20 +25,23 @@ import typer
 from waza.adapters import DEFAULT_ADAPTER
 from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.errors import ConfigError
-from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB, set_max_line_mb
+from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB
 from waza.protocol.secrets import mark_secret_env
+from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_MB
 from waza.runner.cli.option_values import finite_number, positive_seconds
 
 if TYPE_CHECKING:
     from waza.protocol.sandbox import Sandbox
     from waza.runner.engine.datasets import TableOptions
     from waza.runner.engine.inputs import TimeoutUnit
-    from waza.runner.engine.specs import AgentSpec, GraderSpecT, Judge, Output, Timeouts
+    from waza.runner.engine.specs import AgentSpec, GraderSpecT, Judge, Limits, Output, Timeouts
     from waza.runner.grading.grader_runners import GraderRunner
     from waza.runner.grading.judges import JudgeChoice
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: The largest value of a limit option (the engine's ``specs.MAX_LIMIT``; not imported, to keep --help light).
+MAX_LIMIT = 1 << 20
 AGENT = "Agent"
 SANDBOX = "Sandbox"
 GRADING = "Grading"
@@ -86,6 +89,26 @@ class AgentOptions:
         Path | None, opt("--workspace-dir", help="Give each prompt a fresh DIR/<id> as its workspace.", panel=AGENT)
     ] = None
     events: Annotated[bool, opt("--events", help="exec: the agent prints JSONL trajectory events.", panel=AGENT)] = False
+    max_steps: Annotated[
+        int,
+        opt(
+            "--max-steps",
+            help="Trajectory steps kept per prompt; an agent reporting more gets an error, the rest counted, not kept.",
+            panel=AGENT,
+            min=1,
+            max=MAX_LIMIT,
+        ),
+    ] = DEFAULT_MAX_STEPS
+    max_trajectory_mb: Annotated[
+        int,
+        opt(
+            "--max-trajectory-mb",
+            help="MB of trajectory text and data kept per prompt (beyond: as --max-steps).",
+            panel=AGENT,
+            min=1,
+            max=MAX_LIMIT,
+        ),
+    ] = DEFAULT_MAX_TRAJECTORY_MB
     mcp_server: Annotated[list[str] | None, opt("--mcp-server", help="acp: an MCP server as JSON (repeatable).", panel=AGENT)] = (
         None
     )
@@ -374,12 +397,17 @@ class OutputOptions:
             help="Longest input line read, in MB (an endless line is an error, not endless memory).",
             panel=OUTPUT,
             min=1,
-            max=1 << 20,
+            max=MAX_LIMIT,
         ),
     ] = DEFAULT_MAX_LINE_MB
 
-    def __post_init__(self) -> None:
-        set_max_line_mb(self.max_line_mb)  # every reader of this command honours it
+    def limits(self, agent: AgentOptions | None = None) -> "Limits":
+        """The run's Limits: the line limit from here, the trajectory's from the agent options (when the command runs one)."""
+        from waza.runner.engine.specs import Limits
+
+        if agent is None:
+            return Limits(line_mb=self.max_line_mb)
+        return Limits(line_mb=self.max_line_mb, steps=agent.max_steps, trajectory_mb=agent.max_trajectory_mb)
 
     def spec(self) -> "Output":
         from waza.runner.engine.specs import Output

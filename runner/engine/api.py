@@ -46,6 +46,7 @@ from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.agent_command import resolve_agent_command
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import (
+    DEFAULT_MAX_LINE,
     JsonlError,
     decode_line,
     display_name,
@@ -57,7 +58,7 @@ from waza.protocol.sandbox import check_available
 from waza.runner.analysis.error_digest import ErrorDigest
 from waza.runner.engine.datasets import TableOptions
 from waza.runner.engine.inputs import check_resumed, in_batches, prescan, prompt_cases, require_lines
-from waza.runner.engine.outputs import ResultWriter, Tally, resume_state
+from waza.runner.engine.outputs import ResultWriter, Tally, check_output, resume_state
 from waza.runner.engine.pipeline import (
     Executor,
     Settings,
@@ -71,7 +72,7 @@ from waza.runner.engine.pipeline import (
     run_items,
 )
 from waza.runner.engine.progress import Progress, wanted
-from waza.runner.engine.specs import AgentSpec, GraderSpecT, Output, Timeouts, Workspace
+from waza.runner.engine.specs import AgentSpec, GraderSpecT, Limits, Output, Timeouts, Workspace
 from waza.runner.grading.build import make_runner
 from waza.runner.grading.grader_runners import GraderRunner
 from waza.runner.grading.judges import finish as finish_judge
@@ -128,7 +129,12 @@ def _workspaces(workspace: Workspace, *, fresh: bool = False) -> Workspaces:
 
 
 def _settings(
-    agent: AgentSpec, runners: list[GraderRunner], timeouts: Timeouts, concurrency: int, workspaces: Workspaces
+    agent: AgentSpec,
+    runners: list[GraderRunner],
+    timeouts: Timeouts,
+    concurrency: int,
+    workspaces: Workspaces,
+    limits: Limits = Limits(),
 ) -> Settings:
     adapter, command, opts = resolve_agent(agent)
     if concurrency < 1:
@@ -141,6 +147,7 @@ def _settings(
         concurrency=concurrency,
         timeout=timeouts.prompt,
         workspaces=workspaces,
+        limits=limits,
     )
 
 
@@ -156,14 +163,17 @@ def _case(value: PromptCase | Mapping[str, Any], where: str) -> PromptCase:
 class _Prompts:
     """A prompts source checked whole before the run: its size, and its cases as a stream."""
 
-    def __init__(self, prompts: Prompts, timeouts: Timeouts, table: TableOptions | None = None) -> None:
+    def __init__(
+        self, prompts: Prompts, timeouts: Timeouts, table: TableOptions | None = None, limits: Limits = Limits()
+    ) -> None:
         self.path: str | None = None
         self.unit = timeouts.prompt_unit
         self.table = table
+        self.max_line = limits.line_bytes
         self.cases: list[PromptCase] = []
         if isinstance(prompts, (str, Path)):
             self.path = str(prompts)
-            self.ids = prescan(self.path, self.unit, table)
+            self.ids = prescan(self.path, self.unit, table, self.max_line)
             self.total: int | None = None if self.ids is None else len(self.ids)
             return
         seen: set[str] = set()
@@ -184,7 +194,7 @@ class _Prompts:
 
     async def stream(self, keep: Callable[[PromptCase], bool]) -> AsyncGenerator[PromptCase, None]:
         if self.path is not None:
-            async for case in prompt_cases(self.path, keep=keep, timeout_unit=self.unit, table=self.table):
+            async for case in prompt_cases(self.path, keep, self.unit, self.table, self.max_line):
                 yield case
             return
         for case in self.cases:
@@ -256,13 +266,16 @@ class CaptureRun:
         output: Output | None = None,
         table: TableOptions | None = None,
         executor: Executor = run_items,
+        limits: Limits = Limits(),
     ) -> CaptureRun:
-        source = _Prompts(prompts, timeouts, table)
-        settings = _settings(agent, [], timeouts, concurrency, _workspaces(workspace))
+        source = _Prompts(prompts, timeouts, table, limits)
+        settings = _settings(agent, [], timeouts, concurrency, _workspaces(workspace), limits)
         settings.graders = build_graders(graders, timeouts)
         done: set[str] = set()
+        if output is not None:
+            check_output(output.path)
         if output and output.resume:
-            done = {key[0] for key in resume_state(output.path) if isinstance(key[0], str)}
+            done = {key[0] for key in resume_state(output.path, max_line=limits.line_bytes) if isinstance(key[0], str)}
             source.check_resumed(output.path, done)
         return cls(source, settings, settings.graders, output, done, executor=executor)
 
@@ -298,12 +311,14 @@ class CaptureRun:
                 self.errors.add(result)
             await sink(result)
 
+        complete = False
         try:
             async with entered(self.runners):
                 await self.executor(items(), self.settings, each)
+            complete = True
         finally:
             if writer is not None:
-                writer.close()
+                writer.close(complete=complete)
             progress.close()
 
 
@@ -316,6 +331,7 @@ async def acapture(
     concurrency: int = 1,
     workspace: Workspace = Workspace(),
     output: Output | None = None,
+    limits: Limits = Limits(),
 ) -> AsyncGenerator[CaptureResult, None]:
     """Run every prompt through the agent and the graders; yield each CaptureResult as it finishes.
 
@@ -323,7 +339,7 @@ async def acapture(
     file as it finishes; ``Output(path, resume=True)`` skips prompts already there.
     """
     run = CaptureRun.prepare(
-        prompts, agent, graders, timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output
+        prompts, agent, graders, timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output, limits=limits
     )
     async with contextlib.aclosing(run.stream()) as results:  # closed in this task when the caller stops early
         async for result in results:
@@ -339,11 +355,20 @@ def capture(
     concurrency: int = 1,
     workspace: Workspace = Workspace(),
     output: Output | None = None,
+    limits: Limits = Limits(),
 ) -> list[CaptureResult]:
     """Blocking :func:`acapture`: every CaptureResult, in the order they finished."""
     return _collect(
         functools.partial(
-            acapture, prompts, agent, graders, timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output
+            acapture,
+            prompts,
+            agent,
+            graders,
+            timeouts=timeouts,
+            concurrency=concurrency,
+            workspace=workspace,
+            output=output,
+            limits=limits,
         )
     )
 
@@ -368,6 +393,7 @@ async def arun_one(
     timeouts: Timeouts = Timeouts(),
     workspace: Workspace = Workspace(fresh=True),
     prepare: Callable[[Path], None] | None = None,
+    limits: Limits = Limits(),
 ) -> CaptureResult:
     """One prompt (one trial) through a fresh agent and the graders: the unit a cluster worker runs.
 
@@ -378,7 +404,7 @@ async def arun_one(
     ``workspace.template``: a suite task's fixtures, or files shipped to a worker).
     """
     prompt = _case(case, "case")
-    settings = _settings(agent, build_graders(graders, timeouts), timeouts, 1, _workspaces(workspace))
+    settings = _settings(agent, build_graders(graders, timeouts), timeouts, 1, _workspaces(workspace), limits)
     if prepare is None:
         from waza.runner.engine.trial_runs import seeder
 
@@ -396,31 +422,32 @@ def run_one(
     timeouts: Timeouts = Timeouts(),
     workspace: Workspace = Workspace(fresh=True),
     prepare: Callable[[Path], None] | None = None,
+    limits: Limits = Limits(),
 ) -> CaptureResult:
     """Blocking :func:`arun_one`."""
     return anyio.run(
-        functools.partial(arun_one, case, agent, graders, trial=trial, timeouts=timeouts, workspace=workspace, prepare=prepare)
+        functools.partial(
+            arun_one, case, agent, graders, trial=trial, timeouts=timeouts, workspace=workspace, prepare=prepare, limits=limits
+        )
     )
 
 
 # --- grading results that exist -------------------------------------------------------------------
 
 
-def read_results(path: str, skipped: list[str] | None = None) -> AsyncGenerator[CaptureResult, None]:
+def read_results(
+    path: str, skipped: list[str] | None = None, max_line: int = DEFAULT_MAX_LINE
+) -> AsyncGenerator[CaptureResult, None]:
     """CaptureResults from a JSONL file or ``-``; a bad line stops the run, or is skipped (and noted) when
     ``skipped`` is a list."""
     source = display_name(path)
 
-    def lines() -> Iterable[tuple[int, bytes]]:
-        stream = open_input(path)
-        try:
-            yield from iter_lines(stream, source)
-        finally:
-            if path != "-":
-                stream.close()
+    def lines(on_wait: Callable[[], None]) -> Iterable[tuple[int, bytes]]:
+        with open_input(path, on_wait) as stream:
+            yield from iter_lines(stream, source, max_line)
 
     async def decoded() -> AsyncGenerator[CaptureResult, None]:
-        async for number, line in in_batches(lines()):
+        async for number, line in in_batches(lines):
             try:
                 yield decode_line(source, number, line, CaptureResult)
             except JsonlError as exc:
@@ -440,6 +467,7 @@ class GradeRun:
     concurrency: int
     output: Output | None
     skipped: list[str] | None
+    max_line: int = DEFAULT_MAX_LINE
     tally: Tally = dataclasses.field(default_factory=Tally)
     #: Why results errored, for a one-look summary at the end.
     errors: ErrorDigest = dataclasses.field(default_factory=ErrorDigest)
@@ -454,6 +482,7 @@ class GradeRun:
         concurrency: int = 1,
         output: Output | None = None,
         skip_invalid: bool = False,
+        limits: Limits = Limits(),
     ) -> GradeRun:
         if output is not None and output.resume:
             raise ConfigError("--resume applies to capture and trials, not grade")
@@ -465,7 +494,9 @@ class GradeRun:
             if results != "-":
                 open_input(results).close()  # an unreadable input fails before the output is opened
             require_lines(results, "results")
-        return cls(results, runners, concurrency, output, [] if skip_invalid else None)
+        if output is not None:
+            check_output(output.path)
+        return cls(results, runners, concurrency, output, [] if skip_invalid else None, limits.line_bytes)
 
     async def stream(self) -> AsyncGenerator[CaptureResult, None]:
         async with contextlib.aclosing(_as_stream(self.run_to)) as results:  # closed in this task when the caller stops early
@@ -477,7 +508,7 @@ class GradeRun:
         writer, progress = _writer(self.output, None, "grade", self.tally, self.errors)
         source: AsyncIterator[CaptureResult]
         if isinstance(self.results, str):
-            source = read_results(self.results, self.skipped)
+            source = read_results(self.results, self.skipped, self.max_line)
         else:
             source = in_batches(self.results)
 
@@ -489,12 +520,14 @@ class GradeRun:
                 self.errors.add(result)
             await sink(result)
 
+        complete = False
         try:
             async with entered(self.runners):
                 await grade_stream(source, self.runners, self.concurrency, each)
+            complete = True
         finally:
             if writer is not None:
-                writer.close()
+                writer.close(complete=complete)
             progress.close()
 
 
@@ -505,9 +538,10 @@ async def agrade(
     timeouts: Timeouts = Timeouts(),
     concurrency: int = 1,
     output: Output | None = None,
+    limits: Limits = Limits(),
 ) -> AsyncGenerator[CaptureResult, None]:
     """Grade CaptureResults again with ``graders`` (a JSONL file, ``-``, or records); yield each as it is graded."""
-    run = GradeRun.prepare(results, graders, timeouts=timeouts, concurrency=concurrency, output=output)
+    run = GradeRun.prepare(results, graders, timeouts=timeouts, concurrency=concurrency, output=output, limits=limits)
     async with contextlib.aclosing(run.stream()) as graded:  # closed in this task when the caller stops early
         async for result in graded:
             yield result
@@ -520,9 +554,12 @@ def grade(
     timeouts: Timeouts = Timeouts(),
     concurrency: int = 1,
     output: Output | None = None,
+    limits: Limits = Limits(),
 ) -> list[CaptureResult]:
     """Blocking :func:`agrade`."""
-    return _collect(functools.partial(agrade, results, graders, timeouts=timeouts, concurrency=concurrency, output=output))
+    return _collect(
+        functools.partial(agrade, results, graders, timeouts=timeouts, concurrency=concurrency, output=output, limits=limits)
+    )
 
 
 __all__ = [

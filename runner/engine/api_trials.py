@@ -16,13 +16,14 @@ from pathlib import Path
 from waza.protocol.errors import ConfigError
 from waza.protocol.trial_records import ErrorPolicy, TrialEntry, TrialResult, TrialsSummary
 from waza.runner.analysis.error_digest import ErrorDigest
-from waza.runner.analysis.passk import parse_k_values
+from waza.runner.analysis.passk import check_trials, parse_k_values
 from waza.runner.analysis.trial_stats import SummaryBuilder
 from waza.runner.engine.api import Prompts, _as_stream, _collect, _Prompts, _settings, _workspaces, build_graders
 from waza.runner.engine.datasets import TableOptions
+from waza.runner.engine.outputs import check_output
 from waza.runner.engine.pipeline import Executor, Settings, Sink, WorkItem, entered, run_items
 from waza.runner.engine.progress import Progress, wanted
-from waza.runner.engine.specs import AgentSpec, GraderSpecT, Output, Timeouts, Workspace
+from waza.runner.engine.specs import AgentSpec, GraderSpecT, Limits, Output, Timeouts, Workspace
 from waza.runner.engine.trial_runs import (
     Plan,
     TrialsOutput,
@@ -70,9 +71,9 @@ class TrialsRun:
         summary: Path | None = None,
         table: TableOptions | None = None,
         executor: Executor = run_items,
+        limits: Limits = Limits(),
     ) -> TrialsRun:
-        if k < 1:
-            raise ConfigError(f"k must be at least 1, got {k}", field="k")
+        check_trials(k)
         plan = Plan(
             trials=k,
             k_values=parse_k_values(",".join(map(str, k_values)) if k_values else None, k),
@@ -80,13 +81,15 @@ class TrialsRun:
             seed=seed,
             summary=summary,
         )
-        source = _Prompts(prompts, timeouts, table)
-        settings = _settings(agent, [], timeouts, concurrency, _workspaces(workspace, fresh=True))
+        source = _Prompts(prompts, timeouts, table, limits)
+        settings = _settings(agent, [], timeouts, concurrency, _workspaces(workspace, fresh=True), limits)
         if not graders:
             raise ConfigError("trials needs at least one --grader: pass@k counts the trials that pass")
         settings.graders = build_graders(graders, timeouts)
         if output is not None and summary is not None and str(summary) == output.path:
             raise ConfigError("--summary must be another file than -o")
+        if output is not None:
+            check_output(output.path)
         prepare = seeder(workspace.template)
         builder = SummaryBuilder(plan.trials, plan.k_values, plan.policy)
         finished: set[str] = set()
@@ -95,9 +98,9 @@ class TrialsRun:
             sidecar = sidecar_path(output.path)
             if sidecar is None:
                 raise ConfigError("--resume needs -o FILE (it reads what that file already holds)")
-            finished = load_finished(output.path, plan, builder)
+            finished = load_finished(output.path, plan, builder, limits.line_bytes)
             source.check_resumed(output.path, finished)
-            partial = load_partial(sidecar, finished, plan.trials)
+            partial = load_partial(sidecar, finished, plan.trials, limits.line_bytes)
         return cls(source, settings, plan, output, builder, finished, partial, prepare, executor)
 
     @property
@@ -143,12 +146,14 @@ class TrialsRun:
             async with entered(self.settings.graders):
                 await self.executor(items(), self.settings, sink)
 
+        complete = False
         try:
             async with contextlib.aclosing(_as_stream(run)) as results:  # closed in this task when the caller stops early
                 async for result in results:
                     yield result
+            complete = True
         finally:
-            sink.close()
+            sink.close(complete=complete)
             progress.close()
         sidecar = self.sidecar
         if sidecar is not None and not sink.open:
@@ -167,12 +172,13 @@ async def atrials(
     concurrency: int = 1,
     workspace: Workspace = Workspace(),
     output: Output | None = None,
+    limits: Limits = Limits(),
 ) -> AsyncGenerator[TrialResult, None]:
     """Run every prompt ``k`` times (fresh agent session and workspace each); yield each prompt's
     TrialResult (its trials, pass rate, pass@k and pass^k for ``k_values``) when its last trial is in."""
     run = TrialsRun.prepare(
         prompts, agent, graders, k=k, k_values=k_values, errors=errors,
-        timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output,
+        timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output, limits=limits,
     )  # fmt: skip
     async with contextlib.aclosing(run.stream()) as results:  # closed in this task when the caller stops early
         async for result in results:
@@ -191,12 +197,13 @@ def trials(
     concurrency: int = 1,
     workspace: Workspace = Workspace(),
     output: Output | None = None,
+    limits: Limits = Limits(),
 ) -> list[TrialResult]:
     """Blocking :func:`atrials`: every prompt's TrialResult, in the order they finished."""
     return _collect(
         functools.partial(
             atrials, prompts, agent, graders, k=k, k_values=k_values, errors=errors,
-            timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output,
+            timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output, limits=limits,
         )
     )  # fmt: skip
 

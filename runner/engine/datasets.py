@@ -9,7 +9,8 @@ A table without an ``id`` column numbers its rows (``1``, ``2``, ...), so a
 resumed run still finds its place as long as the file is not reordered.
 
 CSV is read through the ``csv`` module one row at a time (a field is capped by
-its default 128 KiB limit), errors naming ``file:line``; Parquet through
+its default 128 KiB limit, a line by the run's line limit, as JSONL lines are),
+errors naming ``file:line``; Parquet through
 pyarrow's ``ParquetFile.iter_batches``, errors naming ``file:row N``. pyarrow is
 the optional ``waza[parquet]`` extra: without it a Parquet file is a one-line
 usage error naming the extra.
@@ -18,19 +19,38 @@ usage error naming the extra.
 from __future__ import annotations
 
 import datetime
-import io
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from waza.protocol.codec import RecordError
 from waza.protocol.errors import ConfigError
-from waza.protocol.jsonl import JsonlError, display_name, open_input
+from waza.protocol.jsonl import (
+    BOM,
+    DEFAULT_MAX_LINE,
+    JsonlError,
+    display_name,
+    is_regular,
+    line_too_long,
+    open_input,
+    over_limit,
+)
 from waza.protocol.records import PromptCase
 
-__all__ = ["FORMATS", "PromptFormat", "RowError", "TableOptions", "detect_format", "error_type", "iter_table", "parse_map"]
+__all__ = [
+    "FORMATS",
+    "MAX_COLUMNS",
+    "PromptFormat",
+    "RowError",
+    "TableOptions",
+    "check_seekable",
+    "detect_format",
+    "error_type",
+    "iter_table",
+    "parse_map",
+]
 
 PromptFormat = Literal["jsonl", "csv", "parquet"]
 FORMATS: tuple[str, ...] = ("jsonl", "csv", "parquet")
@@ -94,9 +114,17 @@ def error_type(fmt: PromptFormat) -> type[JsonlError]:
     return RowError if fmt == "parquet" else JsonlError
 
 
-def iter_table(path: str | Path, fmt: PromptFormat, columns: dict[str, str]) -> Iterator[tuple[int, PromptCase]]:
-    """The prompts of a CSV or Parquet file with their line (CSV) or row (Parquet) numbers."""
-    rows = _csv_rows(path) if fmt == "csv" else _parquet_rows(path)
+def iter_table(
+    path: str | Path,
+    fmt: PromptFormat,
+    columns: dict[str, str],
+    max_line: int = DEFAULT_MAX_LINE,
+    on_wait: Callable[[], None] | None = None,
+) -> Iterator[tuple[int, PromptCase]]:
+    """The prompts of a CSV or Parquet file with their line (CSV) or row (Parquet) numbers.
+
+    A CSV line is bounded by ``max_line`` bytes, as a JSONL line is; ``on_wait``: see ``open_input``."""
+    rows = _csv_rows(path, max_line, on_wait) if fmt == "csv" else _parquet_rows(path)
     source = display_name(path)
     error = error_type(fmt)
     renames: dict[str, str] | None = None
@@ -174,42 +202,91 @@ def _plain(value: Any, column: str, source: str, number: int, error: type[JsonlE
     raise error(source, number, f"a {type(value).__name__} value cannot be a prompt field or metadata", column)
 
 
-def _csv_rows(path: str | Path) -> Iterator[tuple[int, dict[str, str]]]:
+#: The most columns a CSV header may name (a row may not have more fields than its header).
+MAX_COLUMNS = 1 << 16
+#: How many fields past the header's count a line may plainly hold before it is refused unsplit
+#: (a line with fewer is split and refused with its exact count).
+SPLIT_SLACK = 1024
+
+
+def _text_lines(
+    path: str | Path, source: str, max_line: int, on_wait: Callable[[], None] | None, counter: list[int]
+) -> Iterator[str]:
+    """The physical lines of a CSV file as text, each bounded by ``max_line`` bytes; ``counter[0]``
+    is the number of the line last read, so an error names the line it is on (a decoder reading
+    ahead in blocks would name a later one)."""
+    with open_input(path, on_wait) as stream:
+        while line := stream.readline(max_line + 3):
+            counter[0] += 1
+            if over_limit(line, max_line):
+                raise line_too_long(source, counter[0], max_line)
+            if counter[0] == 1 and line.startswith(BOM):
+                line = line[len(BOM) :]
+            try:
+                yield line.decode()
+            except UnicodeDecodeError as exc:
+                raise JsonlError(source, counter[0], f"is not UTF-8 text (byte {exc.start + 1})") from None
+
+
+def _csv_rows(path: str | Path, max_line: int, on_wait: Callable[[], None] | None) -> Iterator[tuple[int, dict[str, str]]]:
+    """Rows as {column: cell} with the number of the line each starts on.
+
+    Lines are bounded as JSONL lines are, and a line that plainly holds more
+    fields than the header (more delimiters than columns, no quote that could
+    hide one) is refused before it is split into fields, which would cost
+    eight bytes a field whatever the line's size."""
     import csv  # here, not at import: a JSONL run never needs it
 
     source = display_name(path)
-    raw = open_input(path)
-    text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
-    reader = csv.reader(text)
+    counter = [0]
+    lines = _text_lines(path, source, max_line, on_wait, counter)
     header: list[str] | None = None
-    last = 0
-    try:
-        while True:
-            try:
-                cells = next(reader)
-            except StopIteration:
-                break
-            except csv.Error as exc:
-                raise JsonlError(source, reader.line_num, f"bad CSV: {exc}") from None
-            except UnicodeDecodeError:
-                raise JsonlError(source, last + 1, "is not UTF-8 text") from None
-            number, last = last + 1, reader.line_num
-            if not cells or cells == [""]:
-                continue
-            if header is None:
-                header = [c.strip() for c in cells]
-                repeated = next((c for i, c in enumerate(header) if c in header[:i] or not c), None)
-                if repeated is not None:
-                    raise JsonlError(source, number, f"column {repeated!r} is empty or repeated in the header")
-                continue
-            if len(cells) != len(header):
-                raise JsonlError(source, number, f"has {len(cells)} fields, the header has {len(header)}")
-            yield number, dict(zip(header, cells, strict=True))
-    finally:
-        if str(path) != "-":
-            text.close()
-        else:
-            text.detach()
+
+    def checked() -> Iterator[str]:
+        for line in lines:
+            most = MAX_COLUMNS if header is None else len(header) + SPLIT_SLACK
+            if line.count(",") >= most and '"' not in line:
+                what = (
+                    f"more than {MAX_COLUMNS} columns"
+                    if header is None
+                    else f"more than {most} fields, the header has {len(header)}"
+                )
+                raise JsonlError(source, counter[0], f"has {what}")
+            yield line
+
+    reader = csv.reader(checked())
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise JsonlError(source, counter[0], f"bad CSV: {exc}") from None
+        number = counter[0]
+        if not cells or cells == [""]:
+            continue
+        if header is None:
+            if len(cells) > MAX_COLUMNS:
+                raise JsonlError(source, number, f"has more than {MAX_COLUMNS} columns")
+            header = [c.strip() for c in cells]
+            seen: set[str] = set()
+            for column in header:
+                if not column or column in seen:
+                    raise JsonlError(source, number, f"column {column!r} is empty or repeated in the header")
+                seen.add(column)
+            continue
+        if len(cells) != len(header):
+            raise JsonlError(source, number, f"has {len(cells)} fields, the header has {len(header)}")
+        yield number, dict(zip(header, cells, strict=True))
+
+
+def check_seekable(path: str | Path) -> None:
+    """A Parquet file is read from its end, so it must be a regular file: a FIFO or a device is refused
+    at once instead of blocking on a read that can never seek."""
+    if str(path) == "-" or (Path(path).exists() and not is_regular(path)):
+        raise JsonlError(
+            display_name(path), 0, "is not a regular file: a Parquet file is read from its end, so it cannot be a pipe or a FIFO"
+        )
 
 
 def _parquet_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -219,16 +296,36 @@ def _parquet_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     except ImportError:
         raise ConfigError("reading Parquet prompts needs pyarrow: pip install 'waza[parquet]'") from None
     source = display_name(path)
-    raw = open_input(path)
-    try:
+    check_seekable(path)
+    with open_input(path) as raw:
         try:
             table = pq.ParquetFile(raw)
         except (pa.ArrowException, OSError, ValueError) as exc:  # not a Parquet file
-            raise JsonlError(source, 0, f"is not a readable Parquet file: {' '.join(str(exc).split())[:200]}") from None
+            raise JsonlError(source, 0, f"is not a readable Parquet file: {_short(exc)}") from None
         number = 0
-        for batch in table.iter_batches(batch_size=BATCH_ROWS):
-            for row in batch.to_pylist():
+        batches = table.iter_batches(batch_size=BATCH_ROWS)
+        while True:
+            try:
+                batch = next(batches, None)
+            except (pa.ArrowException, OSError, ValueError) as exc:  # a damaged page
+                raise RowError(source, number + 1, f"cannot be read: {_short(exc)}") from None
+            if batch is None:
+                return
+            try:
+                rows = batch.to_pylist()
+            except (pa.ArrowException, OverflowError, ValueError):  # a date or time Python cannot hold: find its row
+                rows = None
+            for index in range(batch.num_rows):
                 number += 1
+                if rows is not None:
+                    yield number, rows[index]
+                    continue
+                try:
+                    row = batch.slice(index, 1).to_pylist()[0]
+                except (pa.ArrowException, OverflowError, ValueError) as exc:
+                    raise RowError(source, number, f"holds a value Python cannot represent: {_short(exc)}") from None
                 yield number, row
-    finally:
-        raw.close()
+
+
+def _short(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200]

@@ -7,19 +7,19 @@ cannot be read twice, so there each line is checked as it arrives and a bad one
 stops the run after what is in flight. The file is opened and its lines pulled
 in batches from a worker thread, so a slow pipe or a FIFO no one writes never
 blocks the event loop, and SIGINT/SIGTERM still end the run (the blocked thread
-is abandoned). CSV and Parquet files are read row by row the same way
+is abandoned); a batch goes on as soon as the stream would wait, so each line is
+used as it arrives. CSV and Parquet files are read row by row the same way
 (``datasets``); the checks here apply to every format.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import queue
-import stat
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from itertools import islice
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -28,9 +28,9 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from waza.protocol.errors import ConfigError
-from waza.protocol.jsonl import JsonlError, decode_line, display_name, iter_lines, open_input
+from waza.protocol.jsonl import DEFAULT_MAX_LINE, JsonlError, decode_line, display_name, is_regular, iter_lines, open_input
 from waza.protocol.records import PromptCase
-from waza.runner.engine.datasets import TableOptions, detect_format, error_type, iter_table
+from waza.runner.engine.datasets import TableOptions, check_seekable, detect_format, error_type, iter_table
 
 T = TypeVar("T")
 
@@ -42,107 +42,154 @@ AMBIGUOUS_TIMEOUT = 1000
 BATCH = 256
 
 
-def _read_ahead(
-    iterator: Iterator[T], size: int, requests: queue.SimpleQueue[anyio.Event | None], box: list[Any], token: Any
-) -> None:
-    """The reader thread of ``in_batches``: a batch per request, set ``ready`` when it is in ``box``.
+class _Stopped(Exception):
+    """The consumer of ``in_batches`` went away: the reader thread unwinds its source and ends."""
+
+
+class _ReadAhead:
+    """The reader thread of ``in_batches``: values in batches, each handed over when it is full or
+    when the source is about to wait (``waiting``), so a line that has arrived is never held back.
 
     A batch cut short by an error holds what came before it, then the error:
     the lines before a bad one are still graded and written."""
-    while (ready := requests.get()) is not None:
-        batch: list[T] = []
+
+    def __init__(self, size: int, token: Any, ready: anyio.Event) -> None:
+        self.size = size
+        self.token = token
+        self.requests: queue.SimpleQueue[anyio.Event | None] = queue.SimpleQueue()
+        self.box: list[tuple[list[Any], BaseException | None, bool]] = []
+        self.batch: list[Any] = []
+        #: Set when the next batch is in ``box``; the consumer puts the one after in ``requests``.
+        self.ready = ready
+
+    def run(self, source: Iterable[Any] | Callable[[Callable[[], None]], Iterable[Any]]) -> None:
         error: BaseException | None = None
         try:
-            for value in islice(iterator, size):
-                batch.append(value)
+            values = source(self.waiting) if callable(source) else source
+            for value in values:
+                self.batch.append(value)
+                if len(self.batch) >= self.size:
+                    self._hand_over()
+        except _Stopped:
+            return
         except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task after the batch
             error = exc
-        box.append((batch, error))
+        with contextlib.suppress(_Stopped):
+            self._hand_over(error, done=True)
+
+    def waiting(self) -> None:
+        """Called by the source before a read that may wait: what has been read goes on now."""
+        if self.batch:
+            self._hand_over()
+
+    def _hand_over(self, error: BaseException | None = None, *, done: bool = False) -> None:
+        self.box.append((self.batch, error, done))
+        self.batch = []
         try:
-            anyio.from_thread.run_sync(ready.set, token=token)
+            anyio.from_thread.run_sync(self.ready.set, token=self.token)
         except RuntimeError:  # the loop is gone: the run was interrupted
-            return
-        if error is not None:
-            return
+            raise _Stopped from None
+        if not done:
+            ready = self.requests.get()  # the consumer asks again as soon as it has a batch
+            if ready is None:
+                raise _Stopped
+            self.ready = ready
 
 
-async def in_batches(source: Iterable[T], size: int = BATCH) -> AsyncIterator[T]:
+async def in_batches(source: Iterable[T] | Callable[[Callable[[], None]], Iterable[T]], size: int = BATCH) -> AsyncIterator[T]:
     """Iterate a blocking iterator without blocking the loop, a batch at a time from one daemon thread.
+
+    ``source`` is an iterable, or a function that makes one given a callback to
+    call before each read that may wait (``open_input``'s ``on_wait``): a batch
+    is handed on when it holds ``size`` values or when the source is about to
+    wait, so each line of a slow stream is used as it arrives and a stream that
+    stays open keeps running.
 
     The thread reads the next batch while this one is used (two batches in
     memory at most). A daemon thread, not a pool's: a read blocked for good (a
     FIFO no one writes) cannot keep waza from ending on SIGINT/SIGTERM, as a
     pool thread would (the interpreter joins those). One thread per iteration,
     not per batch: starting one cost as much as reading the batch."""
-    requests: queue.SimpleQueue[anyio.Event | None] = queue.SimpleQueue()
-    box: list[Any] = []
-    reader = threading.Thread(
-        target=_read_ahead,
-        args=(iter(source), size, requests, box, anyio.lowlevel.current_token()),
-        name="waza-read",
-        daemon=True,
-    )
     ready = anyio.Event()
-    requests.put(ready)
-    reader.start()
+    reader = _ReadAhead(size, anyio.lowlevel.current_token(), ready)
+    thread = threading.Thread(target=reader.run, args=(source,), name="waza-read", daemon=True)
+    thread.start()
     try:
         while True:
             await ready.wait()
-            batch, error = box.pop()
-            if error is None and batch:
+            batch, error, done = reader.box.pop()
+            if not done:
                 ready = anyio.Event()
-                requests.put(ready)  # read ahead while this batch is used
+                reader.requests.put(ready)  # read ahead while this batch is used
             for value in batch:
                 yield value
             if error is not None:
                 raise error
-            if not batch:
+            if done:
                 return
     finally:
-        requests.put(None)
+        reader.requests.put(None)
 
 
-def _decoded(path: str | Path, table: TableOptions | None) -> Iterator[tuple[int, PromptCase]]:
+def _decoded(
+    path: str | Path, table: TableOptions | None, max_line: int, on_wait: Callable[[], None] | None
+) -> Iterator[tuple[int, PromptCase]]:
     """Prompts as written, with their line (or Parquet row) numbers: JSONL, CSV or Parquet."""
     table = table or TableOptions()
     fmt = detect_format(path, table.format)
     if fmt != "jsonl":
-        yield from iter_table(path, fmt, table.columns)
+        yield from iter_table(path, fmt, table.columns, max_line, on_wait)
         return
     if table.columns:
         raise ConfigError("--map is for CSV and Parquet prompts files; a JSONL prompt names its fields", field="--map")
     source = display_name(path)
-    stream = open_input(path)
-    try:
-        for number, line in iter_lines(stream, source):
+    with open_input(path, on_wait) as stream:
+        for number, line in iter_lines(stream, source, max_line):
             yield number, decode_line(source, number, line, PromptCase)
-    finally:
-        if str(path) != "-":
-            stream.close()
 
 
 def iter_prompts(
-    path: str | Path, timeout_unit: TimeoutUnit | None = None, table: TableOptions | None = None
+    path: str | Path,
+    timeout_unit: TimeoutUnit | None = None,
+    table: TableOptions | None = None,
+    max_line: int = DEFAULT_MAX_LINE,
+    on_wait: Callable[[], None] | None = None,
 ) -> Iterator[tuple[int, PromptCase]]:
     """Decode prompts lazily, rejecting a repeated id at the line that repeats it; with a
     ``timeout_unit``, a prompt's ``timeout`` is converted to seconds (None: left as written).
-    ``table`` says how to read a CSV or Parquet file (without it: by extension, columns by name)."""
+    ``table`` says how to read a CSV or Parquet file (without it: by extension, columns by name);
+    ``max_line`` bounds a line in bytes; ``on_wait`` is called before a read of a stream that may wait."""
     source = display_name(path)
     error = error_type(detect_format(path, table.format if table else None))
     seen: dict[str, int] = {}
-    for number, case in _decoded(path, table):
+    for number, case in _decoded(path, table, max_line, on_wait):
         if case.id in seen:
             raise error(source, number, f"duplicate id {case.id!r} (first on line {seen[case.id]})", "id")
         if not case.turns or not all(isinstance(t, str) for t in case.turns):
             raise error(source, number, "must be a string or a non-empty list of strings", "input")
-        if "\0" in case.id:
-            raise error(source, number, "must not contain a NUL character", "id")
+        nul = _nul_field(case)
+        if nul is not None:
+            raise error(source, number, "must not contain a NUL character (no agent can be handed one)", nul)
         if case.timeout is not None and not (math.isfinite(case.timeout) and case.timeout > 0):
             raise error(source, number, f"must be a number greater than 0, got {case.timeout!r}", "timeout")
         seen[case.id] = number
         if timeout_unit is not None and case.timeout is not None:
             case.timeout = _seconds(case.timeout, timeout_unit, error(source, number, "", "timeout"))
         yield number, case
+
+
+def _nul_field(case: PromptCase) -> str | None:
+    """The first text field of ``case`` holding a NUL character: no agent can be handed one (argv,
+    environment and file names end at a NUL), so it is refused where it is read, not at run time."""
+    if "\0" in case.id:
+        return "id"
+    if any("\0" in turn for turn in case.turns):
+        return "input"
+    for name in ("hint", "reference"):
+        value = getattr(case, name)
+        if isinstance(value, str) and "\0" in value:
+            return name
+    return None
 
 
 def _seconds(value: float, unit: TimeoutUnit, where: JsonlError) -> float:
@@ -160,19 +207,18 @@ def _seconds(value: float, unit: TimeoutUnit, where: JsonlError) -> float:
 
 def is_stream(path: str | Path) -> bool:
     """Stdin, a pipe, a FIFO or a device: anything that cannot be read a second time."""
-    if str(path) == "-":
-        return True
-    try:
-        return not stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False  # let the open report why
+    return str(path) == "-" or (os.path.exists(path) and not is_regular(path))  # a missing path: the open says why
 
 
-def prescan(path: str | Path, timeout_unit: TimeoutUnit | None = None, table: TableOptions | None = None) -> set[str] | None:
+def prescan(
+    path: str | Path, timeout_unit: TimeoutUnit | None = None, table: TableOptions | None = None, max_line: int = DEFAULT_MAX_LINE
+) -> set[str] | None:
     """Validate a whole regular prompts file before running; its ids (None for a stream, read once later)."""
+    if detect_format(path, table.format if table else None) == "parquet":
+        check_seekable(path)  # before is_stream: a Parquet FIFO is refused, not left for a reader to block on
     if is_stream(path):
         return None
-    ids = {case.id for _, case in iter_prompts(path, timeout_unit, table)}
+    ids = {case.id for _, case in iter_prompts(path, timeout_unit, table, max_line)}
     if not ids:
         raise JsonlError(display_name(path), 0, "holds no prompts")
     return ids
@@ -183,12 +229,9 @@ def require_lines(path: str | Path, what: str) -> None:
     by their reader once read)."""
     if is_stream(path):
         return
-    stream = open_input(path)
-    try:
+    with open_input(path) as stream:
         if next(iter_lines(stream, display_name(path)), None) is None:
             raise JsonlError(display_name(path), 0, f"holds no {what}")
-    finally:
-        stream.close()
 
 
 def check_resumed(output: str, done: set[str], ids: set[str] | None, prompts: str | Path) -> None:
@@ -209,7 +252,13 @@ async def prompt_cases(
     keep: Callable[[PromptCase], bool] = lambda c: True,
     timeout_unit: TimeoutUnit | None = None,
     table: TableOptions | None = None,
+    max_line: int = DEFAULT_MAX_LINE,
 ) -> AsyncIterator[PromptCase]:
-    async for _, case in in_batches(iter_prompts(path, timeout_unit, table)):
+    """The prompts of ``path`` as they are read (each line of a stream handed on as it arrives)."""
+
+    def cases(on_wait: Callable[[], None]) -> Iterator[tuple[int, PromptCase]]:
+        return iter_prompts(path, timeout_unit, table, max_line, on_wait)
+
+    async for _, case in in_batches(cases):
         if keep(case):
             yield case

@@ -9,13 +9,16 @@ score of the results that have one.
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from waza.protocol.errors import ConfigError
-from waza.protocol.jsonl import JsonlError, dumps, iter_existing, repair_torn_tail
+from waza.protocol.jsonl import DEFAULT_MAX_LINE, JsonlError, dumps, iter_existing, repair_torn_tail
 from waza.protocol.records import CaptureResult
 from waza.protocol.secrets import Redactor
 from waza.runner.analysis.error_digest import ErrorDigest
@@ -95,10 +98,8 @@ class ResultWriter:
         errors: ErrorDigest | None = None,
     ) -> None:
         self.path = str(path)
-        if self.path == "-":
-            self._stream = sys.stdout.buffer
-        else:
-            self._stream = open(self.path, "ab" if append else "wb", buffering=BUFFER)  # noqa: SIM115 - closed in close()
+        self.append = append
+        self._stream: IO[bytes] | None = sys.stdout.buffer if self.path == "-" else None
         self._flush_pending = False
         self._failed: OSError | None = None
         self.redact = Redactor()
@@ -113,14 +114,20 @@ class ResultWriter:
         self.errors.add(result)
         self.write_line(dumps(result), result.status, result.score.score if result.score else None)
 
+    def _open(self) -> IO[bytes]:
+        if self._stream is None:
+            self._stream = open(self.path, "ab" if self.append else "wb", buffering=BUFFER)  # noqa: SIM115 - closed in close()
+        return self._stream
+
     def write_line(self, line: bytes, status: str, score: float | None) -> None:
         self._raise_failed()
-        self._stream.write(self.redact(line))
+        stream = self._open()
+        stream.write(self.redact(line))
         if not self._flush_pending:
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:  # not in an event loop: nothing to batch with
-                self._stream.flush()
+                stream.flush()
             else:
                 self._flush_pending = True
                 loop.call_soon(self._flush)
@@ -129,7 +136,7 @@ class ResultWriter:
 
     def _flush(self) -> None:
         self._flush_pending = False
-        if self._stream.closed:
+        if self._stream is None or self._stream.closed:
             return
         try:
             self._stream.flush()
@@ -141,15 +148,40 @@ class ResultWriter:
             failed, self._failed = self._failed, None
             raise failed
 
-    def close(self) -> None:
-        if self._stream is not sys.stdout.buffer:
-            self._stream.close()
-        else:
+    def close(self, *, complete: bool = False) -> None:
+        """Flush and close; ``complete``: the run finished, so a file never written is created (emptied) now.
+
+        Without ``complete`` a file no result reached is never opened: a run that
+        stops before its first result (an agent that cannot start, a cluster that
+        cannot be joined) leaves an existing file as it was and creates none."""
+        if self._stream is None and complete:
+            self._open()
+        if self._stream is sys.stdout.buffer:
             self._stream.flush()
+        elif self._stream is not None:
+            self._stream.close()
         self._raise_failed()
 
 
-def resume_state(output: str | None, key: tuple[str, ...] = ("id",)) -> set[tuple[object, ...]]:
+def check_output(path: str) -> None:
+    """Refuse, before anything runs, an output that could not be opened when the first result arrives
+    (the file itself is opened only then: see ``ResultWriter``)."""
+    if path == "-":
+        return
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path(".")
+    problem: int | None = None
+    if target.is_dir():
+        problem = errno.EISDIR
+    elif not parent.is_dir():
+        problem = errno.ENOENT
+    elif not os.access(target if target.exists() else parent, os.W_OK):
+        problem = errno.EACCES
+    if problem is not None:
+        raise ConfigError(f"cannot write {path}: {os.strerror(problem)}")
+
+
+def resume_state(output: str | None, key: tuple[str, ...] = ("id",), max_line: int = DEFAULT_MAX_LINE) -> set[tuple[object, ...]]:
     """Keys of results already complete in ``output``, after repairing a torn last line."""
     if not output or output == "-":
         raise ConfigError("--resume needs -o FILE (it reads what that file already holds)")
@@ -161,7 +193,7 @@ def resume_state(output: str | None, key: tuple[str, ...] = ("id",)) -> set[tupl
         print(f"waza: repaired {output}: removed a torn last line ({removed} bytes)", file=sys.stderr)
     done: set[tuple[object, ...]] = set()
     try:
-        for value in iter_existing(path):
+        for value in iter_existing(path, max_line):
             done.add(tuple(value.get(k) for k in key))
     except JsonlError as exc:
         raise ConfigError(f"cannot resume: {exc}") from None

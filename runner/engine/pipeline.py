@@ -32,6 +32,7 @@ from waza.protocol.logs import get_logger
 from waza.protocol.records import CaptureResult, Exit, Grade, PromptCase, Timing
 from waza.protocol.trajectory import TrajectoryBuilder
 from waza.runner.engine.fanout import fan_out
+from waza.runner.engine.specs import Limits
 from waza.runner.grading.grader_runners import GraderRunner
 
 log = get_logger("waza")
@@ -163,6 +164,7 @@ class Settings:
     concurrency: int = 1
     timeout: float | None = None
     workspaces: Workspaces = field(default_factory=Workspaces)
+    limits: Limits = field(default_factory=Limits)
 
 
 T = TypeVar("T")
@@ -225,7 +227,8 @@ async def capture_one(adapter: Adapter, item: WorkItem, workspace: Path, setting
     """Run one item through the adapter and build its (ungraded) result; never raises for agent faults."""
     case = item.case
     timeout = case.timeout if case.timeout is not None else settings.timeout
-    recorder = TrajectoryBuilder()
+    limits = settings.limits
+    recorder = TrajectoryBuilder(max_steps=limits.steps, max_bytes=limits.trajectory_mb << 20)
     start_epoch = time.time()
     task = AgentTask(case=case, workspace=workspace, recorder=recorder, timeout=timeout, trial=item.trial)
     limit = math.inf if timeout is None else timeout + ADAPTER_GRACE
@@ -244,6 +247,11 @@ async def capture_one(adapter: Adapter, item: WorkItem, workspace: Path, setting
         run.errors.append(crash or f"adapter {adapter.name} did not stop within {ADAPTER_GRACE:g}s of the timeout")
     end_epoch = time.time()
     reduced = recorder.finish()
+    if reduced.dropped:
+        run.errors.append(
+            f"the agent reported more than its trajectory may keep ({limits.steps} steps, {limits.trajectory_mb} MB:"
+            f" Limits.steps, Limits.trajectory_mb); {reduced.dropped} later events were dropped"
+        )
     usage = reduced.usage
     return CaptureResult(
         id=case.id,

@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 from waza.adapters.base import AdapterOptions
 from waza.protocol.errors import ConfigError
+from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB
 from waza.protocol.sandbox import Sandbox
+from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_MB
 from waza.runner.engine.inputs import TimeoutUnit
 from waza.runner.grading.grader_specs import GraderSpec, check_python_target, resolve_argv
 
@@ -45,6 +47,37 @@ class Timeouts:
     prompt: float | None = None
     grader: float = 60.0
     prompt_unit: TimeoutUnit = "auto"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How much of an input or of an agent's reports waza holds at once, so neither can exhaust memory.
+
+    ``line_mb``: the longest line (JSONL) or CSV line of a prompts or results file;
+    a longer one stops the run with an error naming the file and line.
+    ``steps`` and ``trajectory_mb``: what one prompt's trajectory keeps (steps;
+    megabytes of their text and data, as JSON). An agent that reports more (a
+    flood of events) has the rest counted, not kept: its record gets one error
+    saying how many events were dropped, and the run goes on.
+    """
+
+    line_mb: int = DEFAULT_MAX_LINE_MB
+    steps: int = DEFAULT_MAX_STEPS
+    trajectory_mb: int = DEFAULT_MAX_TRAJECTORY_MB
+
+    def __post_init__(self) -> None:
+        for name in ("line_mb", "steps", "trajectory_mb"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
+                raise ConfigError(f"must be a whole number from 1 to {MAX_LIMIT}, got {value!r}", field=f"Limits.{name}")
+
+    @property
+    def line_bytes(self) -> int:
+        return self.line_mb << 20
+
+
+#: The largest value of a ``Limits`` field.
+MAX_LIMIT = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,6 +396,7 @@ __all__ = [
     "HeadlessAgent",
     "HttpAgent",
     "Judge",
+    "Limits",
     "MockAgent",
     "Output",
     "PythonGrader",

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import get_args
 
 from waza.protocol.errors import ConfigError
-from waza.protocol.jsonl import JsonlWriter, dumps, read_records, repair_torn_tail
+from waza.protocol.jsonl import DEFAULT_MAX_LINE, JsonlWriter, dumps, read_records, repair_torn_tail
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.protocol.secrets import Redactor
 from waza.protocol.trial_records import ErrorPolicy, TrialEntry, TrialResult
@@ -53,7 +53,7 @@ class Collecting:
     entries: dict[int, TrialEntry] = field(default_factory=dict)
 
 
-def load_finished(output: str, plan: Plan, builder: SummaryBuilder) -> set[str]:
+def load_finished(output: str, plan: Plan, builder: SummaryBuilder, max_line: int = DEFAULT_MAX_LINE) -> set[str]:
     """Ids of prompts already written to ``output``, added to the summary; they must match this run's plan."""
     path = Path(output)
     if not path.exists():
@@ -61,7 +61,7 @@ def load_finished(output: str, plan: Plan, builder: SummaryBuilder) -> set[str]:
     _repair(path)
     keys = [str(k) for k in plan.k_values]
     done: set[str] = set()
-    for number, result in read_records(path, TrialResult):
+    for number, result in read_records(path, TrialResult, max_line):
         where = f"{output}:{number}"
         if result.k != plan.trials:
             raise ConfigError(f"{where}: written with -k {result.k}; resume with the same -k (this run: {plan.trials})")
@@ -74,13 +74,15 @@ def load_finished(output: str, plan: Plan, builder: SummaryBuilder) -> set[str]:
     return done
 
 
-def load_partial(sidecar: Path, finished: set[str], trials: int) -> dict[str, dict[int, TrialEntry]]:
+def load_partial(
+    sidecar: Path, finished: set[str], trials: int, max_line: int = DEFAULT_MAX_LINE
+) -> dict[str, dict[int, TrialEntry]]:
     """Trials already run for prompts that are not finished, from the sidecar."""
     if not sidecar.exists():
         return {}
     _repair(sidecar)
     partial: dict[str, dict[int, TrialEntry]] = {}
-    for number, result in read_records(sidecar, CaptureResult):
+    for number, result in read_records(sidecar, CaptureResult, max_line):
         if result.id in finished:
             continue
         if result.trial is None or not 1 <= result.trial <= trials:
@@ -165,9 +167,10 @@ class TrialsOutput:
         if self.on_result is not None:
             await self.on_result(result)
 
-    def close(self) -> None:
+    def close(self, *, complete: bool = False) -> None:
+        """Close the files; ``complete``: the run finished (an output never written is created now)."""
         if self.main is not None:
-            self.main.close()
+            self.main.close(complete=complete)
         if self.sidecar is not None:
             self.sidecar.close()
 

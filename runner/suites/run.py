@@ -156,13 +156,15 @@ class SuiteRun:
 
             await execute(self.plan, each, self.record)
 
+        complete = False
         try:
             async with contextlib.aclosing(_as_stream(run)) as results:  # closed in this task when the caller stops early
                 async for result in results:
                     yield result
+            complete = True
         finally:
             if writer is not None:
-                writer.close()
+                writer.close(complete=complete)
             progress.close()
 
     def result(self) -> SuiteResult:

@@ -116,6 +116,7 @@ async def _capture(
         concurrency=agent.concurrency,
         workspace=Workspace(cwd=agent.cwd, root=agent.workspace_dir),
         output=out.spec(),
+        limits=out.limits(agent),
         table=agent.table(),
         executor=executor_for(execution.ray(agent.concurrency)),
     )

@@ -51,6 +51,7 @@ async def _grade(
         timeouts=Timeouts(grader=graders.grader_timeout),
         concurrency=concurrency,
         output=out.spec(),
+        limits=out.limits(),
         skip_invalid=skip_invalid,
     )
     interrupt.summary = lambda: f"{grading.tally.total} results written to {out.output}"

@@ -58,7 +58,7 @@ def register(app: typer.Typer) -> None:
     def trials(
         prompts: Annotated[str, typer.Argument(help="Prompts file (JSONL, CSV or Parquet), or - for stdin.", show_default=False)],
         command: Annotated[list[str] | None, typer.Argument(help="Agent command and its arguments.", show_default=False)] = None,
-        k: Annotated[int, typer.Option("-k", "--trials", help="Trials per prompt.", min=1)] = 5,
+        k: Annotated[int, typer.Option("-k", "--trials", help="Trials per prompt (at most 10000).", min=1)] = 5,
         k_values: Annotated[
             str | None, typer.Option("--k-values", help="k values to estimate, e.g. 1,3,5 (default: 1..k).")
         ] = None,
@@ -117,6 +117,7 @@ async def _trials(
         concurrency=agent.concurrency,
         workspace=Workspace(root=agent.workspace_dir, fresh=True, template=agent.cwd),
         output=out.spec(),
+        limits=out.limits(agent),
         summary=options.summary,
         table=agent.table(),
         executor=executor_for(execution.ray(agent.concurrency)),
