@@ -27,13 +27,13 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
-
-import anyio
-import anyio.abc
+from typing import TYPE_CHECKING, Literal
 
 from .errors import ConfigError
 from .secrets import is_secret_name
+
+if TYPE_CHECKING:
+    import anyio.abc
 
 __all__ = ["NETWORKS", "Sandbox", "check_available", "relayed", "sandbox_env", "wrap_command"]
 
@@ -155,6 +155,8 @@ def sandbox_env(policy: Sandbox, env: Mapping[str, str]) -> dict[str, str]:
 
 
 async def _copy(source: anyio.abc.ByteStream, sink: anyio.abc.ByteStream) -> None:
+    import anyio
+
     try:
         async for chunk in source:
             await sink.send(chunk)
@@ -164,6 +166,8 @@ async def _copy(source: anyio.abc.ByteStream, sink: anyio.abc.ByteStream) -> Non
 
 
 async def _relay_one(port: int, client: anyio.abc.ByteStream) -> None:
+    import anyio
+
     async with client:
         try:
             upstream = await anyio.connect_tcp("127.0.0.1", port)
@@ -182,6 +186,8 @@ async def relayed(policy: Sandbox) -> AsyncIterator[Path | None]:
     if policy.network != "loopback" or not policy.ports:
         yield None
         return
+    import anyio  # only a relay needs it: a command's --help and a plain run load no event loop from here
+
     folder = Path(tempfile.mkdtemp(prefix="waza-relay-"))
     try:
         async with anyio.create_task_group() as tg:
