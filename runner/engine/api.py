@@ -33,7 +33,6 @@ from collections.abc import (
     Callable,
     Iterable,
     Mapping,
-    Sequence,
 )
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +53,7 @@ from waza.protocol.jsonl import (
 )
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.runner.analysis.error_digest import ErrorDigest
+from waza.runner.engine.blocking import run_blocking, single_error
 from waza.runner.engine.datasets import TableOptions
 from waza.runner.engine.inputs import check_resumed, in_batches, prescan, prompt_cases, require_lines
 from waza.runner.engine.outputs import ResultWriter, Tally, resume_state
@@ -70,7 +70,7 @@ from waza.runner.engine.pipeline import (
     run_items,
 )
 from waza.runner.engine.progress import Progress, wanted
-from waza.runner.engine.specs import AgentSpec, GraderSpecT, Output, Timeouts, Workspace
+from waza.runner.engine.specs import AgentSpec, Graders, Output, Timeouts, Workspace, grader_specs
 from waza.runner.grading.build import make_runner
 from waza.runner.grading.grader_runners import GraderRunner
 from waza.runner.grading.judges import finish as finish_judge
@@ -103,9 +103,10 @@ def resolve_agent(agent: AgentSpec) -> tuple[type[Adapter], list[str], AdapterOp
     return cls, command, opts
 
 
-def build_graders(graders: Sequence[GraderSpecT], timeouts: Timeouts) -> list[GraderRunner]:
+def build_graders(graders: Graders, timeouts: Timeouts) -> list[GraderRunner]:
     """One checked runner per grader spec (ConfigError on the first problem, or on two graders of one name)."""
-    internal = [g.internal() for g in graders]
+    specs = grader_specs(graders)
+    internal = [g.internal() for g in specs]
     seen: set[str] = set()
     for spec in internal:
         if spec.name in seen:
@@ -114,7 +115,7 @@ def build_graders(graders: Sequence[GraderSpecT], timeouts: Timeouts) -> list[Gr
         if spec.timeout is None:
             spec.timeout = timeouts.grader
     return [
-        finish_judge(make_runner(spec, isolate=getattr(g, "isolate", False))) for g, spec in zip(graders, internal, strict=True)
+        finish_judge(make_runner(spec, isolate=getattr(g, "isolate", False))) for g, spec in zip(specs, internal, strict=True)
     ]
 
 
@@ -197,13 +198,14 @@ async def _as_stream(run: Callable[[Sink[R]], Awaitable[None]]) -> AsyncGenerato
         async with send:
             await run(send.send)
 
-    async with anyio.create_task_group() as tg, receive:
-        tg.start_soon(body)
-        try:
-            async for result in receive:
-                yield result
-        except GeneratorExit:  # the caller stopped early (aclose): stop the agents and graders, then return
-            tg.cancel_scope.cancel()
+    with single_error():
+        async with anyio.create_task_group() as tg, receive:
+            tg.start_soon(body)
+            try:
+                async for result in receive:
+                    yield result
+            except GeneratorExit:  # the caller stopped early (aclose): stop the agents and graders, then return
+                tg.cancel_scope.cancel()
 
 
 async def _discard(_result: object) -> None:
@@ -245,7 +247,7 @@ class CaptureRun:
         cls,
         prompts: Prompts,
         agent: AgentSpec,
-        graders: Sequence[GraderSpecT] = (),
+        graders: Graders = (),
         *,
         timeouts: Timeouts = Timeouts(),
         concurrency: int = 1,
@@ -254,6 +256,8 @@ class CaptureRun:
         table: TableOptions | None = None,
         executor: Executor = run_items,
     ) -> CaptureRun:
+        if output is not None:
+            output.check()
         source = _Prompts(prompts, timeouts, table)
         settings = _settings(agent, [], timeouts, concurrency, _workspaces(workspace))
         settings.graders = build_graders(graders, timeouts)
@@ -307,7 +311,7 @@ class CaptureRun:
 async def acapture(
     prompts: Prompts,
     agent: AgentSpec,
-    graders: Sequence[GraderSpecT] = (),
+    graders: Graders = (),
     *,
     timeouts: Timeouts = Timeouts(),
     concurrency: int = 1,
@@ -330,7 +334,7 @@ async def acapture(
 def capture(
     prompts: Prompts,
     agent: AgentSpec,
-    graders: Sequence[GraderSpecT] = (),
+    graders: Graders = (),
     *,
     timeouts: Timeouts = Timeouts(),
     concurrency: int = 1,
@@ -341,16 +345,17 @@ def capture(
     return _collect(
         functools.partial(
             acapture, prompts, agent, graders, timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output
-        )
+        ),
+        "capture",
     )
 
 
-def _collect(stream: Callable[[], AsyncGenerator[R, None]]) -> list[R]:
+def _collect(stream: Callable[[], AsyncGenerator[R, None]], name: str) -> list[R]:
     async def main() -> list[R]:
         async with contextlib.aclosing(stream()) as results:
             return [r async for r in results]
 
-    return anyio.run(main)
+    return run_blocking(main, name)
 
 
 # --- one prompt -----------------------------------------------------------------------------------
@@ -359,7 +364,7 @@ def _collect(stream: Callable[[], AsyncGenerator[R, None]]) -> list[R]:
 async def arun_one(
     case: PromptCase | Mapping[str, Any],
     agent: AgentSpec,
-    graders: Sequence[GraderSpecT] = (),
+    graders: Graders = (),
     *,
     trial: int | None = None,
     timeouts: Timeouts = Timeouts(),
@@ -387,7 +392,7 @@ async def arun_one(
 def run_one(
     case: PromptCase | Mapping[str, Any],
     agent: AgentSpec,
-    graders: Sequence[GraderSpecT] = (),
+    graders: Graders = (),
     *,
     trial: int | None = None,
     timeouts: Timeouts = Timeouts(),
@@ -395,8 +400,9 @@ def run_one(
     prepare: Callable[[Path], None] | None = None,
 ) -> CaptureResult:
     """Blocking :func:`arun_one`."""
-    return anyio.run(
-        functools.partial(arun_one, case, agent, graders, trial=trial, timeouts=timeouts, workspace=workspace, prepare=prepare)
+    return run_blocking(
+        functools.partial(arun_one, case, agent, graders, trial=trial, timeouts=timeouts, workspace=workspace, prepare=prepare),
+        "run_one",
     )
 
 
@@ -445,15 +451,17 @@ class GradeRun:
     def prepare(
         cls,
         results: str | Path | Iterable[CaptureResult],
-        graders: Sequence[GraderSpecT],
+        graders: Graders,
         *,
         timeouts: Timeouts = Timeouts(),
         concurrency: int = 1,
         output: Output | None = None,
         skip_invalid: bool = False,
     ) -> GradeRun:
-        if output is not None and output.resume:
-            raise ConfigError("--resume applies to capture and trials, not grade")
+        if output is not None:
+            output.check()
+            if output.resume:
+                raise ConfigError("Output.resume applies to capture and trials, not grade")
         runners = build_graders(graders, timeouts)
         if not runners:
             raise ConfigError("grade needs at least one --grader")
@@ -497,7 +505,7 @@ class GradeRun:
 
 async def agrade(
     results: str | Path | Iterable[CaptureResult],
-    graders: Sequence[GraderSpecT],
+    graders: Graders,
     *,
     timeouts: Timeouts = Timeouts(),
     concurrency: int = 1,
@@ -512,14 +520,16 @@ async def agrade(
 
 def grade(
     results: str | Path | Iterable[CaptureResult],
-    graders: Sequence[GraderSpecT],
+    graders: Graders,
     *,
     timeouts: Timeouts = Timeouts(),
     concurrency: int = 1,
     output: Output | None = None,
 ) -> list[CaptureResult]:
     """Blocking :func:`agrade`."""
-    return _collect(functools.partial(agrade, results, graders, timeouts=timeouts, concurrency=concurrency, output=output))
+    return _collect(
+        functools.partial(agrade, results, graders, timeouts=timeouts, concurrency=concurrency, output=output), "grade"
+    )
 
 
 __all__ = [

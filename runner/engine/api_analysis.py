@@ -14,8 +14,6 @@ import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-import anyio
-
 from waza.protocol.analysis_records import ComparisonReport
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import JsonlError, display_name, read_records
@@ -32,9 +30,10 @@ from waza.runner.analysis.comparison import Bootstrap, labels_for, load_run
 from waza.runner.analysis.comparison import compare as compare_runs
 from waza.runner.analysis.runs import check_readable
 from waza.runner.engine.api import build_graders
+from waza.runner.engine.blocking import run_blocking
 from waza.runner.engine.inputs import in_batches
 from waza.runner.engine.pipeline import entered, grade_stream
-from waza.runner.engine.specs import GraderSpecT, Timeouts
+from waza.runner.engine.specs import Graders, Timeouts
 from waza.runner.engine.trial_runs import check_policy
 from waza.runner.grading.grader_runners import GraderRunner
 
@@ -155,7 +154,7 @@ class CalibrationRun:
         results: str,
         *,
         labels: str | None = None,
-        graders: Sequence[GraderSpecT] = (),
+        graders: Graders = (),
         sample: int | None = None,
         seed: int = 0,
         min_kappa: float | None = None,
@@ -220,7 +219,7 @@ async def acalibrate(
     results: str,
     *,
     labels: str | None = None,
-    graders: Sequence[GraderSpecT] = (),
+    graders: Graders = (),
     sample: int | None = None,
     seed: int = 0,
     min_kappa: float | None = None,
@@ -240,7 +239,7 @@ def calibrate(
     results: str,
     *,
     labels: str | None = None,
-    graders: Sequence[GraderSpecT] = (),
+    graders: Graders = (),
     sample: int | None = None,
     seed: int = 0,
     min_kappa: float | None = None,
@@ -248,11 +247,12 @@ def calibrate(
     timeouts: Timeouts = Timeouts(),
 ) -> CalibrationReport:
     """Blocking :func:`acalibrate`."""
-    return anyio.run(
+    return run_blocking(
         functools.partial(
             acalibrate, results, labels=labels, graders=graders, sample=sample, seed=seed,
             min_kappa=min_kappa, concurrency=concurrency, timeouts=timeouts,
-        )
+        ),
+        "calibrate",
     )  # fmt: skip
 
 

@@ -22,7 +22,7 @@ from waza.runner.engine.api import Prompts, _as_stream, _collect, _Prompts, _set
 from waza.runner.engine.datasets import TableOptions
 from waza.runner.engine.pipeline import Executor, Settings, Sink, WorkItem, entered, run_items
 from waza.runner.engine.progress import Progress, wanted
-from waza.runner.engine.specs import AgentSpec, GraderSpecT, Output, Timeouts, Workspace
+from waza.runner.engine.specs import AgentSpec, Graders, Output, Timeouts, Workspace, grader_specs
 from waza.runner.engine.trial_runs import (
     Plan,
     TrialsOutput,
@@ -57,7 +57,7 @@ class TrialsRun:
         cls,
         prompts: Prompts,
         agent: AgentSpec,
-        graders: Sequence[GraderSpecT],
+        graders: Graders,
         *,
         k: int = 5,
         k_values: Sequence[int] | None = None,
@@ -73,6 +73,9 @@ class TrialsRun:
     ) -> TrialsRun:
         if k < 1:
             raise ConfigError(f"k must be at least 1, got {k}", field="k")
+        graders = grader_specs(graders)
+        if output is not None:
+            output.check()
         plan = Plan(
             trials=k,
             k_values=parse_k_values(",".join(map(str, k_values)) if k_values else None, k),
@@ -158,7 +161,7 @@ class TrialsRun:
 async def atrials(
     prompts: Prompts,
     agent: AgentSpec,
-    graders: Sequence[GraderSpecT],
+    graders: Graders,
     *,
     k: int = 5,
     k_values: Sequence[int] | None = None,
@@ -182,7 +185,7 @@ async def atrials(
 def trials(
     prompts: Prompts,
     agent: AgentSpec,
-    graders: Sequence[GraderSpecT],
+    graders: Graders,
     *,
     k: int = 5,
     k_values: Sequence[int] | None = None,
@@ -197,7 +200,8 @@ def trials(
         functools.partial(
             atrials, prompts, agent, graders, k=k, k_values=k_values, errors=errors,
             timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output,
-        )
+        ),
+        "trials",
     )  # fmt: skip
 
 
