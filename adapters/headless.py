@@ -74,13 +74,17 @@ class HeadlessAdapter(Adapter):
     @classmethod
     def check(cls, command: list[str], opts: AdapterOptions) -> None:
         if opts.schema is None:
-            raise ConfigError("--adapter headless needs --schema FILE or a shipped schema name (claude-code, gemini-cli, codex)")
+            raise ConfigError(
+                "the headless adapter needs HeadlessAgent.schema: a file or a shipped schema name (claude-code, gemini-cli, codex)"
+            )
         load_schema(opts.schema)
         if opts.raw_log is not None:
             try:
                 opts.raw_log.write_bytes(b"")  # one run, one log: workers append to it
             except OSError as exc:
-                raise ConfigError(f"cannot write: {exc.strerror or exc}", source=str(opts.raw_log), field="--raw-log") from None
+                raise ConfigError(
+                    f"cannot write: {exc.strerror or exc}", source=str(opts.raw_log), field="HeadlessAgent.raw_log"
+                ) from None
 
     async def __aenter__(self) -> HeadlessAdapter:
         if self.opts.raw_log is not None:

@@ -44,8 +44,11 @@ EXIT_CODES: tuple[tuple[type[WazaError], int], ...] = (
 
 
 def fail(error: WazaError | str) -> int:
-    """Print the error as one line on stderr; its exit code (a plain message is a usage error)."""
-    print(f"waza: {error}", file=sys.stderr)
+    """Print the error as one line on stderr, in the command line's terms; its exit code (a plain message is a
+    usage error)."""
+    from waza.runner.cli.api_terms import in_cli_terms
+
+    print(f"waza: {in_cli_terms(str(error))}", file=sys.stderr)
     if isinstance(error, str):
         return EXIT_USAGE
     return next(code for cls, code in EXIT_CODES if isinstance(error, cls))

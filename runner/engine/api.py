@@ -90,16 +90,18 @@ def resolve_agent(agent: AgentSpec) -> tuple[type[Adapter], list[str], AdapterOp
     command = list(agent.command)
     opts = agent.options()
     if cls.needs_command and not command:
-        raise ConfigError(f"--adapter {cls.name} needs an agent command: waza capture PROMPTS -- AGENT [ARGS...]")
+        raise ConfigError(f"{type(agent).__name__}.command is empty: the {cls.name} adapter needs an agent command")
     if not cls.needs_command and command:
-        raise ConfigError(f"--adapter {cls.name} runs no agent command, but one was given: {' '.join(command)!r}")
+        raise ConfigError(
+            f"{type(agent).__name__}.command: the {cls.name} adapter runs no agent command, but one was given: {' '.join(command)!r}"
+        )
     if command:
         command = resolve_agent_command(command)
     cls.check(command, opts)
     if opts.local_model:  # the runner owns the server: the adapter only sees its URL
         from waza.runner.local_model.server import resolve_model, with_local_model
 
-        cls = with_local_model(cls, resolve_model(Path(opts.model) if opts.model else None, option="--model"))
+        cls = with_local_model(cls, resolve_model(Path(opts.model) if opts.model else None, option="HttpAgent.model"))
     return cls, command, opts
 
 
@@ -110,7 +112,7 @@ def build_graders(graders: Graders, timeouts: Timeouts) -> list[GraderRunner]:
     seen: set[str] = set()
     for spec in internal:
         if spec.name in seen:
-            raise ConfigError(f"two graders are named {spec.name!r}; name them with NAME=SPEC", field="--grader")
+            raise ConfigError(f"two graders are named {spec.name!r}; give one another GraderBase.name")
         seen.add(spec.name)
         if spec.timeout is None:
             spec.timeout = timeouts.grader
@@ -464,7 +466,7 @@ class GradeRun:
                 raise ConfigError("Output.resume applies to capture and trials, not grade")
         runners = build_graders(graders, timeouts)
         if not runners:
-            raise ConfigError("grade needs at least one --grader")
+            raise ConfigError("grade needs at least one grader in graders=")
         if isinstance(results, (str, Path)):
             results = str(results)
             if results != "-":

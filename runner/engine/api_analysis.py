@@ -164,9 +164,9 @@ class CalibrationRun:
         runners = build_graders(graders, timeouts)
         check_readable(results)
         if labels is None and not runners:
-            raise ConfigError("calibrate needs --labels SHEET or --grader NEW to compare with")
+            raise ConfigError("calibrate needs labels= (a sheet) or graders= (new graders) to compare with")
         if labels is not None and sample is not None:
-            raise ConfigError("--sample draws a new sheet; with --labels the labelled items are the ones compared")
+            raise ConfigError("sample= draws a new sheet; with labels= the labelled items are the ones compared")
         if labels == "-" and results == "-":
             raise ConfigError("the results and the labels cannot both come from stdin")
         by_key, unlabelled = load_labels(labels) if labels else ({}, 0)

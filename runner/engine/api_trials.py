@@ -86,10 +86,10 @@ class TrialsRun:
         source = _Prompts(prompts, timeouts, table)
         settings = _settings(agent, [], timeouts, concurrency, _workspaces(workspace, fresh=True))
         if not graders:
-            raise ConfigError("trials needs at least one --grader: pass@k counts the trials that pass")
+            raise ConfigError("trials needs at least one grader in graders=: pass@k counts the trials that pass")
         settings.graders = build_graders(graders, timeouts)
         if output is not None and summary is not None and str(summary) == output.path:
-            raise ConfigError("--summary must be another file than -o")
+            raise ConfigError("summary= must be another file than Output.path")
         prepare = seeder(workspace.template)
         builder = SummaryBuilder(plan.trials, plan.k_values, plan.policy)
         finished: set[str] = set()
@@ -97,7 +97,7 @@ class TrialsRun:
         if output is not None and output.resume:
             sidecar = sidecar_path(output.path)
             if sidecar is None:
-                raise ConfigError("--resume needs -o FILE (it reads what that file already holds)")
+                raise ConfigError("Output.resume needs a file as Output.path (it reads what that file already holds)")
             finished = load_finished(output.path, plan, builder)
             source.check_resumed(output.path, finished)
             partial = load_partial(sidecar, finished, plan.trials)

@@ -152,7 +152,7 @@ class ResultWriter:
 def resume_state(output: str | None, key: tuple[str, ...] = ("id",)) -> set[tuple[object, ...]]:
     """Keys of results already complete in ``output``, after repairing a torn last line."""
     if not output or output == "-":
-        raise ConfigError("--resume needs -o FILE (it reads what that file already holds)")
+        raise ConfigError("Output.resume needs a file as Output.path (it reads what that file already holds)")
     path = Path(output)
     if not path.exists():
         return set()

@@ -100,7 +100,9 @@ class SuiteRun:
         require_graders(chosen, extra)
         for spec in extra:
             if any(spec.name == s.name for t in chosen for s in t.graders):
-                raise ConfigError(f"--grader {spec.name!r} has the name of a suite grader; name it with NAME=SPEC")
+                raise ConfigError(
+                    f"grader {spec.name!r} of graders= has the name of a suite grader; give it another GraderBase.name"
+                )
         for spec in [*extra, *(s for t in chosen for s in t.graders)]:
             if spec.timeout is None:
                 spec.timeout = timeouts.grader
@@ -122,7 +124,7 @@ class SuiteRun:
             workspaces=Workspaces(root=workspace_root, fresh=True, keep=keep_workspaces),
         )
         if adapter.name != "mock" and any(t.mock is not None for t in chosen):
-            print(f"waza: mock scripts in task files are not used with --adapter {adapter.name}", file=sys.stderr)
+            print(f"waza: mock scripts in task files are not used with the {adapter.name} adapter", file=sys.stderr)
         plan = Plan(
             suite=loaded,
             tasks=chosen,
