@@ -30,7 +30,7 @@ def adapter_class(name: str) -> type[Adapter]:
         target = ADAPTERS[name]
     except KeyError:
         known = ", ".join(sorted(ADAPTERS))
-        raise ConfigError(f"unknown adapter {name!r} (known: {known})", field="--adapter") from None
+        raise ConfigError(f"unknown adapter {name!r} (known: {known})") from None
     module, _, cls = target.partition(":")
     return getattr(importlib.import_module(module), cls)
 

@@ -90,7 +90,7 @@ class NotAnAcpAgent(ConfigError):
         super().__init__(
             f"{command!r} does not look like an ACP agent: {why}. The default adapter speaks ACP "
             "(JSON-RPC on stdin/stdout); a program that reads the prompt and prints an answer needs "
-            "--adapter exec, an agent CLI with a JSON print mode needs --adapter headless --schema NAME"
+            "the exec adapter (ExecAgent), an agent CLI with a JSON print mode the headless adapter (HeadlessAgent, with a schema)"
         )
 
 
@@ -265,7 +265,7 @@ class AcpAdapter(Adapter):
                 raise NotAnAcpAgent(self.command[0], f"it did not answer initialize within {limit:g}s (${FIRST_HANDSHAKE_ENV})")
             raise AgentFault(
                 f"the agent did not answer initialize within {limit:g}s; is {self.command[0]!r} an ACP agent? "
-                "(a plain command needs --adapter exec)"
+                "(a plain command needs the exec adapter)"
             )
         self._answered = True
         if not isinstance(reply, dict) or reply.get("protocolVersion") != PROTOCOL_VERSION:
@@ -277,7 +277,7 @@ class AcpAdapter(Adapter):
         if method is not None:
             if method not in agent.auth_methods:
                 offered = ", ".join(agent.auth_methods) or "none"
-                raise AgentFault(f"--auth-method {method!r} is not offered by the agent (offered: {offered})")
+                raise AgentFault(f"AcpAgent.auth_method {method!r} is not offered by the agent (offered: {offered})")
             await self._request(agent, "authenticate", {"methodId": method})
         return agent
 
@@ -312,7 +312,7 @@ class AcpAdapter(Adapter):
             if exc.code == AUTH_REQUIRED and method == "session/new":
                 offered = ", ".join(agent.auth_methods) or "none advertised"
                 raise AgentFault(
-                    f"the agent requires authentication ({exc.message}); pass --auth-method (offered: {offered})"
+                    f"the agent requires authentication ({exc.message}); set AcpAgent.auth_method (offered: {offered})"
                 ) from None
             raise AgentFault(f"the agent answered {method} with an error: {exc}") from None
 

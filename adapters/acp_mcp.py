@@ -71,7 +71,7 @@ def _server(value: Any, where: str, source: str, name: str | None = None) -> dic
 
 def mcp_servers(given: list[dict[str, Any]], config: Path | None) -> list[dict[str, Any]]:
     """Every configured server in ACP form; ConfigError naming the option or file and the field."""
-    servers = [_server(v, f"[{i}]", "--mcp-server") for i, v in enumerate(given)]
+    servers = [_server(v, f"[{i}]", "AcpAgent.mcp_servers") for i, v in enumerate(given)]
     if config is None:
         return servers
     source = str(config)

@@ -59,7 +59,7 @@ class PermissionPolicy:
         policy = cls()
         if permission is not None:
             if permission not in DECISIONS:
-                raise ConfigError(f"must be allow or deny, not {permission!r}", field="--permission")
+                raise ConfigError(f"must be allow or deny, not {permission!r}", field="AcpAgent.permission")
             policy.fallback, policy.fallback_source = permission, f"--permission {permission}"  # type: ignore[assignment]
         if rules_file is not None:
             try:

@@ -26,7 +26,7 @@ def reset(path: Path) -> None:
     try:
         path.write_bytes(b"")
     except OSError as exc:
-        raise ConfigError(f"cannot be written: {exc.strerror or exc}", field="--raw-log", source=str(path)) from None
+        raise ConfigError(f"cannot be written: {exc.strerror or exc}", field="AcpAgent.raw_log", source=str(path)) from None
 
 
 class RawLog:

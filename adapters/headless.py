@@ -82,7 +82,7 @@ class HeadlessAdapter(Adapter):
     def check(cls, command: list[str], opts: AdapterOptions) -> None:
         if opts.schema is None:
             names = ", ".join(shipped())
-            raise ConfigError(f"--adapter headless needs --schema FILE or a shipped schema name ({names})")
+            raise ConfigError(f"the headless adapter needs HeadlessAgent.schema: a file or a shipped schema name ({names})")
         schema = load_schema(opts.schema)
         try:
             resolve_agent_command(list(schema.command))
@@ -92,7 +92,9 @@ class HeadlessAdapter(Adapter):
             try:
                 opts.raw_log.write_bytes(b"")  # one run, one log: workers append to it
             except OSError as exc:
-                raise ConfigError(f"cannot write: {exc.strerror or exc}", source=str(opts.raw_log), field="--raw-log") from None
+                raise ConfigError(
+                    f"cannot write: {exc.strerror or exc}", source=str(opts.raw_log), field="HeadlessAgent.raw_log"
+                ) from None
 
     async def __aenter__(self) -> HeadlessAdapter:
         await super().__aenter__()

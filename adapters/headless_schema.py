@@ -183,7 +183,9 @@ def read_schema(spec: str | Path) -> tuple[str, bytes]:
     known = shipped()
     if str(spec) not in known:
         names = ", ".join(sorted(known))
-        raise ConfigError(f"no schema file {str(spec)!r} and no shipped schema of that name (shipped: {names})", field="--schema")
+        raise ConfigError(
+            f"no schema file {str(spec)!r} and no shipped schema of that name (shipped: {names})", field="HeadlessAgent.schema"
+        )
     return f"{spec} (shipped)", known[str(spec)].read_bytes()
 
 

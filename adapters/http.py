@@ -81,17 +81,17 @@ class HttpAdapter(Adapter):
     def check(cls, command: list[str], opts: AdapterOptions) -> None:
         if opts.local_model:  # the runner starts the server and fills in base_url and model
             if opts.base_url:
-                raise ConfigError("--local-model starts its own server; drop --base-url", field="--base-url")
+                raise ConfigError("HttpAgent.local_model starts its own server; leave HttpAgent.base_url unset")
         elif not opts.base_url:
-            raise ConfigError("--adapter http needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+            raise ConfigError("the http adapter needs HttpAgent.base_url (e.g. http://127.0.0.1:8000/v1)")
         elif not opts.base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"not an http(s) URL: {opts.base_url!r}", field="--base-url")
+            raise ConfigError(f"not an http(s) URL: {opts.base_url!r}", field="HttpAgent.base_url")
         if not opts.model and not opts.local_model:
-            raise ConfigError("--adapter http needs --model")
+            raise ConfigError("the http adapter needs HttpAgent.model")
         if opts.api_key_env is not None and opts.api_key_env not in os.environ:
-            raise ConfigError(f"the environment variable {opts.api_key_env!r} is not set", field="--api-key-env")
+            raise ConfigError(f"the environment variable {opts.api_key_env!r} is not set", field="HttpAgent.api_key_env")
         if opts.max_tokens is not None and opts.max_tokens < 1:
-            raise ConfigError("must be at least 1", field="--max-tokens")
+            raise ConfigError("must be at least 1", field="HttpAgent.max_tokens")
 
     async def __aenter__(self) -> HttpAdapter:
         key = os.environ.get(self.opts.api_key_env or DEFAULT_KEY_ENV)

@@ -122,7 +122,7 @@ def build_index(path: Path) -> ReplayIndex:
     try:
         stream = path.open("rb")
     except OSError as exc:
-        raise ConfigError(f"cannot be read: {exc.strerror or exc}", source=source, field="--from") from None
+        raise ConfigError(f"cannot be read: {exc.strerror or exc}", source=source, field="ReplayAgent.replay_from") from None
     kind: str | None = None
     by_key: dict[tuple[str, int | None], Recording] = {}
     unkeyed: Recording | None = None
@@ -164,7 +164,7 @@ def build_index(path: Path) -> ReplayIndex:
         except ValueError as exc:
             raise ConfigError(str(exc), source=source) from None
     if kind is None:
-        raise ConfigError("holds no JSON objects", source=source, field="--from")
+        raise ConfigError("holds no JSON objects", source=source, field="ReplayAgent.replay_from")
     if unkeyed is not None and by_key:
         raise ConfigError("some objects have a promptId and the first ones do not; key them all", source=source)
     return ReplayIndex(kind, by_key, unkeyed)
@@ -247,7 +247,9 @@ class ReplayAdapter(Adapter):
     @classmethod
     def check(cls, command: list[str], opts: AdapterOptions) -> None:
         if opts.replay_from is None:
-            raise ConfigError("--adapter replay needs --from FILE (CaptureResult JSONL or a recorded event stream)")
+            raise ConfigError(
+                "the replay adapter needs ReplayAgent.replay_from: a file of CaptureResult JSONL or a recorded event stream"
+            )
         build_index(opts.replay_from)
 
     def _recording(self, task: AgentTask) -> Recording | None:

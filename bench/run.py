@@ -244,11 +244,11 @@ def main() -> None:
         peer_note="no worker mode",
     )
     sh4 = Workload(f"sh agent + sh grader, `-j 4`, {prompts} prompts", "s", *capture(f["prompts"], "sh", 4))
-    # What a capture imports before any of waza's code runs (its start-up turns the collector off, as here):
-    # the part of target 1's 0.15 s that the base libraries take on this machine, in this run.
+    # What a capture imports before any of waza's code runs: the reference of target 1 (a one-prompt capture
+    # at most 1.5 times the import of these base libraries alone), on this machine, in this run.
     libraries = Command(
         "libraries alone",
-        [PY, "-c", "import gc; gc.disable(); import asyncio, anyio, anyio._backends._asyncio, orjson, typer, typer.main"],
+        [PY, "-c", "import asyncio, anyio, anyio._backends._asyncio, orjson, typer, typer.main"],
     )
     one = Workload("one prompt, sh agent + sh grader", "s", *capture(f["prompt-1"], "sh", 1), reference=libraries)
     hlp = Workload(

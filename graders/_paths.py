@@ -83,7 +83,9 @@ def workspace(request: GraderRequest, grader: str) -> Path:
         raise ValueError(f"the {grader} grader needs the result's workspace (cwd), and the request has none")
     root = Path(request.cwd)
     if not root.is_dir():
-        raise ValueError(f"workspace {request.cwd!r} does not exist (was it removed? capture with --keep)")
+        raise ValueError(
+            f"workspace {request.cwd!r} does not exist (was it removed? Workspace.keep keeps workspaces for grading later)"
+        )
     return root
 
 

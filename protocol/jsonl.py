@@ -166,7 +166,7 @@ def over_limit(line: bytes, limit: int) -> bool:
 
 def line_too_long(source: str, number: int, limit: int) -> JsonlError:
     """The error for a line longer than ``limit`` bytes."""
-    return JsonlError(source, number, f"line longer than {limit >> 20} MB (raise the limit: Limits.line_mb, --max-line-mb)")
+    return JsonlError(source, number, f"line longer than {limit >> 20} MB (raise the limit: Limits.line_mb)")
 
 
 def iter_lines(stream: IO[bytes], source: str = "<input>", max_line: int = DEFAULT_MAX_LINE) -> Iterator[tuple[int, bytes]]:

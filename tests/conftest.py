@@ -14,6 +14,14 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Hypothesis on a busy machine: no per-example deadline and no "too slow" or "data too large" health checks,
+# which fail a test for the machine's load rather than for waza. This is the profile unless HYPOTHESIS_PROFILE
+# names another ("dev": hypothesis's own defaults, to see a slow strategy while writing one).
+settings.register_profile("ci", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("dev")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 ROOT = Path(__file__).resolve().parent.parent
 # The reference data beside the repository (../shared/compat): optional; tests that read it skip without it.

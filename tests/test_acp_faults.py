@@ -122,6 +122,7 @@ def messages(result: dict[str, Any]) -> list[str]:
     return [s["content"] for s in result["trajectory"] if s["type"] == "message" and s["role"] == "agent"]
 
 
+@pytest.mark.slow
 def test_every_fault_is_one_valid_record_and_the_run_completes(fault_run: dict[str, Any]) -> None:
     results = fault_run["results"]
     for proc in fault_run["procs"]:

@@ -49,7 +49,7 @@ def test_authentication_only_with_a_configured_method(tmp_path: Path) -> None:
     assert missing["status"] == "error"
     assert "requires authentication" in missing["errors"][0] and "offered: token" in missing["errors"][0]
     wrong = only_result(run_waza("capture", prompts, "--auth-method", "oauth", "--", *needs_auth).stdout)
-    assert wrong["errors"] == ["--auth-method 'oauth' is not offered by the agent (offered: token)"]
+    assert wrong["errors"] == ["AcpAgent.auth_method 'oauth' is not offered by the agent (offered: token)"]
 
 
 def test_agent_that_cannot_start_is_a_usage_error_not_a_crash(tmp_path: Path) -> None:

@@ -158,10 +158,14 @@ async def async_grade(req):
 
 
 def test_broken_graders_are_errors_and_keep_the_capture(tmp_path, prompts, graders):
-    specs = [waza.Executable(argv=(str(graders[n]),)) for n in ("crash", "hang", "garbage", "liar", "python")]
+    # The hung grader has a short budget of its own; the others the run's generous one.
+    specs = [
+        waza.Executable(argv=(str(graders[n]),), timeout=1 if n == "hang" else None)
+        for n in ("crash", "hang", "garbage", "liar", "python")
+    ]
     # Every prompt still has its result with output and trajectory (the CLI's exit 1 for errored
     # results is checked by test_agent_crash_and_timeout_are_errors_and_the_run_goes_on).
-    rows = captured(prompts, specs, events=True, timeouts=waza.Timeouts(grader=1))
+    rows = captured(prompts, specs, events=True, timeouts=waza.Timeouts(grader=60))
     assert len(rows) == 2
     for row in rows:
         grades = {g["name"]: g for g in row["grades"]}

@@ -25,11 +25,12 @@ PY = sys.executable
 MARK = f"31.{uuid.uuid4().int % 10**8}"  # a unique sleep argument to find leftover processes by
 
 GRADER_FAULTS: dict[str, tuple[str, str]] = {
-    # name: (script body, expected words in the error); 3 s of grace so a loaded machine still reads 10 MB in time
+    # name: (script body, expected words in the error). One --grader-timeout covers them all: 15 s, so a busy machine
+    # still starts and reads the healthy-speed ones in time; the two that hang wait that long
     "exit-nonzero": ("#!/bin/sh\necho 'boom' >&2\nexit 4\n", "exited with code 4: boom"),
     "killed-by-signal": ("#!/bin/sh\nkill -9 $$\n", "killed by signal 9"),
-    "hangs": (f"#!/bin/sh\nsleep {MARK}\n", "timed out after 3s"),
-    "answers-too-late": ('#!/bin/sh\nsleep 6\necho \'{"pass": true, "score": 1}\'\n', "timed out"),
+    "hangs": (f"#!/bin/sh\nsleep {MARK}\n", "timed out after 15s"),
+    "answers-too-late": ('#!/bin/sh\nsleep 30\necho \'{"pass": true, "score": 1}\'\n', "timed out"),
     "prints-nothing": ("#!/bin/sh\ncat >/dev/null\n", "printed nothing"),
     "garbage": ("#!/bin/sh\necho 'PASS!!'\n", "not one JSON document"),
     "partial-json": ('#!/bin/sh\nprintf \'{"pass": true, "sco\'\n', "not one JSON document"),
@@ -68,7 +69,7 @@ def fault_run(tmp_path_factory):
         "exec",
         "--events",
         "--grader-timeout",
-        "3",
+        "15",
         "-j",
         "2",
         *args,
@@ -151,11 +152,11 @@ def agent_runs(tmp_path_factory):
     """Each faulty agent captured through the API in-process (engine behaviour: what record comes out),
     all at once, so the hang case's timeout overlaps the others."""
     tmp = tmp_path_factory.mktemp("agents")
-    # 5 s: long enough for a 50 MB message on a loaded machine, short enough for the hang case.
-    prompts = [{"id": "p", "input": "go", "timeout": 5}]
     runs: dict[str, list[dict]] = {}
 
     async def one(name: str) -> None:
+        # The hung agent a short budget; the others (a 50 MB message among them) a generous one on a busy machine.
+        prompts = [{"id": "p", "input": "go", "timeout": 5 if name.startswith("hang") else 60}]
         agent = waza.ExecAgent(command=(str(executable(tmp / name, AGENT_FAULTS[name][0])),), events=True)
         runs[name] = [r.to_dict() async for r in waza.acapture(prompts, agent, workspace=waza.Workspace(cwd=tmp))]
 

@@ -160,8 +160,8 @@ def test_the_command_line_passes_its_options_masks_the_key_and_exits_by_status(t
 
 def test_options_are_checked_before_anything_runs(tmp_path, server):
     for options, message in [
-        ({"model": "m"}, "needs --base-url"),
-        ({"base_url": server[0]}, "needs --model"),
+        ({"model": "m"}, "needs HttpAgent.base_url"),
+        ({"base_url": server[0]}, "needs HttpAgent.model"),
         ({"base_url": "ftp://x", "model": "m"}, r"not an http\(s\) URL"),
     ]:
         with pytest.raises(waza.ConfigError, match=message):

@@ -87,6 +87,7 @@ def test_signal_stops_cleanly_and_resume_finishes_exactly_once(tmp_path, slow_pr
     assert sorted(ids) == [f"p{i:02d}" for i in range(16)]  # each exactly once
 
 
+@pytest.mark.slow
 def test_sigkill_at_several_points_then_resume(tmp_path, slow_prompts):
     out = tmp_path / "out.jsonl"
     complete = b""

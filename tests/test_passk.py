@@ -74,7 +74,7 @@ def test_invalid_counts_are_refused():
 def test_k_values_parsing():
     assert parse_k_values(None, 4) == [1, 2, 3, 4]
     assert parse_k_values("5, 1,3,3", 5) == [1, 3, 5]
-    for bad, says in (("6", "exceeds -k 5"), ("0", "at least 1"), ("1,x", "whole numbers")):
+    for bad, says in (("6", "exceeds k=5"), ("0", "at least 1"), ("1,x", "whole numbers")):
         with pytest.raises(ConfigError, match=says):
             parse_k_values(bad, 5)
 

@@ -183,6 +183,7 @@ result_like = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(result_like | json_values)
 def test_normaliser_accepts_only_trustworthy_results(value):
@@ -215,6 +216,7 @@ events = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(events, max_size=30))
 def test_reducer_is_total_and_its_steps_validate(sequence):

@@ -133,7 +133,7 @@ def test_resume_after_a_cut_runs_only_the_missing_trials(tmp_path):
     assert "pass@4 0.500" in stderr and "(2 of 3 prompts)" in stderr and "flaky (1): flaky" in stderr
     assert "--fail-under not met: pass_rate 0.556 < 0.9" in stderr  # (1 + 2/3 + 0) / 3
 
-    with pytest.raises(waza.ConfigError, match=f"^{out}:1: written with -k 4"):
+    with pytest.raises(waza.ConfigError, match=f"^{out}:1: written with k=4"):
         run_trials(tmp_path, k=3, output=waza.Output(str(out), resume=True))
 
 
@@ -157,7 +157,7 @@ def test_each_trial_gets_its_own_copy_of_cwd(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize(
     ("options", "says"),
-    [({"k": 3, "k_values": [1, 4]}, "--k-values 4 exceeds -k 3"), ({"errors": "ignore"}, "--errors takes exclude or fail")],
+    [({"k": 3, "k_values": [1, 4]}, "k_values=4 exceeds k=3"), ({"errors": "ignore"}, "errors= takes exclude or fail")],
 )
 def test_bad_options_are_refused_before_anything_runs(tmp_path, options, says):
     with pytest.raises(waza.ConfigError, match=says):
@@ -167,12 +167,12 @@ def test_bad_options_are_refused_before_anything_runs(tmp_path, options, says):
 def test_bad_options_exit_2_with_one_line(tmp_path):
     proc = trials(tmp_path, "--resume")
     assert proc.returncode == 2
-    assert "--resume needs -o FILE" in proc.stderr.decode() and proc.stdout == b""
+    assert "--resume needs a file as -o" in proc.stderr.decode() and proc.stdout == b""
 
 
 def test_trials_needs_a_grader(tmp_path):
     proc = run_waza("trials", prompts(tmp_path), "--adapter", "exec", "--", *AGENT)
-    assert proc.returncode == 2 and "at least one --grader" in proc.stderr.decode()
+    assert proc.returncode == 2 and "at least one grader in --grader" in proc.stderr.decode()
 
 
 def test_help_shows_an_example():

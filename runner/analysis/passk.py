@@ -81,11 +81,11 @@ def parse_k_values(text: str | None, trials: int) -> list[int]:
         try:
             k = int(part)
         except ValueError:
-            raise ConfigError(f"--k-values takes comma-separated whole numbers, got {part!r}") from None
+            raise ConfigError(f"k_values= takes whole numbers, got {part!r}") from None
         if k < 1:
-            raise ConfigError(f"--k-values must be at least 1, got {k}")
+            raise ConfigError(f"k_values= must be at least 1, got {k}")
         if k > trials:
-            raise ConfigError(f"--k-values {k} exceeds -k {trials}: pass@{k} needs at least {k} trials per prompt")
+            raise ConfigError(f"k_values={k} exceeds k={trials}: pass@{k} needs at least {k} trials per prompt")
         if k not in ks:
             ks.append(k)
     return sorted(ks)

@@ -11,7 +11,6 @@ Exit codes (every command):
 
 from __future__ import annotations
 
-import gc
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -45,36 +44,21 @@ EXIT_CODES: tuple[tuple[type[WazaError], int], ...] = (
 
 
 def fail(error: WazaError | str) -> int:
-    """Print the error as one line on stderr; its exit code (a plain message is a usage error)."""
-    print(f"waza: {error}", file=sys.stderr)
+    """Print the error as one line on stderr, in the command line's terms; its exit code (a plain message is a
+    usage error)."""
+    from waza.runner.cli.api_terms import in_cli_terms
+
+    print(f"waza: {in_cli_terms(str(error))}", file=sys.stderr)
     if isinstance(error, str):
         return EXIT_USAGE
     return next(code for cls, code in EXIT_CODES if isinstance(error, cls))
-
-
-def start_collection() -> None:
-    """Start-up is over: freeze what it made out of the cyclic garbage collector, and turn the collector back on.
-
-    Starting a command (the CLI framework, waza's modules, the event loop and the
-    engine) allocates hundreds of thousands of objects that live until exit and
-    makes next to no garbage, yet the collector kept walking them: a tenth of a
-    one-prompt capture's instructions, most of it the collection at exit. So the
-    ``waza`` command turns the collector off as it starts (``app.main``, and again
-    for the engine in :func:`run`) and calls this once set up; objects made from
-    then on are collected as usual, so a long run's memory stays flat.
-    """
-    gc.freeze()
-    gc.enable()
 
 
 def run(body: Callable[[Interrupt], Awaitable[int]]) -> int:
     """Run ``body`` to an exit code; SIGINT/SIGTERM cancel it cleanly (processes reaped, lines whole).
 
     anyio is imported here, when a command runs: ``--help`` and usage errors do without it.
-    The garbage collector is off until ``body`` first waits, by which time it has
-    imported and set up what it runs with (:func:`start_collection`).
     """
-    gc.disable()
     import anyio
 
     interrupt = Interrupt()
@@ -90,11 +74,7 @@ def run(body: Callable[[Interrupt], Awaitable[int]]) -> int:
                         tg.cancel_scope.cancel()
                         return
 
-            async def started() -> None:
-                start_collection()
-
             tg.start_soon(watch)
-            tg.start_soon(started)  # runs when body first waits
             code = await body(interrupt)
             tg.cancel_scope.cancel()
         return code
@@ -106,8 +86,6 @@ def run(body: Callable[[Interrupt], Awaitable[int]]) -> int:
         if found is None:
             raise
         return fail(found)
-    finally:
-        gc.enable()  # a body that never waited
     if interrupt.received is not None:
         name = signal.Signals(interrupt.received).name
         done = interrupt.summary() if interrupt.summary else ""

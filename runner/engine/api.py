@@ -33,7 +33,6 @@ from collections.abc import (
     Callable,
     Iterable,
     Mapping,
-    Sequence,
 )
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,9 +55,10 @@ from waza.protocol.jsonl import (
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.protocol.sandbox import check_available
 from waza.runner.analysis.error_digest import ErrorDigest
+from waza.runner.engine.blocking import run_blocking, single_error
 from waza.runner.engine.datasets import TableOptions
 from waza.runner.engine.inputs import check_resumed, in_batches, prescan, prompt_cases, require_lines
-from waza.runner.engine.outputs import ResultWriter, Tally, check_output, resume_state
+from waza.runner.engine.outputs import ResultWriter, Tally, resume_state
 from waza.runner.engine.pipeline import (
     Executor,
     Settings,
@@ -72,7 +72,7 @@ from waza.runner.engine.pipeline import (
     run_items,
 )
 from waza.runner.engine.progress import Progress, wanted
-from waza.runner.engine.specs import AgentSpec, GraderSpecT, Limits, Output, Timeouts, Workspace
+from waza.runner.engine.specs import AgentSpec, Graders, Limits, Output, Timeouts, Workspace, grader_specs
 from waza.runner.grading.build import make_runner
 from waza.runner.grading.grader_runners import GraderRunner
 from waza.runner.grading.judges import finish as finish_judge
@@ -92,9 +92,11 @@ def resolve_agent(agent: AgentSpec) -> tuple[type[Adapter], list[str], AdapterOp
     command = list(agent.command)
     opts = agent.options()
     if cls.needs_command and not command:
-        raise ConfigError(f"--adapter {cls.name} needs an agent command: waza capture PROMPTS -- AGENT [ARGS...]")
+        raise ConfigError(f"{type(agent).__name__}.command is empty: the {cls.name} adapter needs an agent command")
     if not cls.needs_command and command:
-        raise ConfigError(f"--adapter {cls.name} runs no agent command, but one was given: {' '.join(command)!r}")
+        raise ConfigError(
+            f"{type(agent).__name__}.command: the {cls.name} adapter runs no agent command, but one was given: {' '.join(command)!r}"
+        )
     if command:
         command = resolve_agent_command(command)
     cls.check(command, opts)
@@ -103,22 +105,23 @@ def resolve_agent(agent: AgentSpec) -> tuple[type[Adapter], list[str], AdapterOp
     if opts.local_model:  # the runner owns the server: the adapter only sees its URL
         from waza.runner.local_model.server import resolve_model, with_local_model
 
-        cls = with_local_model(cls, resolve_model(Path(opts.model) if opts.model else None, option="--model"))
+        cls = with_local_model(cls, resolve_model(Path(opts.model) if opts.model else None, option="HttpAgent.model"))
     return cls, command, opts
 
 
-def build_graders(graders: Sequence[GraderSpecT], timeouts: Timeouts) -> list[GraderRunner]:
+def build_graders(graders: Graders, timeouts: Timeouts) -> list[GraderRunner]:
     """One checked runner per grader spec (ConfigError on the first problem, or on two graders of one name)."""
-    internal = [g.internal() for g in graders]
+    specs = grader_specs(graders)
+    internal = [g.internal() for g in specs]
     seen: set[str] = set()
     for spec in internal:
         if spec.name in seen:
-            raise ConfigError(f"two graders are named {spec.name!r}; name them with NAME=SPEC", field="--grader")
+            raise ConfigError(f"two graders are named {spec.name!r}; give one another GraderBase.name")
         seen.add(spec.name)
         if spec.timeout is None:
             spec.timeout = timeouts.grader
     return [
-        finish_judge(make_runner(spec, isolate=getattr(g, "isolate", False))) for g, spec in zip(graders, internal, strict=True)
+        finish_judge(make_runner(spec, isolate=getattr(g, "isolate", False))) for g, spec in zip(specs, internal, strict=True)
     ]
 
 
@@ -210,13 +213,14 @@ async def _as_stream(run: Callable[[Sink[R]], Awaitable[None]]) -> AsyncGenerato
         async with send:
             await run(send.send)
 
-    async with anyio.create_task_group() as tg, receive:
-        tg.start_soon(body)
-        try:
-            async for result in receive:
-                yield result
-        except GeneratorExit:  # the caller stopped early (aclose): stop the agents and graders, then return
-            tg.cancel_scope.cancel()
+    with single_error():
+        async with anyio.create_task_group() as tg, receive:
+            tg.start_soon(body)
+            try:
+                async for result in receive:
+                    yield result
+            except GeneratorExit:  # the caller stopped early (aclose): stop the agents and graders, then return
+                tg.cancel_scope.cancel()
 
 
 async def _discard(_result: object) -> None:
@@ -258,7 +262,7 @@ class CaptureRun:
         cls,
         prompts: Prompts,
         agent: AgentSpec,
-        graders: Sequence[GraderSpecT] = (),
+        graders: Graders = (),
         *,
         timeouts: Timeouts = Timeouts(),
         concurrency: int = 1,
@@ -268,12 +272,12 @@ class CaptureRun:
         executor: Executor = run_items,
         limits: Limits = Limits(),
     ) -> CaptureRun:
+        if output is not None:
+            output.check()
         source = _Prompts(prompts, timeouts, table, limits)
         settings = _settings(agent, [], timeouts, concurrency, _workspaces(workspace), limits)
         settings.graders = build_graders(graders, timeouts)
         done: set[str] = set()
-        if output is not None:
-            check_output(output.path)
         if output and output.resume:
             done = {key[0] for key in resume_state(output.path, max_line=limits.line_bytes) if isinstance(key[0], str)}
             source.check_resumed(output.path, done)
@@ -325,7 +329,7 @@ class CaptureRun:
 async def acapture(
     prompts: Prompts,
     agent: AgentSpec,
-    graders: Sequence[GraderSpecT] = (),
+    graders: Graders = (),
     *,
     timeouts: Timeouts = Timeouts(),
     concurrency: int = 1,
@@ -349,7 +353,7 @@ async def acapture(
 def capture(
     prompts: Prompts,
     agent: AgentSpec,
-    graders: Sequence[GraderSpecT] = (),
+    graders: Graders = (),
     *,
     timeouts: Timeouts = Timeouts(),
     concurrency: int = 1,
@@ -369,16 +373,17 @@ def capture(
             workspace=workspace,
             output=output,
             limits=limits,
-        )
+        ),
+        "capture",
     )
 
 
-def _collect(stream: Callable[[], AsyncGenerator[R, None]]) -> list[R]:
+def _collect(stream: Callable[[], AsyncGenerator[R, None]], name: str) -> list[R]:
     async def main() -> list[R]:
         async with contextlib.aclosing(stream()) as results:
             return [r async for r in results]
 
-    return anyio.run(main)
+    return run_blocking(main, name)
 
 
 # --- one prompt -----------------------------------------------------------------------------------
@@ -387,7 +392,7 @@ def _collect(stream: Callable[[], AsyncGenerator[R, None]]) -> list[R]:
 async def arun_one(
     case: PromptCase | Mapping[str, Any],
     agent: AgentSpec,
-    graders: Sequence[GraderSpecT] = (),
+    graders: Graders = (),
     *,
     trial: int | None = None,
     timeouts: Timeouts = Timeouts(),
@@ -416,7 +421,7 @@ async def arun_one(
 def run_one(
     case: PromptCase | Mapping[str, Any],
     agent: AgentSpec,
-    graders: Sequence[GraderSpecT] = (),
+    graders: Graders = (),
     *,
     trial: int | None = None,
     timeouts: Timeouts = Timeouts(),
@@ -425,10 +430,11 @@ def run_one(
     limits: Limits = Limits(),
 ) -> CaptureResult:
     """Blocking :func:`arun_one`."""
-    return anyio.run(
+    return run_blocking(
         functools.partial(
             arun_one, case, agent, graders, trial=trial, timeouts=timeouts, workspace=workspace, prepare=prepare, limits=limits
-        )
+        ),
+        "run_one",
     )
 
 
@@ -476,7 +482,7 @@ class GradeRun:
     def prepare(
         cls,
         results: str | Path | Iterable[CaptureResult],
-        graders: Sequence[GraderSpecT],
+        graders: Graders,
         *,
         timeouts: Timeouts = Timeouts(),
         concurrency: int = 1,
@@ -484,18 +490,20 @@ class GradeRun:
         skip_invalid: bool = False,
         limits: Limits = Limits(),
     ) -> GradeRun:
-        if output is not None and output.resume:
-            raise ConfigError("--resume applies to capture and trials, not grade")
+        if output is not None:
+            output.check()
+            if output.resume:
+                raise ConfigError("Output.resume applies to capture and trials, not grade")
         runners = build_graders(graders, timeouts)
         if not runners:
-            raise ConfigError("grade needs at least one --grader")
+            raise ConfigError("grade needs at least one grader in graders=")
         if isinstance(results, (str, Path)):
             results = str(results)
             if results != "-":
                 open_input(results).close()  # an unreadable input fails before the output is opened
             require_lines(results, "results")
         if output is not None:
-            check_output(output.path)
+            output.check()
         return cls(results, runners, concurrency, output, [] if skip_invalid else None, limits.line_bytes)
 
     async def stream(self) -> AsyncGenerator[CaptureResult, None]:
@@ -533,7 +541,7 @@ class GradeRun:
 
 async def agrade(
     results: str | Path | Iterable[CaptureResult],
-    graders: Sequence[GraderSpecT],
+    graders: Graders,
     *,
     timeouts: Timeouts = Timeouts(),
     concurrency: int = 1,
@@ -549,7 +557,7 @@ async def agrade(
 
 def grade(
     results: str | Path | Iterable[CaptureResult],
-    graders: Sequence[GraderSpecT],
+    graders: Graders,
     *,
     timeouts: Timeouts = Timeouts(),
     concurrency: int = 1,
@@ -558,7 +566,8 @@ def grade(
 ) -> list[CaptureResult]:
     """Blocking :func:`agrade`."""
     return _collect(
-        functools.partial(agrade, results, graders, timeouts=timeouts, concurrency=concurrency, output=output, limits=limits)
+        functools.partial(agrade, results, graders, timeouts=timeouts, concurrency=concurrency, output=output, limits=limits),
+        "grade",
     )
 
 

@@ -14,7 +14,6 @@ import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-import anyio
 import msgspec
 
 from waza.protocol.analysis_records import ComparisonReport
@@ -33,9 +32,10 @@ from waza.runner.analysis.comparison import Bootstrap, labels_for, load_run
 from waza.runner.analysis.comparison import compare as compare_runs
 from waza.runner.analysis.runs import check_readable
 from waza.runner.engine.api import build_graders
+from waza.runner.engine.blocking import run_blocking
 from waza.runner.engine.inputs import in_batches
 from waza.runner.engine.pipeline import entered, grade_stream
-from waza.runner.engine.specs import GraderSpecT, Timeouts
+from waza.runner.engine.specs import Graders, Timeouts
 from waza.runner.engine.trial_runs import check_policy
 from waza.runner.grading.grader_runners import GraderRunner
 
@@ -161,7 +161,7 @@ class CalibrationRun:
         results: str,
         *,
         labels: str | None = None,
-        graders: Sequence[GraderSpecT] = (),
+        graders: Graders = (),
         sample: int | None = None,
         seed: int = 0,
         min_kappa: float | None = None,
@@ -171,9 +171,9 @@ class CalibrationRun:
         runners = build_graders(graders, timeouts)
         check_readable(results)
         if labels is None and not runners:
-            raise ConfigError("calibrate needs --labels SHEET or --grader NEW to compare with")
+            raise ConfigError("calibrate needs labels= (a sheet) or graders= (new graders) to compare with")
         if labels is not None and sample is not None:
-            raise ConfigError("--sample draws a new sheet; with --labels the labelled items are the ones compared")
+            raise ConfigError("sample= draws a new sheet; with labels= the labelled items are the ones compared")
         if labels == "-" and results == "-":
             raise ConfigError("the results and the labels cannot both come from stdin")
         by_key, unlabelled = load_labels(labels) if labels else ({}, 0)
@@ -226,7 +226,7 @@ async def acalibrate(
     results: str,
     *,
     labels: str | None = None,
-    graders: Sequence[GraderSpecT] = (),
+    graders: Graders = (),
     sample: int | None = None,
     seed: int = 0,
     min_kappa: float | None = None,
@@ -246,7 +246,7 @@ def calibrate(
     results: str,
     *,
     labels: str | None = None,
-    graders: Sequence[GraderSpecT] = (),
+    graders: Graders = (),
     sample: int | None = None,
     seed: int = 0,
     min_kappa: float | None = None,
@@ -254,11 +254,12 @@ def calibrate(
     timeouts: Timeouts = Timeouts(),
 ) -> CalibrationReport:
     """Blocking :func:`acalibrate`."""
-    return anyio.run(
+    return run_blocking(
         functools.partial(
             acalibrate, results, labels=labels, graders=graders, sample=sample, seed=seed,
             min_kappa=min_kappa, concurrency=concurrency, timeouts=timeouts,
-        )
+        ),
+        "calibrate",
     )  # fmt: skip
 
 

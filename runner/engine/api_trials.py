@@ -20,10 +20,9 @@ from waza.runner.analysis.passk import check_trials, parse_k_values
 from waza.runner.analysis.trial_stats import SummaryBuilder
 from waza.runner.engine.api import Prompts, _as_stream, _collect, _Prompts, _settings, _workspaces, build_graders
 from waza.runner.engine.datasets import TableOptions
-from waza.runner.engine.outputs import check_output
 from waza.runner.engine.pipeline import Executor, Settings, Sink, WorkItem, entered, run_items
 from waza.runner.engine.progress import Progress, wanted
-from waza.runner.engine.specs import AgentSpec, GraderSpecT, Limits, Output, Timeouts, Workspace
+from waza.runner.engine.specs import AgentSpec, Graders, Limits, Output, Timeouts, Workspace, grader_specs
 from waza.runner.engine.trial_runs import (
     Plan,
     TrialsOutput,
@@ -58,7 +57,7 @@ class TrialsRun:
         cls,
         prompts: Prompts,
         agent: AgentSpec,
-        graders: Sequence[GraderSpecT],
+        graders: Graders,
         *,
         k: int = 5,
         k_values: Sequence[int] | None = None,
@@ -74,6 +73,9 @@ class TrialsRun:
         limits: Limits = Limits(),
     ) -> TrialsRun:
         check_trials(k)
+        graders = grader_specs(graders)
+        if output is not None:
+            output.check()
         plan = Plan(
             trials=k,
             k_values=parse_k_values(",".join(map(str, k_values)) if k_values else None, k),
@@ -84,12 +86,10 @@ class TrialsRun:
         source = _Prompts(prompts, timeouts, table, limits)
         settings = _settings(agent, [], timeouts, concurrency, _workspaces(workspace, fresh=True), limits)
         if not graders:
-            raise ConfigError("trials needs at least one --grader: pass@k counts the trials that pass")
+            raise ConfigError("trials needs at least one grader in graders=: pass@k counts the trials that pass")
         settings.graders = build_graders(graders, timeouts)
         if output is not None and summary is not None and str(summary) == output.path:
-            raise ConfigError("--summary must be another file than -o")
-        if output is not None:
-            check_output(output.path)
+            raise ConfigError("summary= must be another file than Output.path")
         prepare = seeder(workspace.template)
         builder = SummaryBuilder(plan.trials, plan.k_values, plan.policy)
         finished: set[str] = set()
@@ -97,7 +97,7 @@ class TrialsRun:
         if output is not None and output.resume:
             sidecar = sidecar_path(output.path)
             if sidecar is None:
-                raise ConfigError("--resume needs -o FILE (it reads what that file already holds)")
+                raise ConfigError("Output.resume needs a file as Output.path (it reads what that file already holds)")
             finished = load_finished(output.path, plan, builder, limits.line_bytes)
             source.check_resumed(output.path, finished)
             partial = load_partial(sidecar, finished, plan.trials, limits.line_bytes)
@@ -163,7 +163,7 @@ class TrialsRun:
 async def atrials(
     prompts: Prompts,
     agent: AgentSpec,
-    graders: Sequence[GraderSpecT],
+    graders: Graders,
     *,
     k: int = 5,
     k_values: Sequence[int] | None = None,
@@ -188,7 +188,7 @@ async def atrials(
 def trials(
     prompts: Prompts,
     agent: AgentSpec,
-    graders: Sequence[GraderSpecT],
+    graders: Graders,
     *,
     k: int = 5,
     k_values: Sequence[int] | None = None,
@@ -204,7 +204,8 @@ def trials(
         functools.partial(
             atrials, prompts, agent, graders, k=k, k_values=k_values, errors=errors,
             timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output, limits=limits,
-        )
+        ),
+        "trials",
     )  # fmt: skip
 
 

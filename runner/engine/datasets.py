@@ -85,11 +85,13 @@ def parse_map(values: list[str] | None) -> dict[str, str]:
             name, sep, column = pair.partition("=")
             name, column = ALIASES.get(name.strip(), name.strip()), column.strip()
             if not sep or not name or not column:
-                raise ConfigError(f"expected FIELD=COLUMN, got {pair!r}", field="--map")
+                raise ConfigError(f"expected FIELD=COLUMN, got {pair!r}", field="TableOptions.columns")
             if name not in MAPPABLE:
-                raise ConfigError(f"unknown field {name!r} (a column can fill {', '.join(MAPPABLE)})", field="--map")
+                raise ConfigError(
+                    f"unknown field {name!r} (a column can fill {', '.join(MAPPABLE)})", field="TableOptions.columns"
+                )
             if name in mapping:
-                raise ConfigError(f"field {name!r} is mapped twice", field="--map")
+                raise ConfigError(f"field {name!r} is mapped twice", field="TableOptions.columns")
             mapping[name] = column
     return mapping
 
@@ -97,14 +99,14 @@ def parse_map(values: list[str] | None) -> dict[str, str]:
 def detect_format(path: str | Path, given: str | None = None) -> PromptFormat:
     if given is not None:
         if given not in FORMATS:
-            raise ConfigError(f"takes {', '.join(FORMATS)}, got {given!r}", field="--prompts-format")
+            raise ConfigError(f"takes {', '.join(FORMATS)}, got {given!r}", field="TableOptions.format")
         fmt: PromptFormat = given  # type: ignore[assignment]
     else:
         suffix = Path(str(path)).suffix.lower()
         fmt = "csv" if suffix == ".csv" else "parquet" if suffix in (".parquet", ".pq") else "jsonl"
     if fmt == "parquet" and str(path) == "-":
         raise ConfigError(
-            "a Parquet file cannot be read from stdin (it is read from its end); give its path", field="--prompts-format"
+            "a Parquet file cannot be read from stdin (it is read from its end); give its path", field="TableOptions.format"
         )
     return fmt
 
@@ -138,7 +140,7 @@ def _renames(header: list[str], columns: dict[str, str], source: str, error: typ
     """{column: field} for the columns that fill a field; the rest are metadata."""
     missing = [c for c in columns.values() if c not in header]
     if missing:
-        raise error(source, 1, f"no column {missing[0]!r} (it has {', '.join(header)})", "--map")
+        raise error(source, 1, f"no column {missing[0]!r} (it has {', '.join(header)})", "TableOptions.columns")
     renames = {column: name for name, column in columns.items()}
     for column in header:
         name = ALIASES.get(column, column)
@@ -170,7 +172,7 @@ def _case(
         else:
             record[name] = _plain(value, column, source, number, error)
     if "input" not in record:
-        raise error(source, number, "no column gives the prompt (name it with --map input=COLUMN)", "input")
+        raise error(source, number, "no column gives the prompt (name it in TableOptions.columns: input=COLUMN)", "input")
     record["metadata"] = metadata
     try:
         return PromptCase.from_dict(record)

@@ -141,7 +141,7 @@ def _decoded(
         yield from iter_table(path, fmt, table.columns, max_line, on_wait)
         return
     if table.columns:
-        raise ConfigError("--map is for CSV and Parquet prompts files; a JSONL prompt names its fields", field="--map")
+        raise ConfigError("TableOptions.columns is for CSV and Parquet prompts files; a JSONL prompt names its fields")
     source = display_name(path)
     with open_input(path, on_wait) as stream:
         for number, line in iter_lines(stream, source, max_line):
@@ -199,7 +199,7 @@ def _seconds(value: float, unit: TimeoutUnit, where: JsonlError) -> float:
         raise type(where)(
             where.source,
             where.line,
-            f"{value:g} is ambiguous: waza reads seconds, acp-harness files milliseconds; pass --prompt-timeout-unit s or ms",
+            f"{value:g} is ambiguous: waza reads seconds, acp-harness files milliseconds; set Timeouts.prompt_unit to s or ms",
             "timeout",
         )
     return value
@@ -243,7 +243,7 @@ def check_resumed(output: str, done: set[str], ids: set[str] | None, prompts: st
         raise ConfigError(
             f"holds results for ids not in {display_name(prompts)} (first: {stray[0]!r}); it belongs to another prompts file",
             source=output,
-            field="--resume",
+            field="Output.resume",
         )
 
 

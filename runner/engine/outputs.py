@@ -9,8 +9,6 @@ score of the results that have one.
 from __future__ import annotations
 
 import asyncio
-import errno
-import os
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -163,28 +161,10 @@ class ResultWriter:
         self._raise_failed()
 
 
-def check_output(path: str) -> None:
-    """Refuse, before anything runs, an output that could not be opened when the first result arrives
-    (the file itself is opened only then: see ``ResultWriter``)."""
-    if path == "-":
-        return
-    target = Path(path)
-    parent = target.parent if str(target.parent) else Path(".")
-    problem: int | None = None
-    if target.is_dir():
-        problem = errno.EISDIR
-    elif not parent.is_dir():
-        problem = errno.ENOENT
-    elif not os.access(target if target.exists() else parent, os.W_OK):
-        problem = errno.EACCES
-    if problem is not None:
-        raise ConfigError(f"cannot write {path}: {os.strerror(problem)}")
-
-
 def resume_state(output: str | None, key: tuple[str, ...] = ("id",), max_line: int = DEFAULT_MAX_LINE) -> set[tuple[object, ...]]:
     """Keys of results already complete in ``output``, after repairing a torn last line."""
     if not output or output == "-":
-        raise ConfigError("--resume needs -o FILE (it reads what that file already holds)")
+        raise ConfigError("Output.resume needs a file as Output.path (it reads what that file already holds)")
     path = Path(output)
     if not path.exists():
         return set()

@@ -18,8 +18,11 @@ written. Grader specs: ``Builtin`` (by name, with its config), ``Executable``
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
 import re
-from collections.abc import Callable, Mapping
+import shlex
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
@@ -30,7 +33,7 @@ from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB
 from waza.protocol.sandbox import Sandbox
 from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_MB
 from waza.runner.engine.inputs import TimeoutUnit
-from waza.runner.grading.grader_specs import GraderSpec, check_python_target, resolve_argv
+from waza.runner.grading.grader_specs import GraderSpec, check_python_target, parse_grader, resolve_argv
 
 if TYPE_CHECKING:
     from waza.runner.grading.judges import JudgeChoice
@@ -47,6 +50,28 @@ class Timeouts:
     prompt: float | None = None
     grader: float = 60.0
     prompt_unit: TimeoutUnit = "auto"
+
+    def __post_init__(self) -> None:
+        if self.prompt is not None:
+            _positive(self.prompt, "Timeouts.prompt", "seconds, or None for no limit")
+        _positive(self.grader, "Timeouts.grader", "seconds")
+        if self.prompt_unit not in ("s", "ms", "auto"):
+            raise ConfigError(f"Timeouts.prompt_unit takes 's', 'ms' or 'auto', got {self.prompt_unit!r}")
+
+
+def _positive(value: object, name: str, unit: str) -> None:
+    """Refuse a limit that is not a finite number above zero (a bool is not a number here)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{name} must be a positive number of {unit}, got {value!r}")
+
+
+def _argv(value: object, name: str) -> tuple[str, ...]:
+    """A command as a tuple of arguments: a string is split as a POSIX shell would (``"python x.py"``)."""
+    if isinstance(value, str):
+        return tuple(shlex.split(value))
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{name} takes a command line (a string) or a sequence of arguments, got {value!r}")
+    return tuple(str(c) for c in value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +131,30 @@ class Output:
     #: A progress bar on stderr; ``None``: when stderr is a terminal.
     progress: bool | None = False
 
+    def __post_init__(self) -> None:
+        if isinstance(self.path, Path):
+            object.__setattr__(self, "path", str(self.path))
+        if not isinstance(self.path, str) or not self.path:
+            raise ConfigError(f"Output.path takes a file path or '-' (stdout), got {self.path!r}")
+
+    def check(self) -> None:
+        """Refuse, before anything runs, a file that could not be opened when the first result arrives (the
+        file itself is opened only then, so a failed start leaves it as it was): a directory, a file in a
+        folder that does not exist, one that may not be written."""
+        if self.path == "-":
+            return
+        target = Path(self.path)
+        folder = target.parent
+        if target.is_dir():
+            problem = "is a directory"
+        elif not folder.is_dir():
+            problem = f"folder {str(folder)!r} does not exist"
+        elif not os.access(target if target.exists() else folder, os.W_OK):
+            problem = "may not be written"
+        else:
+            return
+        raise ConfigError(f"Output.path {self.path!r}: {problem}")
+
 
 # --- agents ---------------------------------------------------------------------------------------
 
@@ -115,10 +164,11 @@ class _Agent:
     """Base of agent specs: ``adapter`` names the adapter; the other fields are its options."""
 
     adapter: ClassVar[str]
-    command: tuple[str, ...] = ()
+    #: The agent's command line: a sequence of arguments, or a string split as a POSIX shell would.
+    command: str | Sequence[str] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "command", tuple(str(c) for c in self.command))
+        object.__setattr__(self, "command", _argv(self.command, f"{type(self).__name__}.command"))
 
     def options(self) -> AdapterOptions:
         """The adapter options this spec sets (every other option keeps its default)."""
@@ -143,7 +193,7 @@ class ExecAgent(_Agent):
     """A command run once per turn: the prompt on stdin, the answer on stdout (``events``: JSONL events)."""
 
     adapter: ClassVar[str] = "exec"
-    command: tuple[str, ...]
+    command: str | Sequence[str]
     events: bool = False
     sandbox: Sandbox | None = None
 
@@ -153,7 +203,7 @@ class AcpAgent(_Agent):
     """An agent speaking the Agent Client Protocol over stdio."""
 
     adapter: ClassVar[str] = "acp"
-    command: tuple[str, ...]
+    command: str | Sequence[str]
     mcp_servers: tuple[Mapping[str, Any], ...] = ()
     mcp_config: Path | None = None
     permission: str | None = None
@@ -188,6 +238,13 @@ class HttpAgent(_Agent):
     local_model: bool = False
     #: Keep replies in the model cache and reuse them (keyed by the trial number in trials).
     cache: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.temperature is not None and (not math.isfinite(self.temperature) or self.temperature < 0):
+            raise ConfigError(f"HttpAgent.temperature must be a number of at least 0, got {self.temperature!r}")
+        if self.max_tokens is not None and (isinstance(self.max_tokens, bool) or self.max_tokens < 1):
+            raise ConfigError(f"HttpAgent.max_tokens must be at least 1, got {self.max_tokens!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -236,8 +293,8 @@ _NAME = re.compile(r"^[A-Za-z_][\w.-]*$")
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Grader:
-    """Base of grader specs: ``name`` labels its grades (default: from the grader), ``weight`` its share of the score."""
+class GraderBase:
+    """Base of the grader specs (a list of several kinds is a ``list[GraderBase]``): ``name`` labels its grades (default: from the grader), ``weight`` its share of the score."""
 
     name: str | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
@@ -246,10 +303,15 @@ class _Grader:
     timeout: float | None = None
 
     def __post_init__(self) -> None:
+        kind = type(self).__name__
         if self.name is not None and not _NAME.match(self.name):
-            raise ConfigError(f"grader name {self.name!r} must be letters, digits, _ . -", field="name")
+            raise ConfigError(f"{kind}.name {self.name!r} must be letters, digits, _ . -")
+        if isinstance(self.weight, bool) or not isinstance(self.weight, (int, float)) or not math.isfinite(self.weight):
+            raise ConfigError(f"{kind}.weight must be a number, got {self.weight!r}")
         if self.weight < 0:
-            raise ConfigError(f"grader weight must not be negative, got {self.weight}", field="weight")
+            raise ConfigError(f"{kind}.weight must not be negative, got {self.weight}")
+        if self.timeout is not None:
+            _positive(self.timeout, f"{kind}.timeout", "seconds, or None for the run's Timeouts.grader")
 
     def _spec(self, name: str, kind: Literal["builtin", "python", "exec", "worker"], target: str, **kw: Any) -> GraderSpec:
         return GraderSpec(
@@ -268,7 +330,7 @@ class _Grader:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Builtin(_Grader):
+class Builtin(GraderBase):
     """A built-in grader by name (``waza graders list``); ``isolate`` runs it as a worker process."""
 
     grader: str
@@ -283,10 +345,15 @@ class Builtin(_Grader):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Executable(_Grader):
+class Executable(GraderBase):
     """An executable run once per result: a GraderRequest on stdin, a result on stdout."""
 
-    argv: tuple[str, ...]
+    #: The program and its arguments: a sequence, or a string split as a POSIX shell would.
+    argv: str | Sequence[str]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "argv", _argv(self.argv, "Executable.argv"))
 
     def internal(self) -> GraderSpec:
         argv = resolve_argv([str(a) for a in self.argv])
@@ -294,10 +361,15 @@ class Executable(_Grader):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Worker(_Grader):
+class Worker(GraderBase):
     """An executable in persistent worker mode: one process per concurrency slot, JSONL in and out."""
 
-    argv: tuple[str, ...]
+    #: The program and its arguments: a sequence, or a string split as a POSIX shell would.
+    argv: str | Sequence[str]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "argv", _argv(self.argv, "Worker.argv"))
 
     def internal(self) -> GraderSpec:
         argv = resolve_argv([str(a) for a in self.argv])
@@ -305,7 +377,7 @@ class Worker(_Grader):
 
 
 @dataclass(frozen=True, kw_only=True)
-class PythonGrader(_Grader):
+class PythonGrader(GraderBase):
     """A Python function called in-process with the request as a dict; returns a result dict.
 
     ``fn`` is a reference (``file.py:fn`` or ``package.module:fn``), which any
@@ -327,7 +399,7 @@ class PythonGrader(_Grader):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Judge(_Grader):
+class Judge(GraderBase):
     """An LLM grader (``llm``, ``llm_comparison`` or ``prompt``) and where its judge is.
 
     ``base_url`` (+ ``model``, ``api_key_env``): an OpenAI-compatible endpoint;
@@ -371,6 +443,31 @@ class Judge(_Grader):
 
 
 GraderSpecT: TypeAlias = Builtin | Executable | Worker | PythonGrader | Judge
+#: One grader as ``graders=`` takes it: a spec; a string, read as ``waza capture --grader SPEC`` reads it
+#: (``builtin:NAME``, ``FILE.py:FUNC``, ``worker:PROGRAM``, a program); or a function (a ``PythonGrader``).
+GraderLike: TypeAlias = GraderBase | str | Callable[[dict[str, Any]], Any]
+#: What ``graders=`` takes: one grader, or a sequence of them.
+Graders: TypeAlias = GraderLike | Sequence[GraderLike]
+
+
+def grader_specs(graders: Graders) -> list[GraderSpecT]:
+    """The grader specs ``graders=`` names, in order; ConfigError for anything that names no grader."""
+    items: Sequence[object] = [graders] if isinstance(graders, (GraderBase, str)) or callable(graders) else graders
+    if not isinstance(items, Sequence):
+        raise ConfigError(f"graders takes a grader spec, a string, a function or a list of them, got {graders!r}")
+    specs: list[GraderSpecT] = []
+    for i, item in enumerate(items):
+        if isinstance(item, (Builtin, Executable, Worker, PythonGrader, Judge)):
+            specs.append(item)
+        elif isinstance(item, GraderBase):
+            raise ConfigError(f"graders[{i}] is a GraderBase, not one of its kinds (Builtin, Executable, ...): {item!r}")
+        elif isinstance(item, str):
+            specs.append(from_internal(parse_grader(item)))
+        elif callable(item):
+            specs.append(PythonGrader(fn=item))
+        else:
+            raise ConfigError(f"graders[{i}] is not a grader spec, a string or a function: {item!r}")
+    return specs
 
 
 def from_internal(spec: GraderSpec, *, isolate: bool = False) -> GraderSpecT:
@@ -392,7 +489,10 @@ __all__ = [
     "Builtin",
     "ExecAgent",
     "Executable",
+    "GraderBase",
+    "GraderLike",
     "GraderSpecT",
+    "Graders",
     "HeadlessAgent",
     "HttpAgent",
     "Judge",
@@ -406,4 +506,5 @@ __all__ = [
     "Worker",
     "agent_spec",
     "from_internal",
+    "grader_specs",
 ]

@@ -64,11 +64,11 @@ def load_finished(output: str, plan: Plan, builder: SummaryBuilder, max_line: in
     for number, result in read_records(path, TrialResult, max_line):
         where = f"{output}:{number}"
         if result.k != plan.trials:
-            raise ConfigError(f"{where}: written with -k {result.k}; resume with the same -k (this run: {plan.trials})")
+            raise ConfigError(f"{where}: written with k={result.k}; resume with the same k= (this run: k={plan.trials})")
         if result.error_policy != plan.policy:
-            raise ConfigError(f"{where}: written with --errors {result.error_policy}; resume with the same policy")
+            raise ConfigError(f"{where}: written with errors={result.error_policy}; resume with the same policy")
         if list(result.pass_at_k) != keys:
-            raise ConfigError(f"{where}: written with --k-values {','.join(result.pass_at_k)}; resume with the same k values")
+            raise ConfigError(f"{where}: written with k_values={','.join(result.pass_at_k)}; resume with the same k values")
         done.add(result.id)
         builder.add(result)
     return done
@@ -103,7 +103,7 @@ def seeder(template: Path | None) -> Callable[[Path], None] | None:
         return None
     source = template.resolve()
     if not source.is_dir():
-        raise ConfigError(f"--cwd {template} is not a directory")
+        raise ConfigError(f"Workspace.template {str(template)!r} is not a directory")
 
     def prepare(workspace: Path) -> None:
         shutil.copytree(source, workspace, symlinks=True, dirs_exist_ok=True)
@@ -178,7 +178,7 @@ class TrialsOutput:
 def check_policy(text: str) -> ErrorPolicy:
     """``exclude`` or ``fail``, else a ConfigError."""
     if text not in get_args(ErrorPolicy):
-        raise ConfigError(f"--errors takes exclude or fail, got {text!r}")
+        raise ConfigError(f"errors= takes exclude or fail, got {text!r}")
     return text  # type: ignore[return-value]
 
 

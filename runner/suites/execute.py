@@ -65,7 +65,9 @@ def select(suite: Suite, task_globs: list[str], tag_globs: list[str]) -> tuple[l
         by_tag = not tag_globs or any(fnmatch.fnmatchcase(tag, g) for g in tag_globs for tag in task.tags)
         (chosen if by_task and by_tag else left_out).append(task)
     if not chosen:
-        raise ConfigError("no enabled task matches --task/--tags" if task_globs or tag_globs else "the suite has no enabled task")
+        raise ConfigError(
+            "no enabled task matches tasks= or tags=" if task_globs or tag_globs else "the suite has no enabled task"
+        )
     return chosen, [t.id for t in left_out]
 
 

@@ -16,17 +16,16 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import anyio
-
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult
 from waza.protocol.suite_records import SuiteResult
 from waza.runner.analysis.error_digest import ErrorDigest
 from waza.runner.engine.api import _as_stream, resolve_agent
+from waza.runner.engine.blocking import refuse_in_event_loop, run_blocking
 from waza.runner.engine.outputs import ResultWriter, Tally
 from waza.runner.engine.pipeline import Executor, Settings, Sink, Workspaces, run_items
 from waza.runner.engine.progress import Progress, wanted
-from waza.runner.engine.specs import AGENTS, AgentSpec, GraderSpecT, HttpAgent, Judge, Output, Timeouts
+from waza.runner.engine.specs import AGENTS, AgentSpec, Graders, HttpAgent, Judge, Output, Timeouts, grader_specs
 from waza.runner.suites import document
 from waza.runner.suites.execute import Plan, execute, require_graders, select
 from waza.runner.suites.loader import load_suite
@@ -72,7 +71,7 @@ class SuiteRun:
         cls,
         suite: str | Path | Suite,
         agent: AgentSpec | None = None,
-        graders: Sequence[GraderSpecT] = (),
+        graders: Graders = (),
         *,
         tasks: Sequence[str] = (),
         tags: Sequence[str] = (),
@@ -90,6 +89,9 @@ class SuiteRun:
         executor: Executor = run_items,
     ) -> SuiteRun:
         """Load (unless given loaded) and check the suite and merge its config; nothing runs yet."""
+        graders = grader_specs(graders)
+        if output is not None:
+            output.check()
         loaded = suite if isinstance(suite, Suite) else load_suite(Path(suite), context_dir=context_dir)
         config = loaded.config
         adapter, command, opts = resolve_agent(suite_agent(loaded, agent))
@@ -98,7 +100,9 @@ class SuiteRun:
         require_graders(chosen, extra)
         for spec in extra:
             if any(spec.name == s.name for t in chosen for s in t.graders):
-                raise ConfigError(f"--grader {spec.name!r} has the name of a suite grader; name it with NAME=SPEC")
+                raise ConfigError(
+                    f"grader {spec.name!r} of graders= has the name of a suite grader; give it another GraderBase.name"
+                )
         for spec in [*extra, *(s for t in chosen for s in t.graders)]:
             if spec.timeout is None:
                 spec.timeout = timeouts.grader
@@ -120,7 +124,7 @@ class SuiteRun:
             workspaces=Workspaces(root=workspace_root, fresh=True, keep=keep_workspaces),
         )
         if adapter.name != "mock" and any(t.mock is not None for t in chosen):
-            print(f"waza: mock scripts in task files are not used with --adapter {adapter.name}", file=sys.stderr)
+            print(f"waza: mock scripts in task files are not used with the {adapter.name} adapter", file=sys.stderr)
         plan = Plan(
             suite=loaded,
             tasks=chosen,
@@ -175,7 +179,7 @@ class SuiteRun:
 async def arun_suite(
     suite: str | Path,
     agent: AgentSpec | None = None,
-    graders: Sequence[GraderSpecT] = (),
+    graders: Graders = (),
     *,
     tasks: Sequence[str] = (),
     tags: Sequence[str] = (),
@@ -197,7 +201,7 @@ async def arun_suite(
 def run_suite(
     suite: str | Path,
     agent: AgentSpec | None = None,
-    graders: Sequence[GraderSpecT] = (),
+    graders: Graders = (),
     *,
     tasks: Sequence[str] = (),
     tags: Sequence[str] = (),
@@ -207,6 +211,7 @@ def run_suite(
     output: Output | None = None,
 ) -> SuiteResult:
     """Blocking suite run: the whole-suite result document (per task, metrics, triggers, passed or failed)."""
+    refuse_in_event_loop("run_suite")  # before the suite is read
     run = SuiteRun.prepare(
         suite, agent, graders, tasks=tasks, tags=tags, trials=trials,
         concurrency=concurrency, timeouts=timeouts, output=output,
@@ -217,7 +222,7 @@ def run_suite(
             async for _ in results:
                 pass
 
-    anyio.run(main)
+    run_blocking(main, "run_suite")
     return run.result()
 
 

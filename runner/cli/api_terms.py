@@ -1,0 +1,92 @@
+"""The engine's words in the command line's: the one place the CLI turns API names into its options.
+
+The engine, the adapters and the graders name what is wrong in the Python API's terms (a spec's
+field such as ``Timeouts.prompt``, a parameter such as ``graders=``), which is what a Python caller
+wrote. A ``waza`` command's user wrote options instead, so every error the CLI prints passes through
+:func:`in_cli_terms` (from ``runtime.fail``), and this table says which option sets what.
+"""
+
+from __future__ import annotations
+
+import re
+
+_AGENT_COMMAND = "the agent command (after the prompts, or after --)"
+_GRADER_NAME = "the grader's NAME (--grader NAME=SPEC)"
+
+#: API name -> the option (or words) a command-line user knows it by.
+FLAGS: dict[str, str] = {
+    # run settings
+    "Timeouts.prompt_unit": "--prompt-timeout-unit",
+    "Timeouts.prompt": "--timeout",
+    "Timeouts.grader": "--grader-timeout",
+    "Output.path": "-o",
+    "Output.resume": "--resume",
+    "Workspace.template": "--cwd",
+    "TableOptions.columns": "--map",
+    "TableOptions.format": "--prompts-format",
+    "Limits.line_mb": "--max-line-mb",
+    "Limits.steps": "--max-steps",
+    "Limits.trajectory_mb": "--max-trajectory-mb",
+    "Sandbox.read_only": "--sandbox-ro",
+    "Sandbox.read_write": "--sandbox-rw",
+    "Sandbox.network": "--sandbox-net",
+    "Sandbox.ports": "--sandbox-port",
+    "Sandbox.keep_env": "--sandbox-env",
+    "Sandbox": "--sandbox bwrap",
+    # agents: a spec is an adapter, its fields are that adapter's options
+    **{f"{spec}.command": _AGENT_COMMAND for spec in ("ExecAgent", "AcpAgent", "HeadlessAgent", "HttpAgent", "ReplayAgent", "MockAgent")},
+    **{spec: f"--adapter {name}" for spec, name in (
+        ("ExecAgent", "exec"), ("AcpAgent", "acp"), ("HeadlessAgent", "headless"), ("HttpAgent", "http"),
+        ("ReplayAgent", "replay"), ("MockAgent", "mock"),
+    )},
+    "HeadlessAgent.schema": "--schema",
+    "HeadlessAgent.raw_log": "--raw-log",
+    "AcpAgent.raw_log": "--raw-log",
+    "AcpAgent.permission_rules": "--permission-rules",
+    "AcpAgent.permission": "--permission",
+    "AcpAgent.mcp_servers": "--mcp-server",
+    "AcpAgent.mcp_config": "--mcp-config",
+    "AcpAgent.auth_method": "--auth-method",
+    "HttpAgent.base_url": "--base-url",
+    "HttpAgent.model": "--model",
+    "HttpAgent.api_key_env": "--api-key-env",
+    "HttpAgent.max_tokens": "--max-tokens",
+    "HttpAgent.temperature": "--temperature",
+    "HttpAgent.local_model": "--local-model",
+    "ReplayAgent.replay_from": "--from",
+    # graders
+    **{f"{spec}.name": _GRADER_NAME for spec in ("GraderBase", "Builtin", "Executable", "Worker", "PythonGrader", "Judge")},
+    **{f"{spec}.weight": "--grader-weight" for spec in ("GraderBase", "Builtin", "Executable", "Worker", "PythonGrader", "Judge")},
+    # parameters of the runs, written ``name=`` in messages
+    "graders=": "--grader",
+    "labels=": "--labels",
+    "sample=": "--sample",
+    "k=": "-k",
+    "k_values=": "--k-values",
+    "errors=": "--errors",
+    "summary=": "--summary",
+    "tasks=": "--task",
+    "tags=": "--tags",
+}  # fmt: skip
+
+# Longest first, so ``Timeouts.prompt_unit`` wins over ``Timeouts.prompt``; a name is never part of a longer one.
+_NAMES = re.compile(
+    r"(?<![\w.])(?:"
+    + "|".join(re.escape(name) + ("" if name.endswith("=") else r"(?![\w])") for name in sorted(FLAGS, key=len, reverse=True))
+    + ")"
+)
+
+
+def in_cli_terms(text: str) -> str:
+    """``text`` with each API name replaced by its option (``errors=fail`` becomes ``--errors fail``)."""
+
+    def option(match: re.Match[str]) -> str:
+        name = match.group(0)
+        flag = FLAGS[name]
+        rest = text[match.end() : match.end() + 1]
+        return flag + " " if name.endswith("=") and (rest.isalnum() or rest in "'\"-_./") else flag
+
+    return _NAMES.sub(option, text)
+
+
+__all__ = ["FLAGS", "in_cli_terms"]
