@@ -33,8 +33,8 @@ import anyio
 import anyio.abc
 
 from waza.protocol.errors import ConfigError
-from waza.protocol.logs import get_logger
-from waza.protocol.process import Child, Tail, exit_parts
+from waza.protocol.io.logs import get_logger
+from waza.protocol.io.process import Child, Tail, exit_parts
 from waza.protocol.records import StopReason
 from waza.protocol.trajectory import RawUpdate, TrajectoryBuilder
 

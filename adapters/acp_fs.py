@@ -1,7 +1,7 @@
 """``fs/read_text_file`` and ``fs/write_text_file``, confined to the prompt's workspace.
 
 Every path is opened relative to the workspace with no symlink followed
-(:mod:`waza.protocol.confined`), so an absolute path elsewhere, a ``..`` walk
+(:mod:`waza.protocol.io.confined`), so an absolute path elsewhere, a ``..`` walk
 and a symlink (even one swapped in a moment before) all get a JSON-RPC error
 and nothing outside is read or written. Relative paths, which ACP does not
 allow but some agents send, are taken relative to the workspace.
@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, TypeVar
 import anyio
 import anyio.to_thread
 
-from waza.protocol.confined import Refused, open_dir, open_regular, relative_parts, replace_file
+from waza.protocol.io.confined import Refused, open_dir, open_regular, relative_parts, replace_file
 
 from .acp_rpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 
 from waza.protocol.errors import ConfigError
-from waza.protocol.secrets import Redactor
+from waza.protocol.io.secrets import Redactor
 
 
 def reset(path: Path) -> None:

@@ -22,7 +22,7 @@ import anyio
 import anyio.abc
 import orjson
 
-from waza.protocol.process import LineReader, LineTooLong
+from waza.protocol.io.process import LineReader, LineTooLong
 
 # Standard JSON-RPC error codes, plus ACP's.
 INVALID_PARAMS = -32602

@@ -24,7 +24,7 @@ from typing import Any, TypeAlias
 import anyio
 import anyio.abc
 
-from waza.protocol.process import STDOUT_LIMIT, TAG_VAR, Child, exit_parts, kill_tagged, new_tag
+from waza.protocol.io.process import STDOUT_LIMIT, TAG_VAR, Child, exit_parts, kill_tagged, new_tag
 
 from .acp_fs import confine_dir
 from .acp_rpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError, Spawn

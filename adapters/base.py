@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from waza.protocol.io.sandbox import Sandbox, relayed, sandbox_env, wrap_command
 from waza.protocol.records import Exit, PromptCase
-from waza.protocol.sandbox import Sandbox, relayed, sandbox_env, wrap_command
 from waza.protocol.trajectory import TrajectoryBuilder
 
 

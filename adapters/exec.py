@@ -24,7 +24,7 @@ import orjson
 
 from waza.protocol.codec import RecordError
 from waza.protocol.errors import ConfigError
-from waza.protocol.process import (
+from waza.protocol.io.process import (
     LINE_LIMIT,
     TAG_VAR,
     Child,

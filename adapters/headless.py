@@ -25,9 +25,9 @@ from typing import IO, Any, ClassVar
 import anyio
 import orjson
 
-from waza.protocol.agent_command import resolve_agent_command
 from waza.protocol.errors import ConfigError
-from waza.protocol.process import TAG_VAR, Child, LineReader, LineTooLong, Tail, exit_parts, kill_tagged, new_tag
+from waza.protocol.io.agent_command import resolve_agent_command
+from waza.protocol.io.process import TAG_VAR, Child, LineReader, LineTooLong, Tail, exit_parts, kill_tagged, new_tag
 from waza.protocol.records import Exit
 from waza.protocol.trajectory import RawUpdate
 

@@ -5,11 +5,11 @@ turn and the model's reply to it, so turn N sees turns 0..N-1. The API key is
 read from the environment variable named by ``--api-key-env`` (default
 ``OPENAI_API_KEY``) and goes only into the Authorization header: never into a
 record, a log line or an error message. Requests go through the client the LLM
-judges use (``waza.protocol.chat_http``): 408, 409, 429 and 5xx answers (and
+judges use (``waza.protocol.io.chat_http``): 408, 409, 429 and 5xx answers (and
 connection failures) are retried with exponential backoff, honouring
 ``Retry-After``; every request is limited to the time left of the prompt's timeout.
 
-With ``--cache`` a reply is kept in the model cache (``waza.protocol.model_cache``),
+With ``--cache`` a reply is kept in the model cache (``waza.protocol.io.model_cache``),
 keyed by the URL, the request body and the trial number (so each of k trials
 gets its own answer) and replayed into the trajectory on the next run.
 """
@@ -25,9 +25,9 @@ import anyio
 import httpx
 import orjson
 
-from waza.protocol import model_cache
-from waza.protocol.chat_http import ChatFailed, RetryPolicy, check_status, excerpt, pooled_client, with_retries
 from waza.protocol.errors import ConfigError
+from waza.protocol.io import model_cache
+from waza.protocol.io.chat_http import ChatFailed, RetryPolicy, check_status, excerpt, pooled_client, with_retries
 from waza.protocol.records import Exit, Usage
 from waza.protocol.trajectory import MessageChunk, ThoughtChunk, TrajectoryBuilder, UsageUpdate
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from waza.protocol.errors import ConfigError
-from waza.protocol.process import ProcessOutcome, run_once
+from waza.protocol.io.process import ProcessOutcome, run_once
+from waza.protocol.io.secrets import scrubbed_env
 from waza.protocol.records import GraderRequest
-from waza.protocol.secrets import scrubbed_env
 
 from ._paths import config_root
 

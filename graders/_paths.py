@@ -15,8 +15,8 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from waza.protocol.confined import Refused, open_regular, relative_parts
 from waza.protocol.errors import ConfigError
+from waza.protocol.io.confined import Refused, open_regular, relative_parts
 from waza.protocol.records import GraderRequest
 
 
@@ -54,7 +54,7 @@ def read_inside(root: Path, relative: str) -> bytes | None:
     """The bytes of regular file ``root/relative`` (None when it is missing or a directory).
 
     Opened relative to ``root`` with no symlink followed at any step
-    (:mod:`waza.protocol.confined`), so an agent still running cannot swap the
+    (:mod:`waza.protocol.io.confined`), so an agent still running cannot swap the
     file for a symlink between a check and the read. A symlink on the path, a
     FIFO or device, or a file over :data:`READ_LIMIT` is PathEscape / ValueError.
     """

@@ -26,7 +26,7 @@ import orjson
 
 from waza.protocol.codec import RecordError
 from waza.protocol.errors import ConfigError
-from waza.protocol.grading import echo_request_id
+from waza.protocol.grader_protocol import echo_request_id
 from waza.protocol.records import GraderRequest
 
 from . import _config

@@ -32,7 +32,7 @@ from typing import Any
 import orjson
 
 from waza.protocol.errors import ConfigError
-from waza.protocol.process import run_once
+from waza.protocol.io.process import run_once
 from waza.protocol.records import GraderRequest, GraderResult
 
 from . import _javascript

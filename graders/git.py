@@ -27,9 +27,9 @@ import shlex
 import sys
 from typing import Any
 
-from waza.protocol.process import run_once
+from waza.protocol.io.process import run_once
+from waza.protocol.io.secrets import scrubbed_env
 from waza.protocol.records import GraderRequest, GraderResult
-from waza.protocol.secrets import scrubbed_env
 
 from ._checks import Check, from_checks
 from ._commands import command_argv, last_line, run_command

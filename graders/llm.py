@@ -15,7 +15,7 @@ import sys
 
 from waza.protocol.records import GraderRequest, GraderResult
 
-from . import _judging, _rubric
+from . import _judge_prompt, _rubric
 from ._example import Example
 
 SUMMARY = "LLM judge: a rubric (inline or file) scored 1-5, normalised to 0-1, pass at a threshold."
@@ -42,12 +42,12 @@ EXAMPLE = Example(
 )
 
 
-check_config = _judging.check_judge_config
+check_config = _judge_prompt.check_judge_config
 
 
 async def grade(request: GraderRequest) -> GraderResult:
     rubric = _rubric.load(request.config.get("rubric", DEFAULT_RUBRIC))
-    return await _judging.rubric_grade(request, rubric, LEAD)
+    return await _judge_prompt.rubric_grade(request, rubric, LEAD)
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ import sys
 
 from waza.protocol.records import GraderRequest, GraderResult
 
-from . import _judging, _rubric
+from . import _judge_prompt, _rubric
 from ._example import Example
 
 SUMMARY = "LLM judge: how well the output matches a reference answer, 1-5 normalised to 0-1."
@@ -39,7 +39,7 @@ EXAMPLE = Example(
 )
 
 
-check_config = _judging.check_judge_config
+check_config = _judge_prompt.check_judge_config
 
 
 async def grade(request: GraderRequest) -> GraderResult:
@@ -47,7 +47,7 @@ async def grade(request: GraderRequest) -> GraderResult:
     if not reference:
         raise ValueError("no reference to compare against: set config 'reference' or the prompt's 'reference'")
     rubric = _rubric.load(request.config.get("rubric", DEFAULT_RUBRIC))
-    return await _judging.rubric_grade(request, rubric, LEAD, reference=reference)
+    return await _judge_prompt.rubric_grade(request, rubric, LEAD, reference=reference)
 
 
 def main() -> None:

@@ -38,9 +38,9 @@ from typing import Any
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import GraderRequest, GraderResult
 
-from . import _judging, _rubric
+from . import _judge_prompt, _rubric
 from ._example import Example
-from ._judge import JudgeError
+from ._judge_client import JudgeError
 
 SUMMARY = "LLM judge with a multi-criteria rubric (or a rubric YAML file); JSON or text replies, normalized or raw scores."
 
@@ -111,7 +111,7 @@ def unsupported(config: dict[str, Any]) -> list[tuple[str, str]]:
 
 async def _verdict_calls(request: GraderRequest) -> GraderResult:
     instructions = f"{VERDICT_LEAD}\n\n## Grader instructions\n{request.config['prompt']}"
-    done = await _judging.exchange(request, instructions, VERDICT_SCHEMA)
+    done = await _judge_prompt.exchange(request, instructions, VERDICT_SCHEMA)
     calls = done.reply["calls"]
     passes = sum(c["tool"] == PASS_TOOL for c in calls)
     fails = len(calls) - passes
@@ -134,7 +134,7 @@ def _unused(config: dict[str, Any]) -> dict[str, Any]:
 
 def check_config(config: dict[str, Any]) -> None:
     if "prompt" in config:  # the prompt form: a rubric beside it is not used (as in the original), so not loaded
-        _judging.check_judge_config({k: v for k, v in config.items() if k != "rubric"})
+        _judge_prompt.check_judge_config({k: v for k, v in config.items() if k != "rubric"})
         rubric_only = sorted({"criteria", "score_type", "response_format", "threshold"} & set(config))
         if rubric_only:
             raise ConfigError(
@@ -142,7 +142,7 @@ def check_config(config: dict[str, Any]) -> None:
                 field=rubric_only[0],
             )
         return
-    _judging.check_judge_config(config)
+    _judge_prompt.check_judge_config(config)
     clash = {"reasoning", "overall_score"} & set(config.get("criteria", []))
     if clash:
         raise ConfigError(f"criterion name {sorted(clash)[0]!r} is taken by the reply itself; rename it", field="criteria")
@@ -157,7 +157,7 @@ def _scale(raw: bool) -> dict[str, Any]:
 
 
 def _normalise(value: float, raw: bool) -> float:
-    return float(value) if raw else _judging.one_to_five(value)
+    return float(value) if raw else _judge_prompt.one_to_five(value)
 
 
 def reply_schema(criteria: list[str], raw: bool) -> dict[str, Any]:
@@ -187,26 +187,26 @@ async def grade(request: GraderRequest) -> GraderResult:
         return await _verdict_calls(request)
     rubric = _rubric.load(config["rubric"])
     if rubric.levels:
-        return await _judging.rubric_grade(request, rubric, LEAD)
+        return await _judge_prompt.rubric_grade(request, rubric, LEAD)
     raw = config.get("score_type", "normalized") == "raw"
     criteria = list(config.get("criteria", []))
     schema = reply_schema(criteria, raw)
-    threshold = config.get("threshold", _judging.DEFAULT_THRESHOLD)
+    threshold = config.get("threshold", _judge_prompt.DEFAULT_THRESHOLD)
     instructions = f"{LEAD}\n\n## Rubric\n{rubric.text}"
     if config.get("response_format", "json") == "text":
         scale = "a number from 0 to 1" if raw else "an integer from 1 to 5"
         instructions += f"\n\nExplain your judgement, then end with a last line 'overall_score: N' where N is {scale}."
-        done = await _judging.exchange(request, instructions, schema, json_reply=False)
+        done = await _judge_prompt.exchange(request, instructions, schema, json_reply=False)
         value, reasoning = score_from_text(done.text, raw)
-        return _judging.verdict(_normalise(value, raw), threshold, reasoning, {**done.details, "rawScore": value})
-    done = await _judging.exchange(request, instructions, schema)
+        return _judge_prompt.verdict(_normalise(value, raw), threshold, reasoning, {**done.details, "rawScore": value})
+    done = await _judge_prompt.exchange(request, instructions, schema)
     reply = done.reply
     details = {
         **done.details,
         "rawScore": reply["overall_score"],
         "criteria": {name: _normalise(reply[name], raw) for name in criteria},
     }
-    return _judging.verdict(_normalise(reply["overall_score"], raw), threshold, reply.get("reasoning"), details)
+    return _judge_prompt.verdict(_normalise(reply["overall_score"], raw), threshold, reply.get("reasoning"), details)
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from waza.protocol.grading import parse_result_bytes
+from waza.protocol.grader_protocol import parse_result_bytes
 from waza.protocol.records import GraderRequest, GraderResult
 
 from ._commands import command_argv, last_line, run_command

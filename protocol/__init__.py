@@ -6,7 +6,7 @@ runner all build on it, never the other way round.
 
 from .codec import Record, RecordError
 from .errors import ConfigError
-from .grading import GraderProtocolError, aggregate, normalize_result, parse_result_bytes
+from .grader_protocol import GraderProtocolError, aggregate, normalize_result, parse_result_bytes
 from .records import (
     PROTOCOL_VERSION,
     CaptureResult,

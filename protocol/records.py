@@ -196,7 +196,7 @@ class GraderRequest(Record, kw_only=True):
 
 
 class GraderResult(Record, kw_only=True, omit_defaults=True):
-    """What a grader writes on stdout. See protocol.grading for the accepted dialects."""
+    """What a grader writes on stdout. See protocol.grader_protocol for the accepted dialects."""
 
     passed: Annotated[bool | None, Meta(description="Required unless status is pending.")] = field(default=None, name="pass")
     score: Annotated[Unit | None, Meta(description="Finite, in [0, 1].")] = None

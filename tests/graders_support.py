@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import orjson
 
-from waza.protocol.grading import grade_from_result, parse_result_bytes
+from waza.protocol.grader_protocol import grade_from_result, parse_result_bytes
 from waza.protocol.records import Grade, GraderRequest
 from waza.protocol.schemas import errors
 from waza.runner.grading.build import make_runner

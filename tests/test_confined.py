@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from waza.protocol import confined
-from waza.protocol.confined import Refused, open_regular, relative_parts, replace_file
+from waza.protocol.io import confined
+from waza.protocol.io.confined import Refused, open_regular, relative_parts, replace_file
 
 
 @pytest.fixture(params=["openat2", "component walk"])

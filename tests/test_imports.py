@@ -65,5 +65,5 @@ def test_every_module_imports_without_deprecation_warnings() -> None:
     assert not failed, f"on Python {sys.version.split()[0]}, raised from {', '.join(origins)}:\n" + "\n".join(failed)
     imported = [line for line in lines if line.startswith("OK ")]
     # The walk found the package (not an empty path): the public API, the engine, the CLI, every grader.
-    for module in ("waza", "waza.runner.engine.api", "waza.runner.cli.app", "waza.graders", "waza.protocol.records"):
+    for module in ("waza", "waza.runner.engine.capture", "waza.runner.cli.app", "waza.graders", "waza.protocol.records"):
         assert f"OK {module}" in imported

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from waza.protocol import schemas
 from waza.protocol.codec import Record, RecordError
-from waza.protocol.grading import GraderProtocolError, aggregate, normalize_result, parse_result_bytes
+from waza.protocol.grader_protocol import GraderProtocolError, aggregate, normalize_result, parse_result_bytes
 from waza.protocol.jsonl import JsonlError, decode_line, has_long_digits, iter_lines, repair_torn_tail
 from waza.protocol.records import CaptureResult, Grade, PromptCase, Usage
 from waza.protocol.trajectory import (

@@ -105,7 +105,9 @@ def test_a_local_headless_capture_loads_neither_ray_nor_trials(tmp_path: Path) -
     assert not {"waza.runner.grading.worker_pool", "waza.graders._config", "argparse"} & modules
     # nor what CSV or Parquet prompts and workspaces for ids that are not file names need (decimal: msgspec loads it)
     assert not {"csv", "hashlib"} & modules
-    assert not {"waza.runner.engine.api", "waza.runner.engine.specs", "anyio"} & imported("capture", "--help")
+    assert not {"waza.runner.engine.capture", "waza.runner.engine.run_setup", "waza.runner.engine.specs", "anyio"} & imported(
+        "capture", "--help"
+    )
 
 
 def test_the_garbage_collector_is_back_on_while_results_are_graded(tmp_path: Path) -> None:

@@ -21,11 +21,12 @@ __version__ = "0.1.0"
 #: public name -> module that defines it.
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
-        ["acapture", "agrade", "arun_one", "capture", "grade", "run_one", "CaptureRun", "GradeRun"], "waza.runner.engine.api",
+        ["acapture", "arun_one", "capture", "run_one", "CaptureRun"], "waza.runner.engine.capture",
     ),
-    **dict.fromkeys(["atrials", "trials", "summarize_trials", "TrialsRun"], "waza.runner.engine.api_trials"),
+    **dict.fromkeys(["agrade", "grade", "GradeRun"], "waza.runner.engine.grade"),
+    **dict.fromkeys(["atrials", "trials", "summarize_trials", "TrialsRun"], "waza.runner.engine.trials"),
     **dict.fromkeys(["arun_suite", "run_suite", "SuiteRun"], "waza.runner.suites.run"),
-    **dict.fromkeys(["acalibrate", "calibrate", "compare", "CalibrationRun"], "waza.runner.engine.api_analysis"),
+    **dict.fromkeys(["acalibrate", "calibrate", "compare", "CalibrationRun"], "waza.runner.engine.calibration"),
     **dict.fromkeys(
         ["AcpAgent", "AgentSpec", "Builtin", "ExecAgent", "Executable", "GraderBase", "GraderSpecT", "Graders", "HeadlessAgent", "HttpAgent",
          "Judge", "Limits", "MockAgent", "Output", "PythonGrader", "ReplayAgent", "Timeouts", "Worker", "Workspace"], "waza.runner.engine.specs",
@@ -34,7 +35,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["CaptureResult", "PromptCase", "Grade", "GraderRequest"], "waza.protocol.records"),
     **dict.fromkeys(["TrialResult", "TrialsSummary", "CalibrationReport"], "waza.protocol.trial_records"),
     **dict.fromkeys(["AgentError", "ConfigError", "GraderError", "UsageError", "WazaError"], "waza.protocol.errors"),
-    "Sandbox": "waza.protocol.sandbox",
+    "Sandbox": "waza.protocol.io.sandbox",
 }  # fmt: skip
 
 # A literal list, so type checkers (mypy --strict) see every ``waza.X`` as exported; tests/test_api_edges.py
@@ -104,26 +105,17 @@ if TYPE_CHECKING:
         UsageError,
         WazaError,
     )
+    from waza.protocol.io.sandbox import Sandbox
     from waza.protocol.records import CaptureResult, Grade, GraderRequest, PromptCase
-    from waza.protocol.sandbox import Sandbox
     from waza.protocol.trial_records import (
         CalibrationReport,
         TrialResult,
         TrialsSummary,
     )
     from waza.runner.analysis.passk import pass_at_k, pass_hat_k
-    from waza.runner.engine.api import (
-        CaptureRun,
-        GradeRun,
-        acapture,
-        agrade,
-        arun_one,
-        capture,
-        grade,
-        run_one,
-    )
-    from waza.runner.engine.api_analysis import CalibrationRun, acalibrate, calibrate, compare
-    from waza.runner.engine.api_trials import TrialsRun, atrials, summarize_trials, trials
+    from waza.runner.engine.calibration import CalibrationRun, acalibrate, calibrate, compare
+    from waza.runner.engine.capture import CaptureRun, acapture, arun_one, capture, run_one
+    from waza.runner.engine.grade import GradeRun, agrade, grade
     from waza.runner.engine.specs import (
         AcpAgent,
         AgentSpec,
@@ -145,6 +137,7 @@ if TYPE_CHECKING:
         Worker,
         Workspace,
     )
+    from waza.runner.engine.trials import TrialsRun, atrials, summarize_trials, trials
     from waza.runner.suites.run import SuiteRun, arun_suite, run_suite
 
 

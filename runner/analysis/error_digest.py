@@ -12,8 +12,8 @@ import sys
 from collections import Counter
 from typing import TextIO
 
+from waza.protocol.io.secrets import Redactor
 from waza.protocol.records import CaptureResult
-from waza.protocol.secrets import Redactor
 
 __all__ = ["ErrorDigest", "error_reasons"]
 

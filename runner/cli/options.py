@@ -25,18 +25,18 @@ import typer
 from waza.adapters import DEFAULT_ADAPTER
 from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.errors import ConfigError
+from waza.protocol.io.secrets import mark_secret_env
 from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB
-from waza.protocol.secrets import mark_secret_env
 from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_MB
 from waza.runner.cli.option_values import finite_number, positive_seconds
 
 if TYPE_CHECKING:
-    from waza.protocol.sandbox import Sandbox
+    from waza.protocol.io.sandbox import Sandbox
     from waza.runner.engine.datasets import TableOptions
     from waza.runner.engine.inputs import TimeoutUnit
     from waza.runner.engine.specs import AgentSpec, GraderSpecT, Judge, Limits, Output, Timeouts
     from waza.runner.grading.grader_runners import GraderRunner
-    from waza.runner.grading.judges import JudgeChoice
+    from waza.runner.grading.judge_setup import JudgeChoice
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -182,7 +182,7 @@ class AgentOptions:
 
     def sandbox_policy(self) -> "Sandbox | None":
         """The --sandbox options as the adapters' Sandbox; one given without --sandbox is a usage error."""
-        from waza.protocol.sandbox import Sandbox
+        from waza.protocol.io.sandbox import Sandbox
 
         extras = [flag for flag, value in (("--sandbox-ro", self.sandbox_ro), ("--sandbox-rw", self.sandbox_rw),
                   ("--sandbox-port", self.sandbox_port), ("--sandbox-env", self.sandbox_env)) if value]  # fmt: skip
@@ -257,7 +257,7 @@ class AgentOptions:
 
     def resolve(self, command: list[str]) -> tuple[type[Adapter], AdapterOptions, list[str]]:
         """The adapter class, its options and the agent command (made absolute), checked."""
-        from waza.runner.engine.api import resolve_agent
+        from waza.runner.engine.run_setup import resolve_agent
 
         cls, command, opts = resolve_agent(self.spec(command))
         return cls, opts, command
@@ -322,7 +322,7 @@ class GraderOptions:
         the one way commands name graders."""
         from waza.runner.engine.specs import from_internal
         from waza.runner.grading.grader_specs import build_specs
-        from waza.runner.grading.judges import apply as apply_judge
+        from waza.runner.grading.judge_setup import apply as apply_judge
 
         parsed = build_specs(self.grader or [], self.grader_config, self.grader_weight)
         if judge:
@@ -331,7 +331,7 @@ class GraderOptions:
 
     def runners(self) -> "list[GraderRunner]":
         """The graders of :meth:`specs`, checked and ready to enter."""
-        from waza.runner.engine.api import build_graders
+        from waza.runner.engine.run_setup import build_graders
         from waza.runner.engine.specs import Timeouts
 
         return build_graders(self.specs(), Timeouts(grader=self.grader_timeout))
@@ -355,7 +355,7 @@ class GraderOptions:
         )
 
     def judge_choice(self) -> "JudgeChoice":
-        from waza.runner.grading.judges import JudgeChoice
+        from waza.runner.grading.judge_setup import JudgeChoice
 
         if self.judge_api_key_env:
             mark_secret_env(self.judge_api_key_env)

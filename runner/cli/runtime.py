@@ -17,8 +17,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from waza.protocol.errors import AgentError, GraderError, UsageError, WazaError, find_cause
-from waza.protocol.logs import configure
-from waza.protocol.secrets import Redactor
+from waza.protocol.io.logs import configure
+from waza.protocol.io.secrets import Redactor
 
 EXIT_OK = 0
 EXIT_FAILED = 1

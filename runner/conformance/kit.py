@@ -35,10 +35,10 @@ from waza.graders import load as load_builtin
 from waza.protocol import schemas
 from waza.protocol.conformance_records import ConformanceEvidence, ConformanceReport, ConformanceRule, RuleStatus
 from waza.protocol.errors import ConfigError, find_cause
-from waza.protocol.grading import GraderProtocolError, normalize_result, parse_result_bytes
-from waza.protocol.process import Child, ProcessOutcome, exit_parts, run_once
+from waza.protocol.grader_protocol import GraderProtocolError, normalize_result, parse_result_bytes
+from waza.protocol.io.process import Child, ProcessOutcome, exit_parts, run_once
+from waza.protocol.io.secrets import scrubbed_env
 from waza.protocol.records import PROTOCOL_VERSION, GraderResult, TrajectoryStep
-from waza.protocol.secrets import scrubbed_env
 from waza.runner.grading.build import builtin_argv
 from waza.runner.grading.grader_specs import parse_grader
 from waza.runner.grading.worker_pool import Worker, WorkerFault, decode_answer

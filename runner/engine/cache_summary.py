@@ -6,7 +6,7 @@ import sys
 
 __all__ = ["print_cache_line"]
 
-_MODEL_CACHE = "waza.protocol.model_cache"
+_MODEL_CACHE = "waza.protocol.io.model_cache"
 
 
 def print_cache_line() -> None:

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import IO
 
 from waza.protocol.errors import ConfigError
+from waza.protocol.io.secrets import Redactor
 from waza.protocol.jsonl import DEFAULT_MAX_LINE, JsonlError, dumps, iter_existing, repair_torn_tail
 from waza.protocol.records import CaptureResult
-from waza.protocol.secrets import Redactor
 from waza.runner.analysis.error_digest import ErrorDigest
 from waza.runner.engine.cache_summary import print_cache_line
 from waza.runner.engine.progress import Progress

@@ -27,8 +27,8 @@ import anyio
 
 from waza.adapters.base import Adapter, AdapterOptions, AgentRun, AgentTask
 from waza.protocol.errors import AgentError, ConfigError, GraderError, WazaError
-from waza.protocol.grading import request_for, settle
-from waza.protocol.logs import get_logger
+from waza.protocol.grader_protocol import request_for, settle
+from waza.protocol.io.logs import get_logger
 from waza.protocol.records import CaptureResult, Exit, Grade, PromptCase, Timing
 from waza.protocol.trajectory import TrajectoryBuilder
 from waza.runner.engine.fanout import fan_out

@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 from waza.adapters.base import AdapterOptions
 from waza.protocol.errors import ConfigError
+from waza.protocol.io.sandbox import Sandbox
 from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB
-from waza.protocol.sandbox import Sandbox
 from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_MB
 from waza.runner.engine.inputs import TimeoutUnit
 from waza.runner.grading.grader_specs import GraderSpec, check_python_target, parse_grader, resolve_argv
 
 if TYPE_CHECKING:
-    from waza.runner.grading.judges import JudgeChoice
+    from waza.runner.grading.judge_setup import JudgeChoice
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,7 +420,7 @@ class Judge(GraderBase):
 
     def choice(self) -> JudgeChoice:
         """Where this judge is, as the judge options of a command line."""
-        from waza.runner.grading.judges import JudgeChoice
+        from waza.runner.grading.judge_setup import JudgeChoice
 
         return JudgeChoice(
             judge="local" if self.local else None,
@@ -433,7 +433,7 @@ class Judge(GraderBase):
         )
 
     def internal(self) -> GraderSpec:
-        from waza.runner.grading.judges import apply
+        from waza.runner.grading.judge_setup import apply
 
         spec = Builtin(
             grader=self.grader, name=self.name, config=self.config, weight=self.weight, timeout=self.timeout

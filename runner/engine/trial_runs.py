@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import get_args
 
 from waza.protocol.errors import ConfigError
+from waza.protocol.io.secrets import Redactor
 from waza.protocol.jsonl import DEFAULT_MAX_LINE, JsonlWriter, dumps, read_records, repair_torn_tail
 from waza.protocol.records import CaptureResult, PromptCase
-from waza.protocol.secrets import Redactor
 from waza.protocol.trial_records import ErrorPolicy, TrialEntry, TrialResult
 from waza.runner.analysis.error_digest import ErrorDigest
 from waza.runner.analysis.trial_stats import SummaryBuilder, trial_entry, trial_result

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from waza.protocol.errors import WazaError
 from waza.protocol.records import CaptureResult, PromptCase
-from waza.runner.engine.api import run_one
+from waza.runner.engine.capture import run_one
 from waza.runner.engine.pipeline import Settings, failed_result
 from waza.runner.engine.specs import (
     AgentSpec,

@@ -19,7 +19,7 @@ import msgspec
 import orjson
 
 from waza.protocol.codec import Record
-from waza.protocol.grading import (
+from waza.protocol.grader_protocol import (
     GraderProtocolError,
     error_grade,
     grade_from_result,
@@ -29,9 +29,9 @@ from waza.protocol.grading import (
     request_for,
     request_json,
 )
-from waza.protocol.process import run_once
+from waza.protocol.io.process import run_once
+from waza.protocol.io.secrets import scrubbed_env_bytes
 from waza.protocol.records import CaptureResult, Grade, GraderRequest
-from waza.protocol.secrets import scrubbed_env_bytes
 from waza.runner.grading.grader_specs import GraderSpec
 
 DEFAULT_TIMEOUT = 60.0

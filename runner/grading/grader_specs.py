@@ -23,8 +23,8 @@ from typing import Any, Literal
 
 import orjson
 
-from waza.protocol.agent_command import absolute_file_args
 from waza.protocol.errors import ConfigError
+from waza.protocol.io.agent_command import absolute_file_args
 from waza.runner.grading.module_graders import is_module, module_argv
 
 Kind = Literal["builtin", "python", "exec", "worker"]

@@ -21,7 +21,7 @@ import orjson
 
 from waza.protocol.codec import Record
 from waza.protocol.errors import ConfigError
-from waza.protocol.grading import echo_request_id
+from waza.protocol.grader_protocol import echo_request_id
 from waza.runner.grading.build import import_callable
 from waza.runner.grading.grader_specs import parse_grader
 

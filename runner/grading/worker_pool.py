@@ -32,10 +32,10 @@ import anyio
 import anyio.abc
 import orjson
 
-from waza.protocol.grading import GraderProtocolError, grade_from_result, normalize_result, request_json
-from waza.protocol.process import STDOUT_LIMIT, Child
+from waza.protocol.grader_protocol import GraderProtocolError, grade_from_result, normalize_result, request_json
+from waza.protocol.io.process import STDOUT_LIMIT, Child
+from waza.protocol.io.secrets import scrubbed_env_bytes
 from waza.protocol.records import PROTOCOL_VERSION, CaptureResult, Grade, GraderRequest
-from waza.protocol.secrets import scrubbed_env_bytes
 from waza.runner.grading.grader_runners import GraderRunner
 from waza.runner.grading.grader_specs import GraderSpec
 

@@ -34,9 +34,9 @@ import httpx
 
 from waza.adapters.base import Adapter
 from waza.protocol.errors import ConfigError
-from waza.protocol.logs import get_logger
-from waza.protocol.process import Child
-from waza.protocol.secrets import scrubbed_env
+from waza.protocol.io.logs import get_logger
+from waza.protocol.io.process import Child
+from waza.protocol.io.secrets import scrubbed_env
 
 log = get_logger("waza.local_model")
 

@@ -34,8 +34,8 @@ import httpx
 import orjson
 
 from waza.protocol.errors import ConfigError
-from waza.protocol.process import Child
-from waza.protocol.secrets import scrubbed_env
+from waza.protocol.io.process import Child
+from waza.protocol.io.secrets import scrubbed_env
 
 from .replies import TITLE_MODEL, Reply, Request, Script, ToolCall, load_script
 

@@ -25,7 +25,7 @@ from waza.runner.engine.pipeline import Executor, Settings, Sink, WorkItem, ente
 from waza.runner.grading.build import make_runner
 from waza.runner.grading.grader_runners import GraderRunner
 from waza.runner.grading.grader_specs import GraderSpec
-from waza.runner.grading.judges import finish as finish_judge
+from waza.runner.grading.judge_setup import finish as finish_judge
 from waza.runner.suites import triggers as trigger_tests
 from waza.runner.suites.document import RunRecord
 from waza.runner.suites.fixtures import preparer

@@ -20,8 +20,8 @@ from pathlib import Path
 import orjson
 
 from waza.protocol.errors import ConfigError
+from waza.protocol.io.secrets import Redactor
 from waza.protocol.records import CaptureResult
-from waza.protocol.secrets import Redactor
 from waza.protocol.suite_records import SuiteResult, SuiteTask
 from waza.runner.reports.markdown import cell, num, table
 

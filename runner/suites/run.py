@@ -20,11 +20,11 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult
 from waza.protocol.suite_records import SuiteResult
 from waza.runner.analysis.error_digest import ErrorDigest
-from waza.runner.engine.api import _as_stream, resolve_agent
 from waza.runner.engine.blocking import refuse_in_event_loop, run_blocking
 from waza.runner.engine.outputs import ResultWriter, Tally
 from waza.runner.engine.pipeline import Executor, Settings, Sink, Workspaces, run_items
 from waza.runner.engine.progress import Progress, wanted
+from waza.runner.engine.run_setup import as_stream, resolve_agent
 from waza.runner.engine.specs import AGENTS, AgentSpec, Graders, HttpAgent, Judge, Output, Timeouts, grader_specs
 from waza.runner.suites import document
 from waza.runner.suites.execute import Plan, execute, require_graders, select
@@ -107,7 +107,7 @@ class SuiteRun:
             if spec.timeout is None:
                 spec.timeout = timeouts.grader
         if judge is not None:
-            from waza.runner.grading.judges import apply
+            from waza.runner.grading.judge_setup import apply
 
             apply([*extra, *(s for t in chosen for s in t.graders)], judge.choice())
         if concurrency is None:
@@ -162,7 +162,7 @@ class SuiteRun:
 
         complete = False
         try:
-            async with contextlib.aclosing(_as_stream(run)) as results:  # closed in this task when the caller stops early
+            async with contextlib.aclosing(as_stream(run)) as results:  # closed in this task when the caller stops early
                 async for result in results:
                     yield result
             complete = True

@@ -69,7 +69,7 @@ def _report_html(report: CalibrationReport) -> str:
 def compute(sheet: Index, run: Index) -> CalibrationReport:
     """What ``waza calibrate RESULTS --labels SHEET`` reports, computed by its own functions over both files
     as the viewer reads them (each opened once, confined and non-blocking, like every read of the viewer)."""
-    from waza.runner.engine.api_analysis import Comparisons, labels_from
+    from waza.runner.engine.calibration import Comparisons, labels_from
 
     with sheet.place.open() as stream:
         numbered = ((n, decode_line(sheet.key, n, line, CalibrationLabel)) for n, line in iter_lines(stream, sheet.key))

@@ -34,8 +34,8 @@ from typing import IO, Any, Literal
 import orjson
 
 from waza.protocol.codec import RecordError
-from waza.protocol.confined import Refused
-from waza.protocol.confined import open_regular as open_confined
+from waza.protocol.io.confined import Refused
+from waza.protocol.io.confined import open_regular as open_confined
 from waza.protocol.records import CaptureResult
 from waza.protocol.suite_records import SuiteResult
 from waza.protocol.trial_records import CalibrationReport, TrialResult
@@ -67,7 +67,7 @@ HEAD_BYTES = 64 * 1024
 class Place:
     """Where a file is: a directory the viewer trusts (one it was given) and the names below it.
 
-    Every open goes through :func:`waza.protocol.confined.open_regular`: relative to the
+    Every open goes through :func:`waza.protocol.io.confined.open_regular`: relative to the
     directory, no symlink followed on the way, non-blocking, and only a regular file is
     read, so a file swapped for a FIFO, a device or a symlink to elsewhere after it was
     listed is refused at once instead of read or waited on.

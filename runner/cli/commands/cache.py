@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from waza.protocol import model_cache
+from waza.protocol.io import model_cache
 
 DIR_HELP = """Print the model cache's folder: $WAZA_CACHE_DIR, else $XDG_CACHE_HOME/waza, else ~/.cache/waza."""
 CLEAR_HELP = """Remove every cached judge and agent answer (the next run asks the models again).

@@ -37,7 +37,7 @@ from waza.runner.analysis.runs import check_readable
 from waza.runner.cli.option_values import finite_number
 from waza.runner.cli.options import GraderOptions, with_groups
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
-from waza.runner.engine.api_analysis import CalibrationRun, show_key
+from waza.runner.engine.calibration import CalibrationRun, show_key
 from waza.runner.engine.specs import Timeouts
 
 SHOWN_DISAGREEMENTS = 10

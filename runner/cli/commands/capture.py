@@ -101,7 +101,7 @@ async def _capture(
     interrupt: Interrupt,
 ) -> int:
     # The engine is loaded here, not with the options: --help and usage errors do without it.
-    from waza.runner.engine.api import CaptureRun
+    from waza.runner.engine.capture import CaptureRun
     from waza.runner.engine.outputs import finish_run
     from waza.runner.engine.specs import Workspace
     from waza.runner.executors import executor_for

@@ -16,7 +16,7 @@ from waza.protocol.jsonl import dumps
 from waza.runner.analysis.comparison import Bootstrap
 from waza.runner.cli.option_values import finite_number
 from waza.runner.cli.sync_command import run_sync
-from waza.runner.engine.api_analysis import compare
+from waza.runner.engine.calibration import compare
 from waza.runner.engine.sink import output_stream
 from waza.runner.reports.markdown import ids, num, signed, table
 

@@ -11,7 +11,7 @@ import orjson
 import typer
 
 from waza.runner.cli.runtime import Interrupt, run
-from waza.runner.engine.api import CaptureRun
+from waza.runner.engine.capture import CaptureRun
 from waza.runner.engine.outputs import finish_run
 from waza.runner.engine.specs import Builtin, ExecAgent, Output, PythonGrader, Timeouts
 

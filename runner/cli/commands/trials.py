@@ -22,11 +22,11 @@ from waza.runner.cli.option_values import parse_gates
 from waza.runner.cli.options import AgentOptions, GraderOptions, OutputOptions, with_groups
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
 from waza.runner.cli.strict import AGENT_COMMAND
-from waza.runner.engine.api_trials import TrialsRun
 from waza.runner.engine.cache_summary import print_cache_line
 from waza.runner.engine.outputs import missed_gates
 from waza.runner.engine.specs import Workspace
 from waza.runner.engine.trial_runs import check_policy
+from waza.runner.engine.trials import TrialsRun
 from waza.runner.executors import executor_for
 from waza.runner.executors.options import ExecutorOptions
 

@@ -18,10 +18,10 @@ from waza.protocol.trial_records import ErrorPolicy, TrialEntry, TrialResult, Tr
 from waza.runner.analysis.error_digest import ErrorDigest
 from waza.runner.analysis.passk import check_trials, parse_k_values
 from waza.runner.analysis.trial_stats import SummaryBuilder
-from waza.runner.engine.api import Prompts, _as_stream, _collect, _Prompts, _settings, _workspaces, build_graders
 from waza.runner.engine.datasets import TableOptions
 from waza.runner.engine.pipeline import Executor, Settings, Sink, WorkItem, entered, run_items
 from waza.runner.engine.progress import Progress, wanted
+from waza.runner.engine.run_setup import Prompts, PromptSource, as_stream, build_graders, collect, run_settings, workspaces_of
 from waza.runner.engine.specs import AgentSpec, Graders, Limits, Output, Timeouts, Workspace, grader_specs
 from waza.runner.engine.trial_runs import (
     Plan,
@@ -40,7 +40,7 @@ __all__ = ["TrialsRun", "atrials", "summarize_trials", "trials"]
 class TrialsRun:
     """Every prompt k times in fresh workspaces; one TrialResult per prompt when its last trial is in."""
 
-    prompts: _Prompts
+    prompts: PromptSource
     settings: Settings
     plan: Plan
     output: Output | None
@@ -83,8 +83,8 @@ class TrialsRun:
             seed=seed,
             summary=summary,
         )
-        source = _Prompts(prompts, timeouts, table, limits)
-        settings = _settings(agent, [], timeouts, concurrency, _workspaces(workspace, fresh=True), limits)
+        source = PromptSource(prompts, timeouts, table, limits)
+        settings = run_settings(agent, [], timeouts, concurrency, workspaces_of(workspace, fresh=True), limits)
         if not graders:
             raise ConfigError("trials needs at least one grader in graders=: pass@k counts the trials that pass")
         settings.graders = build_graders(graders, timeouts)
@@ -148,7 +148,7 @@ class TrialsRun:
 
         complete = False
         try:
-            async with contextlib.aclosing(_as_stream(run)) as results:  # closed in this task when the caller stops early
+            async with contextlib.aclosing(as_stream(run)) as results:  # closed in this task when the caller stops early
                 async for result in results:
                     yield result
             complete = True
@@ -200,7 +200,7 @@ def trials(
     limits: Limits = Limits(),
 ) -> list[TrialResult]:
     """Blocking :func:`atrials`: every prompt's TrialResult, in the order they finished."""
-    return _collect(
+    return collect(
         functools.partial(
             atrials, prompts, agent, graders, k=k, k_values=k_values, errors=errors,
             timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output, limits=limits,

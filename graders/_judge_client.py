@@ -16,7 +16,7 @@ fallback score: a grade nobody judged must never look like a verdict.
 
 Transient failures (connection errors, timeouts, 408, 409, 429, 5xx) are
 retried ``retries`` times under the policy the http adapter uses too
-(``waza.protocol.chat_http``: exponential backoff, Retry-After honoured),
+(``waza.protocol.io.chat_http``: exponential backoff, Retry-After honoured),
 over one pooled connection per run. The API key is read from the
 environment at call time and only ever put in the Authorization header.
 """
@@ -33,9 +33,9 @@ from typing import Any
 import httpx
 import orjson
 
-from waza.protocol import model_cache
-from waza.protocol.chat_http import RETRYABLE_STATUS, ChatFailed, RetryPolicy, Transient, pooled_client, with_retries
-from waza.protocol.process import run_once
+from waza.protocol.io import model_cache
+from waza.protocol.io.chat_http import RETRYABLE_STATUS, ChatFailed, RetryPolicy, Transient, pooled_client, with_retries
+from waza.protocol.io.process import run_once
 
 
 class JudgeError(RuntimeError):

@@ -11,7 +11,7 @@ it is tolerated, nothing else) that matches the reply schema; anything else is
 a :class:`JudgeError`, so an error grade, with the start of the reply in the
 message and the whole exchange never turned into a guess.
 
-Judge answers are kept in the model cache (``waza.protocol.model_cache``)
+Judge answers are kept in the model cache (``waza.protocol.io.model_cache``)
 unless the config says ``cache: false`` (``--no-cache``): the same exchange
 asked again is answered from disk. A reply is kept only once it passed the
 checks above, so an error is never replayed; a kept entry is checked again
@@ -27,12 +27,12 @@ from typing import Any
 import orjson
 from jsonschema import Draft202012Validator
 
-from waza.protocol import model_cache
 from waza.protocol.errors import ConfigError
+from waza.protocol.io import model_cache
 from waza.protocol.records import GraderRequest, GraderResult
 
-from . import _judge, _rubric
-from ._judge import JudgeError, JudgeSettings
+from . import _judge_client, _rubric
+from ._judge_client import JudgeError, JudgeSettings
 from ._rubric import Rubric
 
 DEFAULT_THRESHOLD = 0.75
@@ -155,10 +155,10 @@ async def exchange(
         {"role": "user", "content": "\n\n".join(p for p in (instructions, evidence, tail) if p)},
     ]
     sent = _capped(schema, request.config.get("reasoning_max_chars")) if json_reply else None
-    key = model_cache.key_of(_judge.cache_key(settings, messages, sent)) if request.config.get("cache", True) else None
+    key = model_cache.key_of(_judge_client.cache_key(settings, messages, sent)) if request.config.get("cache", True) else None
     if key is not None:
         entry = model_cache.load(key)
-        kept = _judge.JudgeReply.from_cache(entry) if entry is not None else None
+        kept = _judge_client.JudgeReply.from_cache(entry) if entry is not None else None
         if kept is not None:
             try:
                 value = _checked(kept, schema, settings) if json_reply else {}
@@ -168,7 +168,7 @@ async def exchange(
                 model_cache.count("judge", hit=True)
                 return Exchange(reply=value, details=kept.details(messages, settings), text=kept.text)
         model_cache.count("judge", hit=False)
-    reply = await _judge.ask(settings, messages, sent)
+    reply = await _judge_client.ask(settings, messages, sent)
     if key is not None:
         reply.cache = "miss"
     details = reply.details(messages, settings)
@@ -178,7 +178,7 @@ async def exchange(
     return Exchange(reply=value, details=details, text=reply.text)
 
 
-def _checked(reply: _judge.JudgeReply, schema: dict[str, Any], settings: JudgeSettings) -> dict[str, Any]:
+def _checked(reply: _judge_client.JudgeReply, schema: dict[str, Any], settings: JudgeSettings) -> dict[str, Any]:
     """The reply's JSON object if it fits ``schema``, else a JudgeError saying why (and when it was cut short)."""
     try:
         return check_reply(decode_reply(reply.text), schema, reply.text)

@@ -31,10 +31,10 @@ from waza.runner.analysis.calibration import StratifiedSample, items, reasoning,
 from waza.runner.analysis.comparison import Bootstrap, labels_for, load_run
 from waza.runner.analysis.comparison import compare as compare_runs
 from waza.runner.analysis.runs import check_readable
-from waza.runner.engine.api import build_graders
 from waza.runner.engine.blocking import run_blocking
 from waza.runner.engine.inputs import in_batches
 from waza.runner.engine.pipeline import entered, grade_stream
+from waza.runner.engine.run_setup import build_graders
 from waza.runner.engine.specs import Graders, Timeouts
 from waza.runner.engine.trial_runs import check_policy
 from waza.runner.grading.grader_runners import GraderRunner

@@ -11,7 +11,7 @@ host's loopback, relayed in by waza) or ``host``.
 
 bubblewrap is the tool Flatpak and Claude Code's own sandbox use: waza builds its
 command line and runs nothing of its own inside but, for ``loopback``, the small
-relay in :mod:`waza.protocol.sandbox_relay` (standard library only).
+relay in :mod:`waza.protocol.io.sandbox_relay` (standard library only).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from .errors import ConfigError
+from ..errors import ConfigError
 from .secrets import is_secret_name
 
 if TYPE_CHECKING:

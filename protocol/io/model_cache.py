@@ -11,7 +11,7 @@ that were used are stored: an HTTP error, a failed command or a reply that did
 not parse is never written, so it is asked again next time; an entry that is
 read back and does not hold a usable answer is asked again and overwritten.
 
-Secrets are masked (``waza.protocol.secrets``) before an answer is written: a
+Secrets are masked (``waza.protocol.io.secrets``) before an answer is written: a
 judge that quotes back a key the agent printed, or a server that echoes the
 Authorization header, leaves ``[REDACTED]`` in the cache, as in the records.
 

@@ -1,0 +1,259 @@
+"""Capture, as a Python API: prompts through an agent and its graders, one CaptureResult per prompt.
+
+``run_one`` is the unit of work: one prompt, one trial, through one agent and
+its graders, with no state outside the call; its arguments are picklable specs
+and its answer is a CaptureResult, so it can run in another process or on
+another machine. ``capture`` is fan-out, resume and an output sink around the
+same pipeline.
+
+Each has an async form that yields records as they finish, for use inside an
+event loop that is already running (``acapture``, ``arun_one``), and a blocking
+form for scripts that returns them all. Leave an async iterator early inside
+``contextlib.aclosing(...)`` so its agents and graders are stopped at once.
+Everything that can be wrong with the specs raises ConfigError before any agent
+runs or any output is touched. ``CaptureRun`` is the run split in two:
+``prepare`` checks and opens nothing, ``stream()`` runs; between them the caller
+can read the totals (the CLI uses them for its progress and its exit code).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+from collections.abc import (
+    AsyncGenerator,
+    Callable,
+    Mapping,
+)
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from waza.protocol.records import CaptureResult, PromptCase
+from waza.runner.analysis.error_digest import ErrorDigest
+from waza.runner.engine.blocking import run_blocking
+from waza.runner.engine.datasets import TableOptions
+from waza.runner.engine.outputs import Tally, resume_state
+from waza.runner.engine.pipeline import (
+    Executor,
+    Settings,
+    Sink,
+    WorkItem,
+    entered,
+    open_adapter,
+    run_item,
+    run_items,
+)
+from waza.runner.engine.run_setup import (
+    Prompts,
+    PromptSource,
+    as_case,
+    as_stream,
+    build_graders,
+    collect,
+    discard,
+    result_writer,
+    run_settings,
+    workspaces_of,
+)
+from waza.runner.engine.specs import AgentSpec, Graders, Limits, Output, Timeouts, Workspace
+from waza.runner.grading.grader_runners import GraderRunner
+
+# --- capture --------------------------------------------------------------------------------------
+
+
+@dataclass
+class CaptureRun:
+    """Prompts through an agent and graders; one CaptureResult per prompt, as each finishes."""
+
+    prompts: PromptSource
+    settings: Settings
+    runners: list[GraderRunner]
+    output: Output | None
+    done: set[str]
+    #: Prompts skipped because the output already held them (counted as they are read).
+    skipped: list[str] = dataclasses.field(default_factory=list)
+    #: Where the items run: this process (``run_items``) or Ray tasks (``runner.executors``).
+    executor: Executor = run_items
+    tally: Tally = dataclasses.field(default_factory=Tally)
+    #: Why results errored, for a one-look summary at the end.
+    errors: ErrorDigest = dataclasses.field(default_factory=ErrorDigest)
+
+    @classmethod
+    def prepare(
+        cls,
+        prompts: Prompts,
+        agent: AgentSpec,
+        graders: Graders = (),
+        *,
+        timeouts: Timeouts = Timeouts(),
+        concurrency: int = 1,
+        workspace: Workspace = Workspace(),
+        output: Output | None = None,
+        table: TableOptions | None = None,
+        executor: Executor = run_items,
+        limits: Limits = Limits(),
+    ) -> CaptureRun:
+        if output is not None:
+            output.check()
+        source = PromptSource(prompts, timeouts, table, limits)
+        settings = run_settings(agent, [], timeouts, concurrency, workspaces_of(workspace), limits)
+        settings.graders = build_graders(graders, timeouts)
+        done: set[str] = set()
+        if output and output.resume:
+            done = {key[0] for key in resume_state(output.path, max_line=limits.line_bytes) if isinstance(key[0], str)}
+            source.check_resumed(output.path, done)
+        return cls(source, settings, settings.graders, output, done, executor=executor)
+
+    @property
+    def todo(self) -> int | None:
+        return None if self.prompts.total is None else self.prompts.total - len(self.done)
+
+    async def stream(self) -> AsyncGenerator[CaptureResult, None]:
+        async with contextlib.aclosing(as_stream(self.run_to)) as results:  # closed in this task when the caller stops early
+            async for result in results:
+                yield result
+
+    async def run_to(self, sink: Sink[CaptureResult] = discard) -> None:
+        """The whole run, each result handed to ``sink`` once written: the CLI's path, which takes
+        no result and so skips ``stream``'s hand-over (two event-loop switches per result)."""
+        writer, progress = result_writer(self.output, self.todo, "capture", self.tally, self.errors)
+
+        def keep(case: PromptCase) -> bool:
+            if case.id in self.done:
+                self.skipped.append(case.id)  # counted only when the prompt is really there
+                return False
+            return True
+
+        async def items() -> AsyncGenerator[WorkItem, None]:
+            async for case in self.prompts.stream(keep):
+                yield WorkItem(case=case)
+
+        async def each(result: CaptureResult) -> None:
+            if writer is not None:
+                writer.write(result)  # counted in self.tally and self.errors as it is written
+            else:
+                self.tally.add(result.status, result.score.score if result.score else None)
+                self.errors.add(result)
+            await sink(result)
+
+        complete = False
+        try:
+            async with entered(self.runners):
+                await self.executor(items(), self.settings, each)
+            complete = True
+        finally:
+            if writer is not None:
+                writer.close(complete=complete)
+            progress.close()
+
+
+async def acapture(
+    prompts: Prompts,
+    agent: AgentSpec,
+    graders: Graders = (),
+    *,
+    timeouts: Timeouts = Timeouts(),
+    concurrency: int = 1,
+    workspace: Workspace = Workspace(),
+    output: Output | None = None,
+    limits: Limits = Limits(),
+) -> AsyncGenerator[CaptureResult, None]:
+    """Run every prompt through the agent and the graders; yield each CaptureResult as it finishes.
+
+    With ``output``, each result is also written (secrets masked) to that JSONL
+    file as it finishes; ``Output(path, resume=True)`` skips prompts already there.
+    """
+    run = CaptureRun.prepare(
+        prompts, agent, graders, timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output, limits=limits
+    )
+    async with contextlib.aclosing(run.stream()) as results:  # closed in this task when the caller stops early
+        async for result in results:
+            yield result
+
+
+def capture(
+    prompts: Prompts,
+    agent: AgentSpec,
+    graders: Graders = (),
+    *,
+    timeouts: Timeouts = Timeouts(),
+    concurrency: int = 1,
+    workspace: Workspace = Workspace(),
+    output: Output | None = None,
+    limits: Limits = Limits(),
+) -> list[CaptureResult]:
+    """Blocking :func:`acapture`: every CaptureResult, in the order they finished."""
+    return collect(
+        functools.partial(
+            acapture,
+            prompts,
+            agent,
+            graders,
+            timeouts=timeouts,
+            concurrency=concurrency,
+            workspace=workspace,
+            output=output,
+            limits=limits,
+        ),
+        "capture",
+    )
+
+
+# --- one prompt -----------------------------------------------------------------------------------
+
+
+async def arun_one(
+    case: PromptCase | Mapping[str, Any],
+    agent: AgentSpec,
+    graders: Graders = (),
+    *,
+    trial: int | None = None,
+    timeouts: Timeouts = Timeouts(),
+    workspace: Workspace = Workspace(fresh=True),
+    prepare: Callable[[Path], None] | None = None,
+    limits: Limits = Limits(),
+) -> CaptureResult:
+    """One prompt (one trial) through a fresh agent and the graders: the unit a cluster worker runs.
+
+    No state outlives the call: the agent is started and stopped, worker graders
+    likewise, and a fresh workspace (the default) is removed after grading.
+    Agent and grader faults are in the record (status ``error``), not raised.
+    ``prepare`` fills the workspace before the agent starts (instead of copying
+    ``workspace.template``: a suite task's fixtures, or files shipped to a worker).
+    """
+    prompt = as_case(case, "case")
+    settings = run_settings(agent, build_graders(graders, timeouts), timeouts, 1, workspaces_of(workspace), limits)
+    if prepare is None:
+        from waza.runner.engine.trial_runs import seeder
+
+        prepare = seeder(workspace.template)
+    async with entered(settings.graders), open_adapter(settings) as adapter:
+        return await run_item(adapter, WorkItem(case=prompt, trial=trial, prepare=prepare), settings)
+
+
+def run_one(
+    case: PromptCase | Mapping[str, Any],
+    agent: AgentSpec,
+    graders: Graders = (),
+    *,
+    trial: int | None = None,
+    timeouts: Timeouts = Timeouts(),
+    workspace: Workspace = Workspace(fresh=True),
+    prepare: Callable[[Path], None] | None = None,
+    limits: Limits = Limits(),
+) -> CaptureResult:
+    """Blocking :func:`arun_one`."""
+    return run_blocking(
+        functools.partial(
+            arun_one, case, agent, graders, trial=trial, timeouts=timeouts, workspace=workspace, prepare=prepare, limits=limits
+        ),
+        "run_one",
+    )
+
+
+# --- grading results that exist -------------------------------------------------------------------
+
+
+__all__ = ["CaptureRun", "acapture", "arun_one", "capture", "run_one"]

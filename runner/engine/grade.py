@@ -1,0 +1,180 @@
+"""Grading again, as a Python API: CaptureResult lines (a file or records) through other graders.
+
+``agrade`` yields each regraded result as it finishes, ``grade`` returns them all;
+``GradeRun`` splits the run into ``prepare`` (checks, opens nothing) and ``stream()``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Iterable,
+)
+from dataclasses import dataclass
+from pathlib import Path
+
+from waza.protocol.errors import ConfigError
+from waza.protocol.jsonl import (
+    DEFAULT_MAX_LINE,
+    JsonlError,
+    decode_line,
+    display_name,
+    iter_lines,
+    open_input,
+)
+from waza.protocol.records import CaptureResult
+from waza.runner.analysis.error_digest import ErrorDigest
+from waza.runner.engine.inputs import in_batches, require_lines
+from waza.runner.engine.outputs import Tally
+from waza.runner.engine.pipeline import (
+    Sink,
+    entered,
+    grade_stream,
+)
+from waza.runner.engine.run_setup import (
+    as_stream,
+    build_graders,
+    collect,
+    discard,
+    result_writer,
+)
+from waza.runner.engine.specs import Graders, Limits, Output, Timeouts
+from waza.runner.grading.grader_runners import GraderRunner
+
+
+def read_results(
+    path: str, skipped: list[str] | None = None, max_line: int = DEFAULT_MAX_LINE
+) -> AsyncGenerator[CaptureResult, None]:
+    """CaptureResults from a JSONL file or ``-``; a bad line stops the run, or is skipped (and noted) when
+    ``skipped`` is a list."""
+    source = display_name(path)
+
+    def lines(on_wait: Callable[[], None]) -> Iterable[tuple[int, bytes]]:
+        with open_input(path, on_wait) as stream:
+            yield from iter_lines(stream, source, max_line)
+
+    async def decoded() -> AsyncGenerator[CaptureResult, None]:
+        async for number, line in in_batches(lines):
+            try:
+                yield decode_line(source, number, line, CaptureResult)
+            except JsonlError as exc:
+                if skipped is None:
+                    raise
+                skipped.append(str(exc))
+
+    return decoded()
+
+
+@dataclass
+class GradeRun:
+    """Results already captured, graded again (earlier grades replaced)."""
+
+    results: str | Iterable[CaptureResult]
+    runners: list[GraderRunner]
+    concurrency: int
+    output: Output | None
+    skipped: list[str] | None
+    max_line: int = DEFAULT_MAX_LINE
+    tally: Tally = dataclasses.field(default_factory=Tally)
+    #: Why results errored, for a one-look summary at the end.
+    errors: ErrorDigest = dataclasses.field(default_factory=ErrorDigest)
+
+    @classmethod
+    def prepare(
+        cls,
+        results: str | Path | Iterable[CaptureResult],
+        graders: Graders,
+        *,
+        timeouts: Timeouts = Timeouts(),
+        concurrency: int = 1,
+        output: Output | None = None,
+        skip_invalid: bool = False,
+        limits: Limits = Limits(),
+    ) -> GradeRun:
+        if output is not None:
+            output.check()
+            if output.resume:
+                raise ConfigError("Output.resume applies to capture and trials, not grade")
+        runners = build_graders(graders, timeouts)
+        if not runners:
+            raise ConfigError("grade needs at least one grader in graders=")
+        if isinstance(results, (str, Path)):
+            results = str(results)
+            if results != "-":
+                open_input(results).close()  # an unreadable input fails before the output is opened
+            require_lines(results, "results")
+        if output is not None:
+            output.check()
+        return cls(results, runners, concurrency, output, [] if skip_invalid else None, limits.line_bytes)
+
+    async def stream(self) -> AsyncGenerator[CaptureResult, None]:
+        async with contextlib.aclosing(as_stream(self.run_to)) as results:  # closed in this task when the caller stops early
+            async for result in results:
+                yield result
+
+    async def run_to(self, sink: Sink[CaptureResult] = discard) -> None:
+        """The whole run, each result handed to ``sink`` once written (see ``CaptureRun.run_to``)."""
+        writer, progress = result_writer(self.output, None, "grade", self.tally, self.errors)
+        source: AsyncIterator[CaptureResult]
+        if isinstance(self.results, str):
+            source = read_results(self.results, self.skipped, self.max_line)
+        else:
+            source = in_batches(self.results)
+
+        async def each(result: CaptureResult) -> None:
+            if writer is not None:
+                writer.write(result)  # counted in self.tally and self.errors as it is written
+            else:
+                self.tally.add(result.status, result.score.score if result.score else None)
+                self.errors.add(result)
+            await sink(result)
+
+        complete = False
+        try:
+            async with entered(self.runners):
+                await grade_stream(source, self.runners, self.concurrency, each)
+            complete = True
+        finally:
+            if writer is not None:
+                writer.close(complete=complete)
+            progress.close()
+
+
+async def agrade(
+    results: str | Path | Iterable[CaptureResult],
+    graders: Graders,
+    *,
+    timeouts: Timeouts = Timeouts(),
+    concurrency: int = 1,
+    output: Output | None = None,
+    limits: Limits = Limits(),
+) -> AsyncGenerator[CaptureResult, None]:
+    """Grade CaptureResults again with ``graders`` (a JSONL file, ``-``, or records); yield each as it is graded."""
+    run = GradeRun.prepare(results, graders, timeouts=timeouts, concurrency=concurrency, output=output, limits=limits)
+    async with contextlib.aclosing(run.stream()) as graded:  # closed in this task when the caller stops early
+        async for result in graded:
+            yield result
+
+
+def grade(
+    results: str | Path | Iterable[CaptureResult],
+    graders: Graders,
+    *,
+    timeouts: Timeouts = Timeouts(),
+    concurrency: int = 1,
+    output: Output | None = None,
+    limits: Limits = Limits(),
+) -> list[CaptureResult]:
+    """Blocking :func:`agrade`."""
+    return collect(
+        functools.partial(agrade, results, graders, timeouts=timeouts, concurrency=concurrency, output=output, limits=limits),
+        "grade",
+    )
+
+
+__all__ = ["GradeRun", "agrade", "grade", "read_results"]

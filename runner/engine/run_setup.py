@@ -1,0 +1,225 @@
+"""Turning the Python API's specs into a run: the agent's adapter, the graders' runners, the prompts
+source, the workspaces and settings, and the plumbing every run shares (a run's results as an async
+iterator, its writer, the blocking form's collection).
+
+``capture``, ``grade``, ``trials`` and the suites build on these; nothing here runs an agent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import (
+    AsyncGenerator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+)
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+
+from waza.adapters import adapter_class
+from waza.adapters.base import Adapter, AdapterOptions
+from waza.protocol.errors import ConfigError
+from waza.protocol.io.agent_command import resolve_agent_command
+from waza.protocol.io.sandbox import check_available
+from waza.protocol.records import PromptCase
+from waza.runner.analysis.error_digest import ErrorDigest
+from waza.runner.engine.blocking import run_blocking, single_error
+from waza.runner.engine.datasets import TableOptions
+from waza.runner.engine.inputs import check_resumed, prescan, prompt_cases
+from waza.runner.engine.outputs import ResultWriter, Tally
+from waza.runner.engine.pipeline import (
+    Settings,
+    Sink,
+    Workspaces,
+)
+from waza.runner.engine.progress import Progress, wanted
+from waza.runner.engine.specs import AgentSpec, Graders, Limits, Output, Timeouts, Workspace, grader_specs
+from waza.runner.grading.build import make_runner
+from waza.runner.grading.grader_runners import GraderRunner
+from waza.runner.grading.judge_setup import finish as finish_judge
+
+R = TypeVar("R")
+
+#: Prompts: a JSONL file (``"-"``: stdin), or PromptCase records / dicts in memory.
+Prompts = str | Path | Iterable[PromptCase | Mapping[str, Any]]
+
+
+# --- turning specs into live objects --------------------------------------------------------------
+
+
+def resolve_agent(agent: AgentSpec) -> tuple[type[Adapter], list[str], AdapterOptions]:
+    """The adapter class, command and options of an agent spec, checked before anything runs."""
+    cls = adapter_class(agent.adapter)
+    command = list(agent.command)
+    opts = agent.options()
+    if cls.needs_command and not command:
+        raise ConfigError(f"{type(agent).__name__}.command is empty: the {cls.name} adapter needs an agent command")
+    if not cls.needs_command and command:
+        raise ConfigError(
+            f"{type(agent).__name__}.command: the {cls.name} adapter runs no agent command, but one was given: {' '.join(command)!r}"
+        )
+    if command:
+        command = resolve_agent_command(command)
+    cls.check(command, opts)
+    if opts.sandbox is not None:
+        check_available()  # no bubblewrap or no namespaces here: one clear line before anything runs
+    if opts.local_model:  # the runner owns the server: the adapter only sees its URL
+        from waza.runner.local_model.server import resolve_model, with_local_model
+
+        cls = with_local_model(cls, resolve_model(Path(opts.model) if opts.model else None, option="HttpAgent.model"))
+    return cls, command, opts
+
+
+def build_graders(graders: Graders, timeouts: Timeouts) -> list[GraderRunner]:
+    """One checked runner per grader spec (ConfigError on the first problem, or on two graders of one name)."""
+    specs = grader_specs(graders)
+    internal = [g.internal() for g in specs]
+    seen: set[str] = set()
+    for spec in internal:
+        if spec.name in seen:
+            raise ConfigError(f"two graders are named {spec.name!r}; give one another GraderBase.name")
+        seen.add(spec.name)
+        if spec.timeout is None:
+            spec.timeout = timeouts.grader
+    return [
+        finish_judge(make_runner(spec, isolate=getattr(g, "isolate", False))) for g, spec in zip(specs, internal, strict=True)
+    ]
+
+
+def workspaces_of(workspace: Workspace, *, fresh: bool = False) -> Workspaces:
+    if workspace.root is not None:
+        workspace.root.mkdir(parents=True, exist_ok=True)
+    return Workspaces(cwd=workspace.cwd or Path.cwd(), root=workspace.root, fresh=workspace.fresh or fresh, keep=workspace.keep)
+
+
+def run_settings(
+    agent: AgentSpec,
+    runners: list[GraderRunner],
+    timeouts: Timeouts,
+    concurrency: int,
+    workspaces: Workspaces,
+    limits: Limits = Limits(),
+) -> Settings:
+    adapter, command, opts = resolve_agent(agent)
+    if concurrency < 1:
+        raise ConfigError(f"concurrency must be at least 1, got {concurrency}", field="concurrency")
+    return Settings(
+        adapter=adapter,
+        command=command,
+        opts=opts,
+        graders=runners,
+        concurrency=concurrency,
+        timeout=timeouts.prompt,
+        workspaces=workspaces,
+        limits=limits,
+    )
+
+
+def as_case(value: PromptCase | Mapping[str, Any], where: str) -> PromptCase:
+    if isinstance(value, PromptCase):
+        return value
+    try:
+        return PromptCase.from_dict(dict(value))
+    except Exception as exc:  # noqa: BLE001 - a bad record is the caller's config error
+        raise ConfigError(str(exc), source=where) from None
+
+
+class PromptSource:
+    """A prompts source checked whole before the run: its size, and its cases as a stream."""
+
+    def __init__(
+        self, prompts: Prompts, timeouts: Timeouts, table: TableOptions | None = None, limits: Limits = Limits()
+    ) -> None:
+        self.path: str | None = None
+        self.unit = timeouts.prompt_unit
+        self.table = table
+        self.max_line = limits.line_bytes
+        self.cases: list[PromptCase] = []
+        if isinstance(prompts, (str, Path)):
+            self.path = str(prompts)
+            self.ids = prescan(self.path, self.unit, table, self.max_line)
+            self.total: int | None = None if self.ids is None else len(self.ids)
+            return
+        seen: set[str] = set()
+        for i, value in enumerate(prompts):
+            case = as_case(value, f"prompts[{i}]")
+            if case.id in seen:
+                raise ConfigError(f"duplicate id {case.id!r}", source=f"prompts[{i}]", field="id")
+            seen.add(case.id)
+            self.cases.append(case)
+        if not self.cases:
+            raise ConfigError("no prompts given")
+        self.ids = seen
+        self.total = len(self.cases)
+
+    def check_resumed(self, output: str, done: set[str]) -> None:
+        """Refuse to resume into an output holding results of prompts this source does not have."""
+        check_resumed(output, done, self.ids, self.path or "the prompts given")
+
+    async def stream(self, keep: Callable[[PromptCase], bool]) -> AsyncGenerator[PromptCase, None]:
+        if self.path is not None:
+            async for case in prompt_cases(self.path, keep, self.unit, self.table, self.max_line):
+                yield case
+            return
+        for case in self.cases:
+            if keep(case):
+                yield case
+
+
+async def as_stream(run: Callable[[Sink[R]], Awaitable[None]]) -> AsyncGenerator[R, None]:
+    """Turn a run that hands each result to a sink into an async iterator (a result waits to be taken)."""
+    send, receive = anyio.create_memory_object_stream[R](0)
+
+    async def body() -> None:
+        async with send:
+            await run(send.send)
+
+    with single_error():
+        async with anyio.create_task_group() as tg, receive:
+            tg.start_soon(body)
+            try:
+                async for result in receive:
+                    yield result
+            except GeneratorExit:  # the caller stopped early (aclose): stop the agents and graders, then return
+                tg.cancel_scope.cancel()
+
+
+async def discard(_result: object) -> None:
+    """A sink that keeps nothing (the CLI reads the tally and the output file, not the results)."""
+
+
+def result_writer(
+    output: Output | None, total: int | None, label: str, tally: Tally, errors: ErrorDigest
+) -> tuple[ResultWriter | None, Progress]:
+    """The run's writer (None without an output), counting what it writes into the run's ``tally`` and ``errors``."""
+    progress = Progress(total, enabled=wanted(output.progress) if output else False, label=label)
+    if output is None:
+        return None, progress
+    return ResultWriter(output.path, append=output.resume, progress=progress, tally=tally, errors=errors), progress
+
+
+def collect(stream: Callable[[], AsyncGenerator[R, None]], name: str) -> list[R]:
+    async def main() -> list[R]:
+        async with contextlib.aclosing(stream()) as results:
+            return [r async for r in results]
+
+    return run_blocking(main, name)
+
+
+__all__ = [
+    "Prompts",
+    "PromptSource",
+    "as_case",
+    "as_stream",
+    "build_graders",
+    "collect",
+    "discard",
+    "resolve_agent",
+    "result_writer",
+    "run_settings",
+    "workspaces_of",
+]
