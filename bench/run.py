@@ -7,7 +7,7 @@ commands (waza, the peer, the floor in ``floor.py``) alternately, forward then
 backward, ``--runs`` times, each as a fresh process. Wall time is measured
 around the process; its own CPU (all threads, not its children) is read from
 /proc while it is a zombie, and the CPU of everything it ran comes from
-``wait4``. Prints medians, ratios, the issue-21 targets and whether each is met,
+``wait4``. Prints medians, ratios, the targets (README, Performance) and whether each is met,
 and the machine's load while it ran (others' CPU shows as busy time the
 benchmark's own processes did not use).
 
@@ -186,7 +186,9 @@ def ratio_text(r: float | None) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="runs of every command, alternating (default 5)")
-    parser.add_argument("--prompts", type=int, default=200, help="prompts in the spawn workloads (default 200)")
+    parser.add_argument(
+        "--prompts", type=int, default=2000, help="prompts in the throughput workloads: steady state, not start-up (default 2000)"
+    )
     parser.add_argument("--quick", action="store_true", help="check the harness: 20 prompts, 10/20 MB records, 1 run")
     parser.add_argument("--no-peer", action="store_true", help="leave the peer out")
     args = parser.parse_args()
@@ -317,29 +319,35 @@ def main() -> None:
         return "**met**" if ok else "**missed**"
 
     peer_sh = sh4.ratio(sh4.peer)
+    one_ratio = one.waza.median() / libraries.median()
+    help_ratio = hlp.waza.median() / hlp.floor.median() if hlp.floor else float("inf")
+    per_second = small_records / fn.waza.median()
     targets = [
         (
             "1",
-            "fixed cost: one-prompt capture ≤ 0.15 s, `waza --help` ≤ 0.15 s",
-            f"{one.waza.median():.3f} s, {hlp.waza.median():.3f} s (the base libraries' imports alone: {libraries.median():.3f} s)",
-            one.waza.median() <= 0.15 and hlp.waza.median() <= 0.15,
+            "one-prompt capture ≤ 1.5× the base libraries' import; `waza --help` ≤ 1.3× `python -c pass`",
+            f"{one_ratio:.2f}× ({one.waza.median():.3f} s against {libraries.median():.3f} s); "
+            f"{help_ratio:.2f}× ({hlp.waza.median():.3f} s against {hlp.floor.median() if hlp.floor else 0:.3f} s)",
+            one_ratio <= 1.5 and help_ratio <= 1.3,
         ),
-        ("2", "waza's own CPU ≤ 1 ms per record (sh workload)", f"{own_per_record:.2f} ms", own_per_record <= 1.0),
-        ("3", "Python one-shot `-j 2` ≥ 0.90 of the floor", f"{py1.ratio(py1.floor):.2f}", py1.ratio(py1.floor) >= 0.9),
-        ("4", "worker mode ≥ 0.90 of the floor", f"{pyw.ratio(pyw.floor):.2f}", pyw.ratio(pyw.floor) >= 0.9),
+        (
+            "2",
+            "sh agent + sh grader `-j 4` ≥ 0.80 of the floor and ≥ 1.3× the peer",
+            f"{sh4.ratio(sh4.floor):.2f} of the floor, {ratio_text(peer_sh)}× the peer",
+            sh4.ratio(sh4.floor) >= 0.80 and (peer_sh is None or peer_sh >= 1.3),
+        ),
+        (
+            "3",
+            "Python agent + grader `-j 2`, one-shot ≥ 0.90 of the floor",
+            f"{py1.ratio(py1.floor):.2f}",
+            py1.ratio(py1.floor) >= 0.9,
+        ),
+        ("4", "same, worker mode ≥ 0.90 of the floor", f"{pyw.ratio(pyw.floor):.2f}", pyw.ratio(pyw.floor) >= 0.9),
         (
             "5",
-            "sh `-j 4` ≥ 0.75 of the floor and ≥ 2.5× the peer",
-            f"{sh4.ratio(sh4.floor):.2f} of the floor, {ratio_text(peer_sh)}× the peer",
-            sh4.ratio(sh4.floor) >= 0.75 and (peer_sh is None or peer_sh >= 2.5),
-        ),
-        (
-            "6",
-            "in-process ≥ 20,000 results/s; peak RSS ≤ 150 MB and flat at 1 GB",
-            f"{fn.figure(fn.waza)}; {rss_small.peak_rss:.0f} MB → {rss.waza.peak_rss:.0f} MB",
-            small_records / fn.waza.median() >= 20_000
-            and rss.waza.peak_rss <= 150
-            and rss.waza.peak_rss <= rss_small.peak_rss * 1.2,
+            "in-process grading ≥ 30,000 results/s (2 KB records); peak RSS ≤ 150 MB and flat at 1 GB",
+            f"{per_second:,.0f}/s; {rss_small.peak_rss:.0f} MB → {rss.waza.peak_rss:.0f} MB",
+            per_second >= 30_000 and rss.waza.peak_rss <= 150 and rss.waza.peak_rss <= rss_small.peak_rss * 1.2,
         ),
     ]
     print("| # | target | measured | |")
@@ -348,7 +356,7 @@ def main() -> None:
         print(f"| {number} | {title} | {shown} | {met(ok)} |")
     print(
         f"\n{sum(ok for *_, ok in targets)}/{len(targets)} targets met"
-        + ("" if peer is not None else " (the peer's half of target 5 not measured)")
+        + ("" if peer is not None else " (the peer's half of target 2 not measured)")
     )
     print(
         f"\nload: 1-min load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; the machine's CPUs were "
