@@ -112,6 +112,21 @@ def loopback_server(script: Path, log: Path) -> Iterator[tuple[str, Path]]:
 
 
 @pytest.fixture(autouse=True)
+def signal_handlers_left_as_found():
+    """A test that leaves the worker's signal handlers changed fails: every later test in that worker (and
+    every process it starts) would inherit them, as an interrupt test once inherited an ignored SIGINT."""
+    import signal
+
+    watched = (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE)
+    before = {sig: signal.getsignal(sig) for sig in watched}
+    yield
+    changed = {sig.name: signal.getsignal(sig) for sig in watched if signal.getsignal(sig) != before[sig]}
+    for name in changed:
+        signal.signal(signal.Signals[name], before[signal.Signals[name]])
+    assert not changed, f"the test left signal handlers changed: {changed}"
+
+
+@pytest.fixture(autouse=True)
 def own_model_cache(tmp_path, monkeypatch):
     """Every test gets an empty model cache of its own (WAZA_CACHE_DIR): no answer leaks between tests,
     and the developer's ~/.cache is never touched."""
