@@ -228,7 +228,7 @@ class RpcConnection:
             reply: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "result": await self._on_request(method, params)}
         except RpcError as exc:
             reply = {"jsonrpc": "2.0", "id": rid, "error": exc.to_json()}
-        except Exception as exc:  # noqa: BLE001 - a handler bug is this request's error, not the run's end
+        except Exception as exc:  # a handler bug is this request's error, not the run's end
             reply = {"jsonrpc": "2.0", "id": rid, "error": {"code": INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}}
         try:
             await self._send(reply)

@@ -222,7 +222,7 @@ def test_an_empty_results_file_is_an_error(tmp_path, command, source):
 
 
 BOMB = "name: bomb\na: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefg", "bcdefgh")
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefg", "bcdefgh", strict=True)
 )
 
 

@@ -124,7 +124,7 @@ def as_case(value: PromptCase | Mapping[str, Any], where: str) -> PromptCase:
         return value
     try:
         return PromptCase.from_dict(dict(value))
-    except Exception as exc:  # noqa: BLE001 - a bad record is the caller's config error
+    except Exception as exc:  # a bad record is the caller's config error
         raise ConfigError(str(exc), source=where) from None
 
 

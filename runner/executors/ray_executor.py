@@ -150,7 +150,7 @@ class RayExecutor:
                         break
                     try:
                         job, seed = jobs.of(item)
-                    except Exception as exc:  # noqa: BLE001 - a workspace that cannot be made is this item's error
+                    except Exception as exc:  # a workspace that cannot be made is this item's error
                         await sink(
                             failed_result(item.case, item.trial, settings.adapter.name, f"cannot prepare workspace: {exc}")
                         )
@@ -231,7 +231,7 @@ def _unschedulable(ray: Any, ref: Any) -> bool:
     unschedulable = getattr(ray.exceptions, "TaskUnschedulableError", None)
     try:
         ray.get(ref, timeout=0)
-    except Exception as exc:  # noqa: BLE001 - only the kind matters here; _collect reads it again
+    except Exception as exc:  # only the kind matters here; _collect reads it again
         return unschedulable is not None and isinstance(exc, unschedulable)
     return False
 

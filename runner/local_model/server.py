@@ -240,7 +240,7 @@ def _launch(model: str, context: int) -> None:
     params.cpuparams.n_threads = params.cpuparams_batch.n_threads = model_threads()
     try:
         server = xllamacpp.Server(params)
-    except Exception as exc:  # noqa: BLE001 - reported on the log the parent reads
+    except Exception as exc:  # reported on the log the parent reads
         print(f"cannot serve {model}: {exc}", file=sys.stderr)
         os._exit(1)
     os.write(real_stdout, (server.listening_address + "\n").encode())
