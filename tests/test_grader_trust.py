@@ -156,8 +156,8 @@ def test_a_function_grader_reads_exactly_what_a_grader_process_reads(waza, tmp_p
     seen = tmp_path / "seen"
     seen.mkdir()
     recorder = (
-        "import json, pathlib\n\ndef record(request, how):\n    (pathlib.Path(%r) / (how + '-' + request['id'])).write_text(json.dumps(request))\n"
-        % str(seen)
+        "import json, pathlib\n\ndef record(request, how):\n"
+        f"    (pathlib.Path({str(seen)!r}) / (how + '-' + request['id'])).write_text(json.dumps(request))\n"
     )
     module = tmp_path / "fn.py"
     module.write_text(
