@@ -14,6 +14,7 @@ response.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -230,10 +231,8 @@ class RpcConnection:
             reply = {"jsonrpc": "2.0", "id": rid, "error": exc.to_json()}
         except Exception as exc:  # a handler bug is this request's error, not the run's end
             reply = {"jsonrpc": "2.0", "id": rid, "error": {"code": INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}}
-        try:
+        with contextlib.suppress(ConnectionLost):  # the agent is gone; nobody is waiting for this answer
             await self._send(reply)
-        except ConnectionLost:
-            pass  # the agent is gone; nobody is waiting for this answer
 
     def _close(self, reason: str) -> None:
         if self.lost is None:

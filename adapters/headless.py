@@ -99,7 +99,7 @@ class HeadlessAdapter(Adapter):
     async def __aenter__(self) -> HeadlessAdapter:
         await super().__aenter__()
         if self.opts.raw_log is not None:
-            self._raw = open(self.opts.raw_log, "ab")  # closed in __aexit__
+            self._raw = open(self.opts.raw_log, "ab")  # noqa: SIM115 - closed in __aexit__
         return self
 
     async def __aexit__(self, *exc: object) -> None:

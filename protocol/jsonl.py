@@ -275,7 +275,7 @@ class JsonlWriter:
 
     def _open(self) -> IO[bytes]:
         if self._stream is None:
-            self._stream = open(self.path, "ab" if self.append else "wb")  # closed in close()
+            self._stream = open(self.path, "ab" if self.append else "wb")  # noqa: SIM115 - closed in close()
         return self._stream
 
     def write(self, value: Record | dict[str, Any]) -> None:

@@ -6,6 +6,7 @@ one way, and checks that the fault costs exactly the result it happened on.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -117,10 +118,8 @@ def test_a_detached_child_holding_the_graders_stdout_does_not_hang_the_grade(waz
         assert rows["a"]["status"] == "passed", rows["a"]["grades"]
     finally:
         if pidfile.exists():
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pidfile.read_text()), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 def test_a_function_grader_reads_exactly_what_a_grader_process_reads(waza, tmp_path):

@@ -537,10 +537,8 @@ async def run_once(
 
 
 def _killpg(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class LineTooLong(Exception):

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -116,10 +116,8 @@ def check_available() -> None:
 def _homes() -> list[str]:
     """The user's home (``$HOME``) and the account's home when it differs: hidden inside."""
     homes = [os.environ.get("HOME") or ""]
-    try:
+    with suppress(KeyError):
         homes.append(pwd.getpwuid(os.getuid()).pw_dir)
-    except KeyError:
-        pass
     return sorted({h for h in homes if h and h != "/"})
 
 

@@ -114,7 +114,7 @@ class ResultWriter:
 
     def _open(self) -> IO[bytes]:
         if self._stream is None:
-            self._stream = open(self.path, "ab" if self.append else "wb", buffering=BUFFER)  # closed in close()
+            self._stream = open(self.path, "ab" if self.append else "wb", buffering=BUFFER)  # noqa: SIM115 - closed in close()
         return self._stream
 
     def write_line(self, line: bytes, status: str, score: float | None) -> None:
