@@ -81,7 +81,7 @@ def trajectory_text(steps: list[Any], mode: str) -> str:
             who = step.get("role") or kind
             lines.append(f"- {kind} ({who}): {_one_line(step['content'])}")
     if len(lines) > STEP_LIMIT:
-        lines = lines[:STEP_LIMIT] + [f"- [... {len(lines) - STEP_LIMIT} more steps]"]
+        lines = [*lines[:STEP_LIMIT], f"- [... {len(lines) - STEP_LIMIT} more steps]"]
     return "\n".join(lines)
 
 

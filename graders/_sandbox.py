@@ -118,7 +118,7 @@ def _limit(seconds: float) -> None:
         (resource.RLIMIT_AS, MEMORY_LIMIT),
         (resource.RLIMIT_NPROC, 0),
     ):
-        soft, hard = resource.getrlimit(which)
+        _soft, hard = resource.getrlimit(which)
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)
         resource.setrlimit(which, (value, hard))
 

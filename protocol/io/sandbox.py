@@ -243,4 +243,4 @@ def wrap_command(argv: Sequence[str], policy: Sandbox, workspace: Path, relay: P
         out += ["--", sys.executable, "-I", "-S", "/run/waza-relay.py", RELAY_MOUNT, ports, "--"]
     else:
         out.append("--")
-    return out + [program, *argv[1:]]
+    return [*out, program, *argv[1:]]

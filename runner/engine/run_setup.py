@@ -211,8 +211,8 @@ def collect(stream: Callable[[], AsyncGenerator[R, None]], name: str) -> list[R]
 
 
 __all__ = [
-    "Prompts",
     "PromptSource",
+    "Prompts",
     "as_case",
     "as_stream",
     "build_graders",
