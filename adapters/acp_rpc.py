@@ -39,7 +39,7 @@ RequestHandler = Callable[[str, Any], Awaitable[Any]]
 #: Handles a notification from the agent, synchronously and in arrival order.
 NotificationHandler = Callable[[str, Any], None]
 #: Runs a coroutine function in the owner's task group.
-Spawn = Callable[..., None]
+Spawn = Callable[..., object]
 
 
 class RpcError(Exception):
@@ -221,7 +221,8 @@ class RpcConnection:
         if "result" in message:
             pending.settle(message["result"])
         else:
-            pending.settle(error=RpcError(error["code"], error["message"], error.get("data")))
+            fault = message["error"]  # an error object (checked above)
+            pending.settle(error=RpcError(fault["code"], fault["message"], fault.get("data")))
         return None
 
     async def _answer(self, rid: Any, method: str, params: Any) -> None:

@@ -132,7 +132,8 @@ def check_reply(value: Any, schema: dict[str, Any], text: str) -> dict[str, Any]
         raise JudgeError(
             f"judge reply does not fit the expected JSON ({where}: {error.message}); it starts {_cut(text.strip(), 120)!r}"
         )
-    return value
+    fits: dict[str, Any] = value  # the schema is an object's
+    return fits
 
 
 def _capped(schema: dict[str, Any], limit: int | None) -> dict[str, Any]:

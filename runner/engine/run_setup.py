@@ -67,10 +67,10 @@ def resolve_agent(agent: AgentSpec) -> tuple[type[Adapter], list[str], AdapterOp
     cls.check(command, opts)
     if opts.sandbox is not None:
         check_available()  # no bubblewrap or no namespaces here: one clear line before anything runs
-    if opts.local_model:  # the runner owns the server: the adapter only sees its URL
+    if opts.local_model:  # HttpAgent's: the runner owns the server, the adapter only sees its URL
         from waza.runner.local_model.server import resolve_model, with_local_model
 
-        cls = with_local_model(cls, resolve_model(Path(opts.model) if opts.model else None, option="HttpAgent.model"))
+        cls = with_local_model(resolve_model(Path(opts.model) if opts.model else None, option="HttpAgent.model"))
     return cls, command, opts
 
 

@@ -38,7 +38,7 @@ def call(fn: Callable[[Any], Any], raw: bytes) -> bytes:
     try:
         value = fn(request if not isinstance(request, dict) else dict(request))
         if inspect.isawaitable(value):
-            value = anyio.run(lambda: value)  # type: ignore[arg-type,return-value]
+            value = anyio.run(lambda: value)
         if isinstance(value, Record):
             value = value.to_dict()
         if not isinstance(value, dict):

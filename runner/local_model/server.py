@@ -200,12 +200,15 @@ def shared(model: Path) -> SharedServer:
     return _SERVERS.setdefault(model, SharedServer(model))
 
 
-def with_local_model(cls: type[Adapter], model: Path) -> type[Adapter]:
-    """``cls`` (the http adapter) pointed at the shared local server for ``model`` while it is entered."""
+def with_local_model(model: Path) -> type[Adapter]:
+    """The http adapter (the only one with ``local_model``) pointed at the shared local server for ``model``
+    while it is entered."""
+    from waza.adapters.http import HttpAdapter
+
     server = shared(model)
 
-    class LocalModelAdapter(cls):  # type: ignore[valid-type, misc]
-        async def __aenter__(self) -> Adapter:
+    class LocalModelAdapter(HttpAdapter):
+        async def __aenter__(self) -> HttpAdapter:
             self._local = server.use()
             url = await self._local.__aenter__()
             self.opts = dataclasses.replace(self.opts, base_url=url, model=MODEL_NAME)
@@ -222,7 +225,7 @@ def with_local_model(cls: type[Adapter], model: Path) -> type[Adapter]:
             finally:
                 await self._local.__aexit__(*exc)
 
-    LocalModelAdapter.__name__ = f"Local{cls.__name__}"
+    LocalModelAdapter.__name__ = f"Local{HttpAdapter.__name__}"
     return LocalModelAdapter
 
 
