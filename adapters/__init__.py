@@ -32,7 +32,8 @@ def adapter_class(name: str) -> type[Adapter]:
         known = ", ".join(sorted(ADAPTERS))
         raise ConfigError(f"unknown adapter {name!r} (known: {known})") from None
     module, _, cls = target.partition(":")
-    return getattr(importlib.import_module(module), cls)
+    adapter: type[Adapter] = getattr(importlib.import_module(module), cls)
+    return adapter
 
 
 __all__ = ["ADAPTERS", "DEFAULT_ADAPTER", "Adapter", "AdapterOptions", "AgentRun", "AgentTask", "adapter_class"]

@@ -271,7 +271,7 @@ class AcpAdapter(Adapter):
         if not isinstance(reply, dict) or reply.get("protocolVersion") != PROTOCOL_VERSION:
             got = reply.get("protocolVersion") if isinstance(reply, dict) else reply
             raise AgentFault(f"the agent answered initialize with protocol version {got!r}; waza speaks {PROTOCOL_VERSION}")
-        methods = reply.get("authMethods") if isinstance(reply.get("authMethods"), list) else []
+        methods = found if isinstance(found := reply.get("authMethods"), list) else []
         agent.auth_methods = [m["id"] for m in methods if isinstance(m, dict) and isinstance(m.get("id"), str)]
         method = self.opts.auth_method
         if method is not None:

@@ -40,9 +40,7 @@ class PermissionRule(Record, kw_only=True, omit_defaults=True):
         if self.kind is not None and tool_call.get("kind") != self.kind:
             return False
         title = tool_call.get("title")
-        if self.title is not None and not (isinstance(title, str) and fnmatch.fnmatchcase(title, self.title)):
-            return False
-        return True
+        return self.title is None or (isinstance(title, str) and fnmatch.fnmatchcase(title, self.title))
 
 
 @dataclass(slots=True)

@@ -38,10 +38,10 @@ class RawLogMapper:
         if not isinstance(message, dict):
             return []
         method = message.get("method")
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        params = found if isinstance(found := message.get("params"), dict) else {}
         incoming = value["dir"] == "in"
         if not incoming and method == "session/prompt":
-            blocks = params.get("prompt") if isinstance(params.get("prompt"), list) else []
+            blocks = found if isinstance(found := params.get("prompt"), list) else []
             text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
             return [MessageChunk(text, role="user")]
         if incoming and method == "session/update":
@@ -51,7 +51,7 @@ class RawLogMapper:
             return []
         if not incoming and "result" in message and message.get("id") in self._asked:
             request = self._asked.pop(message["id"])
-            tool = request.get("toolCall") if isinstance(request.get("toolCall"), dict) else {}
+            tool = found if isinstance(found := request.get("toolCall"), dict) else {}
             tool_id = tool.get("toolCallId") if isinstance(tool.get("toolCallId"), str) else None
             return [PermissionStep(request, _decision(request, message["result"]), tool_id)]
         result = message.get("result")
@@ -71,7 +71,7 @@ def _decision(request: dict[str, Any], result: Any) -> dict[str, Any]:
     option_id = outcome.get("optionId")
     if option_id is not None:
         decision["optionId"] = option_id
-        options = request.get("options") if isinstance(request.get("options"), list) else []
+        options = found if isinstance(found := request.get("options"), list) else []
         kinds = [o.get("kind") for o in options if isinstance(o, dict) and o.get("optionId") == option_id]
         if kinds:
             decision["kind"] = kinds[0]

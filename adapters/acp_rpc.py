@@ -14,6 +14,7 @@ response.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,7 +39,7 @@ RequestHandler = Callable[[str, Any], Awaitable[Any]]
 #: Handles a notification from the agent, synchronously and in arrival order.
 NotificationHandler = Callable[[str, Any], None]
 #: Runs a coroutine function in the owner's task group.
-Spawn = Callable[..., None]
+Spawn = Callable[..., object]
 
 
 class RpcError(Exception):
@@ -220,7 +221,8 @@ class RpcConnection:
         if "result" in message:
             pending.settle(message["result"])
         else:
-            pending.settle(error=RpcError(error["code"], error["message"], error.get("data")))
+            fault = message["error"]  # an error object (checked above)
+            pending.settle(error=RpcError(fault["code"], fault["message"], fault.get("data")))
         return None
 
     async def _answer(self, rid: Any, method: str, params: Any) -> None:
@@ -228,12 +230,10 @@ class RpcConnection:
             reply: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "result": await self._on_request(method, params)}
         except RpcError as exc:
             reply = {"jsonrpc": "2.0", "id": rid, "error": exc.to_json()}
-        except Exception as exc:  # noqa: BLE001 - a handler bug is this request's error, not the run's end
+        except Exception as exc:  # a handler bug is this request's error, not the run's end
             reply = {"jsonrpc": "2.0", "id": rid, "error": {"code": INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}}
-        try:
+        with contextlib.suppress(ConnectionLost):  # the agent is gone; nobody is waiting for this answer
             await self._send(reply)
-        except ConnectionLost:
-            pass  # the agent is gone; nobody is waiting for this answer
 
     def _close(self, reason: str) -> None:
         if self.lost is None:

@@ -130,7 +130,7 @@ class ClientSession:
 
     def _permission(self, params: dict[str, Any]) -> dict[str, Any]:
         response, decision = self.policy.answer(params, cancelling=self.cancelling)
-        tool_call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
+        tool_call = found if isinstance(found := params.get("toolCall"), dict) else {}
         tool_id = tool_call.get("toolCallId")
         self.recorder.emit(
             PermissionStep(

@@ -26,15 +26,6 @@ TOOL_STATUSES = ("pending", "in_progress", "completed", "failed")
 # ACP tool call fields that have a place of their own in a tool_call step.
 _TOOL_FIELDS = {"sessionUpdate", "toolCallId", "title", "kind", "status", "rawInput", "rawOutput", "content", "locations"}
 
-_PROMPT_USAGE = {
-    "inputTokens": "input_tokens",
-    "outputTokens": "output_tokens",
-    "totalTokens": "total_tokens",
-    "thoughtTokens": "thought_tokens",
-    "cachedReadTokens": "cached_read_tokens",
-    "cachedWriteTokens": "cached_write_tokens",
-}
-
 
 def update_events(update: Any) -> list[Event]:
     """The events for one ``session/update`` ``update`` object."""
@@ -98,7 +89,7 @@ def _count(value: Any) -> int | None:
 
 def _context_usage(update: dict[str, Any]) -> Event:
     """``usage_update`` carries the session's context window and cumulative cost: figures that replace."""
-    cost = update.get("cost") if isinstance(update.get("cost"), dict) else {}
+    cost = found if isinstance(found := update.get("cost"), dict) else {}
     amount = cost.get("amount")
     usage = Usage(
         context_used=_count(update.get("used")),
@@ -113,7 +104,12 @@ def prompt_usage(value: Any) -> UsageUpdate | None:
     """A ``session/prompt`` response's ``usage`` (this turn's tokens): counts that add up over turns."""
     if not isinstance(value, dict):
         return None
-    fields = {py: _count(value.get(js)) for js, py in _PROMPT_USAGE.items()}
-    if all(v is None for v in fields.values()):
-        return None
-    return UsageUpdate(Usage(**fields), mode="add")
+    usage = Usage(
+        input_tokens=_count(value.get("inputTokens")),
+        output_tokens=_count(value.get("outputTokens")),
+        total_tokens=_count(value.get("totalTokens")),
+        thought_tokens=_count(value.get("thoughtTokens")),
+        cached_read_tokens=_count(value.get("cachedReadTokens")),
+        cached_write_tokens=_count(value.get("cachedWriteTokens")),
+    )
+    return None if usage == Usage() else UsageUpdate(usage, mode="add")

@@ -101,7 +101,7 @@ class Adapter(abc.ABC):
         self._sandbox_stack = AsyncExitStack()
         self._relay: Path | None = None
 
-    @classmethod
+    @classmethod  # noqa: B027 - a hook, not abstract: an adapter with nothing to check inherits this no-op
     def check(cls, command: list[str], opts: AdapterOptions) -> None:
         """Raise ConfigError for options this adapter cannot honour; runs once, before any prompt."""
 

@@ -151,7 +151,7 @@ class LineMapper:
         return ToolCallPatch(
             tool_call_id=self._pair(name or "", status),
             name=name,
-            status=status,  # type: ignore[arg-type]
+            status=status,
             input=line.get("input"),
             output=line.get("output"),
             extra={"rawStatus": raw_status} if raw_status is not None and status is None else None,
@@ -193,7 +193,7 @@ class LineMapper:
             name=name,
             title=title,
             kind=text("kind"),
-            status=status,  # type: ignore[arg-type]
+            status=status,
             input=_value(ex["input"], part) if "input" in ex else None,
             output=_value(ex["output"], part) if "output" in ex else None,
             extra=extra,

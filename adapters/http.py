@@ -16,6 +16,7 @@ gets its own answer) and replayed into the trajectory on the next run.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -255,9 +256,8 @@ def _replay(hit: dict[str, Any], recorder: TrajectoryBuilder) -> tuple[str, str 
         recorder.emit(ThoughtChunk(hit["thought"], mid))
     recorder.emit(MessageChunk(hit["text"], mid))
     if isinstance(hit.get("usage"), dict):
-        try:
+        # An entry edited by hand: the reply stands, its unreadable usage is left out.
+        with contextlib.suppress(ValueError, TypeError):
             recorder.emit(UsageUpdate(Usage.from_dict(hit["usage"])))
-        except (ValueError, TypeError):
-            pass  # an entry edited by hand: the reply stands, its unreadable usage is left out
     finish = hit.get("finish")
     return hit["text"], finish if isinstance(finish, str) else None

@@ -48,7 +48,11 @@ from .base import Adapter, AgentRun, AgentTask
 
 ACTIONS = ("message", "thought", "tool", "skill", "write", "delete", "usage", "error")
 _EXTRA = {"tool": {"kind", "input", "output", "status"}, "write": {"content"}}
-_USAGE_KEYS = {"input_tokens": int, "output_tokens": int, "cost": (int, float)}
+_USAGE_KEYS: dict[str, tuple[type[int] | type[float], ...]] = {
+    "input_tokens": (int,),
+    "output_tokens": (int,),
+    "cost": (int, float),
+}
 #: Characters of a file shown as a default ``view`` call's output.
 VIEW_LIMIT = 2000
 #: Files the default behaviour looks at, at most.

@@ -31,8 +31,8 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.ray_cluster import Cluster  # noqa: E402
-from tests.test_ray_cluster import capture_args, most_at_once, prompts, spans  # noqa: E402
+from tests.ray_cluster import Cluster
+from tests.test_ray_cluster import capture_args, most_at_once, prompts, spans
 
 
 def bad_node(cluster: Cluster, tmp: Path, n: int, limit: int) -> None:

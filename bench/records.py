@@ -224,7 +224,7 @@ LIBRARIES = {"msgspec": MSGSPEC, "pydantic": PYDANTIC}
 
 def sample_line() -> bytes:
     """A ~2 KB CaptureResult line, shaped like bench/fixtures.py's records plus a tool call and a grade."""
-    words = " ".join(("alpha beta gamma delta epsilon zeta eta theta iota kappa".split() * 12)[:110])
+    words = " ".join((["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"] * 12)[:110])
     import json
 
     return json.dumps(

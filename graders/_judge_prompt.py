@@ -81,7 +81,7 @@ def trajectory_text(steps: list[Any], mode: str) -> str:
             who = step.get("role") or kind
             lines.append(f"- {kind} ({who}): {_one_line(step['content'])}")
     if len(lines) > STEP_LIMIT:
-        lines = lines[:STEP_LIMIT] + [f"- [... {len(lines) - STEP_LIMIT} more steps]"]
+        lines = [*lines[:STEP_LIMIT], f"- [... {len(lines) - STEP_LIMIT} more steps]"]
     return "\n".join(lines)
 
 
@@ -132,7 +132,8 @@ def check_reply(value: Any, schema: dict[str, Any], text: str) -> dict[str, Any]
         raise JudgeError(
             f"judge reply does not fit the expected JSON ({where}: {error.message}); it starts {_cut(text.strip(), 120)!r}"
         )
-    return value
+    fits: dict[str, Any] = value  # the schema is an object's
+    return fits
 
 
 def _capped(schema: dict[str, Any], limit: int | None) -> dict[str, Any]:

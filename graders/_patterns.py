@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Any
 
 from waza.protocol.errors import ConfigError
 
@@ -42,7 +43,7 @@ def lenient(pattern: str, flags: int = 0) -> re.Pattern[str] | str:
         return f"invalid regex: {exc}"
 
 
-def require_any(config: dict, keys: tuple[str, ...], grader: str) -> None:
+def require_any(config: dict[str, Any], keys: tuple[str, ...], grader: str) -> None:
     """ConfigError when none of ``keys`` is given: a grader with nothing to check is a mistake."""
     if not any(config.get(k) not in (None, [], {}) for k in keys):
         raise ConfigError(f"grader {grader!r} config: give at least one of {', '.join(keys)}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from waza.protocol.errors import ConfigError
 
@@ -57,7 +57,7 @@ def match(expected: list[str], actual: list[str], mode: Mode) -> Match:
     return Match(matched, tp, precision, recall, f1, len(actual) - tp, missing)
 
 
-def mode_of(config: dict, key: str, names: dict[str, Mode]) -> Mode:
+def mode_of(config: dict[str, Any], key: str, names: dict[str, Mode]) -> Mode:
     """The mode named by ``config[key]``; required, as in the original, so a suite never gets a guessed mode."""
     name = config.get(key)
     if name not in names:

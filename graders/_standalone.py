@@ -82,7 +82,7 @@ def serve(module: ModuleType, name: str, base: dict[str, Any]) -> None:
             out.flush()
         except (ConfigError, RecordError) as exc:
             _refuse(str(exc), raw)
-        except Exception as exc:  # noqa: BLE001 - a grader bug is this request's error, not the worker's end
+        except Exception as exc:  # a grader bug is this request's error, not the worker's end
             traceback.print_exc()
             _refuse(f"grader raised {type(exc).__name__}: {exc}", raw)
 
@@ -120,7 +120,7 @@ def main(module: ModuleType, name: str, argv: list[str] | None = None) -> None:
         print(f"waza-grader {name}: {exc}", file=sys.stderr)
         _refuse(str(exc))
         sys.exit(2)
-    except Exception as exc:  # noqa: BLE001 - a grader bug is reported, as the protocol asks, on stderr
+    except Exception as exc:  # a grader bug is reported, as the protocol asks, on stderr
         traceback.print_exc()
         _refuse(f"grader raised {type(exc).__name__}: {exc}")
         sys.exit(1)

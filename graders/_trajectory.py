@@ -99,8 +99,9 @@ def _event_skill(step: dict[str, Any]) -> str | None:
     for holder in (data, data.get("data") if isinstance(data, dict) else None):
         if isinstance(holder, dict):
             for key in SKILL_KEYS:
-                if isinstance(holder.get(key), str) and holder[key]:
-                    return holder[key]
+                value = holder.get(key)
+                if isinstance(value, str) and value:
+                    return value
     if isinstance(data, dict) and isinstance(data.get("path"), str) and data["path"]:
         return ""  # the original counts a nameless invocation that names its SKILL.md
     return None

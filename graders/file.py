@@ -57,7 +57,7 @@ def grade(request: GraderRequest) -> GraderResult:
     config = request.config
     checks = [Check(f"must_exist {p!r}", inside(root, p).exists(), "missing") for p in config.get("must_exist", [])]
     checks += [Check(f"must_not_exist {p!r}", not inside(root, p).exists(), "exists") for p in config.get("must_not_exist", [])]
-    for i, entry in enumerate(config.get("content_patterns", [])):
+    for entry in config.get("content_patterns", []):
         data = read_inside(root, entry["path"])
         text = None if data is None else data.decode("utf-8", "replace")
         checks.append(Check(f"{entry['path']} exists", text is not None, "missing"))

@@ -91,7 +91,7 @@ async def changes(root: str, base: str) -> dict[str, list[str]]:
         raise RuntimeError(f"git ls-files failed: {last_line(untracked)}")
     out: dict[str, list[str]] = {"created": [], "modified": [], "deleted": []}
     parts = diff.split("\0")
-    for status, path in zip(parts[0::2], parts[1::2]):
+    for status, path in zip(parts[0::2], parts[1::2], strict=False):  # -z ends with a NUL: one empty part left over
         sort = {"A": "created", "D": "deleted"}.get(status[:1], "modified")
         out[sort].append(path)
     out["created"] += [p for p in untracked.split("\0") if p]

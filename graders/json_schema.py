@@ -41,7 +41,8 @@ FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 SHOWN_ERRORS = 5
 
 
-def _schema(config: dict[str, Any]) -> dict[str, Any]:
+def _schema(config: dict[str, Any]) -> dict[str, Any] | bool:
+    """The config's schema, checked: an object, or true/false (a boolean schema accepts all or nothing)."""
     if ("schema" in config) == ("schema_file" in config):
         raise ConfigError("grader 'json_schema' config: give exactly one of schema, schema_file")
     if "schema" in config:
@@ -57,7 +58,8 @@ def _schema(config: dict[str, Any]) -> dict[str, Any]:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         raise ConfigError(f"{where}: not a valid JSON Schema: {exc.message}") from None
-    return schema
+    checked: dict[str, Any] | bool = schema
+    return checked
 
 
 def check_config(config: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ naming it, as in the original; an empty config passes with 1.0.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from waza.protocol.records import GraderRequest, GraderResult
 
@@ -27,7 +28,7 @@ EXAMPLE = Example(
 )
 
 
-def check_config(config: dict) -> None:
+def check_config(config: dict[str, Any]) -> None:
     parse_flags(config.get("flags", ""), "flags")
 
 

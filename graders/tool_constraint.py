@@ -71,21 +71,22 @@ def _constraints(config: dict[str, Any], key: str) -> list[Constraint]:
     out = []
     for i, entry in enumerate(config.get(key, [])):
         where = f"{key}[{i}]"
-
-        def optional(name: str) -> re.Pattern[str] | None:
-            return compile_one(entry[name], f"{where}.{name}", re.IGNORECASE) if name in entry else None
-
         label = ", ".join(f"{k}={v!r}" for k, v in entry.items())
         out.append(
             Constraint(
                 label,
                 compile_one(entry["tool"], f"{where}.tool", re.IGNORECASE),
-                optional("command_pattern"),
-                optional("path_pattern"),
-                optional("skill_pattern"),
+                _optional(entry, where, "command_pattern"),
+                _optional(entry, where, "path_pattern"),
+                _optional(entry, where, "skill_pattern"),
             )
         )
     return out
+
+
+def _optional(entry: dict[str, Any], where: str, name: str) -> re.Pattern[str] | None:
+    """The pattern of an optional field of a constraint, or None when the field is absent."""
+    return compile_one(entry[name], f"{where}.{name}", re.IGNORECASE) if name in entry else None
 
 
 def check_config(config: dict[str, Any]) -> None:

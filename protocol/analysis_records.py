@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from msgspec import Meta, field
 
 from .codec import Record
-from .records import GradeStatus, ResultStatus, StepType, ToolStatus, Unit
+from .records import GradeStatus, ResultStatus, StepType, Unit
 
 RunKind = Literal["capture", "trials"]
 Change = Literal["regression", "improvement", "same", "not-judged"]
@@ -29,7 +29,9 @@ class StepView(Record, kw_only=True, omit_defaults=True):
     turn: int | None = None
     role: Annotated[str | None, Meta(description="agent or user, on message steps.")] = None
     name: Annotated[str | None, Meta(description="Tool name, on tool_call steps.")] = None
-    status: Annotated[ToolStatus | None, Meta(description="Tool call status.")] = None
+    status: Annotated[
+        str | None, Meta(description="Tool call status: pending, in_progress, completed or failed, or the step's own string.")
+    ] = None
     duration: Annotated[int | None, Meta(description="Tool call duration in ms.")] = None
     text: Annotated[str | None, Meta(description="Message or thought text, a tool's input, or plan entries; shortened.")] = None
 

@@ -107,8 +107,10 @@ class Record(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields
 
     def to_json(self) -> bytes:
         """The record as one line of JSON, without the newline."""
-        if "unknown" in self.__struct_fields__ and (getattr(self, "unknown") or not self.__struct_config__.omit_defaults):
-            return _encode(self.to_dict())  # unknown keys go beside the record's own; or an empty ``unknown`` would be written
+        # Unknown keys go beside the record's own; or an empty ``unknown`` would be written.
+        keeps_unknown = "unknown" in self.__struct_fields__
+        if keeps_unknown and (self.unknown or not self.__struct_config__.omit_defaults):  # type: ignore[attr-defined]
+            return _encode(self.to_dict())
         return _encode(self)
 
 

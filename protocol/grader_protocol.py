@@ -59,9 +59,8 @@ def normalize_result(value: Any) -> GraderResult:
     if error is not None and "pass" not in value and "passed" not in value and "status" not in value:
         raise GraderProtocolError(f"grader reported an error: {error}")
     status = value.get("status")
-    if status is not None and status != "pending":
-        if status not in ("passed", "failed"):
-            raise GraderProtocolError(f"grader result status must be 'pending' when given, got {status!r}")
+    if status is not None and status not in ("pending", "passed", "failed"):
+        raise GraderProtocolError(f"grader result status must be 'pending' when given, got {status!r}")
     if "pass" in value and "passed" in value and value["pass"] != value["passed"]:
         raise GraderProtocolError("grader result has both 'pass' and 'passed' and they disagree")
     verdict = value.get("pass", value.get("passed"))
@@ -102,11 +101,7 @@ def normalize_result(value: Any) -> GraderResult:
 
 
 def grade_from_result(name: str, result: GraderResult, *, weight: float, duration_ms: float) -> Grade:
-    status: GradeStatus
-    if result.status == "pending":
-        status = "pending"
-    else:
-        status = "passed" if result.passed else "failed"
+    status: GradeStatus = "pending" if result.status == "pending" else ("passed" if result.passed else "failed")
     return Grade(
         name=name,
         status=status,

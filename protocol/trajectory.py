@@ -18,8 +18,6 @@ import orjson
 
 from .records import TrajectoryStep, Usage
 
-ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
-
 
 @dataclass(slots=True)
 class MessageChunk:
@@ -52,7 +50,9 @@ class ToolCallPatch:
     name: str | None = None
     title: str | None = None
     kind: str | None = None
-    status: ToolStatus | None = None
+    #: pending, in_progress, completed or failed from a live agent; any string a replayed file holds
+    #: (a trajectory step's status is read as any string).
+    status: str | None = None
     input: Any = None
     output: Any = None
     content: list[Any] | None = None

@@ -8,6 +8,7 @@ DOM, without a websocket library or a downloaded browser.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import itertools
 import json
@@ -135,10 +136,8 @@ class Browser:
             self.call("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(ConnectionError, TimeoutError, OSError):
             self._send("Browser.close")
-        except (ConnectionError, TimeoutError, OSError):
-            pass
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:

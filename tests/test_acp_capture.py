@@ -153,7 +153,7 @@ def test_update_kinds_map_to_steps(scripted: dict[str, Any]) -> None:
     plans = steps(r, "plan")
     assert [[e["status"] for e in p["entries"]] for p in plans] == [["pending", "pending"], ["completed", "pending"]]
     assert {s["name"] for s in steps(r, "event")} >= {"available_commands_update", "current_mode_update", "future_update_kind"}
-    future = [s for s in steps(r, "event") if s["name"] == "future_update_kind"][0]
+    future = next(s for s in steps(r, "event") if s["name"] == "future_update_kind")
     assert future["extra"]["data"]["payload"] == {"x": 1}
     assert r["usage"] == {
         "inputTokens": 10,

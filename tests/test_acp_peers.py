@@ -126,7 +126,7 @@ def test_node_sdk_agent(tmp_path: Path, node_agent: Path) -> None:
     assert notes["output"] == "Notes say: Buy milk. Then eggs.. Answer written: true."
     assert (tmp_path / "work" / "answer.txt").read_text() == "42\n"
     assert [s["entries"][0]["status"] for s in notes["trajectory"] if s["type"] == "plan"] == ["in_progress", "completed"]
-    tool = [s for s in notes["trajectory"] if s["type"] == "tool_call"][0]
+    tool = next(s for s in notes["trajectory"] if s["type"] == "tool_call")
     assert (tool["toolCallId"], tool["status"], tool["output"]) == ("node-write", "completed", {"allowed": True})
     assert notes["usage"]["totalTokens"] == 16 and notes["exit"]["stopReason"] == "end_turn"
     assert notes["status"] == "passed"

@@ -34,7 +34,7 @@ def test_the_readme_example_runs_as_written(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     exec(compile(_readme_example(), "README.md", "exec"), {"__name__": "readme_example"})
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "add passed 42" and out[1] == "mul passed 42" or sorted(out[:2]) == ["add passed 42", "mul passed 42"]
+    assert (out[0] == "add passed 42" and out[1] == "mul passed 42") or sorted(out[:2]) == ["add passed 42", "mul passed 42"]
     assert "'add': {'1': 1.0, '2': 1.0, '3': 1.0}" in out[2]
     assert out[3] == "1.0"
     rows = read_jsonl(tmp_path / "results.jsonl")

@@ -6,6 +6,7 @@ one way, and checks that the fault costs exactly the result it happened on.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -117,10 +118,8 @@ def test_a_detached_child_holding_the_graders_stdout_does_not_hang_the_grade(waz
         assert rows["a"]["status"] == "passed", rows["a"]["grades"]
     finally:
         if pidfile.exists():
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pidfile.read_text()), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 def test_a_function_grader_reads_exactly_what_a_grader_process_reads(waza, tmp_path):
@@ -156,8 +155,8 @@ def test_a_function_grader_reads_exactly_what_a_grader_process_reads(waza, tmp_p
     seen = tmp_path / "seen"
     seen.mkdir()
     recorder = (
-        "import json, pathlib\n\ndef record(request, how):\n    (pathlib.Path(%r) / (how + '-' + request['id'])).write_text(json.dumps(request))\n"
-        % str(seen)
+        "import json, pathlib\n\ndef record(request, how):\n"
+        f"    (pathlib.Path({str(seen)!r}) / (how + '-' + request['id'])).write_text(json.dumps(request))\n"
     )
     module = tmp_path / "fn.py"
     module.write_text(

@@ -400,7 +400,7 @@ def test_bad_schemas_are_usage_errors_naming_file_and_field(fake_clis, tmp_path)
     assert f"{bad}: field 'outputEvents.0.extract.content'" in proc.stderr.decode()
     proc, _, _ = capture_cli(tmp_path, fake_clis, ONE, "--schema", "claude-code", "--events", fixture="codex.jsonl")
     assert proc.returncode == 2 and b"--events does nothing" in proc.stderr
-    with pytest.raises(waza.ConfigError, match="needs HeadlessAgent.schema"):
+    with pytest.raises(waza.ConfigError, match=r"needs HeadlessAgent\.schema"):
         waza.capture(ONE, waza.HeadlessAgent())
 
 

@@ -213,16 +213,13 @@ def test_resume_refuses_an_output_of_another_prompts_file(tmp_path):
 def test_an_empty_results_file_is_an_error(tmp_path, command, source):
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"\n\n")
-    if source == "file":
-        proc = run_waza(command[0], empty, *command[1:])
-    else:
-        proc = run_waza(command[0], "-", *command[1:], input=b"")
+    proc = run_waza(command[0], empty, *command[1:]) if source == "file" else run_waza(command[0], "-", *command[1:], input=b"")
     assert proc.returncode == 2
     assert "holds no results" in _no_traceback(proc)
 
 
 BOMB = "name: bomb\na: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefg", "bcdefgh")
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefg", "bcdefgh", strict=True)
 )
 
 

@@ -95,7 +95,7 @@ def test_the_python_api_takes_the_limits_as_a_spec(tmp_path):
         limits=waza.Limits(steps=10),
     )
     assert len(result.trajectory) == 10 and result.status == "error"
-    with pytest.raises(waza.ConfigError, match="Limits.steps"):
+    with pytest.raises(waza.ConfigError, match=r"Limits\.steps"):
         waza.Limits(steps=0)
 
 

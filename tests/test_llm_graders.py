@@ -110,7 +110,7 @@ def test_an_endpoint_without_structured_output_is_asked_again_and_parsed_strictl
         result("plain", "4 <<no-schema>> <<score:4>>"),
         result("fenced", '4 <<no-schema>> <<reply:```json\\n{"reasoning": "ok", "score": 5}\\n```>>'),
     ]
-    proc, out, requests = grade(rows, "-g", "builtin:llm")
+    _, out, requests = grade(rows, "-g", "builtin:llm")
     by_id = {line["id"]: only_grade(line) for line in out}
     assert by_id["plain"]["score"] == 0.75 and by_id["plain"]["details"]["structured"] is False
     assert by_id["fenced"]["score"] == 1.0
@@ -156,7 +156,7 @@ def test_a_dead_endpoint_is_an_error_grade_after_the_retries(grade):
 
 
 def test_transient_failures_are_retried(grade):
-    proc, out, requests = grade(
+    _, out, requests = grade(
         [result("r", "4 <<503x2>> <<score:5>>")], "-g", "builtin:llm", "--grader-config", '{"retry_backoff": 0.01}'
     )
     g = only_grade(out[0])
@@ -164,7 +164,7 @@ def test_transient_failures_are_retried(grade):
 
 
 def test_no_judge_at_all_is_an_error_grade(grade):
-    proc, out, _ = grade([result("n", "4")], "-g", "builtin:llm", endpoint=False)
+    _, out, _ = grade([result("n", "4")], "-g", "builtin:llm", endpoint=False)
     g = only_grade(out[0])
     assert g["status"] == "error" and "no judge configured" in g["error"]
 
@@ -172,23 +172,23 @@ def test_no_judge_at_all_is_an_error_grade(grade):
 def test_judge_command_gets_the_prompt_on_stdin(grade, tmp_path):
     seen = tmp_path / "prompt.txt"
     cmd = f"{sys.executable} {COMMAND} {seen}"
-    proc, out, _ = grade([result("c", "four <<score:4>>", hint="4")], "-g", "builtin:llm", "--judge-command", cmd, endpoint=False)
+    _, out, _ = grade([result("c", "four <<score:4>>", hint="4")], "-g", "builtin:llm", "--judge-command", cmd, endpoint=False)
     g = only_grade(out[0])
     assert g["pass"] is True and g["score"] == 0.75 and g["details"]["reply"].strip().startswith('{"reasoning": "command judge"')
     assert "four <<score:4>>" in seen.read_text() and "## Hint" in seen.read_text()
-    proc, out, _ = grade([result("c", "4 <<exit:3>>")], "-g", "builtin:llm", "--judge-command", cmd, endpoint=False)
+    _, out, _ = grade([result("c", "4 <<exit:3>>")], "-g", "builtin:llm", "--judge-command", cmd, endpoint=False)
     g = only_grade(out[0])
     assert g["status"] == "error" and "exited with 3: judge: model not available" in g["error"]
 
 
 def test_llm_comparison_judges_against_the_reference(grade):
     rows = [result("ref", "4 <<score:5>>", reference="2+2 is 4"), result("none", "4 <<score:5>>")]
-    proc, out, requests = grade(rows, "-g", "builtin:llm_comparison")
+    _, out, _ = grade(rows, "-g", "builtin:llm_comparison")
     by_id = {line["id"]: only_grade(line) for line in out}
     assert by_id["ref"]["pass"] is True
     assert "## Reference answer\n2+2 is 4" in by_id["ref"]["details"]["prompt"][-1]["content"]
     assert by_id["none"]["status"] == "error" and "no reference" in by_id["none"]["error"]
-    proc, out, _ = grade(
+    _, out, _ = grade(
         [result("cfg", "4 <<score:2>>")], "-g", "builtin:llm_comparison", "--grader-config", '{"reference": "four"}'
     )
     assert only_grade(out[0])["score"] == 0.25
@@ -197,7 +197,7 @@ def test_llm_comparison_judges_against_the_reference(grade):
 def test_prompt_grader_criteria_raw_and_text_replies(grade):
     reply = '{"reasoning": "good", "correctness": 5, "clarity": 3, "overall_score": 4}'
     config = orjson.dumps({"rubric": "Correctness and clarity, 1-5 each.", "criteria": ["correctness", "clarity"]}).decode()
-    proc, out, requests = grade([result("j", f"4 <<reply:{reply}>>")], "-g", "builtin:prompt", "--grader-config", config)
+    _, out, requests = grade([result("j", f"4 <<reply:{reply}>>")], "-g", "builtin:prompt", "--grader-config", config)
     g = only_grade(out[0])
     assert g["score"] == 0.75 and g["pass"] is True and g["details"]["criteria"] == {"correctness": 1.0, "clarity": 0.5}
     assert requests[0]["body"]["response_format"]["json_schema"]["schema"]["required"] == [
@@ -208,14 +208,14 @@ def test_prompt_grader_criteria_raw_and_text_replies(grade):
     ]
 
     raw = orjson.dumps({"rubric": "r", "score_type": "raw", "threshold": 0.6}).decode()
-    proc, out, _ = grade(
+    _, out, _ = grade(
         [result("raw", '4 <<reply:{"reasoning": "x", "overall_score": 0.65}>>')], "-g", "builtin:prompt", "--grader-config", raw
     )
     assert only_grade(out[0])["score"] == 0.65 and only_grade(out[0])["pass"] is True
 
     text = orjson.dumps({"rubric": "r", "response_format": "text"}).decode()
     rows = [result("t", "4 <<reply:Mostly right.\\nOverall_score: 2>>"), result("u", "4 <<reply:Mostly right, a 4.>>")]
-    proc, out, requests = grade(rows, "-g", "builtin:prompt", "--grader-config", text)
+    _, out, requests = grade(rows, "-g", "builtin:prompt", "--grader-config", text)
     by_id = {line["id"]: only_grade(line) for line in out}
     assert by_id["t"]["score"] == 0.25 and by_id["t"]["reasoning"] == "Mostly right."
     assert by_id["u"]["status"] == "error" and "overall_score: N" in by_id["u"]["error"]
@@ -229,7 +229,7 @@ def test_prompt_grader_reads_a_rubric_yaml_with_its_own_scale(grade, tmp_path):
         result("yes", '4 <<reply:{"reasoning": "done", "rating": "true"}>>'),
         result("no", '4 <<reply:{"reasoning": "gaps", "rating": "false"}>>'),
     ]
-    proc, out, requests = grade(rows, "-g", "builtin:prompt", "--grader-config", config)
+    _, out, requests = grade(rows, "-g", "builtin:prompt", "--grader-config", config)
     by_id = {line["id"]: only_grade(line) for line in out}
     assert (by_id["yes"]["score"], by_id["yes"]["pass"]) == (1.0, True)
     assert (by_id["no"]["score"], by_id["no"]["pass"]) == (0.0, False)

@@ -15,6 +15,7 @@ Claude Code refuses --dangerously-skip-permissions as root unless IS_SANDBOX=1; 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -269,8 +270,6 @@ def _cmdlines() -> list[str]:
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            try:
+            with contextlib.suppress(OSError):
                 found.append((entry / "cmdline").read_bytes().decode(errors="replace"))
-            except OSError:
-                pass
     return found

@@ -216,9 +216,9 @@ def test_read_only_and_read_write_paths_are_shown_as_listed(tmp_path: Path) -> N
 
 
 def test_a_bad_policy_names_its_field() -> None:
-    with pytest.raises(waza.ConfigError, match="Sandbox.network"):
+    with pytest.raises(waza.ConfigError, match=r"Sandbox\.network"):
         waza.Sandbox(network="everywhere")  # type: ignore[arg-type]
-    with pytest.raises(waza.ConfigError, match="Sandbox.ports"):
+    with pytest.raises(waza.ConfigError, match=r"Sandbox\.ports"):
         waza.Sandbox(ports=(8080,))  # ports need network loopback
     with pytest.raises(waza.ConfigError, match="not an absolute path"):
         waza.Sandbox(read_only=(Path("relative"),))

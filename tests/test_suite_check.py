@@ -229,7 +229,7 @@ def test_task_without_any_grader_is_rejected(tmp_path: Path) -> None:
     eval_yaml = "name: bare\ntasks: ['tasks/*.yaml']\n"
     path = write_suite(tmp_path, eval_yaml, {"one.yaml": GOOD_TASK})
     suite = load_suite(path)
-    with pytest.raises(ConfigError, match="one.yaml: task has no graders"):
+    with pytest.raises(ConfigError, match=r"one\.yaml: task has no graders"):
         require_graders(suite.tasks, [])
 
 
@@ -238,7 +238,7 @@ def test_context_dir_option_changes_the_fixture_root(tmp_path: Path) -> None:
     other = tmp_path / "elsewhere"
     other.mkdir()
     (other / "only-elsewhere.txt").write_text("x")
-    with pytest.raises(ConfigError, match="only-elsewhere.txt' not found"):
+    with pytest.raises(ConfigError, match=r"only-elsewhere\.txt' not found"):
         load_suite(path)
     assert load_suite(path, context_dir=other).tasks[0].fixture_root == other.resolve()
 

@@ -42,7 +42,7 @@ def test_scripts_default_and_bad_scripts(tmp_path: Path) -> None:
         {"id": "two-actions", "input": "x", "mock": [{"message": "a", "tool": "b"}]},
         {"id": "fails", "input": "x", "mock": [{"message": "partial"}, {"error": "boom"}, {"message": "never"}]},
     ]
-    code, results, stderr = capture(tmp_path, rows, "--cwd", str(work))
+    code, results, _stderr = capture(tmp_path, rows, "--cwd", str(work))
     assert code == 1  # errored results
 
     scripted = results["scripted"]
@@ -69,9 +69,10 @@ def test_scripts_default_and_bad_scripts(tmp_path: Path) -> None:
     assert [c["name"] for c in calls] == ["skill", "view", "view"]  # "note" starts a prompt word; .hidden is skipped
     assert calls[0]["input"] == {"skill": "note-explainer"}
     assert calls[1]["input"] == {"path": "notes.md"} and calls[1]["output"] == "remember the milk\n"
-    assert [s["content"] for s in default["trajectory"] if s["type"] == "message" and s["role"] == "agent"][
-        0
-    ] == "Mock answer to: hello"
+    assert (
+        next(s["content"] for s in default["trajectory"] if s["type"] == "message" and s["role"] == "agent")
+        == "Mock answer to: hello"
+    )
     assert default["usage"] == {"inputTokens": 3, "outputTokens": len(default["output"].split())}
 
     assert results["escape"]["status"] == "error"

@@ -131,7 +131,7 @@ def test_code_explainer_trigger_metrics_are_confidence_weighted(code_explainer: 
 
 
 def test_grader_showcase_outcomes_match_the_documented_ones(showcase: Any) -> None:
-    code, result, lines, stderr, _ = showcase
+    code, result, lines, _stderr, _ = showcase
     assert code == 1
     statuses = {t["id"]: t["status"] for t in result["tasks"]}
     assert statuses == {
@@ -205,7 +205,7 @@ def test_our_suite_in_the_original_format_runs_and_reports(tmp_path: Path) -> No
 
 
 def test_every_grader_type_judges_mock_trials(every: Any) -> None:
-    code, result, _, stderr = every
+    code, result, _, _stderr = every
     assert code == 1
     tasks = by_id(result)
     assert {i: t["status"] for i, t in tasks.items()} == {
@@ -295,7 +295,7 @@ def test_filters_parallel_workers_and_passing_exit(tmp_path: Path) -> None:
 
 
 def test_fail_fast_stops_at_the_first_failure(tmp_path: Path) -> None:
-    code, result, lines, stderr = run_suite(tmp_path, "every-grader", "--fail-fast", "--trials", "2")
+    code, result, _lines, _stderr = run_suite(tmp_path, "every-grader", "--fail-fast", "--trials", "2")
     assert code == 1
     assert [t["id"] for t in result["tasks"]] == ["broken-limits"]  # first task file in order, fails
     assert "skills" in result["summary"]["notRun"] and result["triggers"] is None
@@ -310,7 +310,7 @@ def test_trials_keep_workspaces_and_any_adapter(tmp_path: Path) -> None:
         "files = sorted(os.listdir('.'))\nopen('answer.txt', 'w').write(prompt)\n"
         "print('Python and JavaScript; 6 x 7 = 42; files: ' + ', '.join(files))\n",
     )
-    code, result, lines, stderr = run_suite(
+    code, result, _lines, stderr = run_suite(
         tmp_path,
         "every-grader",
         "--task",

@@ -253,7 +253,7 @@ class Child(anyio.abc.ByteReceiveStream):
             self._loop = None
         try:
             names = ("in", "out", "err") if stdin or keep_stdin else ("out", "err")
-            for fd, name in zip(list(self._fds), names):
+            for fd, name in zip(list(self._fds), names, strict=False):  # no "err" pipe when stderr_to is given
                 os.set_blocking(fd, False)
                 if name == "in":
                     self._stdin = fd
@@ -537,10 +537,8 @@ async def run_once(
 
 
 def _killpg(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class LineTooLong(Exception):

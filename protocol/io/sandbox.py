@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -116,10 +116,8 @@ def check_available() -> None:
 def _homes() -> list[str]:
     """The user's home (``$HOME``) and the account's home when it differs: hidden inside."""
     homes = [os.environ.get("HOME") or ""]
-    try:
+    with suppress(KeyError):
         homes.append(pwd.getpwuid(os.getuid()).pw_dir)
-    except KeyError:
-        pass
     return sorted({h for h in homes if h and h != "/"})
 
 
@@ -245,4 +243,4 @@ def wrap_command(argv: Sequence[str], policy: Sandbox, workspace: Path, relay: P
         out += ["--", sys.executable, "-I", "-S", "/run/waza-relay.py", RELAY_MOUNT, ports, "--"]
     else:
         out.append("--")
-    return out + [program, *argv[1:]]
+    return [*out, program, *argv[1:]]

@@ -41,7 +41,6 @@ _EXPORTS: dict[str, str] = {
 # A literal list, so type checkers (mypy --strict) see every ``waza.X`` as exported; tests/test_api_edges.py
 # checks it names exactly the lazily loaded names above.
 __all__ = [
-    "__version__",
     "AcpAgent",
     "AgentError",
     "AgentSpec",
@@ -79,6 +78,7 @@ __all__ = [
     "WazaError",
     "Worker",
     "Workspace",
+    "__version__",
     "acalibrate",
     "acapture",
     "agrade",

@@ -8,7 +8,7 @@ one ``error`` instead of ``errors``). The summary and report writers work on
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from waza.protocol.records import CaptureResult, Exit, Grade, TrajectoryStep, Usage
@@ -91,7 +91,7 @@ def attempts(result: CaptureResult | TrialResult) -> Iterator[Attempt]:
         yield from_capture(result)
 
 
-def trials_status(n: int, passes: int, statuses: list[str]) -> str:
+def trials_status(n: int, passes: int, statuses: Sequence[str]) -> str:
     """One word for a prompt's trials: passed (all counted trials), failed (none), flaky (some),
     or, with no trial that counts, error / pending / ungraded."""
     if n == 0:

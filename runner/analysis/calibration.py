@@ -118,7 +118,7 @@ def excerpt(steps: list[TrajectoryStep], limit: int = EXCERPT_STEPS) -> list[str
         return lines
     head = limit // 2
     tail = limit - head - 1
-    return lines[:head] + [f"... {len(lines) - head - tail} steps elided ..."] + lines[-tail:]
+    return [*lines[:head], f"... {len(lines) - head - tail} steps elided ...", *lines[-tail:]]
 
 
 def sheet_item(result: CaptureResult, number: int) -> CalibrationItem:

@@ -189,7 +189,7 @@ def compare(baseline: Run, candidate: Run, boot: Bootstrap) -> PairedComparison:
         rates = [(a.pass_rate, b.pass_rate) for a, b in judged]
         mcnemar = None
     else:
-        rates = [(float(a.passed), float(b.passed)) for a, b in judged]
+        rates = [(float(a.passed), float(b.passed)) for a, b in judged if a.passed is not None and b.passed is not None]
         mcnemar = mcnemar_table([(bool(a.passed), bool(b.passed)) for a, b in judged]) if judged else None
     scores = [(a.side.score, b.side.score) for a, b in shared if a.side.score is not None and b.side.score is not None]
     ks = sorted(set(baseline.ks) & set(candidate.ks))

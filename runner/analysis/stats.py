@@ -115,6 +115,6 @@ def bootstrap_ci(
     else:
         estimates = sorted(statistic([values[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples))
     alpha = (1.0 - level) / 2.0
-    low = estimates[int(math.floor(alpha * (resamples - 1)))]
-    high = estimates[int(math.ceil((1.0 - alpha) * (resamples - 1)))]
+    low = estimates[math.floor(alpha * (resamples - 1))]
+    high = estimates[math.ceil((1.0 - alpha) * (resamples - 1))]
     return Interval(estimate=statistic(values), low=low, high=high, level=level)

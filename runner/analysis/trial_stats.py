@@ -59,11 +59,12 @@ def trial_result(
     at_k, hat_k = by_k(n, passes, k_values)
     # The mean score is over the trials n counts: an error left out of n leaves the mean too, and one
     # counted as a fail scores 0 (whatever a grader made of the broken run).
-    scores = [
-        0.0 if e.status == "error" else e.score
-        for e in entries
-        if (e.status in ("passed", "failed") and e.score is not None) or (e.status == "error" and policy == "fail")
-    ]
+    scores: list[float] = []
+    for e in entries:
+        if e.status in ("passed", "failed") and e.score is not None:
+            scores.append(e.score)
+        elif e.status == "error" and policy == "fail":
+            scores.append(0.0)
     return TrialResult(
         id=case.id,
         input=case.input,

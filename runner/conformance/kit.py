@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 import msgspec
@@ -121,7 +121,7 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 def base_request(target: Target, cwd: str) -> dict[str, Any]:
     """A request with every field a grader may use, small and plausible (the example's fields win)."""
-    step = TrajectoryStep(type="message", step_id=0, timestamp=5, turn=0, role="agent", content="2 + 2 = 4")
+    step = TrajectoryStep(type="message", step_id="s1", timestamp=5, turn=0, role="agent", content="2 + 2 = 4")
     return {
         "protocol": PROTOCOL_VERSION,
         "id": "conformance-minimal",
@@ -148,7 +148,7 @@ def large_request(base: dict[str, Any]) -> dict[str, Any]:
     chunk = "log line with some tool output\n" * 1024
     count = LARGE_TRAJECTORY // len(chunk) + 1
     steps = [
-        TrajectoryStep(type="message", step_id=i, timestamp=i, turn=0, role="agent", content=chunk).to_dict()
+        TrajectoryStep(type="message", step_id=f"s{i + 1}", timestamp=i, turn=0, role="agent", content=chunk).to_dict()
         for i in range(count)
     ]
     return {**base, "id": "conformance-large", "trajectory": steps}
@@ -310,7 +310,7 @@ class Kit:
                     ]
                 )
         conforms = all(r.status == "pass" for r in self.rules if r.required)
-        mode = "worker" if self.target.worker else "one-shot"
+        mode: Literal["one-shot", "worker"] = "worker" if self.target.worker else "one-shot"
         return ConformanceReport(grader=self.target.name, argv=self.target.argv, mode=mode, conforms=conforms, rules=self.rules)
 
     # ------------------------------------------------------------ one-shot rules

@@ -72,7 +72,7 @@ class _ReadAhead:
                     self._hand_over()
         except _Stopped:
             return
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task after the batch
+        except BaseException as exc:  # handed to the awaiting task after the batch
             error = exc
         with contextlib.suppress(_Stopped):
             self._hand_over(error, done=True)

@@ -184,7 +184,7 @@ async def entered(runners: Sequence[GraderRunner]) -> AsyncIterator[Sequence[Gra
                 await stack.enter_async_context(r)
             except WazaError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - named and re-raised as the run's error
+            except Exception as exc:  # named and re-raised as the run's error
                 raise GraderError(f"grader {r.name!r} cannot start: {type(exc).__name__}: {exc}") from exc
         yield runners
 
@@ -197,7 +197,7 @@ async def open_adapter(settings: Settings) -> AsyncIterator[Adapter]:
         await adapter.__aenter__()
     except WazaError:
         raise
-    except Exception as exc:  # noqa: BLE001 - named and re-raised as the run's error
+    except Exception as exc:  # named and re-raised as the run's error
         raise AgentError(f"agent adapter {settings.adapter.name} cannot start: {type(exc).__name__}: {exc}") from exc
     async with contextlib.AsyncExitStack() as stack:
         stack.push_async_exit(adapter.__aexit__)
@@ -239,7 +239,7 @@ async def capture_one(adapter: Adapter, item: WorkItem, workspace: Path, setting
             run = await adapter.run(task)
         except ConfigError:
             raise  # the agent cannot work at all (e.g. not an ACP agent): the run stops and says why
-        except Exception as exc:  # noqa: BLE001 - an adapter bug must not end the run
+        except Exception as exc:  # an adapter bug must not end the run
             log.exception("adapter failed", id=case.id)
             crash = f"adapter {adapter.name} failed: {type(exc).__name__}: {exc}"
     if run is None:
@@ -305,7 +305,7 @@ async def run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> Capt
         workspace, remove = settings.workspaces.create(item)
         if item.prepare is not None:
             item.prepare(workspace)
-    except Exception as exc:  # noqa: BLE001 - a workspace problem is this item's error, not the run's end
+    except Exception as exc:  # a workspace problem is this item's error, not the run's end
         return failed_result(item.case, item.trial, adapter.name, f"cannot prepare workspace: {exc}")
     try:
         result = await capture_one(adapter, item, workspace, settings)

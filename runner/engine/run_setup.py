@@ -67,10 +67,10 @@ def resolve_agent(agent: AgentSpec) -> tuple[type[Adapter], list[str], AdapterOp
     cls.check(command, opts)
     if opts.sandbox is not None:
         check_available()  # no bubblewrap or no namespaces here: one clear line before anything runs
-    if opts.local_model:  # the runner owns the server: the adapter only sees its URL
+    if opts.local_model:  # HttpAgent's: the runner owns the server, the adapter only sees its URL
         from waza.runner.local_model.server import resolve_model, with_local_model
 
-        cls = with_local_model(cls, resolve_model(Path(opts.model) if opts.model else None, option="HttpAgent.model"))
+        cls = with_local_model(resolve_model(Path(opts.model) if opts.model else None, option="HttpAgent.model"))
     return cls, command, opts
 
 
@@ -124,7 +124,7 @@ def as_case(value: PromptCase | Mapping[str, Any], where: str) -> PromptCase:
         return value
     try:
         return PromptCase.from_dict(dict(value))
-    except Exception as exc:  # noqa: BLE001 - a bad record is the caller's config error
+    except Exception as exc:  # a bad record is the caller's config error
         raise ConfigError(str(exc), source=where) from None
 
 
@@ -211,8 +211,8 @@ def collect(stream: Callable[[], AsyncGenerator[R, None]], name: str) -> list[R]
 
 
 __all__ = [
-    "Prompts",
     "PromptSource",
+    "Prompts",
     "as_case",
     "as_stream",
     "build_graders",

@@ -73,7 +73,12 @@ class ExecutorOptions:
             raise ConfigError(
                 "-j does nothing with --ray-address: the cluster's resources decide how many tasks run at once (see --ray-in-flight)"
             )
-        from waza.runner.executors.ray_executor import RayOptions  # only for --executor ray
+        from waza.runner.executors.ray_executor import (  # only for --executor ray
+            CAPACITY_TIMEOUT,
+            MAX_RETRIES,
+            NODE_ERROR_LIMIT,
+            RayOptions,
+        )
 
         return RayOptions(
             address=self.ray_address,
@@ -82,9 +87,9 @@ class ExecutorOptions:
             resources=parse_resources(self.ray_resources),
             in_flight=self.ray_in_flight,
             env=driver_env(self.ray_env or []),
-            **({} if self.ray_max_retries is None else {"max_retries": self.ray_max_retries}),
-            **({} if self.ray_node_error_limit is None else {"node_error_limit": self.ray_node_error_limit}),
-            **({} if self.ray_capacity_timeout is None else {"capacity_timeout": self.ray_capacity_timeout}),
+            max_retries=MAX_RETRIES if self.ray_max_retries is None else self.ray_max_retries,
+            node_error_limit=NODE_ERROR_LIMIT if self.ray_node_error_limit is None else self.ray_node_error_limit,
+            capacity_timeout=CAPACITY_TIMEOUT if self.ray_capacity_timeout is None else self.ray_capacity_timeout,
         )
 
 

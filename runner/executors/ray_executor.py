@@ -51,6 +51,8 @@ MAX_RETRIES = 3
 CANCEL_GRACE = 5.0
 #: Errors in a row from one node after which it gets no more tasks.
 NODE_ERROR_LIMIT = 5
+#: Seconds to wait for a cluster with no room for one task: none, it is refused at once.
+CAPACITY_TIMEOUT = 0.0
 #: How long one wait for a finished task blocks a thread (the loop stays responsive to interrupts).
 _POLL = 0.25
 #: Seconds between two readings of the cluster's resources and nodes.
@@ -80,7 +82,7 @@ class RayOptions:
     max_retries: int = MAX_RETRIES
     node_error_limit: int = NODE_ERROR_LIMIT
     env: Mapping[str, str] = field(default_factory=dict)
-    capacity_timeout: float = 0.0
+    capacity_timeout: float = CAPACITY_TIMEOUT
 
     def __post_init__(self) -> None:
         if not (self.task_cpus >= 0 and math.isfinite(self.task_cpus)):
@@ -150,7 +152,7 @@ class RayExecutor:
                         break
                     try:
                         job, seed = jobs.of(item)
-                    except Exception as exc:  # noqa: BLE001 - a workspace that cannot be made is this item's error
+                    except Exception as exc:  # a workspace that cannot be made is this item's error
                         await sink(
                             failed_result(item.case, item.trial, settings.adapter.name, f"cannot prepare workspace: {exc}")
                         )
@@ -231,7 +233,7 @@ def _unschedulable(ray: Any, ref: Any) -> bool:
     unschedulable = getattr(ray.exceptions, "TaskUnschedulableError", None)
     try:
         ray.get(ref, timeout=0)
-    except Exception as exc:  # noqa: BLE001 - only the kind matters here; _collect reads it again
+    except Exception as exc:  # only the kind matters here; _collect reads it again
         return unschedulable is not None and isinstance(exc, unschedulable)
     return False
 

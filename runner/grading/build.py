@@ -39,9 +39,9 @@ def import_callable(spec: GraderSpec) -> Callable[[Any], Any]:
         raise
     except KeyboardInterrupt:
         raise
-    except BaseException as exc:  # noqa: BLE001 - report any import failure (sys.exit() at import too) as a config error
+    except BaseException as exc:  # report any import failure (sys.exit() at import too) as a config error
         raise ConfigError(f"cannot import grader {spec.target!r}: {type(exc).__name__}: {exc}") from None
-    fn = getattr(module, spec.func, None)
+    fn: object = getattr(module, spec.func, None)
     if not callable(fn):
         raise ConfigError(f"{spec.target!r} has no callable {spec.func!r}")
     return fn

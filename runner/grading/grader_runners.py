@@ -157,7 +157,7 @@ class InProcessRunner(GraderRunner):
             return self._error(f"grader timed out after {self.timeout:g}s", started)
         except (KeyboardInterrupt, anyio.get_cancelled_exc_class()):
             raise
-        except BaseException as exc:  # noqa: BLE001 - any grader failure, sys.exit() included, is an error grade
+        except BaseException as exc:  # any grader failure, sys.exit() included, is an error grade
             return self._error(f"grader raised {type(exc).__name__}: {exc}", started)
         if isinstance(value, Record):
             value = value.to_dict()

@@ -38,14 +38,14 @@ def call(fn: Callable[[Any], Any], raw: bytes) -> bytes:
     try:
         value = fn(request if not isinstance(request, dict) else dict(request))
         if inspect.isawaitable(value):
-            value = anyio.run(lambda: value)  # type: ignore[arg-type,return-value]
+            value = anyio.run(lambda: value)
         if isinstance(value, Record):
             value = value.to_dict()
         if not isinstance(value, dict):
             value = {"error": f"grader returned {type(value).__name__}, not an object"}
     except KeyboardInterrupt:
         raise
-    except BaseException as exc:  # noqa: BLE001 - the function's failure (sys.exit included) is this request's error grade
+    except BaseException as exc:  # the function's failure (sys.exit included) is this request's error grade
         traceback.print_exc()
         value = {"error": f"grader raised {type(exc).__name__}: {exc}"}
     return orjson.dumps(echo_request_id(request, value)) + b"\n"

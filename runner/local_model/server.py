@@ -200,12 +200,15 @@ def shared(model: Path) -> SharedServer:
     return _SERVERS.setdefault(model, SharedServer(model))
 
 
-def with_local_model(cls: type[Adapter], model: Path) -> type[Adapter]:
-    """``cls`` (the http adapter) pointed at the shared local server for ``model`` while it is entered."""
+def with_local_model(model: Path) -> type[Adapter]:
+    """The http adapter (the only one with ``local_model``) pointed at the shared local server for ``model``
+    while it is entered."""
+    from waza.adapters.http import HttpAdapter
+
     server = shared(model)
 
-    class LocalModelAdapter(cls):  # type: ignore[valid-type, misc]
-        async def __aenter__(self) -> Adapter:
+    class LocalModelAdapter(HttpAdapter):
+        async def __aenter__(self) -> HttpAdapter:
             self._local = server.use()
             url = await self._local.__aenter__()
             self.opts = dataclasses.replace(self.opts, base_url=url, model=MODEL_NAME)
@@ -222,7 +225,7 @@ def with_local_model(cls: type[Adapter], model: Path) -> type[Adapter]:
             finally:
                 await self._local.__aexit__(*exc)
 
-    LocalModelAdapter.__name__ = f"Local{cls.__name__}"
+    LocalModelAdapter.__name__ = f"Local{HttpAdapter.__name__}"
     return LocalModelAdapter
 
 
@@ -240,7 +243,7 @@ def _launch(model: str, context: int) -> None:
     params.cpuparams.n_threads = params.cpuparams_batch.n_threads = model_threads()
     try:
         server = xllamacpp.Server(params)
-    except Exception as exc:  # noqa: BLE001 - reported on the log the parent reads
+    except Exception as exc:  # reported on the log the parent reads
         print(f"cannot serve {model}: {exc}", file=sys.stderr)
         os._exit(1)
     os.write(real_stdout, (server.listening_address + "\n").encode())

@@ -129,7 +129,7 @@ def render(path: str, fmt: Format, title: str, out: IO[bytes]) -> Totals:
             rows.append(row)
             totals.add(row)
         bodies.seek(0)
-        fmt.write(out, title, rows, totals, bodies)  # type: ignore[arg-type]
+        fmt.write(out, title, rows, totals, bodies)
     return totals
 
 

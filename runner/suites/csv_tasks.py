@@ -81,10 +81,8 @@ def _rows(path: Path, shown: str) -> Iterator[tuple[int, int, dict[str, str]]]:
             header = next(reader, None)
             if header is None:
                 raise ConfigError("is empty (no header row)", source=shown, line=1)
-            number = 0
             line = reader.line_num + 1
-            for record in reader:
-                number += 1
+            for number, record in enumerate(reader, start=1):
                 if len(record) != len(header):
                     raise ConfigError(f"has {len(record)} fields, the header has {len(header)}", source=shown, line=line)
                 yield number, line, dict(zip(header, record, strict=True))

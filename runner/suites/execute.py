@@ -57,7 +57,8 @@ class Plan:
 
 def select(suite: Suite, task_globs: list[str], tag_globs: list[str]) -> tuple[list[Task], list[str]]:
     """Enabled tasks matching every filter kind given (a task glob matches id or name); and the ids left out."""
-    chosen, left_out = [], []
+    chosen: list[Task] = []
+    left_out: list[Task] = []
     for task in suite.tasks:
         if not task.enabled:
             continue

@@ -51,13 +51,13 @@ def compute(metrics: list[Metric], tasks: list[tuple[Task, SuiteTask]], triggers
 
 def overall(metrics: list[SuiteMetric]) -> float | None:
     """Weighted mean of the enabled metrics that have a value (plain mean when all weights are 0)."""
-    valued = [m for m in metrics if m.enabled and m.value is not None]
+    valued = [(m.value, m.weight) for m in metrics if m.enabled and m.value is not None]
     if not valued:
         return None
-    weight = sum(m.weight for m in valued)
+    weight = sum(w for _, w in valued)
     if weight == 0:
-        return sum(m.value for m in valued) / len(valued)  # type: ignore[misc]
-    return sum(m.value * m.weight for m in valued) / weight  # type: ignore[operator]
+        return sum(v for v, _ in valued) / len(valued)
+    return sum(v * w for v, w in valued) / weight
 
 
 def task_completion(tasks: list[tuple[Task, SuiteTask]], _: TriggerReport | None) -> Value:
@@ -76,10 +76,8 @@ def trigger_accuracy(_: list[tuple[Task, SuiteTask]], triggers: TriggerReport | 
 
 
 def behavior_quality(tasks: list[tuple[Task, SuiteTask]], _: TriggerReport | None) -> Value:
-    scores = [
-        0.0 if g.status == "error" else g.score for g in _grades(tasks, lambda t, g: t.grader_type(g.name) in BEHAVIOUR_GRADERS)
-    ]
-    scores = [s for s in scores if s is not None]
+    behaviour = _grades(tasks, lambda t, g: t.grader_type(g.name) in BEHAVIOUR_GRADERS)
+    scores = [s for s in (0.0 if g.status == "error" else g.score for g in behaviour) if s is not None]
     if not scores:
         return None, "no behaviour grades in this run"
     return sum(scores) / len(scores), f"mean score of {len(scores)} behaviour grades"

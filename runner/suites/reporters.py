@@ -125,7 +125,8 @@ def to_junit(result: SuiteResult) -> bytes:
     _counts(root, nested=True)
     _xml_safe(root)
     ET.indent(root)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    document: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)  # bytes for any encoding but "unicode"
+    return document + b"\n"
 
 
 def _xml_safe(root: ET.Element) -> None:
@@ -159,11 +160,11 @@ def to_markdown(result: SuiteResult) -> bytes:
         out.append("\n".join(f"- {_bullet(m)}" for m in s.missed) + "\n")
     if result.metrics:
         out.append("## Metrics\n")
-        rows = [
+        metric_rows = [
             (m.name, num(m.value), "n/a" if m.threshold is None else f"{m.threshold:g}", _verdict(m.passed, m.enabled), m.detail)
             for m in result.metrics
         ]
-        out.append(table(["metric", "value", "threshold", "result", "how"], rows))
+        out.append(table(["metric", "value", "threshold", "result", "how"], metric_rows))
     out.append("## Tasks\n")
     rows = [(t.id, t.status, num(t.pass_rate), num(t.score), len(t.trials)) for t in result.tasks]
     out.append(table(["task", "status", "pass rate", "score", "trials"], rows))
@@ -182,8 +183,8 @@ def to_markdown(result: SuiteResult) -> bytes:
         )
         wrong = [c for c in r.cases if not c.correct]
         if wrong:
-            rows = [(c.prompt, _yes(c.should_trigger), c.confidence, _yes(c.triggered), c.error or c.reason) for c in wrong]
-            out.append(table(["prompt", "should trigger", "confidence", "triggered", "note"], rows))
+            case_rows = [(c.prompt, _yes(c.should_trigger), c.confidence, _yes(c.triggered), c.error or c.reason) for c in wrong]
+            out.append(table(["prompt", "should trigger", "confidence", "triggered", "note"], case_rows))
     return ("\n".join(out).rstrip("\n") + "\n").encode()
 
 

@@ -95,7 +95,7 @@ def _choices(registry: Registry, labels: str, results: str) -> str:
     runs = sorted((i for i in registry.listing() if i.kind in ("capture", "trials")), key=lambda i: i.key)
     sheets = sorted((i for i in registry.listing() if i.kind == "labels"), key=lambda i: i.key)
 
-    def options(indexes: list, chosen: str) -> str:
+    def options(indexes: list[Index], chosen: str) -> str:
         return "".join(f'<option value="{e(i.key)}"{" selected" if i.key == chosen else ""}>{e(i.key)}</option>' for i in indexes)
 
     return (

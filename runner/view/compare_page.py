@@ -82,11 +82,11 @@ def run_of(index: Index) -> Run | str:
             shared: dict[tuple[str, float | None], Outcome] = {}
             outcomes = {}
             for key, i in index.first_line.items():
-                score: float | None = c.scores[i]
-                pair = (c.statuses[i], None if math.isnan(score) else score)  # type: ignore[arg-type]
-                outcome = shared.get(pair)  # type: ignore[arg-type]
+                score = c.scores[i]  # NaN: no score
+                pair = (c.statuses[i], None if math.isnan(score) else score)
+                outcome = shared.get(pair)
                 if outcome is None:
-                    outcome = shared[pair] = Outcome(capture_side(pair[0], pair[1], "exclude"))  # type: ignore[index]
+                    outcome = shared[pair] = Outcome(capture_side(pair[0], pair[1], "exclude"))
                 outcomes[key] = outcome
     info = RunInfo(label=index.key, source=index.key, kind=index.kind, results=len(outcomes))  # type: ignore[arg-type]
     return Run(info, outcomes, sorted(ks))

@@ -151,15 +151,15 @@ def sniff(place: Place) -> Kind | None:
 class Columns:
     """Per-line facts as parallel arrays (a million lines cost tens of megabytes, not hundreds)."""
 
-    starts: array = field(default_factory=lambda: array("q"))
-    lengths: array = field(default_factory=lambda: array("q"))
-    numbers: array = field(default_factory=lambda: array("q"))
+    starts: array[int] = field(default_factory=lambda: array("q"))
+    lengths: array[int] = field(default_factory=lambda: array("q"))
+    numbers: array[int] = field(default_factory=lambda: array("q"))
     ids: list[str] = field(default_factory=list)
     statuses: list[str] = field(default_factory=list)
-    scores: array = field(default_factory=lambda: array("d"))
-    durations: array = field(default_factory=lambda: array("q"))
-    tokens: array = field(default_factory=lambda: array("q"))
-    tools: array = field(default_factory=lambda: array("q"))
+    scores: array[float] = field(default_factory=lambda: array("d"))
+    durations: array[int] = field(default_factory=lambda: array("q"))
+    tokens: array[int] = field(default_factory=lambda: array("q"))
+    tools: array[int] = field(default_factory=lambda: array("q"))
     labels: list[str | None] = field(default_factory=list)
     whys: list[str] = field(default_factory=list)
 

@@ -203,7 +203,7 @@ class Agent:
         kind, _, title = rest.partition(" ")
         tid = f"perm-{uuid.uuid4().hex[:6]}"
         self.update(sid, {"sessionUpdate": "tool_call", "toolCallId": tid, "title": title, "kind": kind, "status": "pending"})
-        res, err = self.call(
+        res, _err = self.call(
             "session/request_permission",
             {
                 "sessionId": sid,
@@ -224,7 +224,7 @@ class Agent:
 
     def do_write(self, sid, session, verb, rest, result):
         path, _, content = rest.partition(" ")
-        res, err = self.call("fs/write_text_file", {"sessionId": sid, "path": path, "content": content})
+        _res, err = self.call("fs/write_text_file", {"sessionId": sid, "path": path, "content": content})
         self.say(sid, f"write error: {err['message']}" if err else f"wrote {path}")
 
     def terminal(self, sid, command, **extra) -> str:
@@ -326,7 +326,7 @@ class Agent:
         seen = set()
         try:
             for _ in range(int(count)):
-                res, err = self.call("fs/read_text_file", {"sessionId": sid, "path": name})
+                res, _err = self.call("fs/read_text_file", {"sessionId": sid, "path": name})
                 seen.add(res["content"].strip() if res else "error")
         finally:
             os.kill(pid, 9)
