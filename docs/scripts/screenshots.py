@@ -18,7 +18,6 @@ import argparse
 import json
 import re
 import select
-import signal
 import subprocess
 import sys
 import tempfile
@@ -122,14 +121,12 @@ def shoot(url: str, chromium: str, out: Path) -> list[Path]:
         page.get_by_text("ZeroDivisionError").first.scroll_into_view_if_needed()
         save("prompt-stderr")
 
-        page.goto(url + "compare")
-        options = page.locator("select[name=a] option").all_inner_texts()
-        main = next(o for o in options if "main.jsonl" in o).rsplit(" (", 1)[0]
-        branch = next(o for o in options if "branch.jsonl" in o).rsplit(" (", 1)[0]
-        page.select_option("select[name=a]", main)
-        page.wait_for_url(re.compile(r"a="))
-        page.select_option("select[name=b]", branch)
-        page.wait_for_url(re.compile(r"b="))
+        page.goto(url)  # the baseline's run page offers the comparison; the candidate is picked by its label
+        page.locator("#runs a", has_text="main.jsonl").click()
+        page.get_by_role("link", name=re.compile("compare with")).click()
+        branch = next(o for o in page.locator("select[name=b] option").all_inner_texts() if "branch.jsonl" in o)
+        page.select_option("select[name=b]", label=branch)
+        page.wait_for_selector("tr.change-regression")
         save("compare")
         browser.close()
     return saved
@@ -147,13 +144,9 @@ def main() -> None:
         view, url = start_view(work)
         try:
             saved = shoot(url, args.chromium, args.out)
-        finally:
-            view.send_signal(signal.SIGINT)
-            try:
-                view.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                view.kill()
-                view.wait()
+        finally:  # a read-only viewer holds nothing that a kill could lose
+            view.kill()
+            view.wait()
     for path in saved:
         print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: {path.stat().st_size // 1024} KB")
 
