@@ -103,12 +103,12 @@ def shoot(url: str, chromium: str, out: Path) -> list[Path]:
     saved = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
-        page = browser.new_page(viewport={"width": 1200, "height": 820})
+        page = browser.new_page(viewport={"width": 1200, "height": 480})
         page.set_default_timeout(30_000)
 
         def save(name: str) -> None:
             path = out / f"{name}.png"
-            page.screenshot(path=str(path))
+            page.screenshot(path=str(path), full_page=True)  # the page as long as it is, no blank below
             saved.append(path)
 
         page.goto(url)
@@ -124,6 +124,7 @@ def shoot(url: str, chromium: str, out: Path) -> list[Path]:
         page.goto(url)  # the baseline's run page offers the comparison; the candidate is picked by its label
         page.locator("#runs a", has_text="main.jsonl").click()
         page.get_by_role("link", name=re.compile("compare with")).click()
+        page.wait_for_url(re.compile(r"/compare"))
         branch = next(o for o in page.locator("select[name=b] option").all_inner_texts() if "branch.jsonl" in o)
         page.select_option("select[name=b]", label=branch)
         page.wait_for_selector("tr.change-regression")
