@@ -1,4 +1,5 @@
-"""The Ray executor on a real two-raylet cluster on this host, the figures of README "Running on a cluster".
+"""The Ray executor on a real two-raylet cluster on this host, the figures of the manual's
+"Running on a cluster" (docs/manual/guides/cluster.md).
 
     python bench/ray_cluster_cases.py bad-node [--prompts 100] [--limit 5]
     python bench/ray_cluster_cases.py growing [--prompts 24] [--early]

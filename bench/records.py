@@ -14,8 +14,8 @@ constraints, descriptions) are written for each library into bench/.data, then:
 
 pydantic is not one of waza's dependencies: install it beside waza to run this
 (``pip install pydantic``); without it, its row says so. Not a test: nothing
-here asserts, and CI does not run it. The README's "Dependencies" section says
-what these figures decided.
+here asserts, and CI does not run it. The manual's Dependencies page
+(docs/manual/explanations/dependencies.md) says what these figures decided.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Python API: the README example as written, run_one as a shippable unit, async use, errors."""
+"""The Python API: the manual's example (docs/manual/guides/python-api.md) as written, run_one as a shippable unit, async use, errors."""
 
 from __future__ import annotations
 
@@ -20,19 +20,19 @@ from waza.runner.engine.specs import AGENTS
 from .conftest import ROOT, executable, read_jsonl, run_waza, write_jsonl
 
 SUITE = ROOT / "examples" / "snippet-explainer"
+PYTHON_GUIDE = "docs/manual/guides/python-api.md"
 
 
-def _readme_example() -> str:
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Using waza from Python") :]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, "the README's Python section has no python block"
+def _manual_example() -> str:
+    text = (ROOT / PYTHON_GUIDE).read_text()
+    match = re.search(r"```python\n(.*?)```", text, re.S)
+    assert match, f"{PYTHON_GUIDE} has no python block"
     return match.group(1)
 
 
-def test_the_readme_example_runs_as_written(tmp_path, monkeypatch, capsys):
+def test_the_manual_example_runs_as_written(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    exec(compile(_readme_example(), "README.md", "exec"), {"__name__": "readme_example"})
+    exec(compile(_manual_example(), PYTHON_GUIDE, "exec"), {"__name__": "manual_example"})
     out = capsys.readouterr().out.splitlines()
     assert (out[0] == "add passed 42" and out[1] == "mul passed 42") or sorted(out[:2]) == ["add passed 42", "mul passed 42"]
     assert "'add': {'1': 1.0, '2': 1.0, '3': 1.0}" in out[2]

@@ -165,7 +165,7 @@ def test_a_string_naming_no_grader_is_a_config_error(tmp_path: Path) -> None:
 
 
 def test_all_is_a_literal_list_naming_every_lazily_loaded_name() -> None:
-    """A computed ``__all__`` hides every ``waza.X`` from ``mypy --strict``; CI type-checks the README example."""
+    """A computed ``__all__`` hides every ``waza.X`` from ``mypy --strict``; CI type-checks the manual's example."""
     tree = ast.parse((ROOT / "runner" / "_waza" / "__init__.py").read_text())
     [assignment] = [
         n for n in tree.body if isinstance(n, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in n.targets)

@@ -1,4 +1,5 @@
-"""The README's runnable examples run: each shell block marked ``<!-- runnable -->`` is executed.
+"""The manual's runnable examples run: each shell block marked ``<!-- runnable -->`` in the README or
+a page of the manual (docs/manual/) is executed.
 
 Every such block runs with ``sh -e`` in a fresh directory holding links to the
 repository's ``examples/`` and ``tests/`` (the files examples may name), with
@@ -21,19 +22,26 @@ MARK = "<!-- runnable -->"
 BLOCK = re.compile(r"^" + re.escape(MARK) + r"\n```sh\n(.*?)^```$", re.M | re.S)
 
 
-def runnable_blocks() -> list[tuple[int, str]]:
-    """(line number, script) of every marked block, in README order."""
-    text = (ROOT / "README.md").read_text()
-    return [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in BLOCK.finditer(text)]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "manual").rglob("*.md"))]
+
+
+def runnable_blocks() -> list[tuple[str, str]]:
+    """("file:line", script) of every marked block, page by page."""
+    found = []
+    for page in PAGES:
+        text = page.read_text()
+        name = page.relative_to(ROOT)
+        found += [(f"{name}:{text.count(chr(10), 0, m.start()) + 1}", m.group(1)) for m in BLOCK.finditer(text)]
+    return found
 
 
 def test_every_mark_is_followed_by_a_shell_block() -> None:
-    text = (ROOT / "README.md").read_text()
-    assert len(re.findall("^" + re.escape(MARK) + "$", text, re.M)) == len(runnable_blocks()) >= 3
+    marks = sum(len(re.findall("^" + re.escape(MARK) + "$", page.read_text(), re.M)) for page in PAGES)
+    assert marks == len(runnable_blocks()) >= 3
 
 
-@pytest.mark.parametrize(("line", "script"), runnable_blocks(), ids=lambda v: f"README.md:{v}" if isinstance(v, int) else "")
-def test_readme_example_runs(line: int, script: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("line", "script"), runnable_blocks(), ids=lambda v: v if ".md:" in v else "")
+def test_example_runs(line: str, script: str, tmp_path: Path) -> None:
     for name in ("examples", "tests"):
         (tmp_path / name).symlink_to(ROOT / name)
     bin_dir = Path(sys.executable).parent
@@ -41,6 +49,6 @@ def test_readme_example_runs(line: int, script: str, tmp_path: Path) -> None:
     env.pop("COLUMNS", None)
     proc = subprocess.run(["sh", "-e", "-c", script], cwd=tmp_path, env=env, capture_output=True, timeout=120)
     assert proc.returncode == 0, (
-        f"README.md:{line} failed (exit {proc.returncode}):\n{script}\n--- stdout\n{proc.stdout.decode()[-2000:]}"
+        f"{line} failed (exit {proc.returncode}):\n{script}\n--- stdout\n{proc.stdout.decode()[-2000:]}"
         f"\n--- stderr\n{proc.stderr.decode()[-2000:]}"
     )
