@@ -1,4 +1,6 @@
-"""Number options checked in one place: no NaN, no infinity, no zero or negative durations.
+"""Option values checked in one place: numbers, report formats, the old names of renamed options.
+
+Numbers: no NaN, no infinity, no zero or negative durations.
 
 A float option parsed by Python happily takes ``nan``, ``inf`` and ``-1``; used as
 a timeout, each silently means "never" or "at once". Every duration and bounded
@@ -10,12 +12,45 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Literal, TypeVar
 
 import typer
 
 from waza.protocol.errors import ConfigError
+from waza.runner.cli.metavars import option
 
-__all__ = ["finite_number", "parse_gates", "positive_seconds"]
+__all__ = [
+    "FORMAT_OPTION",
+    "MARKDOWN_ALIAS",
+    "ReportFormat",
+    "finite_number",
+    "parse_gates",
+    "positive_seconds",
+    "renamed",
+    "wants_markdown",
+]
+
+T = TypeVar("T")
+
+#: What a command that writes a JSON record or its Markdown page for people is asked for, as ``report`` is.
+ReportFormat = Literal["json", "markdown"]
+FORMAT_OPTION = option("--format", "-f", help="json (default: the record) or markdown (for people).")
+#: ``--markdown``, the old way to ask for ``--format markdown``: kept hidden for one release.
+MARKDOWN_ALIAS = option("--markdown", hidden=True, help="Old name of --format markdown.")
+
+
+def renamed(value: T | None, old_value: T | None, new: str, old: str) -> T | None:
+    """The value of an option given by its new name or by ``old``, its hidden name kept for one release."""
+    if old_value is None:
+        return value
+    if value is not None:
+        raise ConfigError(f"{old} is the old name of {new}: give {new} only")
+    return old_value
+
+
+def wants_markdown(format: ReportFormat | None, markdown: bool) -> bool:
+    """``--format markdown``, or the old ``--markdown``; ``--markdown --format json`` asks for both and is refused."""
+    return renamed(format, "markdown" if markdown else None, "--format", "--markdown") == "markdown"
 
 
 def _number(text: str) -> float:

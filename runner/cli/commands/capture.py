@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.option_values import parse_gates
 from waza.runner.cli.options import AgentOptions, GraderOptions, OutputOptions, with_groups
 from waza.runner.cli.runtime import Interrupt, run
@@ -44,8 +45,16 @@ def register(app: typer.Typer) -> None:
     )
     @with_groups(agent=AgentOptions, graders=GraderOptions, out=OutputOptions, execution=ExecutorOptions)
     def capture(
-        prompts: Annotated[str, typer.Argument(help="Prompts file (JSONL, CSV or Parquet), or - for stdin.", show_default=False)],
-        command: Annotated[list[str] | None, typer.Argument(help="Agent command and its arguments.", show_default=False)] = None,
+        prompts: Annotated[
+            str,
+            argument(
+                metavar="PROMPTS", value="FILE", help="Prompts file (JSONL, CSV or Parquet), or - for stdin.", show_default=False
+            ),
+        ],
+        command: Annotated[
+            list[str] | None,
+            argument(metavar="AGENT...", value="COMMAND", help="Agent command and its arguments.", show_default=False),
+        ] = None,
         *,
         agent: AgentOptions,
         graders: GraderOptions,
@@ -53,7 +62,7 @@ def register(app: typer.Typer) -> None:
         execution: ExecutorOptions,
         serve_model: Annotated[
             str | None,
-            typer.Option(
+            option(
                 "--serve-model",
                 help="Start `waza serve-model SOURCE` (a reply script, or local) for the run and point the agent at it.",
                 rich_help_panel="Agent",

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import orjson
 import typer
 
+from waza.runner.cli.metavars import option
 from waza.runner.cli.runtime import Interrupt, run
 from waza.runner.engine.capture import CaptureRun
 from waza.runner.engine.outputs import finish_run
@@ -57,7 +58,7 @@ async def _demo(prompts: Path, output: str, interrupt: Interrupt) -> int:
 def register(app: typer.Typer) -> None:
     @app.command("demo", help=HELP)
     def demo(
-        output: Annotated[str, typer.Option("-o", "--output", help="Results file, or - for stdout.")] = "-",
+        output: Annotated[str, option("-o", "--output", help="Results file, or - for stdout.")] = "-",
     ) -> None:
         with tempfile.TemporaryDirectory(prefix="waza-demo-") as tmp:
             prompts = Path(tmp) / "prompts.jsonl"

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from waza.protocol.jsonl import display_name
+from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.option_values import parse_gates
 from waza.runner.cli.options import GraderOptions, OutputOptions, with_groups
 from waza.runner.cli.runtime import Interrupt, fail, run
@@ -29,11 +30,9 @@ def register(app: typer.Typer) -> None:
     @app.command("grade", help=HELP)
     @with_groups(graders=GraderOptions, out=OutputOptions)
     def grade(
-        results: Annotated[str, typer.Argument(help="CaptureResult JSONL, or - for stdin.")] = "-",
-        concurrency: Annotated[int, typer.Option("-j", "--concurrency", help="Results graded at once.", min=1)] = 1,
-        skip_invalid: Annotated[
-            bool, typer.Option("--skip-invalid", help="Skip (and count) bad lines instead of stopping.")
-        ] = False,
+        results: Annotated[str, argument(metavar="RESULTS", value="FILE", help="CaptureResult JSONL, or - for stdin.")] = "-",
+        concurrency: Annotated[int, option("-j", "--concurrency", help="Results graded at once.", min=1)] = 1,
+        skip_invalid: Annotated[bool, option("--skip-invalid", help="Skip (and count) bad lines instead of stopping.")] = False,
         *,
         graders: GraderOptions,
         out: OutputOptions,

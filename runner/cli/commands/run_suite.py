@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from waza.protocol.errors import ConfigError
+from waza.runner.cli.metavars import argument
 from waza.runner.cli.options import OUTPUT, AgentOptions, GraderOptions, opt, with_groups
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
 from waza.runner.cli.strict import AGENT_COMMAND
@@ -44,9 +45,12 @@ def register(app: typer.Typer) -> None:
     @with_groups(agent=AgentOptions, graders=GraderOptions, execution=ExecutorOptions)
     def run_command(
         ctx: typer.Context,
-        suite: Annotated[Path, typer.Argument(help="eval.yaml, or the directory holding it.", show_default=False)],
+        suite: Annotated[
+            Path, argument(metavar="SUITE", value="FILE|DIR", help="eval.yaml, or the directory holding it.", show_default=False)
+        ],
         command: Annotated[
-            list[str] | None, typer.Argument(help="Agent command (adapters that need one).", show_default=False)
+            list[str] | None,
+            argument(metavar="AGENT...", value="COMMAND", help="Agent command (adapters that need one).", show_default=False),
         ] = None,
         task: Annotated[
             list[str] | None, opt("--task", help="Only tasks whose id or name matches GLOB (repeatable).", panel=RUN)

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.sync_command import run_sync
 
 HELP = """Serve a model to agents under test: OpenAI (/v1/chat/completions, /v1/responses),
@@ -34,11 +35,14 @@ Examples:
 def register(app: typer.Typer) -> None:
     @app.command("serve-model", help=HELP)
     def serve_model(
-        source: Annotated[str, typer.Argument(help="Reply script (JSONL or YAML), or local.", show_default=False)],
-        port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1 (0: a free one).", min=0, max=65535)] = 0,
-        context: Annotated[int, typer.Option("--context", help="local: the model's context size in tokens.", min=512)] = 32768,
+        source: Annotated[
+            str,
+            argument(metavar="SOURCE", value="FILE|local", help="Reply script (JSONL or YAML), or local.", show_default=False),
+        ],
+        port: Annotated[int, option("--port", help="Port on 127.0.0.1 (0: a free one).", min=0, max=65535)] = 0,
+        context: Annotated[int, option("--context", help="local: the model's context size in tokens.", min=512)] = 32768,
         model_path: Annotated[
-            Path | None, typer.Option("--model-path", help="local: a GGUF model file instead of the bundled one.")
+            Path | None, option("--model-path", help="local: a GGUF model file instead of the bundled one.")
         ] = None,
     ) -> None:
         from waza.runner.model_server.serve import serve

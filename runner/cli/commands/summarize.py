@@ -9,6 +9,7 @@ import typer
 from waza.protocol.jsonl import display_name, dumps
 from waza.runner.analysis.runs import ResultsFile, check_readable
 from waza.runner.analysis.summaries import summaries, summary_markdown
+from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.runtime import fail
 from waza.runner.cli.sync_command import run_sync
 from waza.runner.engine.inputs import require_lines
@@ -34,10 +35,12 @@ Examples:
 def register(app: typer.Typer) -> None:
     @app.command("summarize", help=HELP)
     def summarize_cmd(
-        results: Annotated[str, typer.Argument(help="CaptureResult or TrialResult JSONL, or - for stdin.")] = "-",
-        markdown: Annotated[bool, typer.Option("--markdown", help="Write Markdown for people instead of JSONL.")] = False,
-        width: Annotated[int, typer.Option("--width", help="Shorten texts to this many characters (0: never).", min=0)] = 200,
-        output: Annotated[str, typer.Option("-o", "--output", help="Write here instead of stdout.")] = "-",
+        results: Annotated[
+            str, argument(metavar="RESULTS", value="FILE", help="CaptureResult or TrialResult JSONL, or - for stdin.")
+        ] = "-",
+        markdown: Annotated[bool, option("--markdown", help="Write Markdown for people instead of JSONL.")] = False,
+        width: Annotated[int, option("--width", help="Shorten texts to this many characters (0: never).", min=0)] = 200,
+        output: Annotated[str, option("-o", "--output", help="Write here instead of stdout.")] = "-",
     ) -> None:
         raise typer.Exit(run_sync(lambda: _summarize(results, markdown, width, output)))
 

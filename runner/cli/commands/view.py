@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from waza.protocol.errors import ConfigError
+from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.sync_command import run_sync
 
 HELP = """Browse results in a browser: a local, read-only web app over files and directories.
@@ -36,13 +37,16 @@ def register(app: typer.Typer) -> None:
     def view_cmd(
         paths: Annotated[
             list[str] | None,
-            typer.Argument(
-                help="Directories (searched recursively) and files; default: the current directory.", show_default=False
+            argument(
+                metavar="PATHS...",
+                value="DIR|FILE",
+                help="Directories (searched recursively) and files; default: the current directory.",
+                show_default=False,
             ),
         ] = None,
-        port: Annotated[int, typer.Option("--port", help="Port to listen on (0: a free one).", min=0, max=65535)] = 0,
+        port: Annotated[int, option("--port", help="Port to listen on (0: a free one).", min=0, max=65535)] = 0,
         host: Annotated[
-            str, typer.Option("--host", help="Address to listen on. Anything but loopback exposes your results to the network.")
+            str, option("--host", help="Address to listen on. Anything but loopback exposes your results to the network.")
         ] = "127.0.0.1",
     ) -> None:
         raise typer.Exit(run_sync(lambda: _view(paths or ["."], port, host)))
