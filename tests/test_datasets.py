@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from waza.runner.install_hints import pip_install
+
 from .conftest import read_jsonl, run_waza
 
 AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "exec_agent.py")]
@@ -153,4 +155,4 @@ def test_without_pyarrow_parquet_is_a_one_line_error_naming_the_extra(tmp_path):
     proc = run_waza("capture", prompts, "--adapter", "exec", "--", *AGENT, env={"PYTHONPATH": str(blocker.parent)})
     assert proc.returncode == 2
     message = proc.stderr.decode()
-    assert message.count("\n") == 1 and "pip install 'waza[parquet]'" in message, message
+    assert message.count("\n") == 1 and pip_install("parquet") in message, message

@@ -38,6 +38,7 @@ from waza.protocol.jsonl import (
     over_limit,
 )
 from waza.protocol.records import PromptCase
+from waza.runner.install_hints import pip_install
 
 __all__ = [
     "FORMATS",
@@ -296,7 +297,7 @@ def _parquet_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        raise ConfigError("reading Parquet prompts needs pyarrow: pip install 'waza[parquet]'") from None
+        raise ConfigError(f"reading Parquet prompts needs pyarrow: {pip_install('parquet')}") from None
     source = display_name(path)
     check_seekable(path)
     with open_input(path) as raw:

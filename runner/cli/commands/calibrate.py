@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Annotated
 
@@ -91,9 +92,12 @@ def register(app: typer.Typer) -> None:
         *,
         graders: GraderOptions,
     ) -> None:
-        markdown = renamed(markdown, old_markdown, "--sheet-markdown", "--markdown")
-        options = Options(results, sample, seed, labels, markdown, min_kappa, concurrency, output)
-        raise typer.Exit(run(lambda interrupt: _calibrate(options, graders, interrupt)))
+        def body(interrupt: Interrupt) -> Awaitable[int]:  # the old name checked where a ConfigError is a usage error
+            sheet_markdown = renamed(markdown, old_markdown, "--sheet-markdown", "--markdown")
+            options = Options(results, sample, seed, labels, sheet_markdown, min_kappa, concurrency, output)
+            return _calibrate(options, graders, interrupt)
+
+        raise typer.Exit(run(body))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Awaitable
 from typing import Annotated
 
 import orjson
@@ -59,9 +60,12 @@ def register(app: typer.Typer) -> None:
             float | None, option("--timeout", hidden=True, help="Old name of --grader-timeout.", parser=positive_seconds)
         ] = None,
     ) -> None:
-        config = renamed(config, old_config, "--grader-config", "--config")
-        seconds = renamed(timeout, old_timeout, "--grader-timeout", "--timeout") or DEFAULT_TIMEOUT
-        raise typer.Exit(run(lambda interrupt: _check(grader, config, worker, as_json, seconds, interrupt)))
+        def body(interrupt: Interrupt) -> Awaitable[int]:  # the old names checked where a ConfigError is a usage error
+            given = renamed(config, old_config, "--grader-config", "--config")
+            seconds = renamed(timeout, old_timeout, "--grader-timeout", "--timeout") or DEFAULT_TIMEOUT
+            return _check(grader, given, worker, as_json, seconds, interrupt)
+
+        raise typer.Exit(run(body))
 
 
 async def _check(grader: str, config: str | None, worker: bool, as_json: bool, timeout: float, interrupt: Interrupt) -> int:
