@@ -14,6 +14,8 @@ from typing import Any
 
 import typer
 
+from waza.runner.cli.option_values import whole_number
+
 #: (suffix of the long name, metavar): the rule, tried in order.
 _SUFFIXES: tuple[tuple[str, str], ...] = (
     ("timeout", "SECONDS"),
@@ -94,8 +96,14 @@ def metavar_for(names: tuple[str, ...]) -> str | None:
 
 
 def option(*names: str, help: str, **kw: Any) -> Any:
-    """``typer.Option`` with the metavar that says what goes there (an explicit ``metavar=`` wins)."""
+    """``typer.Option`` with the metavar that says what goes there (an explicit ``metavar=`` wins).
+
+    A whole-number option's ``min``/``max`` become a parser that refuses a bad value in
+    words ("'abc' is not a whole number (at least 1)") instead of click's "int range".
+    """
     kw.setdefault("metavar", metavar_for(names))
+    if "min" in kw or "max" in kw:
+        kw["parser"] = whole_number(kw.pop("min", None), kw.pop("max", None))
     return typer.Option(*names, help=help, **kw)
 
 

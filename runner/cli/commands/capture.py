@@ -14,6 +14,7 @@ from waza.runner.cli.options import AgentOptions, GraderOptions, OutputOptions, 
 from waza.runner.cli.runtime import Interrupt, run
 from waza.runner.cli.strict import AGENT_COMMAND
 from waza.runner.executors.options import ExecutorOptions
+from waza.runner.wording import count
 
 HELP = """Run each prompt through an agent, record what it did, and grade the result.
 
@@ -131,8 +132,8 @@ async def _capture(
     )
     todo = capture.todo
     interrupt.summary = lambda: (
-        f"{capture.tally.total} results written to {out.output}"
-        + (f", {todo - capture.tally.total} prompts not run" if todo is not None else "")
+        f"{count(capture.tally.total, 'result')} written to {out.output}"
+        + (f", {count(todo - capture.tally.total, 'prompt')} not run" if todo is not None else "")
         + ("; rerun with --resume to finish" if out.output != "-" else "")
     )
     await capture.run_to()

@@ -15,6 +15,7 @@ from waza.runner.cli.runtime import Interrupt, run
 from waza.runner.engine.capture import CaptureRun
 from waza.runner.engine.outputs import finish_run
 from waza.runner.engine.specs import Builtin, ExecAgent, Output, PythonGrader, Timeouts
+from waza.runner.wording import count
 
 PROMPTS = [
     {"id": "arithmetic", "input": "What is 17 + 25?", "hint": "42"},
@@ -49,7 +50,7 @@ async def _demo(prompts: Path, output: str, interrupt: Interrupt) -> int:
         timeouts=Timeouts(prompt=30),
         output=Output(output),
     )
-    interrupt.summary = lambda: f"{capture.tally.total} results written to {output}"
+    interrupt.summary = lambda: f"{count(capture.tally.total, 'result')} written to {output}"
     await capture.run_to()
     # The gate expects exactly the one deliberate failure: 3 of 4 must pass, and nothing may error.
     return finish_run(capture.tally, {"pass_rate": 0.75}, errors=capture.errors)

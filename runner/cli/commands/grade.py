@@ -15,6 +15,7 @@ from waza.runner.cli.runtime import Interrupt, fail, run
 from waza.runner.engine.grade import GradeRun
 from waza.runner.engine.outputs import finish_run
 from waza.runner.engine.specs import Timeouts
+from waza.runner.wording import count
 
 HELP = """Grade CaptureResult lines again with other graders; earlier grades are replaced.
 
@@ -53,7 +54,7 @@ async def _grade(
         limits=out.limits(),
         skip_invalid=skip_invalid,
     )
-    interrupt.summary = lambda: f"{grading.tally.total} results written to {out.output}"
+    interrupt.summary = lambda: f"{count(grading.tally.total, 'result')} written to {out.output}"
     await grading.run_to()
     if grading.skipped:
         print(f"waza: skipped {len(grading.skipped)} invalid lines; first: {grading.skipped[0]}", file=sys.stderr)

@@ -22,6 +22,7 @@ from waza.runner.suites import reporters
 from waza.runner.suites.loader import load_suite
 from waza.runner.suites.models import Suite
 from waza.runner.suites.run import SuiteRun
+from waza.runner.wording import count
 
 HELP = """Run an eval suite: every task's trials in fresh workspaces, graded, then the trigger tests.
 
@@ -87,7 +88,11 @@ def register(app: typer.Typer) -> None:
         output: Annotated[str, opt("-o", "--output", help="Per-trial CaptureResult JSONL, or - for stdout.", panel=OUTPUT)] = "-",
         reporter: Annotated[
             list[str] | None,
-            opt("--reporter", help="json:FILE, junit:FILE or markdown:FILE (repeatable; FILE - is stdout).", panel=OUTPUT),
+            opt(
+                "--reporter",
+                help="Also write a report file, besides the -o results: json:FILE, junit:FILE or markdown:FILE (repeatable; FILE - is stdout).",
+                panel=OUTPUT,
+            ),
         ] = None,
         progress: Annotated[
             bool | None,
@@ -205,7 +210,7 @@ async def _run(
         print(f"waza: {notice}", file=sys.stderr)
     outputs = reporters.parse(options.reporters, jsonl_on_stdout=options.output == "-")
     total = run.plan.total
-    interrupt.summary = lambda: f"{run.tally.total} of {total} results written to {options.output}; no report written"
+    interrupt.summary = lambda: f"{run.tally.total} of {count(total, 'result')} written to {options.output}; no report written"
     async with contextlib.aclosing(run.stream()) as results:
         async for _ in results:
             pass

@@ -98,7 +98,7 @@ async def _validate(prompts: str, concurrency: int, output: str, graders: Grader
         writer.close()
     if writer.tally.total == 0:
         raise ConfigError(f"{display_name(prompts)}: no prompt has a `reference` to validate")
-    print(f"waza: {writer.tally.describe().replace('results', 'references checked', 1)}", file=sys.stderr)
+    print(f"waza: {writer.tally.describe('reference checked', 'references checked')}", file=sys.stderr)
     if without:
         more = f" and {len(without) - SHOWN} more" if len(without) > SHOWN else ""
         print(f"waza: {len(without)} prompts have no reference (skipped): {', '.join(without[:SHOWN])}{more}", file=sys.stderr)
