@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 from collections import defaultdict
@@ -21,7 +22,7 @@ from rich.markup import render
 from waza.runner.cli.app import build
 
 from .analysis_runs import capture
-from .conftest import run_waza, write_jsonl
+from .conftest import read_jsonl, run_waza, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -187,3 +188,59 @@ def test_calibrate_writes_the_markdown_sheet_with_sheet_markdown_or_its_old_name
         done = run_waza("calibrate", captured, "--sample", "2", "-o", tmp_path / "sheet.jsonl", flag, md)
         assert done.returncode == 0, done.stderr
         assert md.read_text().startswith("#")
+
+
+EXEC_AGENT = [sys.executable, str(ROOT / "tests" / "agents" / "exec_agent.py")]
+
+
+def one_line(stderr: bytes) -> str:
+    """A usage error's words, without the box typer draws around them or its line breaks."""
+    return " ".join(stderr.decode().replace("│", " ").split())
+
+
+def test_an_unknown_grader_config_key_names_the_keys_allowed_there(tmp_path: Path) -> None:
+    results = write_jsonl(tmp_path / "r.jsonl", [{"id": "a", "input": "q", "output": "x"}])
+    done = run_waza("grade", results, "-g", "builtin:text", "--grader-config", '{"mustmatch": ["x"]}')
+    assert done.returncode == 2 and done.stdout == b""
+    assert done.stderr == (
+        b"waza: grader 'text' config: unknown key 'mustmatch' "
+        b"(allowed here: contains, contains_cs, not_contains, not_contains_cs, regex_match, regex_not_match)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["-j", "abc"], "Invalid value for '-j' / '--concurrency': 'abc' is not a whole number (at least 1)"),
+        (["-j", "0"], "Invalid value for '-j' / '--concurrency': 0 is out of range: it must be at least 1"),
+        (["--max-steps", "9999999999"], "Invalid value for '--max-steps': 9999999999 is out of range: it must be between 1"),
+    ],
+)
+def test_a_bad_whole_number_option_says_what_it_takes(tmp_path: Path, args: list[str], words: str) -> None:
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "x"}])
+    done = run_waza("capture", prompts, *args, "--adapter", "exec", "--", *EXEC_AGENT)
+    assert done.returncode == 2 and words in one_line(done.stderr), done.stderr
+
+
+def test_one_result_and_one_step_are_singular(tmp_path: Path) -> None:
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "hello", "hint": "hello"}])
+    out = tmp_path / "out.jsonl"
+    done = run_waza("capture", prompts, "--adapter", "exec", "-g", "builtin:hint", "-o", out, "--", *EXEC_AGENT)
+    assert done.returncode == 0, done.stderr
+    assert b"waza: 1 result: 1 passed" in done.stderr
+    report = run_waza("report", out, "-f", "markdown")
+    assert report.stderr.startswith(b"waza: report of 1 prompt: 1 passed")
+    one_step = [{**row, "trajectory": row["trajectory"][:1]} for row in read_jsonl(out.read_bytes())]
+    html = run_waza("report", write_jsonl(tmp_path / "one.jsonl", one_step), "-f", "html").stdout.decode()
+    assert "Trajectory (1 step)</h4>" in html
+
+
+def test_an_unreachable_server_is_named_by_its_url(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a port nothing listens on once this socket is closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "hello"}])
+    url = f"http://127.0.0.1:{port}/v1"
+    done = run_waza("capture", prompts, "--adapter", "http", "--base-url", url, "--model", "m", "--timeout", "60")
+    [row] = read_jsonl(done.stdout)
+    assert row["errors"][0].startswith(f"turn 0: cannot reach the server at {url}/chat/completions: "), row["errors"]
