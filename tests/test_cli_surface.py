@@ -54,7 +54,7 @@ def params() -> list[tuple[tuple[str, ...], object]]:
 
 def test_every_short_option_has_one_meaning_across_commands() -> None:
     meanings: dict[str, set[str]] = defaultdict(set)
-    for path, param in params():
+    for _path, param in params():
         opts = param.opts + param.secondary_opts  # type: ignore[attr-defined]
         long = next((o for o in opts if o.startswith("--")), None)
         for short in (o for o in opts if not o.startswith("--")):

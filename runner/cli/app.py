@@ -168,7 +168,7 @@ def main() -> None:
         gc.freeze()
         gc.enable()
         app(prog_name="waza")  # also under ``python -m waza``: completion and usage lines name the command
-    except BaseException as exc:  # noqa: BLE001 - only OS errors are turned into messages
+    except BaseException as exc:  # every exception: only OS errors are turned into messages
         from waza.protocol.errors import find_cause
 
         found = find_cause(exc, OSError)

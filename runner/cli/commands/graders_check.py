@@ -54,7 +54,8 @@ def register(app: typer.Typer) -> None:
         worker: Annotated[bool, option("--worker", help="Check worker mode too (one process, one request per line).")] = False,
         as_json: Annotated[bool, option("--json", help="Print the ConformanceReport as JSON on stdout.")] = False,
         timeout: Annotated[
-            float, option("--grader-timeout", help="Seconds the grader gets per request (default 30).", parser=positive_seconds)
+            float | None,
+            option("--grader-timeout", help="Seconds the grader gets per request (default 30).", parser=positive_seconds),
         ] = None,
         old_timeout: Annotated[
             float | None, option("--timeout", hidden=True, help="Old name of --grader-timeout.", parser=positive_seconds)
