@@ -120,7 +120,7 @@ def _value_type(value: str) -> Any:
     try:  # typer 0.22+ carries its own copy of click
         from typer import _click as click
     except ImportError:  # pragma: no cover - older typer depends on click
-        import click  # type: ignore[no-redef]
+        import click  # type: ignore[no-redef,import-not-found,unused-ignore]
 
     class Value(click.types.StringParamType):  # type: ignore[misc,name-defined]
         name = value

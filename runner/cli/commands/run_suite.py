@@ -121,10 +121,16 @@ def register(app: typer.Typer) -> None:
             output=output,
             reporters=reporter or [],
             progress=progress,
-            adapter_given=ctx.get_parameter_source("adapter").name != "DEFAULT",
-            workers_given=ctx.get_parameter_source("concurrency").name != "DEFAULT",
+            adapter_given=_given(ctx, "adapter"),
+            workers_given=_given(ctx, "concurrency"),
         )
         raise typer.Exit(run(lambda interrupt: _run(suite, command or [], options, agent, graders, execution, interrupt)))
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether the option was on the command line (or in the environment), not left at its default."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name != "DEFAULT"
 
 
 @dataclass(slots=True)

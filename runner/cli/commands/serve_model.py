@@ -47,4 +47,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from waza.runner.model_server.serve import serve
 
-        raise typer.Exit(run_sync(lambda: serve(source, port=port, context=context, model_path=model_path) or 0))
+        def body() -> int:
+            serve(source, port=port, context=context, model_path=model_path)
+            return 0
+
+        raise typer.Exit(run_sync(body))
