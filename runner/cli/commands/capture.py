@@ -8,9 +8,9 @@ from typing import Annotated, Any
 
 import typer
 
-from waza.runner.cli.metavars import argument, option
+from waza.runner.cli.metavars import option
 from waza.runner.cli.option_values import parse_gates
-from waza.runner.cli.options import AgentOptions, GraderOptions, OutputOptions, with_groups
+from waza.runner.cli.options import AgentCommandArgument, AgentOptions, GraderOptions, OutputOptions, PromptsArgument, with_groups
 from waza.runner.cli.runtime import Interrupt, run
 from waza.runner.cli.strict import AGENT_COMMAND
 from waza.runner.executors.options import ExecutorOptions
@@ -46,16 +46,8 @@ def register(app: typer.Typer) -> None:
     )
     @with_groups(agent=AgentOptions, graders=GraderOptions, out=OutputOptions, execution=ExecutorOptions)
     def capture(
-        prompts: Annotated[
-            str,
-            argument(
-                metavar="PROMPTS", value="FILE", help="Prompts file (JSONL, CSV or Parquet), or - for stdin.", show_default=False
-            ),
-        ],
-        command: Annotated[
-            list[str] | None,
-            argument(metavar="AGENT...", value="COMMAND", help="Agent command and its arguments.", show_default=False),
-        ] = None,
+        prompts: PromptsArgument,
+        command: AgentCommandArgument = None,
         *,
         agent: AgentOptions,
         graders: GraderOptions,

@@ -18,9 +18,9 @@ import typer
 from waza.protocol.trial_records import TrialsSummary
 from waza.runner.analysis.passk import parse_k_values
 from waza.runner.analysis.trial_stats import describe
-from waza.runner.cli.metavars import argument, option
+from waza.runner.cli.metavars import option
 from waza.runner.cli.option_values import parse_gates
-from waza.runner.cli.options import AgentOptions, GraderOptions, OutputOptions, with_groups
+from waza.runner.cli.options import AgentCommandArgument, AgentOptions, GraderOptions, OutputOptions, PromptsArgument, with_groups
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
 from waza.runner.cli.strict import AGENT_COMMAND
 from waza.runner.engine.cache_summary import print_cache_line
@@ -57,16 +57,8 @@ def register(app: typer.Typer) -> None:
     )
     @with_groups(agent=AgentOptions, graders=GraderOptions, out=OutputOptions, execution=ExecutorOptions)
     def trials(
-        prompts: Annotated[
-            str,
-            argument(
-                metavar="PROMPTS", value="FILE", help="Prompts file (JSONL, CSV or Parquet), or - for stdin.", show_default=False
-            ),
-        ],
-        command: Annotated[
-            list[str] | None,
-            argument(metavar="AGENT...", value="COMMAND", help="Agent command and its arguments.", show_default=False),
-        ] = None,
+        prompts: PromptsArgument,
+        command: AgentCommandArgument = None,
         k: Annotated[int, option("-k", "--trials", help="Trials per prompt (at most 10000).", min=1)] = 5,
         k_values: Annotated[str | None, option("--k-values", help="k values to estimate, e.g. 1,3,5 (default: 1..k).")] = None,
         errors: Annotated[str, option("--errors", help="Errored trials: exclude (from n) or fail (count as fails).")] = "exclude",
