@@ -158,11 +158,15 @@ def test_format_markdown_is_how_balance_and_compare_write_markdown_and_the_old_f
     assert b"--markdown" not in run_waza("balance", "--help").stdout
 
 
-def test_compare_takes_format_markdown_and_label_by_its_long_name_only(tmp_path: Path) -> None:
+def test_compare_and_summarize_take_format_markdown_and_compare_label_by_its_long_name_only(tmp_path: Path) -> None:
     a = capture(tmp_path, "a.jsonl")
     new = run_waza("compare", a, a, "--label", "old", "--label", "new", "--format", "markdown")
     assert new.returncode == 0 and "## new vs old" in new.stdout.decode(), new.stderr
     assert run_waza("compare", a, a, "--label", "old", "--label", "new", "--markdown").stdout == new.stdout
+    summary = run_waza("summarize", a, "-f", "markdown")
+    assert summary.returncode == 0 and summary.stdout.startswith(b"#"), summary.stderr
+    assert run_waza("summarize", a, "--markdown").stdout == summary.stdout
+    assert run_waza("summarize", a, "-f", "jsonl").stdout == run_waza("summarize", a).stdout
     short = run_waza("compare", a, a, "-l", "old")
     assert short.returncode == 2 and b"-l" in short.stderr
 

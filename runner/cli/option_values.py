@@ -48,7 +48,7 @@ def renamed(value: T | None, old_value: T | None, new: str, old: str) -> T | Non
     return old_value
 
 
-def wants_markdown(format: ReportFormat | None, markdown: bool) -> bool:
+def wants_markdown(format: str | None, markdown: bool) -> bool:
     """``--format markdown``, or the old ``--markdown``; ``--markdown --format json`` asks for both and is refused."""
     return renamed(format, "markdown" if markdown else None, "--format", "--markdown") == "markdown"
 
