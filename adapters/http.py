@@ -154,7 +154,7 @@ class HttpAdapter(Adapter):
                 return await self._streamed(payload, httpx.Timeout(timeout), recorder)
             return await self._whole(payload, httpx.Timeout(timeout), recorder)
 
-        (text, finish), _ = await with_retries(attempt, POLICY, deadline=deadline, what="the server")
+        (text, finish), _ = await with_retries(attempt, POLICY, deadline=deadline, what=f"the server at {self._url()}")
         if key is not None:
             model_cache.store(key, {"text": text, "finish": finish, **kept})
         return text, finish

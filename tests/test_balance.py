@@ -41,7 +41,9 @@ def test_counts_shares_and_under_represented(tmp_path):
 
 def test_markdown_nested_key_and_stdin(tmp_path):
     rows = [{"id": str(i), "input": "x", "metadata": {"source": {"kind": k}}} for i, k in enumerate("aab")]
-    proc = run_waza("balance", "-", "--key", "source.kind", "--markdown", input=b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    proc = run_waza(
+        "balance", "-", "--key", "source.kind", "--format", "markdown", input=b"".join(orjson.dumps(r) + b"\n" for r in rows)
+    )
     text = proc.stdout.decode()
     assert proc.returncode == 0
     assert "| a | 2 | 66.7% |  |" in text and "| b | 1 | 33.3% |  |" in text

@@ -60,7 +60,7 @@ def captured(tmp_path_factory) -> Path:
 
 def test_sheet_is_stratified_blind_and_reproducible(captured, tmp_path):
     sheet, md = tmp_path / "sheet.jsonl", tmp_path / "sheet.md"
-    proc = run_waza("calibrate", captured, "--sample", "6", "--seed", "5", "-o", sheet, "--markdown", md)
+    proc = run_waza("calibrate", captured, "--sample", "6", "--seed", "5", "-o", sheet, "--sheet-markdown", md)
     assert proc.returncode == 0, proc.stderr
     items = read_jsonl(sheet)
     for item in items:
@@ -162,7 +162,7 @@ def test_trials_files_are_sampled_and_labelled_per_trial(tmp_path):
     [
         ([{"id": "p0", "pass": True}, {"id": "p0", "pass": False}], [], "labels.jsonl:2: field 'id': p0 is labelled twice"),
         ([{"id": "p0", "pass": "yes"}], [], "labels.jsonl:1: field 'pass'"),
-        ([{"id": "p0", "pass": True}], ["--markdown", "x.md"], "--markdown writes the labelling sheet"),
+        ([{"id": "p0", "pass": True}], ["--sheet-markdown", "x.md"], "--sheet-markdown writes the labelling sheet"),
         ([{"id": "p0", "pass": None}], [], 'no line has "pass" set'),
     ],
 )

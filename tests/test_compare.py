@@ -93,7 +93,7 @@ def test_unshared_ids_are_listed_not_mixed_in_and_stdin_works(tmp_path):
     a = capture(tmp_path, "a.jsonl")
     rows = [orjson.loads(line) for line in a.read_bytes().splitlines()]
     b = write_jsonl(tmp_path / "b.jsonl", [r for r in rows if r["id"] != "q1"] + [{**rows[0], "id": "extra", "status": "failed"}])
-    proc = run_waza("compare", a, "-", "-l", "old", "-l", "new", "--markdown", input=b.read_bytes())
+    proc = run_waza("compare", a, "-", "--label", "old", "--label", "new", "-f", "markdown", input=b.read_bytes())
     assert proc.returncode == 0, proc.stderr.decode()
     text = proc.stdout.decode()
     assert "## new vs old" in text and "3 shared prompts" in text
@@ -121,7 +121,7 @@ def test_trials_runs_compare_pass_at_k_and_pass_hat_k(tmp_path):
     assert sorted(at) == [1, 2, 3]
     q1 = next(d for d in c["deltas"] if d["id"] == "q1")
     assert q1["candidate"]["status"] == "flaky" and q1["passRateDelta"] == pytest.approx(-2 / 3)
-    assert "| pass@2 |" in run_waza("compare", a, b, "--markdown").stdout.decode()
+    assert "| pass@2 |" in run_waza("compare", a, b, "--format", "markdown").stdout.decode()
 
 
 def test_bad_inputs_exit_2_with_one_line(tmp_path):

@@ -25,7 +25,7 @@ JUDGE = ROOT / "tests" / "graders" / "judge.py"
 
 
 def check(waza, *args: str) -> tuple[int, dict]:
-    proc = waza("graders", "check", *args, "--json", "--timeout", "30")  # the broken graders that hang wait this long
+    proc = waza("graders", "check", *args, "--json", "--grader-timeout", "30")  # the broken graders that hang wait this long
     assert proc.returncode in (0, 1), proc.stderr.decode()
     report = orjson.loads(proc.stdout)
     assert errors("ConformanceReport", report) == []
@@ -114,9 +114,9 @@ def test_a_worker_breaking_one_worker_rule_is_caught(waza, grader, rule_id, reas
 
 
 def test_a_worker_ignoring_eof_and_sigterm_is_killed_and_the_check_returns(waza):
-    # --timeout is every rule's budget, the healthy answers' too: enough for them on a busy machine (the wait
+    # --grader-timeout is every rule's budget, the healthy answers' too: enough for them on a busy machine (the wait
     # for an exit after EOF is the shorter of it and the kit's own grace).
-    proc = waza("graders", "check", str(BROKEN / "ignores_eof_worker.py"), "--worker", "--json", "--timeout", "30")
+    proc = waza("graders", "check", str(BROKEN / "ignores_eof_worker.py"), "--worker", "--json", "--grader-timeout", "30")
     assert proc.returncode == 1, proc.stderr.decode()
     report = orjson.loads(proc.stdout)
     verdict = rule(report, "worker-exits-on-eof")
@@ -151,8 +151,8 @@ def test_a_python_function_is_checked_as_a_process(waza, tmp_path):
 @pytest.mark.slow
 def test_bad_arguments_are_usage_errors(waza, tmp_path):
     assert waza("graders", "check", "builtin:nope").returncode == 2
-    proc = waza("graders", "check", "builtin:hint", "--config", "[1]")
-    assert proc.returncode == 2 and b"--config must be a JSON object" in proc.stderr
+    proc = waza("graders", "check", "builtin:hint", "--grader-config", "[1]")
+    assert proc.returncode == 2 and b"--grader-config must be a JSON object" in proc.stderr
     assert waza("graders", "check", str(tmp_path / "missing.sh")).returncode == 2
     assert b"Example" in waza("graders", "check", "--help").stdout
 
@@ -165,7 +165,7 @@ def judge_config(name: str) -> list[str]:
     config = {"command": str(JUDGE)}
     if "rubric" in properties:  # required by some, one of two forms for prompt, optional elsewhere
         config["rubric"] = "Is the answer correct?"
-    return ["--config", orjson.dumps(config).decode()]
+    return ["--grader-config", orjson.dumps(config).decode()]
 
 
 @pytest.mark.parametrize("name", sorted(CATALOGUE))

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from waza.runner.install_hints import pip_install
+
 from .conftest import read_jsonl, run_waza
 
 AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "exec_agent.py")]
@@ -53,6 +55,10 @@ def test_csv_without_an_id_column_numbers_its_rows_and_an_empty_hint_is_absent(t
         ("id,input\na,x\n", ["--map", "inptu=x"], "field '--map': unknown field 'inptu'"),
         ("id,id\na,x\n", [], "p.csv:1: column 'id' is empty or repeated"),
         ("id,input\n", [], "holds no prompts"),
+        # a quote never closed: the row it opens on is named, not swallowed into one field to the end of the file
+        ('id,input\na,x\nb,"never closed\n', [], "p.csv:3: has a quoted field that is never closed"),
+        ('id,input\na,"x\nb,y\nc,z', [], "p.csv:2: has a quoted field that is never closed"),
+        ('id,input\na,"x"y\n', [], "p.csv:2: bad CSV: ',' expected after '\"'"),
     ],
 )
 def test_bad_csv_is_one_line_naming_file_and_line(tmp_path, text, args, expected):
@@ -153,4 +159,14 @@ def test_without_pyarrow_parquet_is_a_one_line_error_naming_the_extra(tmp_path):
     proc = run_waza("capture", prompts, "--adapter", "exec", "--", *AGENT, env={"PYTHONPATH": str(blocker.parent)})
     assert proc.returncode == 2
     message = proc.stderr.decode()
-    assert message.count("\n") == 1 and "pip install 'waza[parquet]'" in message, message
+    assert message.count("\n") == 1 and pip_install("parquet") in message, message
+
+
+def test_a_csv_whose_last_row_never_closes_its_quote_writes_nothing(tmp_path):
+    prompts = tmp_path / "p.csv"
+    prompts.write_bytes(b'id,input\r\na,first\r\nb,"second')  # as an editor cut off mid-save leaves it
+    out = tmp_path / "out.jsonl"
+    proc = capture(prompts, "-o", str(out))
+    assert proc.returncode == 2
+    assert proc.stderr.decode() == f"waza: {prompts}:3: has a quoted field that is never closed (the file ends inside it)\n"
+    assert not out.exists()

@@ -60,8 +60,8 @@ def test_sys_exit_in_an_imported_grader_is_an_error_for_that_result_only(waza, t
     rows, _ = graded(waza, results(tmp_path, ["a", "exits", "boom", "b"]), "--grader", f"{grader}:grade")
     assert list(rows) == ["a", "exits", "boom", "b"]  # the run went on past both
     assert rows["exits"]["status"] == "error"
-    assert rows["exits"]["grades"][0]["error"] == "grader raised SystemExit: 3"
-    assert rows["boom"]["grades"][0]["error"] == "grader raised Boom: not an Exception"
+    assert rows["exits"]["grades"][0]["error"] == "the grader failed with SystemExit: 3"
+    assert rows["boom"]["grades"][0]["error"] == "the grader failed with Boom: not an Exception"
     assert rows["a"]["status"] == rows["b"]["status"] == "passed"
 
 
@@ -70,7 +70,7 @@ def test_sys_exit_in_a_hosted_worker_grader_is_an_error_and_the_worker_serves_on
     grader.write_text(EXITING)
     host = f"worker:{PY} -m waza.runner.grading.python_host {grader}:grade --worker"  # as the README shows it
     rows, _ = graded(waza, results(tmp_path, ["a", "exits", "b"]), "--grader", host, "-j", "1")
-    assert rows["exits"]["grades"][0]["error"] == "grader reported an error: grader raised SystemExit: 3"
+    assert rows["exits"]["grades"][0]["error"] == "grader reported an error: the grader failed with SystemExit: 3"
     assert rows["a"]["status"] == rows["b"]["status"] == "passed"
 
 

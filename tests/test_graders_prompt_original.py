@@ -58,7 +58,7 @@ def test_the_judges_calls_decide(calls, passed, score):
     "config,message",
     [
         ({"prompt": "x", "threshold": 0.5}, "belongs to the rubric form"),
-        ({"model": "m"}, "is not valid under any of the given schemas"),
+        ({"model": "m"}, "'rubric' is a required property"),
     ],
 )
 def test_prompt_and_rubric_forms_do_not_mix(config, message):

@@ -152,7 +152,7 @@ def test_a_dead_endpoint_is_an_error_grade_after_the_retries(grade):
     assert proc.returncode == 1
     g = only_grade(out[0])
     assert g["status"] == "error" and g["score"] is None
-    assert "unreachable" in g["error"] and "after 2 attempts" in g["error"]
+    assert f"cannot reach judge endpoint {dead}" in g["error"] and "after 2 attempts" in g["error"]
 
 
 def test_transient_failures_are_retried(grade):

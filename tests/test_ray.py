@@ -21,6 +21,8 @@ from typing import Any
 import orjson
 import pytest
 
+from waza.runner.install_hints import pip_install
+
 from .conftest import ROOT, read_jsonl, run_waza, write_jsonl
 from .ray_cluster import Cluster
 
@@ -208,7 +210,7 @@ def test_without_the_extra_executor_ray_is_one_line_naming_it(tmp_path):
         write_jsonl(tmp_path / "p.jsonl", [prompt("a")]), out, "--executor", "ray", env={"PYTHONPATH": str(tmp_path / "hidden")}
     )
     assert proc.returncode == 2
-    assert proc.stderr == b"waza: --executor ray needs Ray: pip install 'waza[ray]'\n"
+    assert proc.stderr == f"waza: --executor ray needs Ray: {pip_install('ray')}\n".encode()
     assert not out.exists()
 
 

@@ -40,7 +40,7 @@ def test_trials_give_one_summary_per_trial_and_width_shortens(tmp_path):
 
 def test_markdown_from_stdin(tmp_path):
     results = capture(tmp_path, "r.jsonl", "q2=fail")
-    proc = run_waza("summarize", "-", "--markdown", input=results.read_bytes())
+    proc = run_waza("summarize", "-", "--format", "markdown", input=results.read_bytes())
     text = proc.stdout.decode()
     assert proc.returncode == 0
     assert "## `q2`: failed, score 0.000" in text

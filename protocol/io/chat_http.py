@@ -113,6 +113,6 @@ async def with_retries(
         except httpx.TimeoutException:
             problem, retry_after = f"{what}: the request timed out", None
         except httpx.TransportError as exc:
-            problem, retry_after = f"{what} unreachable: {type(exc).__name__}", None
+            problem, retry_after = f"cannot reach {what}: {exc or type(exc).__name__}", None
     suffix = f" (gave up after {policy.attempts} attempts)" if policy.attempts > 1 else ""
     raise ChatFailed(problem + suffix)

@@ -14,6 +14,7 @@ from typing import TextIO
 
 from waza.protocol.io.secrets import Redactor
 from waza.protocol.records import CaptureResult
+from waza.runner.wording import count
 
 __all__ = ["ErrorDigest", "error_reasons"]
 
@@ -57,9 +58,9 @@ class ErrorDigest:
     def lines(self) -> list[str]:
         if not self.errored:
             return []
-        out = [f"{self.errored} results ended as errors:"]
-        for reason, count in self.reasons.most_common(SHOWN):
-            out.append(f"  {count} x {reason}")
+        out = [f"{count(self.errored, 'result')} ended as errors:"]
+        for reason, times in self.reasons.most_common(SHOWN):
+            out.append(f"  {times} x {reason}")
         hidden = sum(self.reasons.values()) - sum(c for _, c in self.reasons.most_common(SHOWN)) + self.other
         if hidden:
             out.append(f"  ... {hidden} more (see the error fields of the output)")

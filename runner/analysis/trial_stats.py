@@ -19,6 +19,7 @@ from waza.protocol.trial_records import ErrorPolicy, MeanEstimate, TrialEntry, T
 from waza.runner.analysis.error_digest import error_reasons
 from waza.runner.analysis.passk import by_k
 from waza.runner.analysis.stats import bootstrap_ci, mean
+from waza.runner.wording import count
 
 #: Ids listed on stderr before "and N more" (the --summary file has them all).
 SHOWN_IDS = 20
@@ -164,7 +165,7 @@ def describe(summary: TrialsSummary) -> list[str]:
     """The summary as a few lines for stderr."""
     policy = "errors excluded from n" if summary.error_policy == "exclude" else "errors counted as fails"
     lines = [
-        f"{summary.prompts} prompts x {summary.k} trials: {summary.passed} passed, {summary.failed} failed, "
+        f"{count(summary.prompts, 'prompt')} x {count(summary.k, 'trial')}: {summary.passed} passed, {summary.failed} failed, "
         f"{summary.errored} errored" + (f", {summary.pending} pending" if summary.pending else "") + f" ({policy})"
     ]
 

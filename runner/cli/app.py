@@ -50,6 +50,9 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+#: Set by the completion script that ``waza --install-completion`` installs, when the shell asks for completions.
+COMPLETION_VARIABLE = "_WAZA_COMPLETE"
+
 HELP = "Evaluate AI agents: stream prompts to an agent, record its trajectory, grade the results."
 
 
@@ -70,7 +73,9 @@ def build(command: str | None = None) -> typer.Typer:
     import typer
 
     def root(
-        verbose: int = typer.Option(0, "-v", "--verbose", count=True, help="More logging on stderr (-vv: debug)."),
+        verbose: int = typer.Option(
+            0, "-v", "--verbose", count=True, metavar="", show_default=False, help="More logging on stderr (-vv: debug)."
+        ),
         version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
     ) -> None:
         from waza.runner.cli.runtime import configure_logging
@@ -81,7 +86,6 @@ def build(command: str | None = None) -> typer.Typer:
         name="waza",
         help=f"{HELP}\n\nTry it: waza demo",
         no_args_is_help=True,
-        add_completion=False,
         pretty_exceptions_enable=False,
         context_settings={"help_option_names": ["-h", "--help"]},
     )
@@ -119,9 +123,11 @@ def quick_answer(argv: list[str]) -> str | None:
         "Try it: waza demo",
         "",
         "Options:",
-        "  -v, --verbose  More logging on stderr (-vv: debug).",
-        "  --version      Print the version.",
-        "  -h, --help     Show this message and exit.",
+        "  -v, --verbose         More logging on stderr (-vv: debug).",
+        "  --version             Print the version.",
+        "  --install-completion  Install completion for the current shell.",
+        "  --show-completion     Show completion for the current shell, to copy it or customize the installation.",
+        "  -h, --help            Show this message and exit.",
         "",
         "Commands:",
         *(f"  {name:<{width}}  {summary}" for name, (_, summary) in COMMANDS.items()),
@@ -145,7 +151,8 @@ def main() -> None:
     directory given as ``-o``, a missing directory, a full disk) prints what failed
     and exits 2 when nothing could be opened, 1 when it happened mid-run.
     """
-    quick = quick_answer(sys.argv[1:])
+    completing = COMPLETION_VARIABLE in os.environ  # the shell asks for completions: no arguments, every command
+    quick = None if completing else quick_answer(sys.argv[1:])
     if quick is not None:
         sys.stdout.write(quick)
         sys.exit(0 if sys.argv[1:] else 2)  # a bare ``waza`` is a usage error that shows the help
@@ -160,8 +167,8 @@ def main() -> None:
         app = build(_command_name(sys.argv[1:]))
         gc.freeze()
         gc.enable()
-        app()
-    except BaseException as exc:  # noqa: BLE001 - only OS errors are turned into messages
+        app(prog_name="waza")  # also under ``python -m waza``: completion and usage lines name the command
+    except BaseException as exc:  # every exception: only OS errors are turned into messages
         from waza.protocol.errors import find_cause
 
         found = find_cause(exc, OSError)

@@ -20,14 +20,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_type_hints
 
-import typer
-
 from waza.adapters import DEFAULT_ADAPTER
 from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.secrets import mark_secret_env
 from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB
 from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_MB
+from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.option_values import finite_number, positive_seconds
 
 if TYPE_CHECKING:
@@ -49,7 +48,18 @@ OUTPUT = "Output"
 
 
 def opt(*names: str, help: str, panel: str, **kw: Any) -> Any:
-    return typer.Option(*names, help=help, rich_help_panel=panel, **kw)
+    return option(*names, help=help, rich_help_panel=panel, **kw)
+
+
+#: The arguments of the commands that run prompts through an agent (capture, trials).
+PromptsArgument = Annotated[
+    str,
+    argument(metavar="PROMPTS", value="FILE", help="Prompts file (JSONL, CSV or Parquet), or - for stdin.", show_default=False),
+]
+AgentCommandArgument = Annotated[
+    list[str] | None,
+    argument(metavar="AGENT...", value="COMMAND", help="Agent command and its arguments.", show_default=False),
+]
 
 
 @dataclasses.dataclass

@@ -81,7 +81,7 @@ def run(body: Callable[[Interrupt], Awaitable[int]]) -> int:
 
     try:
         code = anyio.run(main)
-    except BaseException as exc:  # noqa: BLE001 - sorted below; anything else re-raised
+    except BaseException as exc:  # every exception: sorted below; anything else re-raised
         found = find_cause(exc, WazaError)
         if found is None:
             raise

@@ -38,6 +38,7 @@ from waza.protocol.jsonl import (
     over_limit,
 )
 from waza.protocol.records import PromptCase
+from waza.runner.install_hints import pip_install
 
 __all__ = [
     "FORMATS",
@@ -256,13 +257,18 @@ def _csv_rows(path: str | Path, max_line: int, on_wait: Callable[[], None] | Non
                 raise JsonlError(source, counter[0], f"has {what}")
             yield line
 
-    reader = csv.reader(checked())
+    # strict: a quote the file never closes is an error (not a last field that swallows the rest of the file),
+    # and so is text after a closing quote ("a"b), which would otherwise be glued on silently
+    reader = csv.reader(checked(), strict=True)
     while True:
+        starts = counter[0] + 1  # the line the next row starts on
         try:
             cells = next(reader)
         except StopIteration:
             break
         except csv.Error as exc:
+            if "unexpected end of data" in str(exc):
+                raise JsonlError(source, starts, "has a quoted field that is never closed (the file ends inside it)") from None
             raise JsonlError(source, counter[0], f"bad CSV: {exc}") from None
         number = counter[0]
         if not cells or cells == [""]:
@@ -296,7 +302,7 @@ def _parquet_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        raise ConfigError("reading Parquet prompts needs pyarrow: pip install 'waza[parquet]'") from None
+        raise ConfigError(f"reading Parquet prompts needs pyarrow: {pip_install('parquet')}") from None
     source = display_name(path)
     check_seekable(path)
     with open_input(path) as raw:

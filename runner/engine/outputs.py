@@ -22,6 +22,7 @@ from waza.protocol.records import CaptureResult
 from waza.runner.analysis.error_digest import ErrorDigest
 from waza.runner.engine.cache_summary import print_cache_line
 from waza.runner.engine.progress import Progress
+from waza.runner.wording import count
 
 #: The gates ``--fail-under`` can set (parsed by ``cli.option_values.parse_gates``).
 GATES = ("pass_rate", "score")
@@ -52,9 +53,10 @@ class Tally:
     def mean_score(self) -> float | None:
         return self.score_sum / self.scored if self.scored else None
 
-    def describe(self) -> str:
+    def describe(self, noun: str = "result", nouns: str | None = None) -> str:
+        """ "3 results: 2 passed, 1 failed" (``noun``/``nouns`` name what was counted)."""
         parts = [f"{n} {s}" for s in ("passed", "failed", "error", "pending", "ungraded") if (n := self.statuses[s])]
-        return f"{self.total} results" + (": " + ", ".join(parts) if parts else "")
+        return count(self.total, noun, nouns) + (": " + ", ".join(parts) if parts else "")
 
     def missed_gates(self, gates: dict[str, float]) -> list[str]:
         return missed_gates(gates, {"pass_rate": self.pass_rate(), "score": self.mean_score()})

@@ -25,34 +25,57 @@ class ExecutorOptions:
     """Where each prompt × trial runs (this process, or a Ray task), declared once for every command that runs agents."""
 
     executor: Annotated[
-        str, _opt("--executor", help="local (this process) or ray (a Ray task per prompt × trial; needs the ray extra).")
+        str,
+        _opt(
+            "--executor",
+            metavar="local|ray",
+            help="local (this process) or ray (a Ray task per prompt × trial; needs the ray extra).",
+        ),
     ] = "local"
     ray_address: Annotated[
         str | None,
-        _opt("--ray-address", help="ray: join the cluster at ADDR (default: start an embedded local instance with -j CPUs)."),
+        _opt(
+            "--ray-address",
+            metavar="ADDRESS",
+            help="ray: join the cluster at ADDR (default: start an embedded local instance with -j CPUs).",
+        ),
     ] = None
-    ray_num_cpus: Annotated[float | None, _opt("--ray-num-cpus", help="ray: CPUs each task reserves (default 1).")] = None
+    ray_num_cpus: Annotated[
+        float | None, _opt("--ray-num-cpus", metavar="CPUS", help="ray: CPUs each task reserves (default 1).")
+    ] = None
     ray_resources: Annotated[
-        str | None, _opt("--ray-resources", help="ray: other resources each task reserves, as JSON, e.g. '{\"GPU\": 1}'.")
+        str | None,
+        _opt("--ray-resources", metavar="JSON", help="ray: other resources each task reserves, as JSON, e.g. '{\"GPU\": 1}'."),
     ] = None
     ray_in_flight: Annotated[
-        int | None, _opt("--ray-in-flight", help="ray: tasks submitted at once (default: twice what the cluster runs at once).")
+        int | None,
+        _opt("--ray-in-flight", metavar="N", help="ray: tasks submitted at once (default: twice what the cluster runs at once)."),
     ] = None
     ray_max_retries: Annotated[
         int | None,
-        _opt("--ray-max-retries", help="ray: reruns of a task whose worker or node died, before it is an error (default 3)."),
+        _opt(
+            "--ray-max-retries",
+            metavar="N",
+            help="ray: reruns of a task whose worker or node died, before it is an error (default 3).",
+        ),
     ] = None
     ray_node_error_limit: Annotated[
         int | None,
-        _opt("--ray-node-error-limit", help="ray: errors in a row after which a node gets no more tasks (default 5)."),
+        _opt(
+            "--ray-node-error-limit", metavar="N", help="ray: errors in a row after which a node gets no more tasks (default 5)."
+        ),
     ] = None
     ray_env: Annotated[
         list[str] | None,
-        _opt("--ray-env", help="ray: pass this variable of the driver's environment to every task (repeatable)."),
+        _opt("--ray-env", metavar="VAR", help="ray: pass this variable of the driver's environment to every task (repeatable)."),
     ] = None
     ray_capacity_timeout: Annotated[
         float | None,
-        _opt("--ray-capacity-timeout", help="ray: seconds to wait for a cluster with no room for a task (default 0: refuse)."),
+        _opt(
+            "--ray-capacity-timeout",
+            metavar="SECONDS",
+            help="ray: seconds to wait for a cluster with no room for a task (default 0: refuse).",
+        ),
     ] = None
 
     def ray(self, concurrency: int, *, cpus: int | None = None) -> "RayOptions | None":

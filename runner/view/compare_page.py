@@ -26,6 +26,7 @@ from waza.runner.reports.report_html import score_html, stderr_html, step_html, 
 from waza.runner.view.html import badge, e, href, link, num, page, secs, table
 from waza.runner.view.index import Index, Registry, pair_key
 from waza.runner.view.pages import clipped
+from waza.runner.wording import count
 
 __all__ = ["compare_page", "compare_prompt_page"]
 
@@ -249,7 +250,7 @@ def _side(label: str, key: str, a: Attempt | None, output: str, steps: str) -> s
         + "".join(f'<p class="error">{e(err)}</p>' for err in a.errors)
         + stderr_html(a)
         + f'<h4>Output</h4><pre class="output">{output}</pre><h4>Grades</h4>{verdicts_html(a)}'
-        f'<h4>Trajectory ({len(a.trajectory)} steps)</h4><ol class="trajectory">{steps}</ol></div>'
+        f'<h4>Trajectory ({count(len(a.trajectory), "step")})</h4><ol class="trajectory">{steps}</ol></div>'
     )
 
 

@@ -9,6 +9,7 @@ import typer
 
 from waza.adapters.headless_schema import load_schema, shipped
 from waza.protocol.errors import ConfigError
+from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.runtime import EXIT_OK, EXIT_USAGE
 
 HELP = """Check a headless adapter schema: its shape (schemas/adapter-headless.json),
@@ -31,8 +32,11 @@ Examples:
 def register(app: typer.Typer) -> None:
     @app.command("check", help=HELP)
     def check(
-        schema: Annotated[str | None, typer.Argument(help="Schema file, or a shipped schema name.", show_default=False)] = None,
-        list_: Annotated[bool, typer.Option("--list", "-l", help="List the shipped schemas.")] = False,
+        schema: Annotated[
+            str | None,
+            argument(metavar="SCHEMA", value="FILE|NAME", help="Schema file, or a shipped schema name.", show_default=False),
+        ] = None,
+        list_: Annotated[bool, option("--list", "-l", help="List the shipped schemas.")] = False,
     ) -> None:
         if list_ or schema is None:
             for name in shipped():

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from waza.runner.cli.metavars import option
+
 HELP = """List the agent adapters and the headless schemas waza ships.
 
 Each shipped schema is shown with the CLI release it was written and tested
@@ -23,7 +25,7 @@ Examples:
 
 def register(app: typer.Typer) -> None:
     @app.command("list", help=HELP)
-    def list_(json_: Annotated[bool, typer.Option("--json", help="One JSON object per schema.")] = False) -> None:
+    def list_(json_: Annotated[bool, option("--json", help="One JSON object per schema.")] = False) -> None:
         import orjson
 
         from waza.adapters import ADAPTERS, DEFAULT_ADAPTER

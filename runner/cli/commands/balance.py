@@ -10,7 +10,8 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import dumps
 from waza.runner.analysis.coverage import balance, balance_markdown
 from waza.runner.analysis.runs import check_readable
-from waza.runner.cli.option_values import finite_number
+from waza.runner.cli.metavars import argument, option
+from waza.runner.cli.option_values import FORMAT_OPTION, MARKDOWN_ALIAS, ReportFormat, finite_number, wants_markdown
 from waza.runner.cli.sync_command import run_sync
 from waza.runner.engine.inputs import iter_prompts
 from waza.runner.engine.sink import output_stream
@@ -25,7 +26,7 @@ Writes a BalanceReport (`waza schemas BalanceReport`) or Markdown.
 
 Examples:
 
-  waza balance prompts.jsonl --key category --markdown
+  waza balance prompts.jsonl --key category --format markdown
 
   waza balance prompts.jsonl --key category --expect math --expect geography | jq .suggestions
 """
@@ -34,17 +35,22 @@ Examples:
 def register(app: typer.Typer) -> None:
     @app.command("balance", help=HELP)
     def balance_cmd(
-        prompts: Annotated[str, typer.Argument(help="Prompts JSONL (results files work too), or - for stdin.")] = "-",
-        key: Annotated[str, typer.Option("--key", "-k", help="Metadata key to count prompts by.")] = "category",
-        expect: Annotated[list[str] | None, typer.Option("--expect", help="A value that should be covered (repeatable).")] = None,
+        prompts: Annotated[
+            str, argument(metavar="PROMPTS", value="FILE", help="Prompts JSONL (results files work too), or - for stdin.")
+        ] = "-",
+        key: Annotated[str, option("--key", help="Metadata key to count prompts by.")] = "category",
+        expect: Annotated[list[str] | None, option("--expect", help="A value that should be covered (repeatable).")] = None,
         threshold: Annotated[
             float,
-            typer.Option("--threshold", help="Under-represented below this share of the mean count.", parser=finite_number(0, 1)),
+            option("--threshold", help="Under-represented below this share of the mean count.", parser=finite_number(0, 1)),
         ] = 0.5,
-        markdown: Annotated[bool, typer.Option("--markdown", help="Write Markdown for people instead of JSON.")] = False,
-        output: Annotated[str, typer.Option("-o", "--output", help="Write here instead of stdout.")] = "-",
+        format: Annotated[ReportFormat | None, FORMAT_OPTION] = None,
+        markdown: Annotated[bool, MARKDOWN_ALIAS] = False,
+        output: Annotated[str, option("-o", "--output", help="Write here instead of stdout.")] = "-",
     ) -> None:
-        raise typer.Exit(run_sync(lambda: _balance(prompts, key, expect or [], threshold, markdown, output)))
+        raise typer.Exit(
+            run_sync(lambda: _balance(prompts, key, expect or [], threshold, wants_markdown(format, markdown), output))
+        )
 
 
 def _balance(prompts: str, key: str, expect: list[str], threshold: float, markdown: bool, output: str) -> int:

@@ -2,7 +2,7 @@
 
 Three uses, chosen by the options:
 
-- ``--sample N``: write a stratified, blind labelling sheet (JSONL, and Markdown with --markdown);
+- ``--sample N``: write a stratified, blind labelling sheet (JSONL, and Markdown with --sheet-markdown);
 - ``--labels SHEET``: compare the results' verdicts with the human labels (kappa, confusion, rates);
 - ``--grader NEW``: re-grade (the labelled items, the --sample, or every item) and compare.
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Annotated
 
@@ -34,7 +35,8 @@ from waza.runner.analysis.calibration import (
     sheet_item,
 )
 from waza.runner.analysis.runs import check_readable
-from waza.runner.cli.option_values import finite_number
+from waza.runner.cli.metavars import argument, option
+from waza.runner.cli.option_values import finite_number, renamed
 from waza.runner.cli.options import GraderOptions, with_groups
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
 from waza.runner.engine.calibration import CalibrationRun, show_key
@@ -47,7 +49,7 @@ HELP = """Check a grader against human labels (or another grader): agreement, ka
 --sample N --seed S: write a blind labelling sheet of N graded items drawn
 equally from each verdict stratum (pass/fail, per grader): input, output,
 hint and a trajectory excerpt, not the verdict. JSONL to -o, and Markdown
-with --markdown FILE.
+with --sheet-markdown FILE.
 
 --labels SHEET.jsonl (the sheet with "pass" set): a CalibrationReport with raw
 agreement, Cohen's kappa, the confusion matrix, false-pass and false-fail
@@ -60,7 +62,7 @@ compare NEW with the labels and with the old verdicts.
 
 Examples:
 
-  waza calibrate results.jsonl --sample 40 --seed 7 -o sheet.jsonl --markdown sheet.md
+  waza calibrate results.jsonl --sample 40 --seed 7 -o sheet.jsonl --sheet-markdown sheet.md
 
   waza calibrate results.jsonl --labels sheet.jsonl --min-kappa 0.6
 
@@ -72,21 +74,30 @@ def register(app: typer.Typer) -> None:
     @app.command("calibrate", help=HELP)
     @with_groups(graders=GraderOptions)
     def calibrate(
-        results: Annotated[str, typer.Argument(help="CaptureResult or TrialResult JSONL, or - for stdin.")] = "-",
-        sample: Annotated[int | None, typer.Option("--sample", help="Draw a labelling sheet of N items.", min=1)] = None,
-        seed: Annotated[int, typer.Option("--seed", help="Seed of the sample.")] = 0,
-        labels: Annotated[str | None, typer.Option("--labels", help="The labelled sheet (JSONL with pass true/false).")] = None,
-        markdown: Annotated[Path | None, typer.Option("--markdown", help="Also write the sheet as Markdown to FILE.")] = None,
-        min_kappa: Annotated[
-            float | None, typer.Option("--min-kappa", help="Exit 1 when kappa is below this.", parser=finite_number(-1, 1))
+        results: Annotated[
+            str, argument(metavar="RESULTS", value="FILE", help="CaptureResult or TrialResult JSONL, or - for stdin.")
+        ] = "-",
+        sample: Annotated[int | None, option("--sample", help="Draw a labelling sheet of N items.", min=1)] = None,
+        seed: Annotated[int, option("--seed", help="Seed of the sample.")] = 0,
+        labels: Annotated[str | None, option("--labels", help="The labelled sheet (JSONL with pass true/false).")] = None,
+        markdown: Annotated[Path | None, option("--sheet-markdown", help="Also write the sheet as Markdown to FILE.")] = None,
+        old_markdown: Annotated[
+            Path | None, option("--markdown", metavar="FILE", hidden=True, help="Old name of --sheet-markdown.")
         ] = None,
-        concurrency: Annotated[int, typer.Option("-j", "--concurrency", help="Items re-graded at once.", min=1)] = 1,
-        output: Annotated[str, typer.Option("-o", "--output", help="Sheet or report file, or - for stdout.")] = "-",
+        min_kappa: Annotated[
+            float | None, option("--min-kappa", help="Exit 1 when kappa is below this.", parser=finite_number(-1, 1))
+        ] = None,
+        concurrency: Annotated[int, option("-j", "--concurrency", help="Items re-graded at once.", min=1)] = 1,
+        output: Annotated[str, option("-o", "--output", help="Sheet or report file, or - for stdout.")] = "-",
         *,
         graders: GraderOptions,
     ) -> None:
-        options = Options(results, sample, seed, labels, markdown, min_kappa, concurrency, output)
-        raise typer.Exit(run(lambda interrupt: _calibrate(options, graders, interrupt)))
+        def body(interrupt: Interrupt) -> Awaitable[int]:  # the old name checked where a ConfigError is a usage error
+            sheet_markdown = renamed(markdown, old_markdown, "--sheet-markdown", "--markdown")
+            options = Options(results, sample, seed, labels, sheet_markdown, min_kappa, concurrency, output)
+            return _calibrate(options, graders, interrupt)
+
+        raise typer.Exit(run(body))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +124,7 @@ async def _calibrate(opts: Options, graders: GraderOptions, interrupt: Interrupt
             raise ConfigError("--min-kappa gates a comparison: give --labels SHEET or --grader NEW")
         return write_sheet(opts)
     if opts.markdown is not None:
-        raise ConfigError("--markdown writes the labelling sheet; it does nothing with --labels or --grader")
+        raise ConfigError("--sheet-markdown writes the labelling sheet; it does nothing with --labels or --grader")
     calibration = CalibrationRun.prepare(
         opts.results,
         labels=opts.labels,

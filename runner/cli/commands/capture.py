@@ -8,11 +8,13 @@ from typing import Annotated, Any
 
 import typer
 
+from waza.runner.cli.metavars import option
 from waza.runner.cli.option_values import parse_gates
-from waza.runner.cli.options import AgentOptions, GraderOptions, OutputOptions, with_groups
+from waza.runner.cli.options import AgentCommandArgument, AgentOptions, GraderOptions, OutputOptions, PromptsArgument, with_groups
 from waza.runner.cli.runtime import Interrupt, run
 from waza.runner.cli.strict import AGENT_COMMAND
 from waza.runner.executors.options import ExecutorOptions
+from waza.runner.wording import count
 
 HELP = """Run each prompt through an agent, record what it did, and grade the result.
 
@@ -44,8 +46,8 @@ def register(app: typer.Typer) -> None:
     )
     @with_groups(agent=AgentOptions, graders=GraderOptions, out=OutputOptions, execution=ExecutorOptions)
     def capture(
-        prompts: Annotated[str, typer.Argument(help="Prompts file (JSONL, CSV or Parquet), or - for stdin.", show_default=False)],
-        command: Annotated[list[str] | None, typer.Argument(help="Agent command and its arguments.", show_default=False)] = None,
+        prompts: PromptsArgument,
+        command: AgentCommandArgument = None,
         *,
         agent: AgentOptions,
         graders: GraderOptions,
@@ -53,7 +55,7 @@ def register(app: typer.Typer) -> None:
         execution: ExecutorOptions,
         serve_model: Annotated[
             str | None,
-            typer.Option(
+            option(
                 "--serve-model",
                 help="Start `waza serve-model SOURCE` (a reply script, or local) for the run and point the agent at it.",
                 rich_help_panel="Agent",
@@ -122,8 +124,8 @@ async def _capture(
     )
     todo = capture.todo
     interrupt.summary = lambda: (
-        f"{capture.tally.total} results written to {out.output}"
-        + (f", {todo - capture.tally.total} prompts not run" if todo is not None else "")
+        f"{count(capture.tally.total, 'result')} written to {out.output}"
+        + (f", {count(todo - capture.tally.total, 'prompt')} not run" if todo is not None else "")
         + ("; rerun with --resume to finish" if out.output != "-" else "")
     )
     await capture.run_to()

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from waza.protocol.errors import ConfigError
+from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.runtime import EXIT_OK, fail
 from waza.runner.suites.execute import require_graders
 from waza.runner.suites.loader import load_suite
@@ -29,9 +30,11 @@ Examples:
 def register(app: typer.Typer) -> None:
     @app.command("check", help=HELP)
     def check(
-        suite: Annotated[Path, typer.Argument(help="eval.yaml, or the directory holding it.", show_default=False)],
+        suite: Annotated[
+            Path, argument(metavar="SUITE", value="FILE|DIR", help="eval.yaml, or the directory holding it.", show_default=False)
+        ],
         context_dir: Annotated[
-            Path | None, typer.Option("--context-dir", help="Fixture root (default: fixtures/ beside eval.yaml).")
+            Path | None, option("--context-dir", help="Fixture root (default: fixtures/ beside eval.yaml).")
         ] = None,
     ) -> None:
         try:

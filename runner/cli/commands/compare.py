@@ -14,7 +14,8 @@ from waza.protocol.analysis_records import (
 )
 from waza.protocol.jsonl import dumps
 from waza.runner.analysis.comparison import Bootstrap
-from waza.runner.cli.option_values import finite_number
+from waza.runner.cli.metavars import argument, option
+from waza.runner.cli.option_values import FORMAT_OPTION, MARKDOWN_ALIAS, ReportFormat, finite_number, wants_markdown
 from waza.runner.cli.sync_command import run_sync
 from waza.runner.engine.calibration import compare
 from waza.runner.engine.sink import output_stream
@@ -31,11 +32,11 @@ and for trials files pass@k and pass^k differences.
 
 Examples:
 
-  waza compare before.jsonl after.jsonl --markdown
+  waza compare before.jsonl after.jsonl --format markdown
 
   waza compare main.jsonl branch.jsonl --seed 7 | jq '.comparisons[0].regressions'
 
-  waza capture prompts.jsonl -- ./agent-v2 | waza compare baseline.jsonl - -l v1 -l v2
+  waza capture prompts.jsonl -- ./agent-v2 | waza compare baseline.jsonl - --label v1 --label v2
 """
 
 
@@ -44,24 +45,32 @@ def register(app: typer.Typer) -> None:
     def compare_cmd(
         runs: Annotated[
             list[str],
-            typer.Argument(help="Two or more results files (- for stdin, once); the first is the baseline.", show_default=False),
+            argument(
+                metavar="RUNS...",
+                value="FILE",
+                help="Two or more results files (- for stdin, once); the first is the baseline.",
+                show_default=False,
+            ),
         ],
-        label: Annotated[
-            list[str] | None, typer.Option("-l", "--label", help="Name of each run, in order (repeat once per run).")
-        ] = None,
-        markdown: Annotated[bool, typer.Option("--markdown", help="Write Markdown for people instead of JSON.")] = False,
+        label: Annotated[list[str] | None, option("--label", help="Name of each run, in order (repeat once per run).")] = None,
+        format: Annotated[ReportFormat | None, FORMAT_OPTION] = None,
+        markdown: Annotated[bool, MARKDOWN_ALIAS] = False,
         errors: Annotated[
             Literal["exclude", "fail"],
-            typer.Option("--errors", help="Errored results: exclude (from pass statistics) or fail (count as fails)."),
+            option("--errors", help="Errored results: exclude (from pass statistics) or fail (count as fails)."),
         ] = "exclude",
-        seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resampling.")] = 0,
-        resamples: Annotated[int, typer.Option("--resamples", help="Bootstrap resamples.", min=100)] = 2000,
+        seed: Annotated[int, option("--seed", help="Seed of the bootstrap resampling.")] = 0,
+        resamples: Annotated[int, option("--resamples", help="Bootstrap resamples.", min=100)] = 2000,
         level: Annotated[
-            float, typer.Option("--level", help="Confidence level of the intervals.", parser=finite_number(0.5, 0.999))
+            float, option("--level", help="Confidence level of the intervals.", parser=finite_number(0.5, 0.999))
         ] = 0.95,
-        output: Annotated[str, typer.Option("-o", "--output", help="Write here instead of stdout.")] = "-",
+        output: Annotated[str, option("-o", "--output", help="Write here instead of stdout.")] = "-",
     ) -> None:
-        raise typer.Exit(run_sync(lambda: _compare(runs, label, markdown, errors, Bootstrap(seed, resamples, level), output)))
+        raise typer.Exit(
+            run_sync(
+                lambda: _compare(runs, label, wants_markdown(format, markdown), errors, Bootstrap(seed, resamples, level), output)
+            )
+        )
 
 
 def _compare(

@@ -10,10 +10,12 @@ from typing import Annotated, Any
 import orjson
 import typer
 
+from waza.runner.cli.metavars import option
 from waza.runner.cli.runtime import Interrupt, run
 from waza.runner.engine.capture import CaptureRun
 from waza.runner.engine.outputs import finish_run
 from waza.runner.engine.specs import Builtin, ExecAgent, Output, PythonGrader, Timeouts
+from waza.runner.wording import count
 
 PROMPTS = [
     {"id": "arithmetic", "input": "What is 17 + 25?", "hint": "42"},
@@ -48,7 +50,7 @@ async def _demo(prompts: Path, output: str, interrupt: Interrupt) -> int:
         timeouts=Timeouts(prompt=30),
         output=Output(output),
     )
-    interrupt.summary = lambda: f"{capture.tally.total} results written to {output}"
+    interrupt.summary = lambda: f"{count(capture.tally.total, 'result')} written to {output}"
     await capture.run_to()
     # The gate expects exactly the one deliberate failure: 3 of 4 must pass, and nothing may error.
     return finish_run(capture.tally, {"pass_rate": 0.75}, errors=capture.errors)
@@ -57,7 +59,7 @@ async def _demo(prompts: Path, output: str, interrupt: Interrupt) -> int:
 def register(app: typer.Typer) -> None:
     @app.command("demo", help=HELP)
     def demo(
-        output: Annotated[str, typer.Option("-o", "--output", help="Results file, or - for stdout.")] = "-",
+        output: Annotated[str, option("-o", "--output", help="Results file, or - for stdout.")] = "-",
     ) -> None:
         with tempfile.TemporaryDirectory(prefix="waza-demo-") as tmp:
             prompts = Path(tmp) / "prompts.jsonl"

@@ -10,6 +10,7 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import dumps
 from waza.runner.analysis.harness_format import to_harness
 from waza.runner.analysis.runs import ResultsFile, check_readable
+from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.sync_command import run_sync
 from waza.runner.engine.sink import output_stream
 
@@ -34,9 +35,11 @@ FORMATS = ("acp-harness",)
 def register(app: typer.Typer) -> None:
     @app.command("export", help=HELP)
     def export_cmd(
-        results: Annotated[str, typer.Argument(help="CaptureResult or TrialResult JSONL, or - for stdin.")] = "-",
-        to: Annotated[str, typer.Option("--to", help="The shape to write: acp-harness.")] = "",
-        output: Annotated[str, typer.Option("-o", "--output", help="Write here instead of stdout.")] = "-",
+        results: Annotated[
+            str, argument(metavar="RESULTS", value="FILE", help="CaptureResult or TrialResult JSONL, or - for stdin.")
+        ] = "-",
+        to: Annotated[str, option("--to", help="The shape to write: acp-harness.")] = "",
+        output: Annotated[str, option("-o", "--output", help="Write here instead of stdout.")] = "-",
     ) -> None:
         raise typer.Exit(run_sync(lambda: _export(results, to, output)))
 

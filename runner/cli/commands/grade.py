@@ -8,12 +8,14 @@ from typing import Annotated
 import typer
 
 from waza.protocol.jsonl import display_name
+from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.option_values import parse_gates
 from waza.runner.cli.options import GraderOptions, OutputOptions, with_groups
 from waza.runner.cli.runtime import Interrupt, fail, run
 from waza.runner.engine.grade import GradeRun
 from waza.runner.engine.outputs import finish_run
 from waza.runner.engine.specs import Timeouts
+from waza.runner.wording import count
 
 HELP = """Grade CaptureResult lines again with other graders; earlier grades are replaced.
 
@@ -29,11 +31,9 @@ def register(app: typer.Typer) -> None:
     @app.command("grade", help=HELP)
     @with_groups(graders=GraderOptions, out=OutputOptions)
     def grade(
-        results: Annotated[str, typer.Argument(help="CaptureResult JSONL, or - for stdin.")] = "-",
-        concurrency: Annotated[int, typer.Option("-j", "--concurrency", help="Results graded at once.", min=1)] = 1,
-        skip_invalid: Annotated[
-            bool, typer.Option("--skip-invalid", help="Skip (and count) bad lines instead of stopping.")
-        ] = False,
+        results: Annotated[str, argument(metavar="RESULTS", value="FILE", help="CaptureResult JSONL, or - for stdin.")] = "-",
+        concurrency: Annotated[int, option("-j", "--concurrency", help="Results graded at once.", min=1)] = 1,
+        skip_invalid: Annotated[bool, option("--skip-invalid", help="Skip (and count) bad lines instead of stopping.")] = False,
         *,
         graders: GraderOptions,
         out: OutputOptions,
@@ -54,7 +54,7 @@ async def _grade(
         limits=out.limits(),
         skip_invalid=skip_invalid,
     )
-    interrupt.summary = lambda: f"{grading.tally.total} results written to {out.output}"
+    interrupt.summary = lambda: f"{count(grading.tally.total, 'result')} written to {out.output}"
     await grading.run_to()
     if grading.skipped:
         print(f"waza: skipped {len(grading.skipped)} invalid lines; first: {grading.skipped[0]}", file=sys.stderr)

@@ -14,6 +14,7 @@ from waza.graders import ALIASES, CATALOGUE, canonical, load
 from waza.graders._config import schema_name
 from waza.protocol import schemas
 from waza.protocol.errors import ConfigError
+from waza.runner.cli.metavars import argument
 
 LIST_HELP = """List the built-in graders with their one-line purpose.
 
@@ -47,7 +48,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("show", help=SHOW_HELP)
     def show_command(
-        name: Annotated[str, typer.Argument(help="A built-in grader (see `waza graders list`).", show_default=False)],
+        name: Annotated[
+            str, argument(metavar="NAME", value="GRADER", help="A built-in grader (see `waza graders list`).", show_default=False)
+        ],
     ) -> None:
         try:
             module = load(name)

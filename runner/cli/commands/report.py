@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 import typer
 
 from waza.runner.analysis.runs import check_readable
+from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.sync_command import run_sync
 from waza.runner.engine.sink import output_stream
 from waza.runner.reports.report_formats import CsvReport, Format, JunitReport, MarkdownReport, render
@@ -46,17 +47,17 @@ FORMATS: dict[str, Callable[[int], Format]] = {
 def register(app: typer.Typer) -> None:
     @app.command("report", help=HELP)
     def report_cmd(
-        results: Annotated[str, typer.Argument(help="CaptureResult or TrialResult JSONL, or - for stdin.")] = "-",
+        results: Annotated[
+            str, argument(metavar="RESULTS", value="FILE", help="CaptureResult or TrialResult JSONL, or - for stdin.")
+        ] = "-",
         format: Annotated[
-            Literal["markdown", "csv", "junit", "html"], typer.Option("--format", "-f", help="markdown, csv, junit or html.")
+            Literal["markdown", "csv", "junit", "html"], option("--format", "-f", help="markdown, csv, junit or html.")
         ] = "markdown",
-        title: Annotated[
-            str | None, typer.Option("--title", help="Report title / JUnit suite name (default: the file name).")
-        ] = None,
+        title: Annotated[str | None, option("--title", help="Report title / JUnit suite name (default: the file name).")] = None,
         width: Annotated[
-            int, typer.Option("--width", help="markdown, csv, junit: shorten texts to this many characters (0: never).", min=0)
+            int, option("--width", help="markdown, csv, junit: shorten texts to this many characters (0: never).", min=0)
         ] = 500,
-        output: Annotated[str, typer.Option("-o", "--output", help="Write here instead of stdout.")] = "-",
+        output: Annotated[str, option("-o", "--output", help="Write here instead of stdout.")] = "-",
     ) -> None:
         raise typer.Exit(run_sync(lambda: _report(results, format, title, width, output)))
 

@@ -18,6 +18,7 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import JsonlError, JsonlWriter, read_records
 from waza.protocol.review_records import ReviewItem
 from waza.protocol.trial_records import CalibrationLabel
+from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.runtime import EXIT_OK, fail
 
 DEFAULT_QUEUE = "waza-review.jsonl"
@@ -122,10 +123,12 @@ def ask(items: list[ReviewItem], answers: TextIO, writer: JsonlWriter) -> list[C
 def register(app: typer.Typer) -> None:
     @app.command("review", help=HELP)
     def review(
-        queue: Annotated[str, typer.Argument(help="Review queue JSONL written by the human graders.")] = DEFAULT_QUEUE,
-        labels: Annotated[str, typer.Option("--labels", help="Labels JSONL to append to (- for stdout).")] = DEFAULT_LABELS,
+        queue: Annotated[
+            str, argument(metavar="QUEUE", value="FILE", help="Review queue JSONL written by the human graders.")
+        ] = DEFAULT_QUEUE,
+        labels: Annotated[str, option("--labels", help="Labels JSONL to append to (- for stdout).")] = DEFAULT_LABELS,
         label: Annotated[
-            list[str] | None, typer.Option("--label", help="ID=pass|fail without asking (repeatable; ID#TRIAL for a trial).")
+            list[str] | None, option("--label", help="ID=pass|fail without asking (repeatable; ID#TRIAL for a trial).")
         ] = None,
     ) -> None:
         try:

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from waza.protocol.errors import ConfigError
+from waza.runner.cli.metavars import argument
 from waza.runner.cli.options import OUTPUT, AgentOptions, GraderOptions, opt, with_groups
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
 from waza.runner.cli.strict import AGENT_COMMAND
@@ -21,6 +22,7 @@ from waza.runner.suites import reporters
 from waza.runner.suites.loader import load_suite
 from waza.runner.suites.models import Suite
 from waza.runner.suites.run import SuiteRun
+from waza.runner.wording import count
 
 HELP = """Run an eval suite: every task's trials in fresh workspaces, graded, then the trigger tests.
 
@@ -44,9 +46,12 @@ def register(app: typer.Typer) -> None:
     @with_groups(agent=AgentOptions, graders=GraderOptions, execution=ExecutorOptions)
     def run_command(
         ctx: typer.Context,
-        suite: Annotated[Path, typer.Argument(help="eval.yaml, or the directory holding it.", show_default=False)],
+        suite: Annotated[
+            Path, argument(metavar="SUITE", value="FILE|DIR", help="eval.yaml, or the directory holding it.", show_default=False)
+        ],
         command: Annotated[
-            list[str] | None, typer.Argument(help="Agent command (adapters that need one).", show_default=False)
+            list[str] | None,
+            argument(metavar="AGENT...", value="COMMAND", help="Agent command (adapters that need one).", show_default=False),
         ] = None,
         task: Annotated[
             list[str] | None, opt("--task", help="Only tasks whose id or name matches GLOB (repeatable).", panel=RUN)
@@ -83,7 +88,11 @@ def register(app: typer.Typer) -> None:
         output: Annotated[str, opt("-o", "--output", help="Per-trial CaptureResult JSONL, or - for stdout.", panel=OUTPUT)] = "-",
         reporter: Annotated[
             list[str] | None,
-            opt("--reporter", help="json:FILE, junit:FILE or markdown:FILE (repeatable; FILE - is stdout).", panel=OUTPUT),
+            opt(
+                "--reporter",
+                help="Also write a report file, besides the -o results: json:FILE, junit:FILE or markdown:FILE (repeatable; FILE - is stdout).",
+                panel=OUTPUT,
+            ),
         ] = None,
         progress: Annotated[
             bool | None,
@@ -112,10 +121,16 @@ def register(app: typer.Typer) -> None:
             output=output,
             reporters=reporter or [],
             progress=progress,
-            adapter_given=ctx.get_parameter_source("adapter").name != "DEFAULT",
-            workers_given=ctx.get_parameter_source("concurrency").name != "DEFAULT",
+            adapter_given=_given(ctx, "adapter"),
+            workers_given=_given(ctx, "concurrency"),
         )
         raise typer.Exit(run(lambda interrupt: _run(suite, command or [], options, agent, graders, execution, interrupt)))
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether the option was on the command line (or in the environment), not left at its default."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name != "DEFAULT"
 
 
 @dataclass(slots=True)
@@ -201,7 +216,7 @@ async def _run(
         print(f"waza: {notice}", file=sys.stderr)
     outputs = reporters.parse(options.reporters, jsonl_on_stdout=options.output == "-")
     total = run.plan.total
-    interrupt.summary = lambda: f"{run.tally.total} of {total} results written to {options.output}; no report written"
+    interrupt.summary = lambda: f"{run.tally.total} of {count(total, 'result')} written to {options.output}; no report written"
     async with contextlib.aclosing(run.stream()) as results:
         async for _ in results:
             pass

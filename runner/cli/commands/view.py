@@ -10,7 +10,9 @@ from typing import Annotated
 import typer
 
 from waza.protocol.errors import ConfigError
+from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.sync_command import run_sync
+from waza.runner.install_hints import pip_install
 
 HELP = """Browse results in a browser: a local, read-only web app over files and directories.
 
@@ -21,7 +23,7 @@ Files still being written are followed as they grow. Nothing is fetched from the
 network: every script, style and chart is served by waza.
 
 It listens on 127.0.0.1 (a free port unless --port) and prints the URL on stderr.
-Ctrl-C stops it. Needs the view extra: pip install 'waza[view]'.
+Ctrl-C stops it. Needs the view extra: pip install 'waza\\[view]' (in a source checkout: pip install -e '.\\[view]').
 
 Examples:
 
@@ -36,13 +38,16 @@ def register(app: typer.Typer) -> None:
     def view_cmd(
         paths: Annotated[
             list[str] | None,
-            typer.Argument(
-                help="Directories (searched recursively) and files; default: the current directory.", show_default=False
+            argument(
+                metavar="PATHS...",
+                value="DIR|FILE",
+                help="Directories (searched recursively) and files; default: the current directory.",
+                show_default=False,
             ),
         ] = None,
-        port: Annotated[int, typer.Option("--port", help="Port to listen on (0: a free one).", min=0, max=65535)] = 0,
+        port: Annotated[int, option("--port", help="Port to listen on (0: a free one).", min=0, max=65535)] = 0,
         host: Annotated[
-            str, typer.Option("--host", help="Address to listen on. Anything but loopback exposes your results to the network.")
+            str, option("--host", help="Address to listen on. Anything but loopback exposes your results to the network.")
         ] = "127.0.0.1",
     ) -> None:
         raise typer.Exit(run_sync(lambda: _view(paths or ["."], port, host)))
@@ -88,7 +93,7 @@ def _view(paths: list[str], port: int, host: str) -> int:
     try:
         from waza.runner.view.server import serve
     except ImportError as exc:
-        raise ConfigError(f"waza view needs the view extra ({exc.name} is missing): pip install 'waza[view]'") from None
+        raise ConfigError(f"waza view needs the view extra ({exc.name} is missing): {pip_install('view')}") from None
     loopback = _is_loopback(host)
     if not loopback:
         print(f"waza: warning: listening on {host}: anyone who can reach this address can read these results", file=sys.stderr)
