@@ -122,7 +122,7 @@ def _value_type(value: str) -> Any:
     except ImportError:  # pragma: no cover - older typer depends on click
         import click  # type: ignore[no-redef,import-not-found,unused-ignore]
 
-    class Value(click.types.StringParamType):  # type: ignore[misc,name-defined]
+    class Value(click.types.StringParamType):  # type: ignore[misc,name-defined,unused-ignore]
         name = value
 
         def get_metavar(self, param: Any, ctx: Any = None) -> str:
