@@ -52,6 +52,7 @@ from waza.runner.engine.run_setup import (
     as_stream,
     build_graders,
     collect,
+    counted,
     discard,
     result_writer,
     run_settings,
@@ -130,13 +131,7 @@ class CaptureRun:
             async for case in self.prompts.stream(keep):
                 yield WorkItem(case=case)
 
-        async def each(result: CaptureResult) -> None:
-            if writer is not None:
-                writer.write(result)  # counted in self.tally and self.errors as it is written
-            else:
-                self.tally.add(result.status, result.score.score if result.score else None)
-                self.errors.add(result)
-            await sink(result)
+        each = counted(writer, self.tally, self.errors, sink)
 
         complete = False
         try:

@@ -40,6 +40,7 @@ from waza.runner.engine.run_setup import (
     as_stream,
     build_graders,
     collect,
+    counted,
     discard,
     result_writer,
 )
@@ -126,13 +127,7 @@ class GradeRun:
         else:
             source = in_batches(self.results)
 
-        async def each(result: CaptureResult) -> None:
-            if writer is not None:
-                writer.write(result)  # counted in self.tally and self.errors as it is written
-            else:
-                self.tally.add(result.status, result.score.score if result.score else None)
-                self.errors.add(result)
-            await sink(result)
+        each = counted(writer, self.tally, self.errors, sink)
 
         complete = False
         try:

@@ -25,7 +25,7 @@ from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.agent_command import resolve_agent_command
 from waza.protocol.io.sandbox import check_available
-from waza.protocol.records import PromptCase
+from waza.protocol.records import CaptureResult, PromptCase
 from waza.runner.analysis.error_digest import ErrorDigest
 from waza.runner.engine.blocking import run_blocking, single_error
 from waza.runner.engine.datasets import TableOptions
@@ -192,6 +192,21 @@ async def discard(_result: object) -> None:
     """A sink that keeps nothing (the CLI reads the tally and the output file, not the results)."""
 
 
+def counted(writer: ResultWriter | None, tally: Tally, errors: ErrorDigest, sink: Sink[CaptureResult]) -> Sink[CaptureResult]:
+    """A sink that writes each result (the writer counts what it writes) or, with no writer, counts it into
+    ``tally`` and ``errors`` itself, then hands it on to ``sink``."""
+
+    async def each(result: CaptureResult) -> None:
+        if writer is not None:
+            writer.write(result)
+        else:
+            tally.add(result.status, result.score.score if result.score else None)
+            errors.add(result)
+        await sink(result)
+
+    return each
+
+
 def result_writer(
     output: Output | None, total: int | None, label: str, tally: Tally, errors: ErrorDigest
 ) -> tuple[ResultWriter | None, Progress]:
@@ -217,6 +232,7 @@ __all__ = [
     "as_stream",
     "build_graders",
     "collect",
+    "counted",
     "discard",
     "resolve_agent",
     "result_writer",
