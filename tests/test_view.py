@@ -56,12 +56,20 @@ def leaving(page) -> Iterator[None]:
         page.goto("about:blank")
 
 
+#: Starts ``waza view ARGS`` with SIGINT's default disposition: a test worker may have come to ignore SIGINT
+#: (a native library it loaded in an earlier test can), and a child inherits an ignored SIGINT through exec,
+#: so Ctrl-C would not reach the viewer as it reaches it from a terminal.
+_WITH_SIGINT = (
+    "import os, signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+    "os.execv(sys.executable, [sys.executable, '-m', 'waza', 'view', *sys.argv[1:]])\n"
+)
+
+
 @contextlib.contextmanager
 def viewer(*args: str | os.PathLike[str]) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`waza view ARGS` on a free loopback port; yields (base URL, process) once it prints its URL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "waza", "view", *map(str, args)], stderr=subprocess.PIPE, stdout=subprocess.PIPE
-    )
+    proc = subprocess.Popen([sys.executable, "-c", _WITH_SIGINT, *map(str, args)], stderr=subprocess.PIPE, stdout=subprocess.PIPE)
     assert proc.stderr is not None
     try:
         ready, _, _ = select.select([proc.stderr], [], [], 60)
