@@ -56,6 +56,16 @@ def run_waza(
     )
 
 
+def process_cmdlines() -> list[str]:
+    """The command line of every process on the machine (Linux /proc), to find what a run left behind."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                found.append((entry / "cmdline").read_bytes().decode(errors="replace"))
+    return found
+
+
 def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> Path:
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
     return path

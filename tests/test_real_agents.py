@@ -15,7 +15,6 @@ Claude Code refuses --dangerously-skip-permissions as root unless IS_SANDBOX=1; 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -30,7 +29,7 @@ import yaml
 
 from waza.adapters.headless_schema import load_schema
 
-from .conftest import read_jsonl, write_jsonl
+from .conftest import process_cmdlines, read_jsonl, write_jsonl
 
 pytest.importorskip("starlette", reason="waza serve-model needs the serve extra: pip install '.[serve]'")
 pytest.importorskip("uvicorn", reason="waza serve-model needs the serve extra: pip install '.[serve]'")
@@ -263,13 +262,4 @@ def test_a_timeout_cancels_the_agent_and_what_it_started(agent: Agent, tmp_path:
     assert any("timed out" in e for e in result["errors"])
     assert "Never sent." not in orjson.dumps(result).decode()
     # Nothing the agent started outlives the prompt: the hung command went with it.
-    assert not [c for c in _cmdlines() if marker in c]
-
-
-def _cmdlines() -> list[str]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                found.append((entry / "cmdline").read_bytes().decode(errors="replace"))
-    return found
+    assert not [c for c in process_cmdlines() if marker in c]

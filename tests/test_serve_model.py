@@ -17,7 +17,7 @@ import httpx
 import orjson
 import pytest
 
-from .conftest import executable, read_jsonl, run_waza, write_jsonl
+from .conftest import executable, process_cmdlines, read_jsonl, run_waza, write_jsonl
 
 pytest.importorskip("starlette", reason="waza serve-model needs the serve extra: pip install '.[serve]'")
 pytest.importorskip("uvicorn", reason="waza serve-model needs the serve extra: pip install '.[serve]'")
@@ -233,16 +233,7 @@ def test_capture_serve_model_starts_it_points_the_agent_at_it_and_stops_it(tmp_p
     assert result["output"] == "Done." and result["errors"] == []
     assert (tmp_path / "out.txt").read_text() == "hi"  # the scripted tool call, run by the agent
     # The server went with the run: no process is left serving this script.
-    assert not [c for c in _cmdlines() if "waza.runner.model_server" in c and str(script) in c]
-
-
-def _cmdlines() -> list[str]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                found.append((entry / "cmdline").read_bytes().decode(errors="replace"))
-    return found
+    assert not [c for c in process_cmdlines() if "waza.runner.model_server" in c and str(script) in c]
 
 
 @pytest.mark.skipif(
