@@ -147,7 +147,8 @@ class ExecAdapter(Adapter):
             run.errors.append(f"timed out before turn {turn}")
             return "", False
         data = b"" if substitute else text.encode()
-        tag = env[TAG_VAR] = new_tag()
+        tag = new_tag()
+        env[TAG_VAR] = tag.value
         program = argv[0]
         run_argv, run_env = self.sandboxed(argv, task.workspace, env)
         try:

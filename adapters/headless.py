@@ -155,7 +155,7 @@ class HeadlessAdapter(Adapter):
             out.errors.append(f"timed out before turn {turn}")
             return out
         tag = new_tag()  # finds what the CLI started in a session of its own (Gemini CLI's shell commands)
-        env: Mapping[str, str] = {**os.environ, TAG_VAR: tag}
+        env: Mapping[str, str] = {**os.environ, TAG_VAR: tag.value}
         run_argv: Sequence[str] = argv
         if self.opts.sandbox is not None:
             run_argv, env = self.sandboxed(argv, task.workspace, env)

@@ -67,32 +67,71 @@ TAG_VAR = "WAZA_PROCESS_TAG"
 EXIT_GRACE = 1.0
 
 
-def new_tag() -> str:
-    """A fresh value for :data:`TAG_VAR`: every descendant of a child started with it inherits it.
+@dataclass(frozen=True, slots=True)
+class ProcessTag:
+    """A fresh value for :data:`TAG_VAR` and the processes that were running when it was made.
 
-    A process group does not hold a child that calls ``setsid``; the tag does,
-    unless the process clears or rewrites its environment (a documented limit).
+    Every descendant of a child started with ``TAG_VAR=value`` inherits it, so a
+    descendant that left the child's process group (``setsid cmd &``) is still
+    found, unless it clears or rewrites its environment. Only processes that
+    were not running when the tag was made can carry it, so :func:`kill_tagged`
+    reads the environment of those alone: a few processes per turn instead of
+    every process on the machine. The limit: a descendant that reuses the id of
+    a process running when the tag was made (ids are reused once the kernel's
+    id space wraps) is not looked at.
     """
-    return f"{os.getpid()}-{time.monotonic_ns()}-{os.urandom(4).hex()}"
+
+    value: str
+    before: frozenset[int]
 
 
-def kill_tagged(tag: str) -> int:
-    """SIGKILL every process of this user whose environment carries ``tag``; how many. Linux (/proc) only."""
-    needle = b"\0" + f"{TAG_VAR}={tag}".encode() + b"\0"
-    killed = 0
+def _pids() -> frozenset[int]:
     try:
-        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+        return frozenset(int(name) for name in os.listdir("/proc") if name.isdigit())
     except OSError:
-        return 0
-    for pid in pids:
-        if pid == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                environ = b"\0" + f.read(1 << 20) + b"\0"
-        except OSError:  # gone, or another user's
-            continue
-        if needle in environ:
+        return frozenset()
+
+
+def new_tag() -> ProcessTag:
+    """A fresh tag for one turn's processes (see :class:`ProcessTag`)."""
+    return ProcessTag(f"{os.getpid()}-{time.monotonic_ns()}-{os.urandom(4).hex()}", _pids())
+
+
+#: Bytes of a process's environment read in one go, and in all.
+_ENVIRON_CHUNK = 1 << 16
+_ENVIRON_LIMIT = 1 << 20
+
+
+def _carries(pid: int, needle: bytes) -> bool:
+    """Whether process ``pid``'s environment holds ``needle`` (False when it is gone or another user's)."""
+    try:
+        fd = os.open(f"/proc/{pid}/environ", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        environ = b"\0"
+        while len(environ) <= _ENVIRON_LIMIT:
+            chunk = os.read(fd, _ENVIRON_CHUNK)
+            if not chunk:
+                break
+            environ += chunk
+            if needle in environ:
+                return True
+        return needle in environ + b"\0"
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def kill_tagged(tag: ProcessTag) -> int:
+    """SIGKILL every process of this user that started after ``tag`` was made and carries it; how many.
+    Linux (/proc) only."""
+    needle = b"\0" + f"{TAG_VAR}={tag.value}".encode() + b"\0"
+    killed = 0
+    me = os.getpid()
+    for pid in _pids() - tag.before:
+        if pid != me and _carries(pid, needle):
             try:
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
