@@ -69,32 +69,59 @@ EXIT_GRACE = 1.0
 
 @dataclass(frozen=True, slots=True)
 class ProcessTag:
-    """A fresh value for :data:`TAG_VAR` and the processes that were running when it was made.
+    """A fresh value for :data:`TAG_VAR`, and the last process id the kernel had given out when it was made.
 
     Every descendant of a child started with ``TAG_VAR=value`` inherits it, so a
     descendant that left the child's process group (``setsid cmd &``) is still
-    found, unless it clears or rewrites its environment. Only processes that
-    were not running when the tag was made can carry it, so :func:`kill_tagged`
-    reads the environment of those alone: a few processes per turn instead of
-    every process on the machine. The limit: a descendant that reuses the id of
-    a process running when the tag was made (ids are reused once the kernel's
-    id space wraps) is not looked at.
+    found, unless it clears or rewrites its environment. The kernel gives out
+    process ids in increasing order, wrapping at its maximum, so every process
+    started after the tag has an id between ``last_pid`` and the last id given
+    out when :func:`kill_tagged` looks: it reads the environment of those few
+    processes, not of every process on the machine. The limit: a turn that
+    starts more processes than the id space holds (it wrapped past
+    ``last_pid``) is not swept completely.
     """
 
     value: str
-    before: frozenset[int]
+    #: The last process id given out when the tag was made (None where /proc/loadavg cannot be read).
+    last_pid: int | None
 
 
-def _pids() -> frozenset[int]:
+def _last_pid() -> int | None:
+    """The last process id the kernel gave out in this namespace (the fifth field of /proc/loadavg)."""
     try:
-        return frozenset(int(name) for name in os.listdir("/proc") if name.isdigit())
-    except OSError:
-        return frozenset()
+        fd = os.open("/proc/loadavg", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return int(os.read(fd, 256).split()[4])
+        finally:
+            os.close(fd)
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def new_tag() -> ProcessTag:
     """A fresh tag for one turn's processes (see :class:`ProcessTag`)."""
-    return ProcessTag(f"{os.getpid()}-{time.monotonic_ns()}-{os.urandom(4).hex()}", _pids())
+    return ProcessTag(f"{os.getpid()}-{time.monotonic_ns()}-{os.urandom(4).hex()}", _last_pid())
+
+
+#: Process ids probed one by one after a turn; more than that, and the live ones are listed instead.
+_PROBE_LIMIT = 256
+
+
+def _started_since(last_pid: int | None) -> list[int]:
+    """Ids that may belong to processes started after ``last_pid`` was given out (all live ones when unknown)."""
+    now = _last_pid()
+    if last_pid is not None and now is not None and 0 <= now - last_pid <= _PROBE_LIMIT:
+        return list(range(last_pid + 1, now + 1))
+    try:
+        live = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+    if last_pid is None or now is None:
+        return live
+    if now >= last_pid:
+        return [pid for pid in live if last_pid < pid <= now]
+    return [pid for pid in live if pid > last_pid or pid <= now]  # the ids wrapped during the turn
 
 
 #: Bytes of a process's environment read in one go, and in all.
@@ -130,7 +157,7 @@ def kill_tagged(tag: ProcessTag) -> int:
     needle = b"\0" + f"{TAG_VAR}={tag.value}".encode() + b"\0"
     killed = 0
     me = os.getpid()
-    for pid in _pids() - tag.before:
+    for pid in _started_since(tag.last_pid):
         if pid != me and _carries(pid, needle):
             try:
                 os.kill(pid, signal.SIGKILL)
