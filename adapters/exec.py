@@ -190,7 +190,7 @@ class ExecAdapter(Adapter):
         self, argv: Sequence[str], env: Mapping[str, str], data: bytes, remaining: float, task: AgentTask, stderr: Tail
     ) -> tuple[int | None, bool, list[str]]:
         """--events: each stdout line is an event, timestamped as it arrives."""
-        child = Child(argv, stdin=data, cwd=task.workspace, env=env, stderr=stderr)
+        child = await Child.start(argv, stdin=data, cwd=task.workspace, env=env, stderr=stderr)
         recorder = task.recorder
         problems: list[str] = []
         reader = LineReader(child)

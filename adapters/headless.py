@@ -160,7 +160,7 @@ class HeadlessAdapter(Adapter):
         if self.opts.sandbox is not None:
             run_argv, env = self.sandboxed(argv, task.workspace, env)
         try:
-            child = Child(
+            child = await Child.start(
                 run_argv, stdin=prompt.encode() if self.schema.prompt_stdin else None, cwd=task.workspace, env=env, stderr=stderr
             )
         except OSError as exc:

@@ -34,6 +34,7 @@ from typing import IO
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 
 STDOUT_LIMIT = 10 * 1024 * 1024
 STDERR_TAIL = 8 * 1024
@@ -219,7 +220,8 @@ def _new_session() -> bool:
 
 class Child(anyio.abc.ByteReceiveStream):
     """A child leading a process group (a session too, under a terminal), its pipes driven from the event loop
-    with no transports and no threads.
+    with no transports and no threads. From async code start it with :meth:`start` (the program is started from a
+    worker thread); the constructor starts it in the calling thread.
 
     One selector per child (epoll on Linux) watches its stdin, stdout and stderr
     and, where the kernel has pidfds, its exit; the event loop waits on that
@@ -335,6 +337,38 @@ class Child(anyio.abc.ByteReceiveStream):
             self._popen.wait()
             self._close()
             raise
+
+    @classmethod
+    async def start(
+        cls,
+        argv: Sequence[str],
+        *,
+        stdin: bytes | None = None,
+        cwd: str | Path | None = None,
+        env: Mapping[str, str] | Mapping[bytes, bytes] | None = None,
+        stderr: Tail | None = None,
+        keep_stdin: bool = False,
+        stderr_to: IO[bytes] | int | None = None,
+    ) -> Child:
+        """Start a child as the constructor does, from a worker thread, so the event loop runs meanwhile.
+
+        Starting a program blocks the caller until the kernel has loaded it, and on a
+        busy machine that wait (for a CPU to run the new process on) is longer than
+        the program's own start: the loop would be stalled for every prompt's agent
+        and every one-shot grade. The start is shielded: once the thread has started
+        the child, the caller gets it (and closes it) even when it was cancelled meanwhile.
+        """
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # another backend (trio)
+            loop = None
+        spawn = functools.partial(
+            cls, argv, stdin=stdin, cwd=cwd, env=env, stderr=stderr, keep_stdin=keep_stdin, stderr_to=stderr_to
+        )
+        with anyio.CancelScope(shield=True):
+            child = await anyio.to_thread.run_sync(spawn)
+        child._loop = loop
+        return child
 
     def send(self, data: bytes) -> None:
         """Write ``data`` to stdin (``keep_stdin``) as far as the pipe takes it now, the rest while
@@ -580,7 +614,7 @@ async def run_once(
     clock = time.perf_counter()
     out = bytearray()
     overflow = False
-    child = Child(argv, stdin=stdin, cwd=cwd, env=env, stderr=Tail(stderr_limit))
+    child = await Child.start(argv, stdin=stdin, cwd=cwd, env=env, stderr=Tail(stderr_limit))
     try:
         with anyio.move_on_after(timeout) as scope:
             async for chunk in child:

@@ -419,7 +419,7 @@ class Kit:
     ) -> tuple[str | None, ConformanceEvidence]:
         """Drive one worker process through ``body``; returns its problem (or None) and the evidence."""
         started = time.perf_counter()
-        child = Child(self.target.argv, env=self.env, keep_stdin=True)
+        child = await Child.start(self.target.argv, env=self.env, keep_stdin=True)
         worker = Worker(child)
         answers: list[bytes] = []
         try:

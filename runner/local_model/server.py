@@ -137,7 +137,7 @@ async def serve(model: Path, *, startup_timeout: float = STARTUP_TIMEOUT, contex
     the judges); yields its OpenAI base URL (``http://127.0.0.1:PORT/v1``)."""
     argv = [sys.executable, "-m", "waza.runner.local_model.server", str(model), str(context)]
     with tempfile.TemporaryFile() as log_file:
-        child = Child(argv, env=scrubbed_env(), keep_stdin=True, stderr_to=log_file)
+        child = await Child.start(argv, env=scrubbed_env(), keep_stdin=True, stderr_to=log_file)
         try:
             address = ""
             ready = False
