@@ -18,11 +18,11 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
 import anyio
+import msgspec
 import orjson
 
 from waza.protocol.errors import ConfigError
@@ -245,12 +245,11 @@ class HeadlessAdapter(Adapter):
         self._raw.flush()
 
 
-@dataclass(slots=True)
-class _TurnOutcome:
+class _TurnOutcome(msgspec.Struct):
     """How one CLI invocation (one turn) went."""
 
-    exit: Exit = field(default_factory=Exit)
-    errors: list[str] = field(default_factory=list)
+    exit: Exit = msgspec.field(default_factory=Exit)
+    errors: list[str] = msgspec.field(default_factory=list)
     result: bool = False
     session_id: str | None = None
     stop_reason: str | None = None

@@ -28,13 +28,13 @@ import subprocess
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 import anyio
 import anyio.abc
 import anyio.to_thread
+import msgspec
 
 STDOUT_LIMIT = 10 * 1024 * 1024
 STDERR_TAIL = 8 * 1024
@@ -68,8 +68,7 @@ TAG_VAR = "WAZA_PROCESS_TAG"
 EXIT_GRACE = 1.0
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessTag:
+class ProcessTag(msgspec.Struct, frozen=True):
     """A fresh value for :data:`TAG_VAR`, and the last process id the kernel had given out when it was made.
 
     Every descendant of a child started with ``TAG_VAR=value`` inherits it, so a
@@ -177,8 +176,7 @@ def exit_parts(returncode: int | None) -> tuple[int | None, int | None]:
     return returncode, None
 
 
-@dataclass(slots=True)
-class ProcessOutcome:
+class ProcessOutcome(msgspec.Struct):
     """What a one-shot child did: exit, output, and whether waza had to stop it."""
 
     returncode: int | None

@@ -19,16 +19,16 @@ can read the totals (the CLI uses them for its progress and its exit code).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 from collections.abc import (
     AsyncGenerator,
     Callable,
     Mapping,
 )
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.runner.analysis.error_digest import ErrorDigest
@@ -64,8 +64,7 @@ from waza.runner.grading.grader_runners import GraderRunner
 # --- capture --------------------------------------------------------------------------------------
 
 
-@dataclass
-class CaptureRun:
+class CaptureRun(msgspec.Struct):
     """Prompts through an agent and graders; one CaptureResult per prompt, as each finishes."""
 
     prompts: PromptSource
@@ -74,12 +73,12 @@ class CaptureRun:
     output: Output | None
     done: set[str]
     #: Prompts skipped because the output already held them (counted as they are read).
-    skipped: list[str] = dataclasses.field(default_factory=list)
+    skipped: list[str] = msgspec.field(default_factory=list)
     #: Where the items run: this process (``run_items``) or Ray tasks (``runner.executors``).
     executor: Executor = run_items
-    tally: Tally = dataclasses.field(default_factory=Tally)
+    tally: Tally = msgspec.field(default_factory=Tally)
     #: Why results errored, for a one-look summary at the end.
-    errors: ErrorDigest = dataclasses.field(default_factory=ErrorDigest)
+    errors: ErrorDigest = msgspec.field(default_factory=ErrorDigest)
 
     @classmethod
     def prepare(

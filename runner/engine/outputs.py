@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
+
+import msgspec
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.secrets import Redactor
@@ -28,11 +29,10 @@ from waza.runner.wording import count
 GATES = ("pass_rate", "score")
 
 
-@dataclass
-class Tally:
+class Tally(msgspec.Struct):
     """Running counts over written results."""
 
-    statuses: Counter[str] = field(default_factory=Counter)
+    statuses: Counter[str] = msgspec.field(default_factory=Counter)
     score_sum: float = 0.0
     scored: int = 0
 

@@ -1,10 +1,11 @@
 """The ``--executor`` option group shared by ``capture``, ``trials`` and ``run``."""
 
-import dataclasses
 import math
 import os
 from typing import TYPE_CHECKING, Annotated, Any
 
+import msgspec
+import msgspec.structs
 import orjson
 import typer
 
@@ -20,8 +21,7 @@ def _opt(*names: str, help: str, **kw: Any) -> Any:
     return typer.Option(*names, help=help, rich_help_panel=EXECUTION, **kw)
 
 
-@dataclasses.dataclass
-class ExecutorOptions:
+class ExecutorOptions(msgspec.Struct):
     """Where each prompt × trial runs (this process, or a Ray task), declared once for every command that runs agents."""
 
     executor: Annotated[
@@ -84,7 +84,7 @@ class ExecutorOptions:
         ``concurrency`` (-j): the CPUs of an embedded instance (``cpus`` when the command merged -j with a
         config of its own); with ``--ray-address`` the cluster's own count, and -j is refused.
         """
-        ray_flags = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name.startswith("ray_")}
+        ray_flags = {f.name: getattr(self, f.name) for f in msgspec.structs.fields(self) if f.name.startswith("ray_")}
         if self.executor == "local":
             given = [name for name, value in ray_flags.items() if value is not None and value != []]
             if given:
