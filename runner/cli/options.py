@@ -388,6 +388,14 @@ class OutputOptions:
     resume: Annotated[
         bool, opt("--resume", help="Skip results already in -o FILE (a torn last line is repaired).", panel=OUTPUT)
     ] = False
+    retry_errors: Annotated[
+        bool,
+        opt(
+            "--retry-errors",
+            help="With --resume: run again the results in -o FILE that ended as errors (each new one replaces its error).",
+            panel=OUTPUT,
+        ),
+    ] = False
     progress: Annotated[
         bool | None,
         opt(
@@ -422,7 +430,7 @@ class OutputOptions:
     def spec(self) -> "Output":
         from waza.runner.engine.specs import Output
 
-        return Output(self.output, resume=self.resume, progress=self.progress)
+        return Output(self.output, resume=self.resume, retry_errors=self.retry_errors, progress=self.progress)
 
 
 def with_groups(**groups: type) -> Callable[[F], F]:

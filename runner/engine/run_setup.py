@@ -37,6 +37,7 @@ from waza.runner.engine.pipeline import (
     Workspaces,
 )
 from waza.runner.engine.progress import Progress, wanted
+from waza.runner.engine.rerun import ErrorRecords
 from waza.runner.engine.specs import AgentSpec, Graders, Limits, Output, Timeouts, Workspace, grader_specs
 from waza.runner.grading.build import make_runner
 from waza.runner.grading.grader_runners import GraderRunner
@@ -208,13 +209,21 @@ def counted(writer: ResultWriter | None, tally: Tally, errors: ErrorDigest, sink
 
 
 def result_writer(
-    output: Output | None, total: int | None, label: str, tally: Tally, errors: ErrorDigest
+    output: Output | None,
+    total: int | None,
+    label: str,
+    tally: Tally,
+    errors: ErrorDigest,
+    rerun: ErrorRecords | None = None,
 ) -> tuple[ResultWriter | None, Progress]:
-    """The run's writer (None without an output), counting what it writes into the run's ``tally`` and ``errors``."""
+    """The run's writer (None without an output), counting what it writes into the run's ``tally`` and ``errors``;
+    ``rerun``: the resumed output's error records, removed before the first result is written."""
     progress = Progress(total, enabled=wanted(output.progress) if output else False, label=label)
     if output is None:
         return None, progress
-    return ResultWriter(output.path, append=output.resume, progress=progress, tally=tally, errors=errors), progress
+    first = rerun.remove if rerun is not None else None
+    writer = ResultWriter(output.path, append=output.resume, progress=progress, tally=tally, errors=errors, first=first)
+    return writer, progress
 
 
 def collect(stream: Callable[[], AsyncGenerator[R, None]], name: str) -> list[R]:
