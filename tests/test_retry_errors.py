@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -139,6 +140,26 @@ def test_a_retry_stopped_before_its_first_result_leaves_the_errors_in_place(tmp_
 
     asyncio.run(stop_while_waiting())
     assert out.read_bytes() == before  # the error record stays until a rerun result replaces it
+
+
+def test_errors_whose_prompts_might_not_come_are_not_removed(tmp_path):
+    marker = tmp_path / "broken"
+    prompts = write_prompts(tmp_path, {"a": {}, "b": {"fail_while": str(marker)}})
+    out = tmp_path / "out.jsonl"
+    marker.touch()
+    waza.capture(prompts, AGENT, GRADERS, output=waza.Output(out))
+    before = out.read_bytes()
+    retry = waza.Output(out, resume=True, retry_errors=True)
+    only_a = write_jsonl(tmp_path / "other.jsonl", [{"id": "a", "input": "{}"}])
+    with pytest.raises(waza.ConfigError) as refused:
+        waza.capture(only_a, AGENT, GRADERS, output=retry)
+    assert f"holds results for ids not in {only_a} (first: 'b')" in str(refused.value)
+    fifo = tmp_path / "prompts.fifo"  # a stream: its ids cannot be known before b's error record would go
+    os.mkfifo(fifo)
+    with pytest.raises(waza.ConfigError) as refused:
+        waza.capture(fifo, AGENT, GRADERS, output=retry)
+    assert "Output.retry_errors needs the prompts in a file, not a stream" in str(refused.value)
+    assert out.read_bytes() == before
 
 
 def trial_lines(path: Path) -> dict[str, dict[str, Any]]:

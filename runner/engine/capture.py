@@ -109,7 +109,7 @@ class CaptureRun:
         if output and output.resume:
             keys = resume_state(output.path, max_line=limits.line_bytes, retry=rerun)
             done = {key[0] for key in keys if isinstance(key[0], str)}
-            source.check_resumed(output.path, done)
+            source.check_resumed(output.path, done, rerun)
         if rerun is not None:
             rerun.announce("result")
         return cls(source, settings, settings.graders, output, done, executor=executor, rerun=rerun)

@@ -200,6 +200,7 @@ def resume_state(
     except JsonlError as exc:
         raise ConfigError(f"cannot resume: {exc}") from None
     if retry is not None:
+        retry.ids = {key[0] for key in errored - done if isinstance(key[0], str)}
         retry.again = len(errored - done)
     return done
 

@@ -38,6 +38,8 @@ class ErrorRecords:
     lines: set[int] = field(default_factory=set)
     #: Where removed lines are appended (flushed to disk) before the output is replaced; None: dropped.
     move_to: Path | None = None
+    #: The prompts whose records are removed (each must be in the prompts, or it would be lost).
+    ids: set[str] = field(default_factory=set)
     #: How many runs that makes (results, or trials), counted by the reader.
     again: int = 0
 

@@ -157,9 +157,15 @@ class PromptSource:
         self.ids = seen
         self.total = len(self.cases)
 
-    def check_resumed(self, output: str, done: set[str]) -> None:
-        """Refuse to resume into an output holding results of prompts this source does not have."""
-        check_resumed(output, done, self.ids, self.path or "the prompts given")
+    def check_resumed(self, output: str, done: set[str], rerun: ErrorRecords | None = None) -> None:
+        """Refuse to resume into an output holding results of prompts this source does not have, and to
+        remove error records (``rerun``) whose prompts a stream might not bring (they would be lost)."""
+        if rerun is not None and rerun.ids and self.ids is None:
+            raise ConfigError(
+                "Output.retry_errors needs the prompts in a file, not a stream: their error records are removed"
+                " before the prompts are read, and a stream cannot be checked ahead for their ids"
+            )
+        check_resumed(output, (done | rerun.ids) if rerun is not None else done, self.ids, self.path or "the prompts given")
 
     async def stream(self, keep: Callable[[PromptCase], bool]) -> AsyncGenerator[PromptCase, None]:
         if self.path is not None:

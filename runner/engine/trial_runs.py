@@ -90,6 +90,7 @@ def load_finished(
     for prompt in done & kept.keys():  # a prompt written twice: the line without errors stands
         del kept[prompt]
     if retry is not None:
+        retry.ids = set(kept)
         retry.again += sum(plan.trials - len(entries) for entries in kept.values())
     return done, kept
 

@@ -105,7 +105,7 @@ class TrialsRun:
             if output.retry_errors:
                 rerun = ErrorRecords(output.path, limits.line_bytes, move_to=sidecar)
             finished, retried = load_finished(output.path, plan, builder, limits.line_bytes, rerun)
-            source.check_resumed(output.path, finished | retried.keys())
+            source.check_resumed(output.path, finished, rerun)
             partial = load_partial(sidecar, finished | retried.keys(), plan, limits.line_bytes, rerun)
             partial.update(retried)
         if rerun is not None:
