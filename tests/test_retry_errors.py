@@ -70,6 +70,7 @@ def test_only_the_errors_run_again_and_each_id_keeps_one_record(tmp_path, capsys
     assert waza.capture(prompts, AGENT, GRADERS, output=waza.Output(out, resume=True)) == []
     assert runs(tmp_path) == [] and lines(out) == before
     capsys.readouterr()
+    out.chmod(0o600)  # a results file kept private stays so when its error records are replaced
 
     again = waza.capture(prompts, AGENT, GRADERS, output=waza.Output(out, resume=True, retry_errors=True))
     assert sorted(r.id for r in again) == ["b", "d"] and all(r.status == "passed" for r in again)
@@ -80,6 +81,7 @@ def test_only_the_errors_run_again_and_each_id_keeps_one_record(tmp_path, capsys
     assert all(status(line) == "passed" for line in after.values())
     kept = [before[pid] for pid in "ace"]
     assert out.read_bytes().startswith(b"".join(kept))  # the records that passed: the same bytes, in their order
+    assert out.stat().st_mode & 0o777 == 0o600
 
     # With nothing left in error, retrying runs nothing and leaves the file as it is.
     unchanged = out.read_bytes()
@@ -278,3 +280,4 @@ def test_errors_run_again_on_ray(tmp_path):
     after = lines(out)
     assert sorted(after) == ["a", "b", "c"] and all(status(line) == "passed" for line in after.values())
     assert after["a"] == before["a"]
+    assert all("ray" in orjson.loads(after[pid])["metadata"] for pid in "bc")  # where each rerun ran: a Ray node

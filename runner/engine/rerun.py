@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,8 +55,10 @@ class ErrorRecords:
         """Take the noted lines out of the output (once; nothing to do when there are none)."""
         if not self.lines:
             return
+        mode = stat.S_IMODE(os.stat(self.path).st_mode)
         with contextlib.ExitStack() as stack:
             kept = stack.enter_context(output_stream(self.path, durable=True))
+            os.fchmod(kept.fileno(), mode)  # the new file keeps the permissions of the one it replaces
             moved = stack.enter_context(open(self.move_to, "ab")) if self.move_to is not None else None
             with open(self.path, "rb") as source:
                 number = 0
