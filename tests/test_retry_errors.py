@@ -54,6 +54,19 @@ def status(line: bytes) -> str:
     return str(orjson.loads(line)["status"])
 
 
+def with_an_error(tmp_path: Path, **b_spec: Any) -> tuple[Path, Path]:
+    """Prompts a (passes) and b (fails while a marker exists) run once into out.jsonl; then b's cause is fixed."""
+    marker = tmp_path / "broken"
+    prompts = write_prompts(tmp_path, {"a": {}, "b": {"fail_while": str(marker), **b_spec}})
+    out = tmp_path / "out.jsonl"
+    marker.touch()
+    waza.capture(prompts, AGENT, GRADERS, output=waza.Output(out))
+    assert [status(line) for line in lines(out).values()] == ["passed", "error"]
+    marker.unlink()
+    runs(tmp_path)
+    return prompts, out
+
+
 def test_only_the_errors_run_again_and_each_id_keeps_one_record(tmp_path, capsys):
     marker = tmp_path / "broken"
     failing = {"fail_while": str(marker)}
@@ -125,13 +138,9 @@ def test_a_retry_cut_short_then_retried_again_ends_with_one_record_per_id(tmp_pa
 
 
 def test_a_retry_stopped_before_its_first_result_leaves_the_errors_in_place(tmp_path):
-    marker, hold = tmp_path / "broken", tmp_path / "hold"
-    prompts = write_prompts(tmp_path, {"a": {}, "b": {"fail_while": str(marker), "wait_while": str(hold)}})
-    out = tmp_path / "out.jsonl"
-    marker.touch()
-    waza.capture(prompts, AGENT, GRADERS, output=waza.Output(out))
+    hold = tmp_path / "hold"
+    prompts, out = with_an_error(tmp_path, wait_while=str(hold))
     before = out.read_bytes()
-    marker.unlink()
     hold.touch()  # b's rerun never answers: the run is stopped (as by Ctrl-C, or a cluster that cannot be joined) first
 
     async def stop_while_waiting() -> None:
@@ -145,11 +154,7 @@ def test_a_retry_stopped_before_its_first_result_leaves_the_errors_in_place(tmp_
 
 
 def test_errors_whose_prompts_might_not_come_are_not_removed(tmp_path):
-    marker = tmp_path / "broken"
-    prompts = write_prompts(tmp_path, {"a": {}, "b": {"fail_while": str(marker)}})
-    out = tmp_path / "out.jsonl"
-    marker.touch()
-    waza.capture(prompts, AGENT, GRADERS, output=waza.Output(out))
+    _, out = with_an_error(tmp_path)
     before = out.read_bytes()
     retry = waza.Output(out, resume=True, retry_errors=True)
     only_a = write_jsonl(tmp_path / "other.jsonl", [{"id": "a", "input": "{}"}])
@@ -235,11 +240,7 @@ def test_a_trials_retry_cut_short_keeps_the_trials_that_passed(tmp_path):
 
 
 def test_the_option_on_the_command_line(tmp_path):
-    marker = tmp_path / "broken"
-    prompts = write_prompts(tmp_path, {"a": {}, "b": {"fail_while": str(marker)}})
-    out = tmp_path / "out.jsonl"
-    marker.touch()
-    waza.capture(prompts, AGENT, GRADERS, output=waza.Output(out))
+    prompts, out = with_an_error(tmp_path)
     before = out.read_bytes()
     args = ["capture", prompts, "--adapter", "exec", "-g", "builtin:hint", "-o", out]
 
@@ -250,8 +251,6 @@ def test_the_option_on_the_command_line(tmp_path):
     ]
     assert out.read_bytes() == before
 
-    marker.unlink()
-    runs(tmp_path)
     proc = run_waza(*args, "--resume", "--retry-errors", "--", *COMMAND)
     assert proc.returncode == 0, proc.stderr
     assert f"waza: 1 result in {out} ended as an error; running it again" in proc.stderr.decode()
