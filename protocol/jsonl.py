@@ -333,8 +333,8 @@ def repair_torn_tail(path: str | Path) -> int:
         return size
 
 
-def iter_existing(path: str | Path, max_line: int = DEFAULT_MAX_LINE) -> Iterator[dict[str, Any]]:
-    """Whole, parseable lines of an output file being resumed (a torn tail is repaired first)."""
+def iter_existing(path: str | Path, max_line: int = DEFAULT_MAX_LINE) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Whole, parseable lines of an output file being resumed (a torn tail is repaired first), with their numbers."""
     p = Path(path)
     if not p.exists():
         return
@@ -342,4 +342,4 @@ def iter_existing(path: str | Path, max_line: int = DEFAULT_MAX_LINE) -> Iterato
         for number, line in iter_lines(f, str(path), max_line):
             value = parse_line(str(path), number, line)
             if isinstance(value, dict):
-                yield value
+                yield number, value

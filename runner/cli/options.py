@@ -387,6 +387,14 @@ class OutputOptions(msgspec.Struct):
     resume: Annotated[
         bool, opt("--resume", help="Skip results already in -o FILE (a torn last line is repaired).", panel=OUTPUT)
     ] = False
+    retry_errors: Annotated[
+        bool,
+        opt(
+            "--retry-errors",
+            help="With --resume: run again the results in -o FILE that ended as errors (each new one replaces its error).",
+            panel=OUTPUT,
+        ),
+    ] = False
     progress: Annotated[
         bool | None,
         opt(
@@ -421,7 +429,7 @@ class OutputOptions(msgspec.Struct):
     def spec(self) -> "Output":
         from waza.runner.engine.specs import Output
 
-        return Output(self.output, resume=self.resume, progress=self.progress)
+        return Output(self.output, resume=self.resume, retry_errors=self.retry_errors, progress=self.progress)
 
 
 def with_groups(**groups: type) -> Callable[[F], F]:

@@ -122,10 +122,16 @@ class Workspace(msgspec.Struct, frozen=True):
 
 
 class Output(msgspec.Struct, frozen=True):
-    """Where results are written as JSONL (``"-"``: stdout), and whether to skip results already there."""
+    """Where results are written as JSONL (``"-"``: stdout), and whether to skip results already there.
+
+    ``retry_errors`` (with ``resume``): a result already there whose status is
+    ``error`` (for trials: an errored trial) is not skipped but run again, and
+    the new result replaces it, so the file keeps one record per prompt.
+    """
 
     path: str
     resume: bool = False
+    retry_errors: bool = False
     #: A progress bar on stderr; ``None``: when stderr is a terminal.
     progress: bool | None = False
 
@@ -134,6 +140,8 @@ class Output(msgspec.Struct, frozen=True):
             force_setattr(self, "path", str(self.path))
         if not isinstance(self.path, str) or not self.path:
             raise ConfigError(f"Output.path takes a file path or '-' (stdout), got {self.path!r}")
+        if self.retry_errors and not self.resume:
+            raise ConfigError("Output.retry_errors needs Output.resume (it runs again the errors of the file being resumed)")
 
     def check(self) -> None:
         """Refuse, before anything runs, a file that could not be opened when the first result arrives (the
