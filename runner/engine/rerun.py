@@ -19,8 +19,9 @@ import contextlib
 import os
 import stat
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from waza.protocol.jsonl import DEFAULT_MAX_LINE
 from waza.runner.engine.sink import output_stream
@@ -29,18 +30,17 @@ from waza.runner.wording import count
 __all__ = ["ErrorRecords"]
 
 
-@dataclass
-class ErrorRecords:
+class ErrorRecords(msgspec.Struct):
     """The error records of a resumed output that run again, by line number."""
 
     path: str
     max_line: int = DEFAULT_MAX_LINE
     #: Line numbers (from 1, as ``iter_lines`` counts them) of the records to remove.
-    lines: set[int] = field(default_factory=set)
+    lines: set[int] = msgspec.field(default_factory=set)
     #: Where removed lines are appended (flushed to disk) before the output is replaced; None: dropped.
     move_to: Path | None = None
     #: The prompts whose records are removed (each must be in the prompts, or it would be lost).
-    ids: set[str] = field(default_factory=set)
+    ids: set[str] = msgspec.field(default_factory=set)
     #: How many runs that makes (results, or trials), counted by the reader.
     again: int = 0
 

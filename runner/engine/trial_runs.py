@@ -16,9 +16,10 @@ from __future__ import annotations
 import shutil
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import get_args
+
+import msgspec
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.secrets import Redactor
@@ -46,8 +47,7 @@ def sidecar_path(output: str) -> Path | None:
     return None if output == "-" else Path(output + SIDECAR_SUFFIX)
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(msgspec.Struct, frozen=True):
     """What a trials run was asked for; a resumed run must match the finished file's."""
 
     trials: int
@@ -57,12 +57,11 @@ class Plan:
     summary: Path | None
 
 
-@dataclass
-class Collecting:
+class Collecting(msgspec.Struct):
     """A prompt whose trials are not all finished yet."""
 
     case: PromptCase
-    entries: dict[int, TrialEntry] = field(default_factory=dict)
+    entries: dict[int, TrialEntry] = msgspec.field(default_factory=dict)
 
 
 def load_finished(

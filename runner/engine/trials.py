@@ -10,8 +10,9 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.trial_records import ErrorPolicy, TrialEntry, TrialResult, TrialsSummary
@@ -37,8 +38,7 @@ from waza.runner.engine.trial_runs import (
 __all__ = ["TrialsRun", "atrials", "summarize_trials", "trials"]
 
 
-@dataclass
-class TrialsRun:
+class TrialsRun(msgspec.Struct):
     """Every prompt k times in fresh workspaces; one TrialResult per prompt when its last trial is in."""
 
     prompts: PromptSource
