@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -225,6 +226,9 @@ def _parse_and_compile(source: str, data: bytes) -> HeadlessSchema:
 
 _INDEX = re.compile(r"\[(\d+)\]")
 
+#: compile_schema's JSONPath compiler: (path, field it came from) -> Selector, or ConfigError naming the field.
+Compile = Callable[[str, str], Selector]
+
 
 def _malformed(data: bytes, exc: msgspec.DecodeError) -> str:
     """Malformed JSON, by line and column (orjson's report; msgspec counts bytes)."""
@@ -235,14 +239,14 @@ def _malformed(data: bytes, exc: msgspec.DecodeError) -> str:
     return f"invalid JSON ({exc})"
 
 
-def _is_error(raw: fmt.IsError | msgspec.UnsetType, selector: Any) -> Condition | None:
+def _is_error(raw: fmt.IsError | msgspec.UnsetType, selector: Compile) -> Condition | None:
     """result.isError: a condition on the result line (no value: the path selects ``true``)."""
     if raw is UNSET:
         return None
     return Condition(selector(raw.path, "result.isError.path"), True if raw.value is UNSET else raw.value)
 
 
-def _optional(value: str | msgspec.UnsetType, where: str, selector: Any) -> Selector | None:
+def _optional(value: str | msgspec.UnsetType, where: str, selector: Compile) -> Selector | None:
     return None if value is UNSET else selector(value, where)
 
 
@@ -315,7 +319,7 @@ def compile_schema(value: fmt.AdapterSchema, source: str) -> HeadlessSchema:
     )
 
 
-def _mapping(i: int, entry: fmt.OutputEvent, source: str, selector: Any) -> Mapping:
+def _mapping(i: int, entry: fmt.OutputEvent, source: str, selector: Compile) -> Mapping:
     """One ``outputEvents`` entry, compiled; ConfigError naming ``outputEvents.I...`` on a mistake."""
     base = f"outputEvents.{i}"
     emit_as = entry.emit_as
