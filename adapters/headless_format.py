@@ -365,6 +365,7 @@ def published() -> dict[str, Any]:
 
 
 def render() -> bytes:
+    """The published schema file's bytes."""
     import orjson
 
     return orjson.dumps(published(), option=orjson.OPT_INDENT_2) + b"\n"

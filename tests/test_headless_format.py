@@ -22,10 +22,55 @@ from .conftest import COMPAT, ROOT, run_waza
 REPLACEMENTS: list[Any] = [None, True, 0, -1, 1.5, "", "x", [], [{}], {}, {"unknownKey": 1}]
 
 
+#: Two schemas using every key the format has between them (the shipped ones leave some out).
+EVERY_KEY: list[dict[str, Any]] = [
+    {
+        "$schema": "https://waza.dev/schemas/adapter-headless.json",
+        "version": 1,
+        "name": "every-key",
+        "description": "d",
+        "testedWith": {"package": "p", "version": "1"},
+        "command": ["x"],
+        "sessionMode": "iterative",
+        "timeout": 5,
+        "prompt": {"flag": "", "stdin": True, "stdinFormat": "json"},
+        "output": {"flag": "--json", "value": ""},
+        "autoApprove": ["-y"],
+        "cwdFlag": "-C",
+        "outputEvents": [
+            {"match": [{"path": "$.a"}, {"path": "$.b", "value": 1.5}], "each": "$.c[*]", "emitAs": "message", "chunks": True},
+            {"match": {"path": "$.u", "value": None}, "emitAs": "usage", "extract": {"inputTokens": "$.i", "cost": "$.c"}},
+        ],
+        "result": {
+            "matchPath": "$.t",
+            "matchValue": "done",
+            "contentPath": "$.r",
+            "stopReasonPath": "$.s",
+            "stopReasons": {"stop_sequence": "end_turn"},
+            "isError": {"path": "$.e", "value": True},
+            "errorMessagePath": "$.m",
+        },
+        "historyTemplate": {"system": "s", "turnFormat": "{{input}} {{output}}"},
+    },
+    {
+        "version": 2,
+        "name": "passthrough",
+        "command": ["x"],
+        "sessionMode": "stream",
+        "resume": {"flag": "--resume", "sessionIdPath": "$.id"},
+        "prompt": {"flag": "-p"},
+        "output": {"flag": "", "value": ""},
+        "outputMode": "passthrough",
+        "passthroughTypeMap": {"typeField": "kind", "typeValues": {"reasoning": "thought"}},
+        "result": {"matchPath": "$.t", "matchValue": 0},
+    },
+]
+
+
 def _bases() -> list[tuple[str, Any]]:
-    """Every shipped schema and acp-harness's own (when the reference data is present), parsed."""
+    """Every shipped schema, acp-harness's own (when the reference data is present) and EVERY_KEY, parsed."""
     files = [*shipped().values(), *sorted((COMPAT / "acp-harness-schemas").glob("*.json"))]
-    return [(Path(f).name, orjson.loads(Path(f).read_bytes())) for f in files]
+    return [(Path(f).name, orjson.loads(Path(f).read_bytes())) for f in files] + [(s["name"], s) for s in EVERY_KEY]
 
 
 def _altered(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
@@ -64,9 +109,11 @@ def test_the_published_schema_is_generated_from_the_format_classes() -> None:
     Draft202012Validator.check_schema(orjson.loads(shipped_file))
 
 
+@pytest.mark.slow
 def test_the_published_schema_and_the_typed_decode_give_the_same_verdicts() -> None:
     """Other tools reading schemas/adapter-headless.json accept exactly the files waza's decode accepts:
-    every shipped schema, and each of them altered in every place (thousands of documents)."""
+    every shipped schema, and each of them altered in every place (thousands of documents: missing and
+    unknown keys, wrong types, empty strings and lists, values outside an enum, a flag beside stdin)."""
     validator = Draft202012Validator(orjson.loads((ROOT / "schemas" / "adapter-headless.json").read_bytes()))
     checked, rejected = 0, 0
     for name, base in _bases():
