@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -58,8 +57,7 @@ DEFAULT_HISTORY = "User: {{input}}\nAssistant: {{output}}"
 ANY_NON_NULL = "*"
 
 
-@dataclass(frozen=True, slots=True)
-class Condition:
+class Condition(msgspec.Struct, frozen=True):
     """Holds when any value the path selects equals ``value``; with ``"*"``, when it selects a non-null
     value; with no value, when it selects anything."""
 
@@ -76,8 +74,7 @@ class Condition:
         return any(v == self.value and type(v) is type(self.value) for v in found)
 
 
-@dataclass(frozen=True, slots=True)
-class Mapping:
+class Mapping(msgspec.Struct, frozen=True):
     """One ``outputEvents`` entry, compiled."""
 
     index: int
@@ -99,8 +96,7 @@ class Mapping:
         return [p for p in parts if all(c.holds(p) for c in self.part_conditions)]
 
 
-@dataclass(frozen=True, slots=True)
-class ItemCondition:
+class ItemCondition(msgspec.Struct, frozen=True):
     """A match path ending at a wildcard (``$.content[*]``): an item matches when it equals the value,
     or is an object whose ``type`` does (acp-harness's reading)."""
 
@@ -122,12 +118,11 @@ def split_wildcard(path: str) -> tuple[str, str] | None:
     return path[: at + 3], "$" + path[at + 3 :]
 
 
-@dataclass(frozen=True, slots=True)
-class Passthrough:
+class Passthrough(msgspec.Struct, frozen=True):
     """acp-harness's passthrough mode: a line's own type field names its step type."""
 
     type_field: str = "type"
-    type_values: dict[str, str] = field(default_factory=dict)
+    type_values: dict[str, str] = msgspec.field(default_factory=dict)
 
     def step_type(self, line: Any) -> str | None:
         kind = line.get(self.type_field) if isinstance(line, dict) else None
@@ -140,8 +135,7 @@ class Passthrough:
 PASSTHROUGH_TYPES = ("thought", "tool_call", "message", "plan")
 
 
-@dataclass(frozen=True, slots=True)
-class HeadlessSchema:
+class HeadlessSchema(msgspec.Struct, frozen=True):
     """A validated adapter schema: how to start the CLI and how to read what it prints."""
 
     name: str
@@ -161,7 +155,7 @@ class HeadlessSchema:
     result_content: Selector | None
     #: The result line's stop reason, and the CLI's values -> ACP stop reasons (a value already one needs none).
     stop_reason: Selector | None = None
-    stop_reasons: dict[str, str] = field(default_factory=dict)
+    stop_reasons: dict[str, str] = msgspec.field(default_factory=dict)
     #: When this holds on the result line the turn failed; ``error_message`` says why.
     is_error: Condition | None = None
     error_message: Selector | None = None
