@@ -1,0 +1,78 @@
+"""``--executor ray`` leaves nothing behind and loses nothing a local run writes (real embedded Ray, no mocks).
+
+What a local run writes besides its results (the agent's raw log, the human graders' review queue) comes
+back from the tasks to the driver's paths; Ray's own lines stay off stderr unless -v; the embedded
+instance's processes are gone soon after the driver, however it ends (SIGKILL included); fresh
+workspaces are removed on the node. Skipped when the ``ray`` extra is not installed.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import read_jsonl, run_waza, write_jsonl
+
+pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'waza[ray]')")
+
+ACP_AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "scripted_acp_agent.py")]
+RAY_AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "ray_agent.py")]
+
+
+def messages_per_prompt(raw: Path) -> Counter[tuple[str, str]]:
+    """The prompt turns' messages in a raw log, by prompt (a Ray task starts its own agent: more initialize lines)."""
+    turns = ("session/prompt", "session/update")
+    return Counter(
+        (line["promptId"], line["message"]["method"]) for line in read_jsonl(raw) if line["message"].get("method") in turns
+    )
+
+
+def test_raw_log_review_queue_and_stderr_come_back_as_from_a_local_run(tmp_path):
+    rows = [{"id": f"p{i}", "input": f"say answer {i}\nflood 1"} for i in range(4)]
+    prompts = write_jsonl(tmp_path / "p.jsonl", rows)
+    runs: dict[str, dict[str, Any]] = {}
+    for name, extra in [("local", ["-j", "2"]), ("ray", ["-j", "2", "--executor", "ray"])]:
+        here = tmp_path / name  # the run's current directory: a relative review queue lands here
+        here.mkdir()
+        args = ["capture", prompts, "--raw-log", "raw.jsonl", "-g", "builtin:human", "-o", "out.jsonl", *extra]
+        proc = run_waza(*args, "--", *ACP_AGENT, cwd=here)
+        assert proc.returncode == 0, proc.stderr
+        records = {r["id"]: r for r in read_jsonl(here / "out.jsonl")}
+        runs[name] = {"records": records, "raw": messages_per_prompt(here / "raw.jsonl"), "queue": here / "waza-review.jsonl"}
+    local, ray = runs["local"], runs["ray"]
+    # The raw log: every prompt's messages, as many as locally (each task's lines appended whole, none emptied).
+    assert ray["raw"] == local["raw"] and {pid for pid, _ in ray["raw"]} == {r["id"] for r in rows}
+    # The review queue: one item per prompt in the driver's directory, as locally.
+    queued = sorted((item["id"], item["outputPreview"]) for item in read_jsonl(ray["queue"]))
+    assert queued == sorted((item["id"], item["outputPreview"]) for item in read_jsonl(local["queue"]))
+    assert [i for i, _ in queued] == ["p0", "p1", "p2", "p3"]
+    for pid, record in ray["records"].items():
+        grade = {k: v for k, v in record["grades"][0].items() if k != "duration"}
+        assert grade == {k: v for k, v in local["records"][pid]["grades"][0].items() if k != "duration"}
+        assert (
+            grade["status"] == "pending" and grade["details"]["queue"] == "waza-review.jsonl"
+        )  # as configured, not the node's copy
+        assert len(record["stderr"]) == len(local["records"][pid]["stderr"]) > 1000  # the agent's stderr tail: in the record
+    # Nothing was written in the workers' own directories, and their private copies are gone.
+    assert sorted(p.name for p in (tmp_path / "ray").iterdir()) == ["out.jsonl", "raw.jsonl", "waza-review.jsonl"]
+
+
+def test_a_file_over_the_limit_comes_back_cut_at_a_line_end_and_is_said(tmp_path, capsys):
+    from waza.runner.executors.ray_collect import COLLECT_LIMIT, _gather, deliver
+
+    node_copy = tmp_path / "node-raw.jsonl"  # what a task's agent wrote on its node
+    line = b'{"ts": 1, "line": "' + b"x" * 1000 + b'"}\n'
+    node_copy.write_bytes(line * (COLLECT_LIMIT // len(line) + 3))
+    driver_file = tmp_path / "raw.jsonl"
+    driver_file.write_bytes(line)  # what earlier tasks brought back: appended to, never replaced
+    deliver(_gather({node_copy: str(driver_file)}), "p0 (trial 2)")
+    data = driver_file.read_bytes()
+    assert len(data) - len(line) <= COLLECT_LIMIT and data.endswith(b"\n") and data == line * (len(data) // len(line))
+    dropped = node_copy.stat().st_size - (len(data) - len(line))
+    assert capsys.readouterr().err == (
+        f"waza: p0 (trial 2): {dropped} bytes of {driver_file} were not brought back from the Ray node (at most 32 MB a file per task)\n"
+    )
