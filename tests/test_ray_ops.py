@@ -8,14 +8,19 @@ workspaces are removed on the node. Skipped when the ``ray`` extra is not instal
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
-from .conftest import read_jsonl, run_waza, write_jsonl
+from .conftest import ROOT, read_jsonl, run_waza, write_jsonl
+from .test_ray import descendants
 
 pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'waza[ray]')")
 
@@ -76,3 +81,41 @@ def test_a_file_over_the_limit_comes_back_cut_at_a_line_end_and_is_said(tmp_path
     assert capsys.readouterr().err == (
         f"waza: p0 (trial 2): {dropped} bytes of {driver_file} were not brought back from the Ray node (at most 32 MB a file per task)\n"
     )
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie, dead but not yet reaped by its new parent, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads the process tree from Linux's /proc")
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
+def test_the_embedded_instance_ends_with_its_driver_however_the_driver_ends(tmp_path, how):
+    go, log = tmp_path / "go", tmp_path / "started.log"
+    prompts = write_jsonl(
+        tmp_path / "p.jsonl", [{"id": "a", "input": orjson.dumps({"wait_for": str(go), "log": str(log)}).decode()}]
+    )
+    args = ["capture", prompts, "--adapter", "exec", "-o", tmp_path / "out.jsonl", "--executor", "ray"]
+    proc = subprocess.Popen([sys.executable, "-m", "waza", *map(str, args), "--", *RAY_AGENT], stderr=subprocess.PIPE, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 90
+        while not log.exists():  # the agent runs: GCS, raylet, its agents, a worker and the task's agent are all up
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        tree = descendants(proc.pid) - {proc.pid}
+        proc.send_signal(how)
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == -how if how == signal.SIGKILL else 128 + how, stderr
+        # Ray's own helpers outlive a SIGKILLed driver by a minute when nothing stops them (a 60 s timeout of
+        # theirs); the watchdog's sweep takes seconds: 30 s tells the two apart on a busy machine.
+        deadline = time.monotonic() + 30
+        while any(alive(pid) for pid in tree) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = {pid: Path(f"/proc/{pid}/cmdline").read_bytes()[:80] for pid in tree if alive(pid)}
+    finally:
+        go.touch()  # the task's agent, were it left, ends at once
+    assert len(tree) >= 5, tree  # GCS, raylet, dashboard and runtime-env agents, a worker (and the task's agent)
+    assert left == {}

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from waza.protocol.errors import ConfigError
+from waza.runner.executors import ray_watchdog
 from waza.runner.install_hints import pip_install
 
 INSTALL_HINT = f"--executor ray needs Ray: {pip_install('ray')}"
@@ -79,15 +80,18 @@ def connected(address: str | None, cpus: int | None) -> Iterator[Any]:
     logging.getLogger("ray").setLevel(logging.ERROR)
     # ray.init installs its own SIGTERM handler (exit at once); the run's handler (cancel cleanly) is put back.
     sigterm = signal.getsignal(signal.SIGTERM)
+    watchdog = None
     try:
         if address is None:  # "local": a new instance even when RAY_ADDRESS is set
             # Ray runs its workers at nice 15; the local engine's agents run at the user's priority, and so
             # do the embedded instance's (a cluster's nodes choose theirs when they are started).
             os.environ.setdefault(WORKER_NICENESS, "0")
             try:
-                ray.init(address="local", num_cpus=cpus, include_dashboard=False, **quiet)
+                context = ray.init(address="local", num_cpus=cpus, include_dashboard=False, **quiet)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise ConfigError(f"cannot start an embedded Ray instance: {_first_line(exc)}") from None
+            # Whatever ends this process, even SIGKILL, the instance's processes end with it.
+            watchdog = ray_watchdog.start(context.address_info["session_dir"])
         else:
             _join(ray, address, quiet)
     finally:
@@ -97,7 +101,10 @@ def connected(address: str | None, cpus: int | None) -> Iterator[Any]:
     try:
         yield ray
     finally:
-        ray.shutdown()
+        try:
+            ray.shutdown()
+        finally:
+            ray_watchdog.stop(watchdog)
 
 
 def _stop_error_printer(ray: Any) -> None:
