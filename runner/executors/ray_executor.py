@@ -74,6 +74,7 @@ class RayOptions:
     ``node_error_limit``: errors in a row after which a node gets no more
     tasks. ``env``: variables set for every task (Ray's runtime environment).
     ``capacity_timeout``: seconds to wait for a cluster with no room for one task.
+    ``verbose``: Ray's own log lines (its logging from INFO, what it writes while joining) on stderr.
     """
 
     address: str | None = None
@@ -85,6 +86,7 @@ class RayOptions:
     node_error_limit: int = NODE_ERROR_LIMIT
     env: Mapping[str, str] = field(default_factory=dict)
     capacity_timeout: float = CAPACITY_TIMEOUT
+    verbose: bool = False
 
     def __post_init__(self) -> None:
         if not (self.task_cpus >= 0 and math.isfinite(self.task_cpus)):
@@ -121,7 +123,7 @@ class RayExecutor:
         self.options = options
 
     async def __call__(self, items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]) -> None:
-        with connected(self.options.address, self.options.cpus) as ray:
+        with connected(self.options.address, self.options.cpus, verbose=self.options.verbose) as ray:
             await self._run(ray, items, settings, sink)
 
     async def _run(self, ray: Any, items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]) -> None:
