@@ -8,6 +8,7 @@ workspaces are removed on the node. Skipped when the ``ray`` extra is not instal
 
 from __future__ import annotations
 
+import secrets
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import orjson
 import pytest
 
 from .conftest import ROOT, read_jsonl, run_waza, write_jsonl
+from .ray_cluster import Cluster
 from .test_ray import descendants
 
 pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'waza[ray]')")
@@ -134,3 +136,32 @@ def test_ray_lines_stay_off_stderr_and_stdout_unless_verbose(tmp_path):
     assert verbose.returncode == 1, verbose.stderr
     assert b"Started a local Ray instance" in verbose.stderr  # Ray's logging, on stderr
     assert sorted(r["id"] for r in read_jsonl(verbose.stdout)) == ["fine", "killed"]  # still nothing else on stdout
+
+
+@pytest.mark.slow
+def test_on_a_node_of_its_own_workspaces_are_removed_and_files_come_back(tmp_path):
+    # A head without CPUs and one node with its own temporary directory: every task runs there.
+    cluster = Cluster({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16)})
+    node_tmp = tmp_path / "node-tmp"
+    node_tmp.mkdir()
+    driver = tmp_path / "driver"
+    driver.mkdir()
+    try:
+        cluster.start_head(num_cpus=0)
+        cluster.add_node(num_cpus=2, TMPDIR=str(node_tmp))
+        prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": f"p{i}", "input": f"cwd\nsay answer {i}\nflood 1"} for i in range(3)])
+        args = ["trials", prompts, "-k", "2", "--raw-log", "raw.jsonl", "-g", "builtin:human", "-o", "out.jsonl"]
+        args += ["--executor", "ray", "--ray-address", cluster.address]
+        proc = run_waza(*args, "--", *ACP_AGENT, cwd=driver, env=cluster.env)
+    finally:
+        cluster.stop()
+    assert proc.returncode == 0, proc.stderr
+    trials = [t for r in read_jsonl(driver / "out.jsonl") for t in r["trials"]]
+    assert len(trials) == 6 and all(str(node_tmp) in t["output"] for t in trials)  # the agent's cwd: a fresh workspace there
+    assert [p.name for p in node_tmp.iterdir()] == []  # removed after grading, with the tasks' private copies
+    pairs = {(i["id"], i["trial"]) for i in read_jsonl(driver / "waza-review.jsonl")}
+    assert pairs == {(f"p{i}", t) for i in range(3) for t in (1, 2)}  # every trial's item, in the driver's directory
+    prompted = Counter(
+        line["promptId"] for line in read_jsonl(driver / "raw.jsonl") if line["message"].get("method") == "session/prompt"
+    )
+    assert prompted == {"p0": 2, "p1": 2, "p2": 2}
