@@ -94,12 +94,11 @@ def alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads the process tree from Linux's /proc")
-@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
+@pytest.mark.parametrize("how", ["end", signal.SIGTERM, signal.SIGKILL])
 def test_the_embedded_instance_ends_with_its_driver_however_the_driver_ends(tmp_path, how):
     go, log = tmp_path / "go", tmp_path / "started.log"
-    prompts = write_jsonl(
-        tmp_path / "p.jsonl", [{"id": "a", "input": orjson.dumps({"wait_for": str(go), "log": str(log)}).decode()}]
-    )
+    spec = orjson.dumps({"wait_for": str(go), "log": str(log)}).decode()
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": spec}])
     args = ["capture", prompts, "--adapter", "exec", "-o", tmp_path / "out.jsonl", "--executor", "ray"]
     proc = subprocess.Popen([sys.executable, "-m", "waza", *map(str, args), "--", *RAY_AGENT], stderr=subprocess.PIPE, cwd=ROOT)
     try:
@@ -108,9 +107,12 @@ def test_the_embedded_instance_ends_with_its_driver_however_the_driver_ends(tmp_
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.1)
         tree = descendants(proc.pid) - {proc.pid}
-        proc.send_signal(how)
+        if how == "end":
+            go.touch()  # the agent answers and the run ends as usual
+        else:
+            proc.send_signal(how)
         _, stderr = proc.communicate(timeout=60)
-        assert proc.returncode == -how if how == signal.SIGKILL else 128 + how, stderr
+        assert proc.returncode == {"end": 0, signal.SIGTERM: 128 + signal.SIGTERM, signal.SIGKILL: -signal.SIGKILL}[how], stderr
         # Ray's own helpers outlive a SIGKILLed driver by a minute when nothing stops them (a 60 s timeout of
         # theirs); the watchdog's sweep takes seconds: 30 s tells the two apart on a busy machine.
         deadline = time.monotonic() + 30
