@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from waza.protocol.errors import ConfigError
-from waza.runner.executors import ray_watchdog
+from waza.runner.executors.ray_watchdog import start_watchdog, stop_watchdog
 from waza.runner.install_hints import pip_install
 
 INSTALL_HINT = f"--executor ray needs Ray: {pip_install('ray')}"
@@ -97,7 +97,7 @@ def connected(address: str | None, cpus: int | None, *, verbose: bool = False) -
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise ConfigError(f"cannot start an embedded Ray instance: {_first_line(exc)}") from None
             # Whatever ends this process, even SIGKILL, the instance's processes end with it.
-            watchdog = ray_watchdog.start(context.address_info["session_dir"])
+            watchdog = start_watchdog(context.address_info["session_dir"])
         else:
             _join(ray, address, options, verbose)
     finally:
@@ -110,7 +110,7 @@ def connected(address: str | None, cpus: int | None, *, verbose: bool = False) -
         try:
             ray.shutdown()
         finally:
-            ray_watchdog.stop(watchdog)
+            stop_watchdog(watchdog)
 
 
 def _stop_error_printer(ray: Any) -> None:

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-__all__ = ["start", "stop"]
+__all__ = ["start_watchdog", "stop_watchdog"]
 
 #: Seconds the driver waits for the watchdog's last sweep after a normal end.
 STOP_WAIT = 10.0
@@ -35,7 +35,7 @@ _GRACE = 3.0
 _PAUSE = 0.1
 
 
-def start(session_dir: str) -> subprocess.Popen[bytes] | None:
+def start_watchdog(session_dir: str) -> subprocess.Popen[bytes] | None:
     """The watchdog of the instance whose session directory is ``session_dir`` (None where there is no /proc)."""
     if not os.path.isdir("/proc/self/fd"):
         return None
@@ -48,7 +48,7 @@ def start(session_dir: str) -> subprocess.Popen[bytes] | None:
     )
 
 
-def stop(watchdog: subprocess.Popen[bytes] | None) -> None:
+def stop_watchdog(watchdog: subprocess.Popen[bytes] | None) -> None:
     """After ``ray.shutdown``: let the watchdog sweep what is left, and reap it."""
     if watchdog is None:
         return
