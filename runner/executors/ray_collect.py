@@ -17,13 +17,14 @@ exist at that path on the node (like a grader script), or the grade stays pendin
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec.structs
 
 from waza.protocol.records import CaptureResult
 from waza.runner.engine.specs import AcpAgent, AgentSpec, Builtin, GraderSpecT, HeadlessAgent
@@ -59,7 +60,7 @@ def driver_paths(grader: GraderSpecT) -> GraderSpecT:
     if not _is_reviewer(grader):
         return grader
     labels = Path(grader.config.get(_LABELS, _DEFAULT_LABELS)).expanduser().absolute()
-    return dataclasses.replace(grader, config={**grader.config, _LABELS: str(labels)})
+    return msgspec.structs.replace(grader, config={**grader.config, _LABELS: str(labels)})
 
 
 def run_collecting(
@@ -110,7 +111,7 @@ def _agent_redirected(agent: AgentSpec, tmp: Path, moved: dict[Path, str]) -> Ag
         return agent
     local = tmp / "raw-log.jsonl"
     moved[local] = str(agent.raw_log)
-    return dataclasses.replace(agent, raw_log=local)
+    return msgspec.structs.replace(agent, raw_log=local)
 
 
 def _grader_redirected(grader: GraderSpecT, tmp: Path, moved: dict[Path, str]) -> GraderSpecT:
@@ -118,7 +119,7 @@ def _grader_redirected(grader: GraderSpecT, tmp: Path, moved: dict[Path, str]) -
         return grader
     local = tmp / f"review-{len(moved)}.jsonl"
     moved[local] = str(grader.config.get(_QUEUE, _DEFAULT_QUEUE))
-    return dataclasses.replace(grader, config={**grader.config, _QUEUE: str(local)})
+    return msgspec.structs.replace(grader, config={**grader.config, _QUEUE: str(local)})
 
 
 def _name_as_configured(result: CaptureResult, names: Mapping[str, str]) -> None:
