@@ -21,11 +21,12 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
 import msgspec.structs
 
+from waza.graders._review import DEFAULT_LABELS, DEFAULT_QUEUE
 from waza.protocol.records import CaptureResult
 from waza.runner.engine.specs import AcpAgent, AgentSpec, Builtin, GraderSpecT, HeadlessAgent
 
@@ -36,12 +37,9 @@ COLLECT_LIMIT = 32 << 20
 #: The human graders, whose ``queue`` (written) and ``labels`` (read) name files.
 _REVIEWERS = frozenset({"human", "human_calibration"})
 _QUEUE, _LABELS = "queue", "labels"
-_DEFAULT_QUEUE = "waza-review.jsonl"  # graders/_review.py's default (graders are not imported on the driver for it)
-_DEFAULT_LABELS = "waza-labels.jsonl"
 
 
-@dataclass(frozen=True, slots=True)
-class Collected:
+class Collected(msgspec.Struct, frozen=True):
     """What one task's files held: (the driver's path, the bytes to append there), and what was cut short.
 
     ``cut``: (driver path, bytes dropped) for each file over ``COLLECT_LIMIT``.
@@ -59,7 +57,7 @@ def driver_paths(grader: GraderSpecT) -> GraderSpecT:
     """
     if not _is_reviewer(grader):
         return grader
-    labels = Path(grader.config.get(_LABELS, _DEFAULT_LABELS)).expanduser().absolute()
+    labels = Path(grader.config.get(_LABELS, DEFAULT_LABELS)).expanduser().absolute()
     return msgspec.structs.replace(grader, config={**grader.config, _LABELS: str(labels)})
 
 
@@ -118,7 +116,7 @@ def _grader_redirected(grader: GraderSpecT, tmp: Path, moved: dict[Path, str]) -
     if not _is_reviewer(grader):
         return grader
     local = tmp / f"review-{len(moved)}.jsonl"
-    moved[local] = str(grader.config.get(_QUEUE, _DEFAULT_QUEUE))
+    moved[local] = str(grader.config.get(_QUEUE, DEFAULT_QUEUE))
     return msgspec.structs.replace(grader, config={**grader.config, _QUEUE: str(local)})
 
 
