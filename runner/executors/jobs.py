@@ -44,6 +44,7 @@ from waza.runner.engine.specs import (
     agent_spec,
     from_internal,
 )
+from waza.runner.executors.ray_collect import driver_paths
 from waza.runner.grading.grader_runners import GraderRunner
 from waza.runner.grading.grader_specs import resolve_argv
 
@@ -105,6 +106,7 @@ def _absolute(path: Path) -> Path:
 
 
 def _portable_grader(grader: GraderSpecT) -> GraderSpecT:
+    grader = driver_paths(grader)  # a review queue goes where a local run would write it
     if isinstance(grader, (Executable, Worker)):
         return msgspec.structs.replace(grader, argv=tuple(resolve_argv(list(grader.argv))))
     if isinstance(grader, PythonGrader) and isinstance(grader.fn, str):

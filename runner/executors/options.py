@@ -113,7 +113,15 @@ class ExecutorOptions(msgspec.Struct):
             max_retries=MAX_RETRIES if self.ray_max_retries is None else self.ray_max_retries,
             node_error_limit=NODE_ERROR_LIMIT if self.ray_node_error_limit is None else self.ray_node_error_limit,
             capacity_timeout=CAPACITY_TIMEOUT if self.ray_capacity_timeout is None else self.ray_capacity_timeout,
+            verbose=_verbose(),
         )
+
+
+def _verbose() -> bool:
+    """Whether the command line has waza's -v (``waza -v capture ...``): Ray's own log lines are shown then."""
+    from waza.protocol.io.logs import verbosity
+
+    return verbosity() > 0
 
 
 def driver_env(names: list[str]) -> dict[str, str]:

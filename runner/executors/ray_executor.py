@@ -26,6 +26,7 @@ more is written.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import sys
 import time
@@ -40,8 +41,9 @@ from waza import __version__
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult
 from waza.runner.engine.pipeline import Settings, Sink, WorkItem, failed_result
-from waza.runner.engine.specs import GraderSpecT, Timeouts
+from waza.runner.engine.specs import AgentSpec, GraderSpecT, Timeouts
 from waza.runner.executors.jobs import Job, NodeMismatch, agent_of, graders_of, pack, run_job, workspace_of
+from waza.runner.executors.ray_collect import Collected, deliver, run_collecting
 from waza.runner.executors.ray_connect import INSTALL_HINT, WORKER_NICENESS, connected, import_ray, reach
 from waza.runner.executors.ray_nodes import Nodes
 
@@ -72,6 +74,7 @@ class RayOptions:
     ``node_error_limit``: errors in a row after which a node gets no more
     tasks. ``env``: variables set for every task (Ray's runtime environment).
     ``capacity_timeout``: seconds to wait for a cluster with no room for one task.
+    ``verbose``: Ray's own log lines (its logging from INFO, what it writes while joining) on stderr.
     """
 
     address: str | None = None
@@ -83,6 +86,7 @@ class RayOptions:
     node_error_limit: int = NODE_ERROR_LIMIT
     env: Mapping[str, str] = field(default_factory=dict)
     capacity_timeout: float = CAPACITY_TIMEOUT
+    verbose: bool = False
 
     def __post_init__(self) -> None:
         if not (self.task_cpus >= 0 and math.isfinite(self.task_cpus)):
@@ -119,7 +123,7 @@ class RayExecutor:
         self.options = options
 
     async def __call__(self, items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]) -> None:
-        with connected(self.options.address, self.options.cpus) as ray:
+        with connected(self.options.address, self.options.cpus, verbose=self.options.verbose) as ray:
             await self._run(ray, items, settings, sink)
 
     async def _run(self, ray: Any, items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]) -> None:
@@ -210,8 +214,9 @@ class RayExecutor:
         """The task's record; an error record when Ray could not run it; None when it was cancelled."""
         exceptions = ray.exceptions
         try:
-            result: CaptureResult = ray.get(ref)
-            return result
+            result, collected = ray.get(ref)
+            deliver(collected, _label(result))
+            return result  # type: ignore[no-any-return]
         except (exceptions.TaskCancelledError, KeyboardInterrupt):
             return None  # interrupted: the run is ending and --resume will run it again
         except exceptions.RayTaskError as exc:
@@ -238,9 +243,18 @@ def _unschedulable(ray: Any, ref: Any) -> bool:
     return False
 
 
-def _on_node(job: Job, seed: bytes | None) -> CaptureResult:
-    """What each task runs: the job, told which Ray node it is on."""
-    return run_job(job, seed, node_id=import_module("ray").get_runtime_context().get_node_id())
+def _on_node(job: Job, seed: bytes | None) -> tuple[CaptureResult, Collected]:
+    """What each task runs: the job, told which Ray node it is on, and the files it wrote for the driver."""
+    node_id = import_module("ray").get_runtime_context().get_node_id()
+
+    def run(agent: AgentSpec, graders: tuple[GraderSpecT, ...]) -> CaptureResult:
+        return run_job(dataclasses.replace(job, agent=agent, graders=graders), seed, node_id=node_id)
+
+    return run_collecting(run, job.agent, job.graders)
+
+
+def _label(result: CaptureResult) -> str:
+    return result.id if result.trial is None else f"{result.id} (trial {result.trial})"
 
 
 def _cause(exc: BaseException) -> str:
