@@ -63,11 +63,16 @@ class ResultsFile:
 
     def __iter__(self) -> Iterator[tuple[int, Result]]:
         """(line number, record) lazily; the kind is fixed by the first line."""
+        for number, line in self.lines():
+            self.kind, record = read_result(self.source, number, line, self.kind)
+            yield number, record
+
+    def lines(self) -> Iterator[tuple[int, bytes]]:
+        """(line number, line) of each non-blank line, lazily, for a reader that decodes them itself
+        (and sets :attr:`kind` from :func:`read_result`)."""
         stream = open_input(self.path, self.on_wait)
         try:
-            for number, line in iter_lines(stream, self.source):
-                self.kind, record = read_result(self.source, number, line, self.kind)
-                yield number, record
+            yield from iter_lines(stream, self.source)
         finally:
             if self.path != "-":
                 stream.close()
