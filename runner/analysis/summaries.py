@@ -8,7 +8,7 @@ TrialResult becomes one summary per trial (see :mod:`.attempts`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -16,7 +16,7 @@ import orjson
 from waza.protocol.analysis_records import GradeView, ResultSummary, StepView
 from waza.protocol.records import CaptureResult, Grade, TrajectoryStep
 from waza.protocol.trial_records import TrialResult
-from waza.runner.analysis.attempts import Attempt, attempts
+from waza.runner.analysis.attempts import Attempt, from_capture, from_trials
 from waza.runner.reports.markdown import cell, num, shorten
 
 
@@ -103,10 +103,11 @@ def summarize(a: Attempt, width: int) -> ResultSummary:
     )
 
 
-def summaries(result: CaptureResult | TrialResult, width: int) -> Iterator[ResultSummary]:
+def summaries(result: CaptureResult | TrialResult, width: int) -> list[ResultSummary]:
     """One summary per capture result, one per trial of a trials result."""
-    for a in attempts(result):
-        yield summarize(a, width)
+    if isinstance(result, TrialResult):
+        return [summarize(a, width) for a in from_trials(result)]
+    return [summarize(from_capture(result), width)]
 
 
 def _ms(value: int | None) -> str:
