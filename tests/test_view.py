@@ -640,6 +640,15 @@ def test_a_torn_last_line_is_read_once_not_at_every_look(tmp_path, inotify):
     assert index.columns.ids[-1] == "torn" and len(index.columns) == 4
 
 
+def until(test, seconds: float = 60) -> None:
+    """Wait until ``test()`` holds (an indexer thread's work is seen), failing after ``seconds``."""
+    for _ in range(int(seconds / 0.05)):
+        if test():
+            return
+        time.sleep(0.05)
+    raise AssertionError("never seen")
+
+
 @pytest.mark.parametrize("inotify", [True, False])
 def test_the_indexer_follows_new_directories_files_and_lines(tmp_path, inotify):
     """With inotify (Linux) and with the stat fallback: a new directory, a new file in it and a new line are seen."""
@@ -648,14 +657,6 @@ def test_the_indexer_follows_new_directories_files_and_lines(tmp_path, inotify):
     registry = Registry(roots=[tmp_path], files=[], inotify=inotify)
     registry.start()
     try:
-
-        def until(test) -> None:
-            for _ in range(600):
-                if test():
-                    return
-                time.sleep(0.05)
-            raise AssertionError("never seen")
-
         time.sleep(0.5)
         assert registry.watching is (inotify and sys.platform.startswith("linux"))
         (tmp_path / "later" / "deeper").mkdir(parents=True)
@@ -692,14 +693,6 @@ def test_an_idle_viewer_reads_no_file_again(tmp_path, monkeypatch, inotify):
     registry = Registry(roots=[tmp_path], files=[], inotify=inotify, interval=0.02, slowest=0.1)
     registry.start()
     try:
-
-        def until(test) -> None:
-            for _ in range(1200):
-                if test():
-                    return
-                time.sleep(0.05)
-            raise AssertionError("never seen")
-
         until(lambda: len(registry.listing()) == 12 and all(len(i.columns) == 40 for i in registry.listing()))
         time.sleep(0.5)
         reads.clear()
