@@ -217,41 +217,50 @@ def compare(baseline: Run, candidate: Run, boot: Bootstrap) -> PairedComparison:
             f"file ({candidate.info.source}); compare capture with capture, trials with trials"
         )
     trials = baseline.info.kind == "trials"
-    shared_ids = [i for i in baseline.outcomes if i in candidate.outcomes]
-    shared = [(baseline.outcomes[i], candidate.outcomes[i]) for i in shared_ids]
-    deltas = []
-    judged = []
+    others = candidate.outcomes
+    shared: list[tuple[Outcome, Outcome]] = []
+    deltas: list[PromptDelta] = []
+    only_baseline: list[str] = []
     changed: dict[str, list[str]] = {"regression": [], "improvement": [], "not-judged": [], "same": []}
-    for id_, (a, b) in zip(shared_ids, shared, strict=True):
-        change = _change(a.side, b.side, trials)
+    rates: list[tuple[float, float]] = []  # judged pairs: pass rates, or pass (1.0) / fail (0.0)
+    verdicts: list[tuple[bool, bool]] = []  # judged pairs of a capture run, for McNemar's test
+    scores: list[tuple[float, float]] = []
+    for id_, a in baseline.outcomes.items():  # one pass, in baseline order
+        b = others.get(id_)
+        if b is None:
+            only_baseline.append(id_)
+            continue
+        shared.append((a, b))
+        x, y = a.side, b.side
+        change = _change(x, y, trials)
         deltas.append(
             PromptDelta(
                 id=id_,
-                baseline=a.side,
-                candidate=b.side,
-                score_delta=_diff(a.side.score, b.side.score),
-                pass_rate_delta=_diff(a.side.pass_rate, b.side.pass_rate) if trials else None,
+                baseline=x,
+                candidate=y,
+                score_delta=_diff(x.score, y.score),
+                pass_rate_delta=_diff(x.pass_rate, y.pass_rate) if trials else None,
                 change=change,  # type: ignore[arg-type]
             )
         )
         changed[change].append(id_)
-        if change != "not-judged":
-            judged.append((a.side, b.side))
+        if change != "not-judged":  # both sides have a pass rate (trials) or a verdict (capture)
+            if trials:
+                rates.append((x.pass_rate, y.pass_rate))  # type: ignore[arg-type]
+            else:
+                rates.append((1.0 if x.passed else 0.0, 1.0 if y.passed else 0.0))
+                verdicts.append((bool(x.passed), bool(y.passed)))
+        if x.score is not None and y.score is not None:
+            scores.append((x.score, y.score))
     stats = dict(seed=boot.seed, resamples=boot.resamples, level=boot.level)
-    if trials:
-        rates = [(a.pass_rate, b.pass_rate) for a, b in judged]
-        mcnemar = None
-    else:
-        rates = [(float(a.passed), float(b.passed)) for a, b in judged if a.passed is not None and b.passed is not None]
-        mcnemar = mcnemar_table([(bool(a.passed), bool(b.passed)) for a, b in judged]) if judged else None
-    scores = [(a.side.score, b.side.score) for a, b in shared if a.side.score is not None and b.side.score is not None]
+    mcnemar = mcnemar_table(verdicts) if verdicts else None
     ks = sorted(set(baseline.ks) & set(candidate.ks))
     return PairedComparison(
         baseline=baseline.info.label,
         candidate=candidate.info.label,
-        shared=len(shared_ids),
-        only_baseline=[i for i in baseline.outcomes if i not in candidate.outcomes],
-        only_candidate=[i for i in candidate.outcomes if i not in baseline.outcomes],
+        shared=len(shared),
+        only_baseline=only_baseline,
+        only_candidate=[i for i in others if i not in baseline.outcomes],
         not_judged=changed["not-judged"],
         pass_rate=paired_difference(rates, **stats),  # type: ignore[arg-type]
         mean_score=paired_difference(scores, **stats),  # type: ignore[arg-type]
