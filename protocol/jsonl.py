@@ -179,7 +179,7 @@ def iter_lines(stream: IO[bytes], source: str = "<input>", max_line: int = DEFAU
     number = 0
     while line := stream.readline(limit + 3):
         number += 1
-        if over_limit(line, limit):
+        if len(line) > limit and over_limit(line, limit):  # (only a line longer than the limit can be over it)
             raise line_too_long(source, number, limit)
         if number == 1 and line.startswith(BOM):
             line = line[len(BOM) :]

@@ -260,7 +260,7 @@ def compare(baseline: Run, candidate: Run, boot: Bootstrap) -> PairedComparison:
         candidate=candidate.info.label,
         shared=len(shared),
         only_baseline=only_baseline,
-        only_candidate=[i for i in others if i not in baseline.outcomes],
+        only_candidate=[i for i in others if i not in baseline.outcomes] if len(others) > len(shared) else [],
         not_judged=changed["not-judged"],
         pass_rate=paired_difference(rates, **stats),  # type: ignore[arg-type]
         mean_score=paired_difference(scores, **stats),  # type: ignore[arg-type]
