@@ -16,13 +16,13 @@ output whatever the mix in the sample.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+import msgspec
 
 from waza.protocol.trial_records import Agreement, Confusion, Disagreement
 
 
-@dataclass(frozen=True, slots=True)
-class Pair:
+class Pair(msgspec.Struct, frozen=True):
     """One item judged twice: by the reference (human or first grader) and by the grader checked."""
 
     id: str

@@ -9,14 +9,14 @@ one ``error`` instead of ``errors``). The summary and report writers work on
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+
+import msgspec
 
 from waza.protocol.records import CaptureResult, Exit, Grade, TrajectoryStep, Usage
 from waza.protocol.trial_records import TrialResult
 
 
-@dataclass(slots=True)
-class Attempt:
+class Attempt(msgspec.Struct):
     """One run of one prompt, from a CaptureResult or one trial of a TrialResult."""
 
     id: str
@@ -29,9 +29,9 @@ class Attempt:
     score: float | None = None
     duration: int | None = None
     first_response: int | None = None
-    trajectory: list[TrajectoryStep] = field(default_factory=list)
-    grades: list[Grade] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    trajectory: list[TrajectoryStep] = msgspec.field(default_factory=list)
+    grades: list[Grade] = msgspec.field(default_factory=list)
+    errors: list[str] = msgspec.field(default_factory=list)
     usage: Usage | None = None
     exit: Exit | None = None
     stderr: str | None = None

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from waza.protocol.records import CaptureResult, TrajectoryStep, Verdict
 from waza.protocol.trial_records import CalibrationItem, TrialResult
@@ -134,13 +135,12 @@ def sheet_item(result: CaptureResult, number: int) -> CalibrationItem:
     )
 
 
-@dataclass
-class Reservoir:
+class Reservoir(msgspec.Struct):
     """A uniform random sample of at most ``size`` items from a stream of unknown length (algorithm R)."""
 
     size: int
     seen: int = 0
-    kept: list[CaptureResult] = field(default_factory=list)
+    kept: list[CaptureResult] = msgspec.field(default_factory=list)
 
     def offer(self, result: CaptureResult, rng: random.Random) -> None:
         self.seen += 1
@@ -152,18 +152,19 @@ class Reservoir:
             self.kept[slot] = result
 
 
-@dataclass
-class StratifiedSample:
+class StratifiedSample(msgspec.Struct):
     """Stratified sample of graded items; ``skipped`` counts items without a verdict."""
 
     size: int
     seed: int
-    strata: dict[str, Reservoir] = field(default_factory=dict)
+    strata: dict[str, Reservoir] = msgspec.field(default_factory=dict)
     skipped: int = 0
-    shares: dict[str, int] = field(default_factory=dict)
+    shares: dict[str, int] = msgspec.field(default_factory=dict)
+    #: Seeded from ``seed`` when the sample is made, so the same seed draws the same sample.
+    _rng: random.Random = msgspec.field(default_factory=random.Random)
 
     def __post_init__(self) -> None:
-        self._rng = random.Random(self.seed)
+        self._rng.seed(self.seed)
 
     def offer(self, result: CaptureResult) -> None:
         if verdict(result) is None:

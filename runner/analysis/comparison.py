@@ -20,7 +20,6 @@ which converts it or words its error.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Literal
 
 import msgspec
@@ -49,17 +48,15 @@ class Outcome(msgspec.Struct, gc=False):
     pass_hat_k: dict[int, float | None] = {}
 
 
-@dataclass(slots=True)
-class Run:
+class Run(msgspec.Struct):
     """One results file loaded for comparison: what it is, and an outcome per prompt id."""
 
     info: RunInfo
     outcomes: dict[str, Outcome]
-    ks: list[int] = field(default_factory=list)
+    ks: list[int] = msgspec.field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
-class Bootstrap:
+class Bootstrap(msgspec.Struct, frozen=True):
     """How confidence intervals of paired differences are drawn (seeded, so a comparison repeats exactly)."""
 
     seed: int

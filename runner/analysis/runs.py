@@ -18,7 +18,6 @@ the same record of a line: the first only skips work the second would undo.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -46,8 +45,7 @@ def _record_class(kind: RunKind) -> type[CaptureResult] | type[TrialResult]:
     return TrialResult if kind == "trials" else CaptureResult
 
 
-@dataclass
-class ResultsFile:
+class ResultsFile(msgspec.Struct):
     """An open results file: its kind, known once the first line is read, and its records.
 
     ``on_wait`` is called before a read that may wait for a writer (stdin, a pipe, a FIFO): a

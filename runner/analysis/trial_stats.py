@@ -12,7 +12,8 @@ cover a run of any size, resumed or not.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+
+import msgspec
 
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.protocol.trial_records import ErrorPolicy, MeanEstimate, TrialEntry, TrialResult, TrialsSummary
@@ -97,8 +98,7 @@ def _estimate(values: list[float], seed: int, level: float) -> MeanEstimate | No
     )
 
 
-@dataclass
-class SummaryBuilder:
+class SummaryBuilder(msgspec.Struct):
     """Collects each prompt's estimates as its TrialResult is written; ``build`` adds the intervals."""
 
     k: int
@@ -110,12 +110,12 @@ class SummaryBuilder:
     failed: int = 0
     errored: int = 0
     pending: int = 0
-    pass_rates: list[float] = field(default_factory=list)
-    scores: list[float] = field(default_factory=list)
-    at_k: dict[str, list[float]] = field(default_factory=dict)
-    hat_k: dict[str, list[float]] = field(default_factory=dict)
-    flaky: list[str] = field(default_factory=list)
-    no_verdict: list[str] = field(default_factory=list)
+    pass_rates: list[float] = msgspec.field(default_factory=list)
+    scores: list[float] = msgspec.field(default_factory=list)
+    at_k: dict[str, list[float]] = msgspec.field(default_factory=dict)
+    hat_k: dict[str, list[float]] = msgspec.field(default_factory=dict)
+    flaky: list[str] = msgspec.field(default_factory=list)
+    no_verdict: list[str] = msgspec.field(default_factory=list)
 
     def add(self, result: TrialResult) -> None:
         self.prompts += 1

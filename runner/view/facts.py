@@ -10,7 +10,8 @@ offset when a page needs it.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+
+import msgspec
 
 from waza.protocol.records import CaptureResult, Usage
 from waza.protocol.trial_records import TrialResult
@@ -26,8 +27,7 @@ ADAPTER_LIMIT = 8
 GRADER_LIMIT = 50
 
 
-@dataclass(slots=True)
-class Fact:
+class Fact(msgspec.Struct):
     """The numbers of one line (a capture result, a trials result, or one trial of a suite)."""
 
     id: str
@@ -85,17 +85,16 @@ def fact_of(result: CaptureResult | TrialResult) -> Fact:
     )
 
 
-@dataclass
-class FileTotals:
+class FileTotals(msgspec.Struct):
     """Running totals of a file, updated line by line as the index grows."""
 
     results: int = 0
-    statuses: Counter[str] = field(default_factory=Counter)
+    statuses: Counter[str] = msgspec.field(default_factory=Counter)
     score_sum: float = 0.0
     scored: int = 0
     errors: int = 0
-    adapters: list[str] = field(default_factory=list)
-    graders: dict[str, Counter[str]] = field(default_factory=dict)
+    adapters: list[str] = msgspec.field(default_factory=list)
+    graders: dict[str, Counter[str]] = msgspec.field(default_factory=dict)
     first_start: int | None = None
     last_end: int | None = None
     trials: SummaryBuilder | None = None

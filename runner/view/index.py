@@ -18,7 +18,6 @@ and a document larger than :data:`DOC_LIMIT` are reported, not read.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import math
 import os
@@ -27,10 +26,10 @@ import threading
 import time
 from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
+import msgspec
 import orjson
 
 from waza.protocol.analysis_records import RunKind
@@ -68,8 +67,7 @@ SUFFIXES = (".jsonl", ".json", ".ndjson")
 HEAD_BYTES = 64 * 1024
 
 
-@dataclass(frozen=True)
-class Place:
+class Place(msgspec.Struct, frozen=True):
     """Where a file is: a directory the viewer trusts (one it was given) and the names below it.
 
     Every open goes through :func:`waza.protocol.io.confined.open_regular`: relative to the
@@ -87,7 +85,7 @@ class Place:
         real = path.resolve()
         return cls(real.parent, (real.name,))
 
-    @functools.cached_property
+    @property
     def path(self) -> Path:
         return self.root.joinpath(*self.parts)
 
@@ -152,21 +150,20 @@ def sniff(place: Place) -> Kind | None:
     return classify(value)
 
 
-@dataclass
-class Columns:
+class Columns(msgspec.Struct):
     """Per-line facts as parallel arrays (a million lines cost tens of megabytes, not hundreds)."""
 
-    starts: array[int] = field(default_factory=lambda: array("q"))
-    lengths: array[int] = field(default_factory=lambda: array("q"))
-    numbers: array[int] = field(default_factory=lambda: array("q"))
-    ids: list[str] = field(default_factory=list)
-    statuses: list[str] = field(default_factory=list)
-    scores: array[float] = field(default_factory=lambda: array("d"))
-    durations: array[int] = field(default_factory=lambda: array("q"))
-    tokens: array[int] = field(default_factory=lambda: array("q"))
-    tools: array[int] = field(default_factory=lambda: array("q"))
-    labels: list[str | None] = field(default_factory=list)
-    whys: list[str] = field(default_factory=list)
+    starts: array[int] = msgspec.field(default_factory=lambda: array("q"))
+    lengths: array[int] = msgspec.field(default_factory=lambda: array("q"))
+    numbers: array[int] = msgspec.field(default_factory=lambda: array("q"))
+    ids: list[str] = msgspec.field(default_factory=list)
+    statuses: list[str] = msgspec.field(default_factory=list)
+    scores: array[float] = msgspec.field(default_factory=lambda: array("d"))
+    durations: array[int] = msgspec.field(default_factory=lambda: array("q"))
+    tokens: array[int] = msgspec.field(default_factory=lambda: array("q"))
+    tools: array[int] = msgspec.field(default_factory=lambda: array("q"))
+    labels: list[str | None] = msgspec.field(default_factory=list)
+    whys: list[str] = msgspec.field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -206,8 +203,7 @@ def pair_key(id_: str) -> str:
     return id_[:ID_LIMIT] + "#" + hashlib.blake2b(id_.encode(), digest_size=12).hexdigest()
 
 
-@dataclass
-class Index:
+class Index(msgspec.Struct):
     """One file: its kind, its per-line facts and totals, and how far it has been read."""
 
     key: str
@@ -218,14 +214,14 @@ class Index:
     size: int = 0
     mtime: float = 0.0
     line_number: int = 0
-    columns: Columns = field(default_factory=Columns)
-    totals: FileTotals = field(default_factory=FileTotals)
+    columns: Columns = msgspec.field(default_factory=Columns)
+    totals: FileTotals = msgspec.field(default_factory=FileTotals)
     #: first line index of each prompt id (:func:`pair_key`), and the first id found twice (comparisons refuse the file)
-    first_line: dict[str, int] = field(default_factory=dict)
+    first_line: dict[str, int] = msgspec.field(default_factory=dict)
     duplicate: str | None = None
     #: per line of a trials file, what a comparison needs (``waza compare``'s own outcome, errors excluded)
-    outcomes: list[Outcome] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
+    outcomes: list[Outcome] = msgspec.field(default_factory=list)
+    problems: list[str] = msgspec.field(default_factory=list)
     bad_lines: int = 0
     error: str | None = None
     growing: bool = False
@@ -237,7 +233,7 @@ class Index:
     #: the file grows, and then only the new bytes are searched for its end
     torn: int = 0
     seen: tuple[int, int, int] | None = None  # (inode, size, mtime) when last read
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.Lock = msgspec.field(default_factory=threading.Lock)
 
     @property
     def path(self) -> Path:
@@ -517,8 +513,7 @@ def _walked(name: str) -> bool:
     return not name.startswith(".") and name not in ("node_modules", "__pycache__")
 
 
-@dataclass
-class Registry:
+class Registry(msgspec.Struct):
     """Every file the viewer shows, kept up to date by one background thread.
 
     With inotify (Linux) the thread sleeps until the kernel says a file or a
@@ -536,14 +531,14 @@ class Registry:
     slowest: float = 16.0
     #: False: never use inotify (the stat-based fallback, also used where inotify is missing)
     inotify: bool = True
-    indexes: dict[str, Index] = field(default_factory=dict)
-    _places: list[Place] = field(default_factory=list)
-    _seen: dict[Path, tuple[int, int]] = field(default_factory=dict)
-    _due: dict[str, tuple[float, float]] = field(default_factory=dict)
+    indexes: dict[str, Index] = msgspec.field(default_factory=dict)
+    _places: list[Place] = msgspec.field(default_factory=list)
+    _seen: dict[Path, tuple[int, int]] = msgspec.field(default_factory=dict)
+    _due: dict[str, tuple[float, float]] = msgspec.field(default_factory=dict)
     _walk_due: tuple[float, float] = (0.0, 0.0)
-    _stop: threading.Event = field(default_factory=threading.Event)
+    _stop: threading.Event = msgspec.field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _lock: threading.Lock = msgspec.field(default_factory=threading.Lock)
     _watcher: Watcher | None = None
 
     def __post_init__(self) -> None:

@@ -10,11 +10,9 @@ note, so one huge output cannot make a page unusable.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 import string
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -39,8 +37,7 @@ RESULT_KINDS = ("capture", "trials", "suite")
 # ---------------------------------------------------------------- runs page
 
 
-@dataclass(frozen=True)
-class RunRow:
+class RunRow(msgspec.Struct, frozen=True):
     """What the runs table shows of a file, copied under the index's lock."""
 
     key: str
@@ -173,8 +170,7 @@ def runs_page(registry: Registry, roots: list[str], sort: str, desc: bool, q: st
 # ---------------------------------------------------------------- a run
 
 
-@dataclass(frozen=True)
-class Query:
+class Query(msgspec.Struct, frozen=True):
     """What a run page shows (filter, search, sort, page), read from its URL and written back into its links."""
 
     key: str
@@ -480,7 +476,7 @@ def _clip_step(step: TrajectoryStep) -> TrajectoryStep:
 
 def clipped(a: Attempt) -> Attempt:
     """The attempt with every long text cut to :data:`TEXT_LIMIT` characters."""
-    return dataclasses.replace(
+    return msgspec.structs.replace(
         a,
         output=clip(a.output),
         input=[clip(t) for t in a.turns],

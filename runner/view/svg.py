@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from waza.runner.reports.report_html import e
 
@@ -124,8 +125,7 @@ def bars(rows: Sequence[tuple[str, float | None, str]], *, title: str) -> str:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Point:
+class Point(msgspec.Struct, frozen=True):
     """One estimate at k with its interval, as :func:`k_curves` draws it."""
 
     k: int
@@ -134,8 +134,7 @@ class Point:
     high: float
 
 
-@dataclass(frozen=True, slots=True)
-class Series:
+class Series(msgspec.Struct, frozen=True):
     """One line of a k chart (pass@k or pass^k): its label, its colour and its points."""
 
     name: str
