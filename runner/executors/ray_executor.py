@@ -13,14 +13,16 @@ seconds, so a node that joins mid-run gets tasks and one that leaves stops
 counting; a cluster with no room at all for one task is waited for, up to
 ``capacity_timeout`` seconds (an autoscaler adding nodes), before the run is refused.
 
-Faults: a task whose worker process (or node) dies is run again by Ray up to
-``max_retries`` times; after that the item gets one *error* record. A task
-has one return value, so it can never yield two records. A node whose tasks
+Faults: a task whose node is lost is run again up to ``max_retries`` times,
+one whose own worker process dies under it once more (``ray_faults``); after
+that the item gets one *error* record naming the node and the worker's exit as
+Ray reports it. A task has one return value, so it can never yield two records. A node whose tasks
 end as errors ``node_error_limit`` times in a row (a missing binary, a full
 disk: fast failures that would otherwise pull most of the prompts to it) gets
 no more tasks: from then on each task is pinned to a healthy node. On an
 interrupt the tasks in flight are cancelled (their agents stopped) and nothing
-more is written.
+more is written. With ``warm_agents`` each slot is an actor that keeps its
+agent between items (``ray_actors``), under the same window, retries and budget.
 """
 
 from __future__ import annotations
@@ -43,9 +45,10 @@ from waza.runner.engine.pipeline import Settings, Sink, WorkItem, failed_result
 from waza.runner.engine.specs import GraderSpecT, Timeouts
 from waza.runner.executors.jobs import Job, NodeMismatch, agent_of, graders_of, pack, run_job, workspace_of
 from waza.runner.executors.ray_connect import INSTALL_HINT, WORKER_NICENESS, connected, import_ray, reach
+from waza.runner.executors.ray_faults import Attempts, Loss, loss_of, one_line
 from waza.runner.executors.ray_nodes import Nodes
 
-#: How often a task is run again after its worker process or node died (Ray's ``max_retries``).
+#: How often an item is run again after its node was lost (its own worker dying: once, ``ray_faults``).
 MAX_RETRIES = 3
 #: Seconds the cancelled tasks get to stop their agents after an interrupt before they are killed.
 CANCEL_GRACE = 5.0
@@ -57,8 +60,6 @@ CAPACITY_TIMEOUT = 0.0
 _POLL = 0.25
 #: Seconds between two readings of the cluster's resources and nodes.
 _REFRESH = 2.0
-#: Characters of Ray's account of a dead worker kept in an error record.
-_CAUSE_LIMIT = 600
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +73,8 @@ class RayOptions:
     ``node_error_limit``: errors in a row after which a node gets no more
     tasks. ``env``: variables set for every task (Ray's runtime environment).
     ``capacity_timeout``: seconds to wait for a cluster with no room for one task.
+    ``warm_agents``: an actor per slot keeps its agent process between items (an ACP agent
+    starts once per slot, as on the local executor) instead of a task per item.
     """
 
     address: str | None = None
@@ -83,6 +86,7 @@ class RayOptions:
     node_error_limit: int = NODE_ERROR_LIMIT
     env: Mapping[str, str] = field(default_factory=dict)
     capacity_timeout: float = CAPACITY_TIMEOUT
+    warm_agents: bool = False
 
     def __post_init__(self) -> None:
         if not (self.task_cpus >= 0 and math.isfinite(self.task_cpus)):
@@ -120,7 +124,12 @@ class RayExecutor:
 
     async def __call__(self, items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]) -> None:
         with connected(self.options.address, self.options.cpus) as ray:
-            await self._run(ray, items, settings, sink)
+            if self.options.warm_agents:
+                from waza.runner.executors.ray_actors import run_slots
+
+                await run_slots(self, ray, items, settings, sink)
+            else:
+                await self._run(ray, items, settings, sink)
 
     async def _run(self, ray: Any, items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]) -> None:
         options = self.options
@@ -130,7 +139,7 @@ class RayExecutor:
         task_options: dict[str, Any] = {
             "num_cpus": options.task_cpus,
             "resources": dict(options.resources) or None,
-            "max_retries": options.max_retries,
+            "max_retries": 0,  # the driver reruns what was lost, telling a lost node from a dying worker
             "retry_exceptions": False,
         }
         if options.env:
@@ -138,7 +147,7 @@ class RayExecutor:
         task = on_node.options(**task_options)
         affinity = import_module("ray.util.scheduling_strategies").NodeAffinitySchedulingStrategy
         jobs = _Jobs(ray, settings)
-        pending: dict[Any, tuple[WorkItem, str | None, Job, Any]] = {}
+        pending: dict[Any, tuple[WorkItem, str | None, Job, Any, Attempts]] = {}
         exhausted = False
         try:
             while True:
@@ -161,19 +170,24 @@ class RayExecutor:
                     remote = (
                         task if node is None else on_node.options(**task_options, scheduling_strategy=affinity(node, soft=False))
                     )
-                    pending[remote.remote(job, seed)] = (item, node, job, seed)
+                    pending[remote.remote(job, seed)] = (item, node, job, seed, Attempts())
                 if not pending:
                     if exhausted:
                         return
                     await self._wait_for_room(nodes)
                     continue
                 for ref in await anyio.to_thread.run_sync(_ready, ray, list(pending)):
-                    item, node, job, seed = pending.pop(ref)
+                    item, node, job, seed, attempts = pending.pop(ref)
                     nodes.returned(node)
                     if node is not None and _unschedulable(ray, ref):  # its node left: Ray chooses another
-                        pending[task.remote(job, seed)] = (item, None, job, seed)
+                        pending[task.remote(job, seed)] = (item, None, job, seed, attempts)
                         continue
-                    result = self._collect(ray, ref, item, settings)
+                    result = self._collect(ray, ref, item, settings, node or "", nodes.hosts.get(node or "", ""))
+                    if isinstance(result, Loss):
+                        if attempts.again(result, options.max_retries):
+                            pending[task.remote(job, seed)] = (item, None, job, seed, attempts)
+                            continue
+                        result = self.lost(item, settings, attempts, result)
                     if result is not None:
                         nodes.saw(result)
                         await sink(result)
@@ -206,8 +220,11 @@ class RayExecutor:
                 said = True
             await anyio.sleep(min(_REFRESH, max(0.0, deadline - time.monotonic())))
 
-    def _collect(self, ray: Any, ref: Any, item: WorkItem, settings: Settings) -> CaptureResult | None:
-        """The task's record; an error record when Ray could not run it; None when it was cancelled."""
+    def _collect(
+        self, ray: Any, ref: Any, item: WorkItem, settings: Settings, node_id: str = "", host: str = ""
+    ) -> CaptureResult | Loss | None:
+        """The task's record; the Loss when its worker or node went away (``node_id``, ``host``: where the
+        driver knows it ran); an error record when Ray could not run it otherwise; None when it was cancelled."""
         exceptions = ray.exceptions
         try:
             result: CaptureResult = ray.get(ref)
@@ -221,11 +238,20 @@ class RayExecutor:
                 raise ConfigError(f"{exc.cause}: install the driver's waza on every node") from None
             message = f"Ray task failed: {type(exc.cause).__name__}: {exc.cause}"
         except exceptions.RayError as exc:
-            tries = self.options.max_retries + 1
-            message = (
-                f"Ray could not finish this task in {tries} tries (worker or node died): {type(exc).__name__}: {_cause(exc)}"
-            )
+            loss = loss_of(exc, exceptions, node_id, host)
+            if loss is not None:
+                return loss
+            message = f"Ray could not finish this task: {type(exc).__name__}: {one_line(str(exc))}"
         return failed_result(item.case, item.trial, settings.adapter.name, message)
+
+    @staticmethod
+    def lost(item: WorkItem, settings: Settings, attempts: Attempts, loss: Loss) -> CaptureResult:
+        """The error record of an item given up after ``attempts``; it names its last node, which
+        then counts it towards that node's error budget."""
+        result = failed_result(item.case, item.trial, settings.adapter.name, attempts.message(loss))
+        if loss.node_id:
+            result.metadata = {**result.metadata, "ray": {"node_id": loss.node_id, "host": loss.host}}
+        return result
 
 
 def _unschedulable(ray: Any, ref: Any) -> bool:
@@ -241,13 +267,6 @@ def _unschedulable(ray: Any, ref: Any) -> bool:
 def _on_node(job: Job, seed: bytes | None) -> CaptureResult:
     """What each task runs: the job, told which Ray node it is on."""
     return run_job(job, seed, node_id=import_module("ray").get_runtime_context().get_node_id())
-
-
-def _cause(exc: BaseException) -> str:
-    """Ray's account of a dead worker or node, without its advice to read log files on the node, in one bounded line."""
-    sentences = " ".join(str(exc).split()).split(". ")
-    kept = [s for s in sentences if not (s.startswith("Check ") and "log" in s)]
-    return ". ".join(kept).strip()[:_CAUSE_LIMIT]
 
 
 class _Jobs:
