@@ -113,14 +113,14 @@ def test_a_growing_cluster_gets_used_and_an_empty_one_is_waited_for(tmp_path, cl
     assert most_at_once([s for s in found if s[0] >= joined]) == 3  # the window grew with the cluster: 3 CPUs, 3 at once
 
 
-def test_a_lost_node_s_tasks_run_again_on_the_survivor(tmp_path, cluster):
+@pytest.mark.parametrize("warm", [False, True], ids=["tasks", "warm-agents"])
+def test_a_lost_node_s_tasks_run_again_on_the_survivor(tmp_path, cluster, warm):
     cluster.start_head(num_cpus=1)
     node = cluster.add_node(num_cpus=1)
     out, log = tmp_path / "out.jsonl", tmp_path / "started.log"
     rows = prompts(tmp_path / "p.jsonl", 6, sleep=4, log=str(log))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "waza", *capture_args(cluster, rows, out)], stderr=subprocess.PIPE, cwd=ROOT, env=cluster.env
-    )
+    args = capture_args(cluster, rows, out, *(["--ray-warm-agents"] if warm else []))
+    proc = subprocess.Popen([sys.executable, "-m", "waza", *args], stderr=subprocess.PIPE, cwd=ROOT, env=cluster.env)
     try:
         deadline = time.monotonic() + 120
         while not log.exists() or len(log.read_text().splitlines()) < 2:  # one task on each node

@@ -153,6 +153,8 @@ class _Slots:
     kind: Any
     args: tuple[AgentSpec, Timeouts, Workspace]
     held: list[_Held] = field(default_factory=list)
+    #: Slots whose actor has not said where it is yet: they get no item until it has.
+    starting: list[_Held] = field(default_factory=list)
     idle: list[_Held] = field(default_factory=list)
     closing: list[tuple[Any, Any]] = field(default_factory=list)  # (close ref, actor)
 
@@ -163,13 +165,32 @@ class _Slots:
         actor = kind.remote(*self.args)
         slot = _Held(actor, actor.where.remote(), node)
         self.held.append(slot)
+        self.starting.append(slot)
         return slot
+
+    def started(self, where: Any) -> None:
+        """A starting slot's ``where`` came back: free for items, or retired when its actor could not start."""
+        slot = next(s for s in self.starting if s.where == where)
+        self.starting.remove(slot)
+        slot.locate(self.ray)
+        if slot.node_id:
+            self.idle.append(slot)
+        else:
+            self.retire(slot)
+
+    def shrink(self, room: int) -> None:
+        """Retire slots beyond ``room`` (the cluster lost nodes): those still starting first, then free ones."""
+        for slot in [*reversed(self.starting), *self.idle]:
+            if len(self.held) <= room:
+                return
+            self.retire(slot)
 
     def retire(self, slot: _Held) -> None:
         """Close the slot (its agent stopped where it still runs); its actor is killed once that is done."""
         self.held.remove(slot)
-        if slot in self.idle:
-            self.idle.remove(slot)
+        for group in (self.idle, self.starting):
+            if slot in group:
+                group.remove(slot)
         self.nodes.returned(slot.placed)
         self.closing.append((slot.actor.close.options(concurrency_group=_CONTROL).remote(), slot.actor))
 
@@ -202,7 +223,11 @@ class _Slots:
 async def run_slots(
     executor: RayExecutor, ray: Any, items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]
 ) -> None:
-    """The executor's run with a slot actor per slot instead of a task per item."""
+    """The executor's run with a slot actor per slot instead of a task per item.
+
+    An item goes only to a slot whose actor has started (said where it is): an actor that no node
+    can take yet holds no item, so no item waits behind it while another slot is free.
+    """
     from waza.runner.executors.ray_executor import _REFRESH, CANCEL_GRACE, _Jobs, _ready
 
     options = executor.options
@@ -219,55 +244,66 @@ async def run_slots(
         actor_options["runtime_env"] = {"env_vars": dict(options.env)}
     slots = _Slots(ray, nodes, ray.remote(**actor_options)(Slot), (jobs.agent, jobs.timeouts, jobs.workspace))
     pending: dict[Any, tuple[_Held, WorkItem, Job, Any, Attempts]] = {}
-    again: deque[tuple[WorkItem, Job, Any, Attempts]] = deque()
+    waiting: deque[tuple[WorkItem, Job, Any, Attempts]] = deque()  # pulled, or to run again, for the next free slot
     exhausted = False
+
+    async def pull() -> None:
+        """One more item into ``waiting`` (none once the items are exhausted)."""
+        nonlocal exhausted
+        while not exhausted:
+            try:
+                item = await anext(items)
+            except StopAsyncIteration:
+                exhausted = True
+                return
+            try:
+                job, seed = jobs.of(item)
+            except Exception as exc:  # a workspace that cannot be made is this item's error
+                await sink(failed_result(item.case, item.trial, settings.adapter.name, f"cannot prepare workspace: {exc}"))
+                continue
+            waiting.append((item, job, seed, Attempts()))
+            return
+
     try:
         while True:
             nodes.refresh()
             slots.sweep()
             room = nodes.healthy_slots() if options.in_flight is None else min(options.in_flight, nodes.healthy_slots())
-            while slots.idle or len(slots.held) < room:
-                if again:
-                    item, job, seed, attempts = again.popleft()
-                elif exhausted:
+            slots.shrink(room)
+            while slots.idle:
+                if not waiting:
+                    await pull()
+                if not waiting:
                     break
-                else:
-                    try:
-                        item = await anext(items)
-                    except StopAsyncIteration:
-                        exhausted = True
-                        break
-                    try:
-                        job, seed = jobs.of(item)
-                    except Exception as exc:  # a workspace that cannot be made is this item's error
-                        await sink(
-                            failed_result(item.case, item.trial, settings.adapter.name, f"cannot prepare workspace: {exc}")
-                        )
-                        continue
-                    attempts = Attempts()
-                slot = slots.idle.pop() if slots.idle else slots.start()
+                item, job, seed, attempts = waiting.popleft()
+                slot = slots.idle.pop()
                 pending[slot.actor.run.remote(job, seed)] = (slot, item, job, seed, attempts)
-            if not pending:
-                if exhausted and not again:
+            while len(slots.held) < room:  # a new slot for each item no starting slot will take
+                if len(waiting) <= len(slots.starting):
+                    await pull()
+                if len(waiting) <= len(slots.starting):
+                    break
+                slots.start()
+            refs = [*pending, *(slot.where for slot in slots.starting)]
+            if not refs:
+                if exhausted and not waiting:
                     return
                 await executor._wait_for_room(nodes)
                 continue
-            for ref in await anyio.to_thread.run_sync(_ready, ray, list(pending)):
+            for ref in await anyio.to_thread.run_sync(_ready, ray, refs):
+                if ref not in pending:
+                    slots.started(ref)
+                    continue
                 slot, item, job, seed, attempts = pending.pop(ref)
-                slot.locate(ray)
-                failure = _failure(ray, ref)
-                if isinstance(failure, ray.exceptions.RayActorError) or _unplaceable(ray, failure):
-                    slots.retire(slot)  # the actor is gone (or never got a node): the slot goes with it
+                if isinstance(_failure(ray, ref), ray.exceptions.RayActorError):
+                    slots.retire(slot)  # the actor is gone: the slot goes with it
                 else:
                     slots.idle.append(slot)
-                if _unplaceable(ray, failure):  # its pinned node left before the item started: not a try
-                    again.append((item, job, seed, attempts))
-                    continue
                 outcome = executor._collect(ray, ref, item, settings, slot.node_id, nodes.hosts.get(slot.node_id, slot.host))
                 if isinstance(outcome, Loss):
                     loss = outcome if outcome.pid or not slot.pid else dataclasses.replace(outcome, pid=slot.pid)
                     if attempts.again(loss, options.max_retries):
-                        again.append((item, job, seed, attempts))
+                        waiting.appendleft((item, job, seed, attempts))
                         continue
                     outcome = executor.lost(item, settings, attempts, loss)
                 if outcome is not None:
@@ -286,11 +322,3 @@ def _failure(ray: Any, ref: Any) -> BaseException | None:
     except Exception as exc:
         return exc
     return None
-
-
-def _unplaceable(ray: Any, failure: BaseException | None) -> bool:
-    """Whether a slot failed because no node could take it (its pinned node left), not because of what it ran."""
-    kinds = tuple(
-        k for name in ("ActorUnschedulableError", "TaskUnschedulableError") if (k := getattr(ray.exceptions, name, None))
-    )
-    return bool(kinds) and isinstance(failure, kinds)
