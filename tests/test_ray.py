@@ -379,3 +379,25 @@ def test_warm_agents_give_the_cold_records(tmp_path, address):
     cold = records(tmp_path / "cold.jsonl")
     assert records(tmp_path / "warm.jsonl", "--ray-warm-agents") == cold
     assert all(r["status"] == "passed" for r in cold.values())
+
+
+def test_an_interrupt_stops_the_warm_agents(tmp_path, address):
+    starts = tmp_path / "starts.log"
+    rows = [{"id": i, "input": "hang"} for i in ("a", "b", "c")]  # each waits for session/cancel
+    args = ["capture", write_jsonl(tmp_path / "p.jsonl", rows), "--adapter", "acp", "-o", tmp_path / "out.jsonl"]
+    args += ["--executor", "ray", "--ray-address", address, "--ray-warm-agents", "--", *ACP_AGENT, "--starts", starts]
+    proc = subprocess.Popen([sys.executable, "-m", "waza", *map(str, args)], stderr=subprocess.PIPE, cwd=ROOT)
+    deadline = time.monotonic() + 90
+    while not starts.exists() or len(starts.read_text().splitlines()) < 2:  # both slots' agents are up
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.1)
+    time.sleep(1)  # their prompts reach them
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert b"waza: cancelled 2 Ray tasks in flight" in stderr
+    pids = [int(pid) for pid in starts.read_text().split()]
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{pid}").exists() for pid in pids):  # the slots stopped their agents before they were killed
+        assert time.monotonic() < deadline, pids
+        time.sleep(0.1)
