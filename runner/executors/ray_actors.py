@@ -21,7 +21,6 @@ cancels its item and stops its agent, then the actors are killed.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import socket
 import sys
@@ -37,11 +36,11 @@ import anyio.from_thread
 
 from waza.protocol.errors import WazaError
 from waza.protocol.records import CaptureResult
-from waza.runner.engine.pipeline import Settings, Sink, WorkItem, entered, failed_result, open_adapter, run_item
+from waza.runner.engine.pipeline import Settings, Sink, WorkItem, entered, open_adapter, run_item
 from waza.runner.engine.run_setup import build_graders, run_settings, workspaces_of
 from waza.runner.engine.specs import AgentSpec, GraderSpecT, Timeouts, Workspace
 from waza.runner.executors.jobs import Job, check_node, located, node_failure, seeded
-from waza.runner.executors.ray_faults import Attempts, Loss
+from waza.runner.executors.ray_faults import Attempts
 from waza.runner.executors.ray_nodes import Nodes
 
 if TYPE_CHECKING:
@@ -250,19 +249,11 @@ async def run_slots(
     async def pull() -> None:
         """One more item into ``waiting`` (none once the items are exhausted)."""
         nonlocal exhausted
-        while not exhausted:
-            try:
-                item = await anext(items)
-            except StopAsyncIteration:
-                exhausted = True
-                return
-            try:
-                job, seed = jobs.of(item)
-            except Exception as exc:  # a workspace that cannot be made is this item's error
-                await sink(failed_result(item.case, item.trial, settings.adapter.name, f"cannot prepare workspace: {exc}"))
-                continue
-            waiting.append((item, job, seed, Attempts()))
-            return
+        found = None if exhausted else await jobs.next(items, sink)
+        if found is None:
+            exhausted = True
+        else:
+            waiting.append((*found, Attempts()))
 
     try:
         while True:
@@ -299,14 +290,11 @@ async def run_slots(
                     slots.retire(slot)  # the actor is gone: the slot goes with it
                 else:
                     slots.idle.append(slot)
-                outcome = executor._collect(ray, ref, item, settings, slot.node_id, nodes.hosts.get(slot.node_id, slot.host))
-                if isinstance(outcome, Loss):
-                    loss = outcome if outcome.pid or not slot.pid else dataclasses.replace(outcome, pid=slot.pid)
-                    if attempts.again(loss, options.max_retries):
-                        waiting.appendleft((item, job, seed, attempts))
-                        continue
-                    outcome = executor.lost(item, settings, attempts, loss)
-                if outcome is not None:
+                where = (slot.node_id, nodes.hosts.get(slot.node_id) or slot.host, slot.pid)
+                outcome = executor._collect(ray, ref, item, settings, attempts, where)
+                if outcome == "again":
+                    waiting.appendleft((item, job, seed, attempts))
+                elif outcome is not None:
                     nodes.saw(outcome)
                     await sink(outcome)
     finally:

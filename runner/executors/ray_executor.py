@@ -34,7 +34,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
@@ -154,18 +154,11 @@ class RayExecutor:
                 nodes.refresh()
                 window = options.in_flight or 2 * nodes.healthy_slots()
                 while not exhausted and len(pending) < window:
-                    try:
-                        item = await anext(items)
-                    except StopAsyncIteration:
+                    found = await jobs.next(items, sink)
+                    if found is None:
                         exhausted = True
                         break
-                    try:
-                        job, seed = jobs.of(item)
-                    except Exception as exc:  # a workspace that cannot be made is this item's error
-                        await sink(
-                            failed_result(item.case, item.trial, settings.adapter.name, f"cannot prepare workspace: {exc}")
-                        )
-                        continue
+                    item, job, seed = found
                     node = nodes.place()
                     remote = (
                         task if node is None else on_node.options(**task_options, scheduling_strategy=affinity(node, soft=False))
@@ -182,13 +175,12 @@ class RayExecutor:
                     if node is not None and _unschedulable(ray, ref):  # its node left: Ray chooses another
                         pending[task.remote(job, seed)] = (item, None, job, seed, attempts)
                         continue
-                    result = self._collect(ray, ref, item, settings, node or "", nodes.hosts.get(node or "", ""))
-                    if isinstance(result, Loss):
-                        if attempts.again(result, options.max_retries):
-                            pending[task.remote(job, seed)] = (item, None, job, seed, attempts)
-                            continue
-                        result = self.lost(item, settings, attempts, result)
-                    if result is not None:
+                    result = self._collect(
+                        ray, ref, item, settings, attempts, (node or "", nodes.hosts.get(node or "", ""), None)
+                    )
+                    if result == "again":
+                        pending[task.remote(job, seed)] = (item, None, job, seed, attempts)
+                    elif result is not None:
                         nodes.saw(result)
                         await sink(result)
         finally:
@@ -221,10 +213,17 @@ class RayExecutor:
             await anyio.sleep(min(_REFRESH, max(0.0, deadline - time.monotonic())))
 
     def _collect(
-        self, ray: Any, ref: Any, item: WorkItem, settings: Settings, node_id: str = "", host: str = ""
-    ) -> CaptureResult | Loss | None:
-        """The task's record; the Loss when its worker or node went away (``node_id``, ``host``: where the
-        driver knows it ran); an error record when Ray could not run it otherwise; None when it was cancelled."""
+        self,
+        ray: Any,
+        ref: Any,
+        item: WorkItem,
+        settings: Settings,
+        attempts: Attempts,
+        where: tuple[str, str, int | None] = ("", "", None),
+    ) -> CaptureResult | Literal["again"] | None:
+        """The task's record; "again" when its worker or node went away and the item is to run again
+        (``attempts`` counts it; ``where``: node id, host and worker pid as far as the driver knows); an
+        error record when Ray could not run it; None when it was cancelled."""
         exceptions = ray.exceptions
         try:
             result: CaptureResult = ray.get(ref)
@@ -238,9 +237,9 @@ class RayExecutor:
                 raise ConfigError(f"{exc.cause}: install the driver's waza on every node") from None
             message = f"Ray task failed: {type(exc.cause).__name__}: {exc.cause}"
         except exceptions.RayError as exc:
-            loss = loss_of(exc, exceptions, node_id, host)
+            loss = loss_of(exc, exceptions, *where)
             if loss is not None:
-                return loss
+                return "again" if attempts.again(loss, self.options.max_retries) else self.lost(item, settings, attempts, loss)
             message = f"Ray could not finish this task: {type(exc).__name__}: {one_line(str(exc))}"
         return failed_result(item.case, item.trial, settings.adapter.name, message)
 
@@ -275,6 +274,7 @@ class _Jobs:
 
     def __init__(self, ray: Any, settings: Settings) -> None:
         self.ray = ray
+        self.adapter = settings.adapter.name
         self.agent = agent_of(settings)
         self.timeouts = Timeouts(prompt=settings.timeout)
         self.workspace = workspace_of(settings)
@@ -282,6 +282,16 @@ class _Jobs:
         # Keyed by identity; the key object is kept in the value so its id stays its own.
         self.own_graders: dict[int, tuple[object, tuple[GraderSpecT, ...]]] = {}
         self.seeds: dict[int, tuple[object, Any]] = {}
+
+    async def next(self, items: AsyncIterator[WorkItem], sink: Sink[CaptureResult]) -> tuple[WorkItem, Job, Any] | None:
+        """The next item with its job and seed (None once ``items`` are exhausted); an item whose
+        workspace cannot be made gets its error record instead."""
+        async for item in items:
+            try:
+                return (item, *self.of(item))
+            except Exception as exc:  # a workspace that cannot be made is this item's error
+                await sink(failed_result(item.case, item.trial, self.adapter, f"cannot prepare workspace: {exc}"))
+        return None
 
     def of(self, item: WorkItem) -> tuple[Job, Any]:
         graders = self.graders
