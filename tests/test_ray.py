@@ -148,7 +148,8 @@ def test_interrupt_then_resume_on_ray_runs_exactly_the_missing_trials(tmp_path, 
     assert len(log.read_text().splitlines()[started:]) == len(everything - done)
 
 
-def test_trials_on_ray_give_the_local_pass_at_k(tmp_path, address):
+@pytest.mark.parametrize("warm", [[], ["--ray-warm-agents"]], ids=["tasks", "warm-agents"])
+def test_trials_on_ray_give_the_local_pass_at_k(tmp_path, address, warm):
     rows = [
         {"id": "always", "input": orjson.dumps({"pass": [1, 2, 3]}).decode(), "hint": "ok-answer"},
         {"id": "flaky", "input": orjson.dumps({"pass": [1, 3], "crash": [2]}).decode(), "hint": "ok-answer"},
@@ -164,7 +165,7 @@ def test_trials_on_ray_give_the_local_pass_at_k(tmp_path, address):
         return {r["id"]: r for r in read_jsonl(out)}
 
     local = trials(tmp_path / "local.jsonl")
-    remote = trials(tmp_path / "ray.jsonl", "--executor", "ray", "--ray-address", address)
+    remote = trials(tmp_path / "ray.jsonl", "--executor", "ray", "--ray-address", address, *warm)
     keys = ("n", "passes", "errored", "passRate", "passAtK", "passHatK", "flaky")
     assert {i: [r[k] for k in keys] for i, r in remote.items()} == {i: [r[k] for k in keys] for i, r in local.items()}
     assert [t["status"] for t in remote["flaky"]["trials"]] == ["passed", "error", "passed"]
@@ -192,7 +193,8 @@ def test_bad_ray_options_are_usage_errors(tmp_path, address):
     assert not out.exists() or out.read_bytes() == b""  # nothing was run or written
 
 
-def test_a_suite_on_ray_gives_the_local_records(tmp_path, address):
+@pytest.mark.parametrize("warm", [[], ["--ray-warm-agents"]], ids=["tasks", "warm-agents"])
+def test_a_suite_on_ray_gives_the_local_records(tmp_path, address, warm):
     # The tasks' fixtures are packed once per task on the driver and unpacked in each trial's workspace on the node.
     suite = ROOT / "examples" / "snippet-explainer" / "eval.yaml"
 
@@ -203,7 +205,7 @@ def test_a_suite_on_ray_gives_the_local_records(tmp_path, address):
         return verdict, {(r["id"], r.get("trial")): comparable(r) for r in read_jsonl(out)}
 
     local = run(tmp_path / "local.jsonl")
-    remote = run(tmp_path / "ray.jsonl", "--executor", "ray", "--ray-address", address)
+    remote = run(tmp_path / "ray.jsonl", "--executor", "ray", "--ray-address", address, *warm)  # each task's own graders
     assert remote[0] == local[0] and len(local[0]) == 1  # the same verdict line
     for key, record in local[1].items():
         assert remote[1].get(key) == record, key

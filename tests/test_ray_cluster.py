@@ -8,6 +8,7 @@ dead one seconds to be noticed), so marked ``slow``; skipped without the ``ray``
 
 from __future__ import annotations
 
+import re
 import secrets
 import subprocess
 import sys
@@ -60,12 +61,13 @@ def most_at_once(found: list[tuple[float, float]]) -> int:
     return best
 
 
-def test_a_bad_node_gets_no_more_tasks_after_the_error_limit(tmp_path, cluster):
+@pytest.mark.parametrize("warm", [[], ["--ray-warm-agents"]], ids=["tasks", "warm-agents"])
+def test_a_bad_node_gets_no_more_tasks_after_the_error_limit(tmp_path, cluster, warm):
     cluster.start_head(num_cpus=1)
     cluster.add_node(num_cpus=1, WAZA_BROKEN_NODE="1")  # its agents fail at once: a missing binary, a full disk
     out = tmp_path / "out.jsonl"
     rows = prompts(tmp_path / "p.jsonl", 20, sleep=0.3, fail_if_env="WAZA_BROKEN_NODE")
-    proc = run_waza(*capture_args(cluster, rows, out, "--ray-node-error-limit", "2"), env=cluster.env, timeout=300)
+    proc = run_waza(*capture_args(cluster, rows, out, "--ray-node-error-limit", "2", *warm), env=cluster.env, timeout=300)
     assert proc.returncode == 1, proc.stderr  # the bad node's records are errors
     records = read_jsonl(out)
     assert sorted(r["id"] for r in records) == [f"p{i:02d}" for i in range(20)]  # each once
@@ -137,3 +139,31 @@ def test_a_lost_node_s_tasks_run_again_on_the_survivor(tmp_path, cluster, warm):
     assert all(r["status"] == "passed" for r in records)
     started = [line.split()[0] for line in log.read_text().splitlines()]
     assert len(started) > 6  # what was in flight on the lost node ran again (at least once for agents)
+
+
+def test_a_record_lost_with_its_node_names_the_node(tmp_path, cluster):
+    cluster.start_head(num_cpus=1)
+    node = cluster.add_node(num_cpus=1)
+    out, log = tmp_path / "out.jsonl", tmp_path / "started.log"
+    rows = prompts(tmp_path / "p.jsonl", 2, sleep=30, log=str(log))
+    args = capture_args(cluster, rows, out, "--ray-max-retries", "0")  # no rerun: the lost one ends as an error
+    proc = subprocess.Popen([sys.executable, "-m", "waza", *args], stderr=subprocess.PIPE, cwd=ROOT, env=cluster.env)
+    try:
+        deadline = time.monotonic() + 120
+        while not log.exists() or len(log.read_text().splitlines()) < 2:  # one task on each node
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.2)
+        node.kill()
+        _, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, stderr
+    (error,) = [r for r in read_jsonl(out) if r["status"] == "error"]
+    assert re.fullmatch(
+        r"Ray could not finish this task in 1 try: the node running it was lost each time; "
+        r"last on node [0-9a-f]{56} \(\S+\): the node died or became unreachable",
+        error["errors"][0],
+    ), error["errors"]
+    assert error["metadata"]["ray"]["node_id"] in error["errors"][0]
+    assert len(log.read_text().splitlines()) == 2  # nothing ran again
