@@ -34,13 +34,13 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.from_thread
 
-from waza.protocol.errors import WazaError
+from waza.protocol.errors import ConfigError, WazaError
 from waza.protocol.records import CaptureResult
 from waza.runner.engine.pipeline import Settings, Sink, WorkItem, entered, open_adapter, run_item
 from waza.runner.engine.run_setup import build_graders, run_settings, workspaces_of
 from waza.runner.engine.specs import AgentSpec, GraderSpecT, Timeouts, Workspace
 from waza.runner.executors.jobs import Job, check_node, located, node_failure, seeded
-from waza.runner.executors.ray_faults import Attempts
+from waza.runner.executors.ray_faults import Attempts, loss_of, one_line
 from waza.runner.executors.ray_nodes import Nodes
 
 if TYPE_CHECKING:
@@ -116,6 +116,8 @@ class Slot:
 
     async def _item(self, adapter: Adapter, job: Job, seed: bytes | None) -> CaptureResult | None:
         with anyio.CancelScope() as self.scope:
+            if self.closing:  # close came between run's check and this scope
+                self.scope.cancel()
             item = WorkItem(case=job.case, trial=job.trial, prepare=seeded(seed), graders=self.runners)
             try:
                 result = await run_item(adapter, item, self.settings)
@@ -168,14 +170,22 @@ class _Slots:
         return slot
 
     def started(self, where: Any) -> None:
-        """A starting slot's ``where`` came back: free for items, or retired when its actor could not start."""
+        """A starting slot's ``where`` came back: the slot is free for items; retired when its node left
+        or could not take it; a ConfigError when the actor itself cannot start (it never would)."""
         slot = next(s for s in self.starting if s.where == where)
         self.starting.remove(slot)
-        slot.locate(self.ray)
-        if slot.node_id:
-            self.idle.append(slot)
-        else:
+        try:
+            slot.node_id, slot.host, slot.pid = self.ray.get(where, timeout=0)
+        except Exception as exc:
             self.retire(slot)
+            exceptions = self.ray.exceptions
+            unplaced = tuple(k for k in (getattr(exceptions, "ActorUnschedulableError", None),) if k is not None)
+            if not isinstance(exc, unplaced) and loss_of(exc, exceptions) is None:
+                raise ConfigError(
+                    f"--ray-warm-agents: a slot's actor cannot start: {type(exc).__name__}: {one_line(str(exc))}"
+                ) from None
+            return
+        self.idle.append(slot)
 
     def shrink(self, room: int) -> None:
         """Retire slots beyond ``room`` (the cluster lost nodes): those still starting first, then free ones."""
