@@ -115,13 +115,14 @@ def test_a_growing_cluster_gets_used_and_an_empty_one_is_waited_for(tmp_path, cl
     assert most_at_once([s for s in found if s[0] >= joined]) == 3  # the window grew with the cluster: 3 CPUs, 3 at once
 
 
-@pytest.mark.parametrize("warm", [False, True], ids=["tasks", "warm-agents"])
-def test_a_lost_node_s_tasks_run_again_on_the_survivor(tmp_path, cluster, warm):
+def lose_a_node(tmp_path: Path, cluster: Cluster, n: int, sleep: float, *extra: str) -> tuple[int, bytes, Path]:
+    """A capture of ``n`` prompts on a head and a second node (one CPU each) that is SIGKILLed once each
+    node runs one: (exit code, stderr, the agents' start log)."""
     cluster.start_head(num_cpus=1)
     node = cluster.add_node(num_cpus=1)
-    out, log = tmp_path / "out.jsonl", tmp_path / "started.log"
-    rows = prompts(tmp_path / "p.jsonl", 6, sleep=4, log=str(log))
-    args = capture_args(cluster, rows, out, *(["--ray-warm-agents"] if warm else []))
+    log = tmp_path / "started.log"
+    rows = prompts(tmp_path / "p.jsonl", n, sleep=sleep, log=str(log))
+    args = capture_args(cluster, rows, tmp_path / "out.jsonl", *extra)
     proc = subprocess.Popen([sys.executable, "-m", "waza", *args], stderr=subprocess.PIPE, cwd=ROOT, env=cluster.env)
     try:
         deadline = time.monotonic() + 120
@@ -133,8 +134,14 @@ def test_a_lost_node_s_tasks_run_again_on_the_survivor(tmp_path, cluster, warm):
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 0, stderr
-    records = read_jsonl(out)
+    return proc.returncode, stderr, log
+
+
+@pytest.mark.parametrize("warm", [[], ["--ray-warm-agents"]], ids=["tasks", "warm-agents"])
+def test_a_lost_node_s_tasks_run_again_on_the_survivor(tmp_path, cluster, warm):
+    returncode, stderr, log = lose_a_node(tmp_path, cluster, 6, 4, *warm)
+    assert returncode == 0, stderr
+    records = read_jsonl(tmp_path / "out.jsonl")
     assert sorted(r["id"] for r in records) == [f"p{i:02d}" for i in range(6)]  # each once
     assert all(r["status"] == "passed" for r in records)
     started = [line.split()[0] for line in log.read_text().splitlines()]
@@ -142,24 +149,9 @@ def test_a_lost_node_s_tasks_run_again_on_the_survivor(tmp_path, cluster, warm):
 
 
 def test_a_record_lost_with_its_node_names_the_node(tmp_path, cluster):
-    cluster.start_head(num_cpus=1)
-    node = cluster.add_node(num_cpus=1)
-    out, log = tmp_path / "out.jsonl", tmp_path / "started.log"
-    rows = prompts(tmp_path / "p.jsonl", 2, sleep=30, log=str(log))
-    args = capture_args(cluster, rows, out, "--ray-max-retries", "0")  # no rerun: the lost one ends as an error
-    proc = subprocess.Popen([sys.executable, "-m", "waza", *args], stderr=subprocess.PIPE, cwd=ROOT, env=cluster.env)
-    try:
-        deadline = time.monotonic() + 120
-        while not log.exists() or len(log.read_text().splitlines()) < 2:  # one task on each node
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.2)
-        node.kill()
-        _, stderr = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 1, stderr
-    (error,) = [r for r in read_jsonl(out) if r["status"] == "error"]
+    returncode, stderr, log = lose_a_node(tmp_path, cluster, 2, 30, "--ray-max-retries", "0")  # no rerun
+    assert returncode == 1, stderr  # the lost one ends as an error
+    (error,) = [r for r in read_jsonl(tmp_path / "out.jsonl") if r["status"] == "error"]
     assert re.fullmatch(
         r"Ray could not finish this task in 1 try: the node running it was lost each time; "
         r"last on node [0-9a-f]{56} \(\S+\): the node died or became unreachable",

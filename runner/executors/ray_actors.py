@@ -45,7 +45,7 @@ from waza.runner.executors.ray_nodes import Nodes
 
 if TYPE_CHECKING:
     from waza.adapters.base import Adapter
-    from waza.runner.executors.ray_executor import RayExecutor
+    from waza.runner.executors.ray_executor import RayExecutor, _Jobs
 
 __all__ = ["Slot", "run_slots"]
 
@@ -230,19 +230,21 @@ class _Slots:
 
 
 async def run_slots(
-    executor: RayExecutor, ray: Any, items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]
+    executor: RayExecutor,
+    ray: Any,
+    nodes: Nodes,
+    jobs: _Jobs,
+    items: AsyncIterator[WorkItem],
+    settings: Settings,
+    sink: Sink[CaptureResult],
 ) -> None:
-    """The executor's run with a slot actor per slot instead of a task per item.
+    """The executor's run with a slot actor per slot instead of a task per item (``nodes`` read and
+    waited for room, ``jobs`` packing the items, as for tasks).
 
     An item goes only to a slot whose actor has started (said where it is): an actor that no node
     can take yet holds no item, so no item waits behind it while another slot is free.
     """
-    from waza.runner.executors.ray_executor import _REFRESH, CANCEL_GRACE, _Jobs, _ready
-
     options = executor.options
-    nodes = Nodes(ray, {**options.resources, "CPU": options.task_cpus}, options.node_error_limit, _REFRESH)
-    await executor._wait_for_room(nodes)
-    jobs = _Jobs(ray, settings)
     actor_options: dict[str, Any] = {
         "num_cpus": options.task_cpus,
         "resources": dict(options.resources) or None,
@@ -291,7 +293,7 @@ async def run_slots(
                     return
                 await executor._wait_for_room(nodes)
                 continue
-            for ref in await anyio.to_thread.run_sync(_ready, ray, refs):
+            for ref in await anyio.to_thread.run_sync(executor.ready, ray, refs):
                 if ref not in pending:
                     slots.started(ref)
                     continue
@@ -310,7 +312,7 @@ async def run_slots(
     finally:
         if pending:
             print(f"waza: cancelled {len(pending)} Ray tasks in flight", file=sys.stderr)
-        slots.close_all(CANCEL_GRACE)
+        slots.close_all(executor.cancel_grace)
 
 
 def _failure(ray: Any, ref: Any) -> BaseException | None:

@@ -114,7 +114,10 @@ def _short(cluster: Mapping[str, float], options: RayOptions) -> str:
 
 
 class RayExecutor:
-    """An executor (``pipeline.Executor``) that runs each item as a Ray task."""
+    """An executor (``pipeline.Executor``) that runs each item as a Ray task (or on a warm slot, ``ray_actors``)."""
+
+    #: Seconds cancelled work gets to stop its agents before it is killed.
+    cancel_grace: float = CANCEL_GRACE
 
     def __init__(self, options: RayOptions) -> None:
         import_ray(loopback=options.address is None)  # a missing extra is a usage error before anything is opened
@@ -124,17 +127,18 @@ class RayExecutor:
 
     async def __call__(self, items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]) -> None:
         with connected(self.options.address, self.options.cpus) as ray:
-            if self.options.warm_agents:
-                from waza.runner.executors.ray_actors import run_slots
-
-                await run_slots(self, ray, items, settings, sink)
-            else:
-                await self._run(ray, items, settings, sink)
+            await self._run(ray, items, settings, sink)
 
     async def _run(self, ray: Any, items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]) -> None:
         options = self.options
         nodes = Nodes(ray, {**options.resources, "CPU": options.task_cpus}, options.node_error_limit, _REFRESH)
         await self._wait_for_room(nodes)
+        jobs = _Jobs(ray, settings)
+        if options.warm_agents:
+            from waza.runner.executors.ray_actors import run_slots
+
+            await run_slots(self, ray, nodes, jobs, items, settings, sink)
+            return
         on_node = ray.remote(_on_node)
         task_options: dict[str, Any] = {
             "num_cpus": options.task_cpus,
@@ -146,7 +150,6 @@ class RayExecutor:
             task_options["runtime_env"] = {"env_vars": dict(options.env)}
         task = on_node.options(**task_options)
         affinity = import_module("ray.util.scheduling_strategies").NodeAffinitySchedulingStrategy
-        jobs = _Jobs(ray, settings)
         pending: dict[Any, tuple[WorkItem, str | None, Job, Any, Attempts]] = {}
         exhausted = False
         try:
@@ -186,6 +189,11 @@ class RayExecutor:
         finally:
             if pending:
                 _cancel(ray, list(pending))
+
+    @staticmethod
+    def ready(ray: Any, refs: list[Any]) -> list[Any]:
+        """The finished calls among ``refs``: ``_ready``, for the warm slots' loop too."""
+        return _ready(ray, refs)
 
     async def _wait_for_room(self, nodes: Nodes) -> None:
         """Until the healthy nodes have room for one task: ``capacity_timeout`` seconds at most, then a ConfigError."""
