@@ -225,7 +225,7 @@ class AcpAdapter(Adapter):
         assert self._tg is not None, "use the adapter as an async context manager"
         argv, env = self.sandboxed(self.command, workspace, os.environ)
         try:
-            child = Child(
+            child = await Child.start(
                 argv, env=env, cwd=workspace if self.opts.sandbox is not None else None, stderr=self._stderr, keep_stdin=True
             )
         except OSError as exc:

@@ -12,10 +12,10 @@ option, or the prompt is being cancelled, the answer is ``cancelled``.
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import msgspec
 from msgspec import Meta
 
 from waza.protocol.codec import Record
@@ -43,11 +43,10 @@ class PermissionRule(Record, kw_only=True, omit_defaults=True):
         return self.title is None or (isinstance(title, str) and fnmatch.fnmatchcase(title, self.title))
 
 
-@dataclass(slots=True)
-class PermissionPolicy:
+class PermissionPolicy(msgspec.Struct):
     """The rules and the fallback decision that answer every permission request of a run."""
 
-    rules: list[tuple[str, PermissionRule]] = field(default_factory=list)
+    rules: list[tuple[str, PermissionRule]] = msgspec.field(default_factory=list)
     fallback: Decision = "allow"
     fallback_source: str = "default"
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import anyio.abc
+import msgspec
 import orjson
 
 from waza.protocol.io.process import LineReader, LineTooLong
@@ -79,12 +79,11 @@ class ConnectionLost(Exception):
     """The agent's stdout ended or broke the protocol; no response will come."""
 
 
-@dataclass(slots=True)
-class Pending:
+class Pending(msgspec.Struct):
     """A request in flight; ``wait`` may be cancelled and called again."""
 
     method: str
-    done: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = msgspec.field(default_factory=anyio.Event)
     result: Any = None
     error: Exception | None = None
 

@@ -111,7 +111,7 @@ class Terminals:
         limit = params.get("outputByteLimit")
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
             raise RpcError(INVALID_PARAMS, "outputByteLimit must be a non-negative integer")
-        env[TAG_VAR] = self._tag
+        env[TAG_VAR] = self._tag.value
         argv: Sequence[str] = [command, *args] if args else ["/bin/sh", "-c", command]
         run_env: Mapping[str, str] = env
         if self._prepare is not None:

@@ -14,17 +14,17 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
+
+import msgspec
 
 from waza.protocol.io.sandbox import Sandbox, relayed, sandbox_env, wrap_command
 from waza.protocol.records import Exit, PromptCase
 from waza.protocol.trajectory import TrajectoryBuilder
 
 
-@dataclass(slots=True)
-class AgentTask:
+class AgentTask(msgspec.Struct):
     """One prompt (one trial of it) for an adapter to run."""
 
     case: PromptCase
@@ -34,18 +34,16 @@ class AgentTask:
     trial: int | None = None
 
 
-@dataclass(slots=True)
-class AgentRun:
+class AgentRun(msgspec.Struct):
     """How the agent finished; the trajectory itself is in the task's recorder."""
 
-    exit: Exit = field(default_factory=Exit)
-    errors: list[str] = field(default_factory=list)
+    exit: Exit = msgspec.field(default_factory=Exit)
+    errors: list[str] = msgspec.field(default_factory=list)
     stderr: str | None = None
     session_creation_ms: int | None = None
 
 
-@dataclass(slots=True)
-class AdapterOptions:
+class AdapterOptions(msgspec.Struct):
     """Every adapter option the CLI and suite files can set; each adapter declares which it honours.
 
     An option set on the command line that the chosen adapter does not honour is
@@ -55,7 +53,7 @@ class AdapterOptions:
     # exec
     events: bool = False
     # acp
-    mcp_servers: list[dict[str, Any]] = field(default_factory=list)
+    mcp_servers: list[dict[str, Any]] = msgspec.field(default_factory=list)
     mcp_config: Path | None = None
     permission: str | None = None
     permission_rules: Path | None = None
@@ -81,7 +79,7 @@ class AdapterOptions:
     def given(self) -> set[str]:
         """Names of the options set to something other than their default."""
         defaults = AdapterOptions()
-        return {name for name in self.__dataclass_fields__ if getattr(self, name) != getattr(defaults, name)}
+        return {name for name in self.__struct_fields__ if getattr(self, name) != getattr(defaults, name)}
 
 
 class Adapter(abc.ABC):

@@ -147,7 +147,8 @@ class ExecAdapter(Adapter):
             run.errors.append(f"timed out before turn {turn}")
             return "", False
         data = b"" if substitute else text.encode()
-        tag = env[TAG_VAR] = new_tag()
+        tag = new_tag()
+        env[TAG_VAR] = tag.value
         program = argv[0]
         run_argv, run_env = self.sandboxed(argv, task.workspace, env)
         try:
@@ -189,7 +190,7 @@ class ExecAdapter(Adapter):
         self, argv: Sequence[str], env: Mapping[str, str], data: bytes, remaining: float, task: AgentTask, stderr: Tail
     ) -> tuple[int | None, bool, list[str]]:
         """--events: each stdout line is an event, timestamped as it arrives."""
-        child = Child(argv, stdin=data, cwd=task.workspace, env=env, stderr=stderr)
+        child = await Child.start(argv, stdin=data, cwd=task.workspace, env=env, stderr=stderr)
         recorder = task.recorder
         problems: list[str] = []
         reader = LineReader(child)

@@ -18,11 +18,11 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
 import anyio
+import msgspec
 import orjson
 
 from waza.protocol.errors import ConfigError
@@ -155,12 +155,12 @@ class HeadlessAdapter(Adapter):
             out.errors.append(f"timed out before turn {turn}")
             return out
         tag = new_tag()  # finds what the CLI started in a session of its own (Gemini CLI's shell commands)
-        env: Mapping[str, str] = {**os.environ, TAG_VAR: tag}
+        env: Mapping[str, str] = {**os.environ, TAG_VAR: tag.value}
         run_argv: Sequence[str] = argv
         if self.opts.sandbox is not None:
             run_argv, env = self.sandboxed(argv, task.workspace, env)
         try:
-            child = Child(
+            child = await Child.start(
                 run_argv, stdin=prompt.encode() if self.schema.prompt_stdin else None, cwd=task.workspace, env=env, stderr=stderr
             )
         except OSError as exc:
@@ -245,12 +245,11 @@ class HeadlessAdapter(Adapter):
         self._raw.flush()
 
 
-@dataclass(slots=True)
-class _TurnOutcome:
+class _TurnOutcome(msgspec.Struct):
     """How one CLI invocation (one turn) went."""
 
-    exit: Exit = field(default_factory=Exit)
-    errors: list[str] = field(default_factory=list)
+    exit: Exit = msgspec.field(default_factory=Exit)
+    errors: list[str] = msgspec.field(default_factory=list)
     result: bool = False
     session_id: str | None = None
     stop_reason: str | None = None

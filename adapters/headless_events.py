@@ -15,9 +15,9 @@ even when it carries the session id (Claude Code's ``system/init``, Codex's
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from dataclasses import dataclass, field
 from typing import Any, get_args
 
+import msgspec
 import orjson
 
 from waza.protocol.records import StopReason, Usage
@@ -47,11 +47,10 @@ _INT_USAGE = {
 }
 
 
-@dataclass(slots=True)
-class LineReading:
+class LineReading(msgspec.Struct):
     """What one line meant: its events, whether it ended the turn (and how), and the session it named."""
 
-    events: list[Event] = field(default_factory=list)
+    events: list[Event] = msgspec.field(default_factory=list)
     result: bool = False
     session_id: str | None = None
     #: The result line's stop reason, an ACP one (any other value is kept as a ``stop_reason`` event).

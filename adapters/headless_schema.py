@@ -1,24 +1,29 @@
 """Headless adapter schemas: found by name or path, validated, compiled once.
 
 A schema is checked in two passes so that every mistake is reported as
-``file: field 'outputEvents.2.extract.entries': message``: the published JSON
-Schema (``schemas/adapter-headless.json``) catches shape errors, then this
-module compiles every JSONPath and rejects extract fields that the chosen
-``emitAs`` would ignore (an option that does nothing is an error, not a no-op).
+``file: field 'outputEvents.2.extract.entries': message``: the typed decode into
+headless_format's classes (the format ``schemas/adapter-headless.json`` publishes)
+catches shape errors, then this module compiles every JSONPath and rejects
+extract fields that the chosen ``emitAs`` would ignore (an option that does
+nothing is an error, not a no-op).
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
 import orjson
+from msgspec import UNSET
 
-from waza.protocol import schemas
+from waza.protocol.codec import RecordError
 from waza.protocol.errors import ConfigError
 
+from . import headless_format as fmt
 from .jsonpath import Selector, compile_selector
 
 SHIPPED_DIR = "headless_schemas"
@@ -52,8 +57,7 @@ DEFAULT_HISTORY = "User: {{input}}\nAssistant: {{output}}"
 ANY_NON_NULL = "*"
 
 
-@dataclass(frozen=True, slots=True)
-class Condition:
+class Condition(msgspec.Struct, frozen=True):
     """Holds when any value the path selects equals ``value``; with ``"*"``, when it selects a non-null
     value; with no value, when it selects anything."""
 
@@ -70,8 +74,7 @@ class Condition:
         return any(v == self.value and type(v) is type(self.value) for v in found)
 
 
-@dataclass(frozen=True, slots=True)
-class Mapping:
+class Mapping(msgspec.Struct, frozen=True):
     """One ``outputEvents`` entry, compiled."""
 
     index: int
@@ -93,8 +96,7 @@ class Mapping:
         return [p for p in parts if all(c.holds(p) for c in self.part_conditions)]
 
 
-@dataclass(frozen=True, slots=True)
-class ItemCondition:
+class ItemCondition(msgspec.Struct, frozen=True):
     """A match path ending at a wildcard (``$.content[*]``): an item matches when it equals the value,
     or is an object whose ``type`` does (acp-harness's reading)."""
 
@@ -116,12 +118,11 @@ def split_wildcard(path: str) -> tuple[str, str] | None:
     return path[: at + 3], "$" + path[at + 3 :]
 
 
-@dataclass(frozen=True, slots=True)
-class Passthrough:
+class Passthrough(msgspec.Struct, frozen=True):
     """acp-harness's passthrough mode: a line's own type field names its step type."""
 
     type_field: str = "type"
-    type_values: dict[str, str] = field(default_factory=dict)
+    type_values: dict[str, str] = msgspec.field(default_factory=dict)
 
     def step_type(self, line: Any) -> str | None:
         kind = line.get(self.type_field) if isinstance(line, dict) else None
@@ -134,8 +135,7 @@ class Passthrough:
 PASSTHROUGH_TYPES = ("thought", "tool_call", "message", "plan")
 
 
-@dataclass(frozen=True, slots=True)
-class HeadlessSchema:
+class HeadlessSchema(msgspec.Struct, frozen=True):
     """A validated adapter schema: how to start the CLI and how to read what it prints."""
 
     name: str
@@ -155,7 +155,7 @@ class HeadlessSchema:
     result_content: Selector | None
     #: The result line's stop reason, and the CLI's values -> ACP stop reasons (a value already one needs none).
     stop_reason: Selector | None = None
-    stop_reasons: dict[str, str] = field(default_factory=dict)
+    stop_reasons: dict[str, str] = msgspec.field(default_factory=dict)
     #: When this holds on the result line the turn failed; ``error_message`` says why.
     is_error: Condition | None = None
     error_message: Selector | None = None
@@ -166,7 +166,6 @@ class HeadlessSchema:
     passthrough: Passthrough | None = None
     #: (package, version) of the CLI release the schema was written against.
     tested_with: tuple[str, str] | None = None
-    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 def shipped() -> dict[str, Any]:
@@ -203,27 +202,51 @@ def load_schema(spec: str | Path) -> HeadlessSchema:
 
 @functools.lru_cache(maxsize=16)
 def _parse_and_compile(source: str, data: bytes) -> HeadlessSchema:
-    """Validated and compiled once per contents: a run reads its schema once per ``-j`` worker,
-    and checking it against the JSON Schema each time cost more than a prompt (a schema is immutable)."""
+    """Decoded and compiled once per contents: a run reads its schema once per ``-j`` worker (a schema is immutable)."""
     try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise ConfigError(f"invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", source=source) from None
+        value = fmt.AdapterSchema.from_json(data)
+    except RecordError as exc:
+        # msgspec's path (``outputEvents[0].match``) in the dotted form of the checks below; a dict's
+        # value (``stopReasons[...]``) is named by its dict, the message quotes the value.
+        where = _INDEX.sub(r".\1", exc.path).removesuffix("[...]")
+        message = exc.message
+        if message.endswith(" is not one of the allowed values") and (allowed := fmt.allowed_values(where)):
+            message += f" ({', '.join(map(str, allowed))})"
+        raise ConfigError(message, source=source, field=where or "(top level)") from None
+    except msgspec.DecodeError as exc:
+        raise ConfigError(_malformed(data, exc), source=source) from None
     return compile_schema(value, source)
 
 
-def _is_error(raw: dict[str, Any] | None, selector: Any) -> Condition | None:
+_INDEX = re.compile(r"\[(\d+)\]")
+
+#: compile_schema's JSONPath compiler: (path, field it came from) -> Selector, or ConfigError naming the field.
+Compile = Callable[[str, str], Selector]
+
+
+def _malformed(data: bytes, exc: msgspec.DecodeError) -> str:
+    """Malformed JSON, by line and column (orjson's report; msgspec counts bytes)."""
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError as err:
+        return f"invalid JSON ({err.msg} at line {err.lineno}, column {err.colno})"
+    return f"invalid JSON ({exc})"
+
+
+def _is_error(raw: fmt.IsError | msgspec.UnsetType, selector: Compile) -> Condition | None:
     """result.isError: a condition on the result line (no value: the path selects ``true``)."""
-    if raw is None:
+    if raw is UNSET:
         return None
-    return Condition(selector(raw["path"], "result.isError.path"), raw.get("value", True))
+    return Condition(selector(raw.path, "result.isError.path"), True if raw.value is UNSET else raw.value)
 
 
-def compile_schema(value: Any, source: str) -> HeadlessSchema:
-    problems = schemas.errors("adapter-headless", value)
-    if problems:
-        where, _, message = problems[0].partition(": ")
-        raise ConfigError(message, source=source, field=where)
+def _optional(value: str | msgspec.UnsetType, where: str, selector: Compile) -> Selector | None:
+    return None if value is UNSET else selector(value, where)
+
+
+def compile_schema(value: fmt.AdapterSchema, source: str) -> HeadlessSchema:
+    """The HeadlessSchema of a decoded schema file; ConfigError naming ``source`` and the field on what
+    the decode cannot check (JSONPaths, and options the other options make meaningless)."""
 
     def selector(text: str, where: str) -> Selector:
         try:
@@ -232,105 +255,100 @@ def compile_schema(value: Any, source: str) -> HeadlessSchema:
             raise ConfigError(str(exc), source=source, field=where) from None
 
     passthrough = None
-    if value.get("outputMode") == "passthrough":
-        type_map = value.get("passthroughTypeMap")
-        if type_map is None:
+    if value.output_mode == "passthrough":
+        type_map = value.passthrough_type_map
+        if type_map is UNSET:
             raise ConfigError("outputMode 'passthrough' needs passthroughTypeMap", source=source, field="passthroughTypeMap")
-        if value.get("outputEvents"):
+        if value.output_events:
             raise ConfigError("outputEvents are not read with outputMode 'passthrough'", source=source, field="outputEvents")
-        passthrough = Passthrough(type_map.get("typeField", "type"), dict(type_map.get("typeValues") or {}))
-    elif "passthroughTypeMap" in value:
+        passthrough = Passthrough(type_map.type_field, dict(type_map.type_values))
+    elif value.passthrough_type_map is not UNSET:
         raise ConfigError(
             "passthroughTypeMap is used only with outputMode 'passthrough'", source=source, field="passthroughTypeMap"
         )
-    elif not value.get("outputEvents"):
+    elif not value.output_events:
         raise ConfigError("is required (unless outputMode is 'passthrough')", source=source, field="outputEvents")
-    mappings = []
-    for i, entry in enumerate(value.get("outputEvents") or []):
-        base = f"outputEvents.{i}"
-        emit_as = entry["emitAs"]
-        raw_conditions = entry["match"] if isinstance(entry["match"], list) else [entry["match"]]
-        conditions = tuple(
-            Condition(
-                selector(c["path"], f"{base}.match.path"),
-                c.get("value"),
-                any_value="value" not in c,
-            )
-            for c in raw_conditions
-        )
-        extract = {}
-        for key, text in (entry.get("extract") or {}).items():
-            if key not in EXTRACT_FIELDS[emit_as]:
-                allowed = ", ".join(sorted(EXTRACT_FIELDS[emit_as]))
-                raise ConfigError(
-                    f"emitAs {emit_as!r} does not use {key!r} (it uses: {allowed})", source=source, field=f"{base}.extract.{key}"
-                )
-            extract[key] = selector(text, f"{base}.extract.{key}")
-            if key in SCALAR_FIELDS and not extract[key].singular:
-                raise ConfigError(
-                    f"{text!r} can select several values, but {key!r} takes one (select the items with each "
-                    "or a wildcard match path, and extract relative to each)",
-                    source=source,
-                    field=f"{base}.extract.{key}",
-                )
-        each = selector(entry["each"], f"{base}.each") if "each" in entry else None
-        part_conditions: tuple[Any, ...] = ()
-        split = split_wildcard(raw_conditions[0]["path"]) if len(raw_conditions) == 1 and each is None else None
-        if split is not None and "value" in raw_conditions[0]:
-            # A wildcard match path selects items: each matching item is emitted, extract read relative to it.
-            items, within = split
-            each = selector(items, f"{base}.match.path")
-            wanted = raw_conditions[0]["value"]
-            part = ItemCondition(wanted) if within == "$" else Condition(selector(within, f"{base}.match.path"), wanted)
-            conditions, part_conditions = (), (part,)
-        chunks = bool(entry.get("chunks"))
-        if chunks and emit_as not in ("message", "thought"):
-            raise ConfigError(
-                f"chunks applies to emitAs 'message' or 'thought', not {emit_as!r}", source=source, field=f"{base}.chunks"
-            )
-        mappings.append(Mapping(i, conditions, emit_as, extract, each, part_conditions, chunks))
+    mappings = [_mapping(i, entry, source, selector) for i, entry in enumerate(value.output_events)]
 
-    result = value["result"]
-    resume = value.get("resume")
-    template = value.get("historyTemplate")
-    if value["sessionMode"] == "stream" and template is not None:
+    result, resume, template = value.result, value.resume, value.history_template
+    if value.session_mode == "stream" and template is not UNSET:
         raise ConfigError("historyTemplate is used only with sessionMode 'iterative'", source=source, field="historyTemplate")
     system, turn = None, DEFAULT_HISTORY
     if isinstance(template, str):
         turn = template
-    elif isinstance(template, dict):
-        system, turn = template.get("system"), template["turnFormat"]
-    if "stopReasons" in result and "stopReasonPath" not in result:
+    elif isinstance(template, fmt.HistoryTemplate):
+        system, turn = (None if template.system is UNSET else template.system), template.turn_format
+    if result.stop_reasons is not UNSET and result.stop_reason_path is UNSET:
         raise ConfigError("stopReasons is used only with result.stopReasonPath", source=source, field="result.stopReasons")
-    if "errorMessagePath" in result and "isError" not in result:
+    if result.error_message_path is not UNSET and result.is_error is UNSET:
         raise ConfigError("errorMessagePath is used only with result.isError", source=source, field="result.errorMessagePath")
-    prompt = value["prompt"]
-    if "stdinFormat" in prompt and not prompt.get("stdin"):
+    prompt = value.prompt
+    if prompt.stdin_format is not UNSET and not prompt.stdin:
         raise ConfigError("stdinFormat is used only with prompt.stdin true", source=source, field="prompt.stdinFormat")
     return HeadlessSchema(
-        name=value["name"],
+        name=value.name,
         source=source,
-        command=tuple(value["command"]),
-        session_mode=value["sessionMode"],
-        prompt_flag=prompt.get("flag"),
-        prompt_stdin=bool(prompt.get("stdin")),
-        output_flag=value["output"]["flag"],
-        output_value=value["output"]["value"],
-        auto_approve=tuple(value.get("autoApprove") or ()),
-        cwd_flag=value.get("cwdFlag"),
-        resume_flag=resume["flag"] if resume else None,
-        session_id_path=selector(resume["sessionIdPath"], "resume.sessionIdPath") if resume else None,
+        command=tuple(value.command),
+        session_mode=value.session_mode,
+        prompt_flag=None if prompt.flag is UNSET else prompt.flag,
+        prompt_stdin=prompt.stdin,
+        output_flag=value.output.flag,
+        output_value=value.output.value,
+        auto_approve=tuple(value.auto_approve),
+        cwd_flag=None if value.cwd_flag is UNSET else value.cwd_flag,
+        resume_flag=None if resume is UNSET else resume.flag,
+        session_id_path=None if resume is UNSET else selector(resume.session_id_path, "resume.sessionIdPath"),
         mappings=tuple(mappings),
-        result=Condition(selector(result["matchPath"], "result.matchPath"), result["matchValue"]),
-        result_content=selector(result["contentPath"], "result.contentPath") if "contentPath" in result else None,
-        stop_reason=selector(result["stopReasonPath"], "result.stopReasonPath") if "stopReasonPath" in result else None,
-        stop_reasons=dict(result.get("stopReasons") or {}),
-        is_error=_is_error(result.get("isError"), selector),
-        error_message=selector(result["errorMessagePath"], "result.errorMessagePath") if "errorMessagePath" in result else None,
+        result=Condition(selector(result.match_path, "result.matchPath"), result.match_value),
+        result_content=_optional(result.content_path, "result.contentPath", selector),
+        stop_reason=_optional(result.stop_reason_path, "result.stopReasonPath", selector),
+        stop_reasons=dict(result.stop_reasons or {}),
+        is_error=_is_error(result.is_error, selector),
+        error_message=_optional(result.error_message_path, "result.errorMessagePath", selector),
         history_system=system,
         history_turn=turn,
-        timeout_ms=value.get("timeout"),
+        timeout_ms=None if value.timeout is UNSET else value.timeout,
         passthrough=passthrough,
-        tested_with=(value["testedWith"]["package"], value["testedWith"]["version"]) if "testedWith" in value else None,
-        raw=value,
+        tested_with=None if value.tested_with is UNSET else (value.tested_with.package, value.tested_with.version),
     )
+
+
+def _mapping(i: int, entry: fmt.OutputEvent, source: str, selector: Compile) -> Mapping:
+    """One ``outputEvents`` entry, compiled; ConfigError naming ``outputEvents.I...`` on a mistake."""
+    base = f"outputEvents.{i}"
+    emit_as = entry.emit_as
+    raw_conditions = entry.match if isinstance(entry.match, list) else [entry.match]
+    conditions = tuple(
+        Condition(selector(c.path, f"{base}.match.path"), None if c.value is UNSET else c.value, any_value=c.value is UNSET)
+        for c in raw_conditions
+    )
+    extract = {}
+    for key, text in (entry.extract.paths() if entry.extract is not UNSET else {}).items():
+        if key not in EXTRACT_FIELDS[emit_as]:
+            allowed = ", ".join(sorted(EXTRACT_FIELDS[emit_as]))
+            raise ConfigError(
+                f"emitAs {emit_as!r} does not use {key!r} (it uses: {allowed})", source=source, field=f"{base}.extract.{key}"
+            )
+        extract[key] = selector(text, f"{base}.extract.{key}")
+        if key in SCALAR_FIELDS and not extract[key].singular:
+            raise ConfigError(
+                f"{text!r} can select several values, but {key!r} takes one (select the items with each "
+                "or a wildcard match path, and extract relative to each)",
+                source=source,
+                field=f"{base}.extract.{key}",
+            )
+    each = _optional(entry.each, f"{base}.each", selector)
+    part_conditions: tuple[Any, ...] = ()
+    split = split_wildcard(raw_conditions[0].path) if len(raw_conditions) == 1 and each is None else None
+    if split is not None and raw_conditions[0].value is not UNSET:
+        # A wildcard match path selects items: each matching item is emitted, extract read relative to it.
+        items, within = split
+        each = selector(items, f"{base}.match.path")
+        wanted = raw_conditions[0].value
+        part = ItemCondition(wanted) if within == "$" else Condition(selector(within, f"{base}.match.path"), wanted)
+        conditions, part_conditions = (), (part,)
+    if entry.chunks and emit_as not in ("message", "thought"):
+        raise ConfigError(
+            f"chunks applies to emitAs 'message' or 'thought', not {emit_as!r}", source=source, field=f"{base}.chunks"
+        )
+    return Mapping(i, conditions, emit_as, extract, each, part_conditions, entry.chunks)

@@ -17,9 +17,10 @@ path that needs more.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
+
+import msgspec
 
 #: ``$`` followed by member-name shorthands only (ASCII names; anything else goes to the library).
 _PLAIN = re.compile(r"\$(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -32,8 +33,7 @@ def _env() -> Any:
     return jsonpath.JSONPathEnvironment(strict=True)
 
 
-@dataclass(frozen=True, slots=True)
-class Selector:
+class Selector(msgspec.Struct, frozen=True):
     """A compiled path, or a literal when the schema wrote the value in single quotes."""
 
     text: str

@@ -37,9 +37,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
+
+import msgspec
 
 from waza.protocol.records import Usage
 from waza.protocol.trajectory import MessageChunk, ThoughtChunk, ToolCallPatch, UsageUpdate
@@ -68,8 +69,7 @@ class ScriptError(ValueError):
         super().__init__(f"mock[{index}]" + (f".{key}" if key else "") + f": {message}")
 
 
-@dataclass(slots=True, frozen=True)
-class Step:
+class Step(msgspec.Struct, frozen=True):
     """One checked step of a mock script: its action, the action's value and its other keys."""
 
     action: str

@@ -25,10 +25,10 @@ recorded for it:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
+import msgspec
 import orjson
 
 from waza.protocol.codec import RecordError
@@ -92,16 +92,14 @@ def json_objects(stream: IO[bytes]) -> Iterator[tuple[int, int, int]]:
         raise ValueError(f"line {start_line}: the last JSON object is not closed")
 
 
-@dataclass(slots=True)
-class Recording:
+class Recording(msgspec.Struct):
     """Where one prompt's recorded objects are in the file."""
 
-    ranges: list[tuple[int, int, int]] = field(default_factory=list)
+    ranges: list[tuple[int, int, int]] = msgspec.field(default_factory=list)
     first_user: str | None = None
 
 
-@dataclass(slots=True)
-class ReplayIndex:
+class ReplayIndex(msgspec.Struct):
     """Where each prompt's recording is in a ``--from`` file, so one prompt is read at a time."""
 
     kind: str  # "results" or "events"

@@ -7,11 +7,14 @@ Issue 30 item 9's targets, each measured on files written here (bench/.data, kep
   tenth of its verdicts), timed from the start of a fresh viewer until the page holds the
   statistics;
 - ``waza summarize`` and ``waza compare`` over a file of G gigabytes, beside ``jq`` and a
-  bare orjson pass (read each line, decode it, nothing else) over the same file;
+  bare orjson pass (read each line, decode it, nothing else) over the same file, the four
+  taking turns in each round (forward, then backward) and each ratio taken within a round;
 - an idle viewer over F run files (default 10,000): its CPU time (utime + stime from
   /proc/PID/stat) over 20 s once indexing is done.
 
-Each time is the median of ``--runs`` fresh processes. Not a test: nothing asserts, CI does not run it.
+Each time is the median of ``--runs`` fresh processes; the table ends with the machine's load
+average, since a shared machine's load moves every figure. Not a test: nothing asserts, CI does
+not run it.
 """
 
 from __future__ import annotations
@@ -223,6 +226,40 @@ def median(f: Callable[[], float], runs: int) -> float:
     return statistics.median(f() for _ in range(runs))
 
 
+def cli_rows(gb: float, runs: int) -> list[tuple[str, str, str]]:
+    """waza summarize and compare over ``gb`` GB beside the bare orjson pass and jq, as fresh processes taking
+    turns (forward, then backward, so drifting load falls on all of them); ratios are taken within a round."""
+    big = write_run(DATA / f"cli-{gb:g}GB-a.jsonl", gigabytes=gb)
+    big_b = write_run(DATA / f"cli-{gb:g}GB-b.jsonl", gigabytes=gb, flip=10)
+    commands = {
+        "bare": [PY, "-c", BARE, str(big)],
+        "summarize": [*waza_argv(), "summarize", str(big), "-o", os.devnull],
+        "compare": [*waza_argv(), "compare", str(big), str(big_b), "-o", os.devnull],
+    }
+    if shutil.which("jq"):
+        commands["jq"] = ["jq", "-c", "{id, status}", str(big)]
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for turn in range(runs):
+        for name in commands if turn % 2 == 0 else reversed(commands):
+            times[name].append(timed(commands[name]))
+    bare = statistics.median(times["bare"])
+    lines = sum(1 for _ in big.open("rb"))
+
+    def ratio(name: str, passes: int = 1) -> float:
+        return statistics.median(t / (passes * b) for t, b in zip(times[name], times["bare"], strict=True))
+
+    rows = [(f"bare orjson pass over {gb:g} GB ({lines:,} results)", f"{bare:.2f} s", "")]
+    if "jq" in times:
+        rows.append(
+            (f"jq -c '{{id, status}}' over {gb:g} GB", f"{statistics.median(times['jq']):.2f} s ({ratio('jq'):.2f}x)", "")
+        )
+    summ = statistics.median(times["summarize"])
+    rows.append((f"waza summarize over {gb:g} GB", f"{summ:.2f} s ({ratio('summarize'):.2f}x)", "<= 1.5x"))
+    comp = statistics.median(times["compare"])
+    rows.append((f"waza compare of two {gb:g} GB runs", f"{comp:.2f} s ({ratio('compare', 2):.2f}x of two passes)", "<= 1.5x"))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", type=int, default=100_000)
@@ -234,6 +271,7 @@ def main() -> None:
     args = parser.parse_args()
     only = set(args.only or ["view", "cli", "idle"])
     DATA.mkdir(exist_ok=True)
+    load = os.getloadavg()[0]
     rows: list[tuple[str, str, str]] = []
     if "view" in only:
         a = write_run(DATA / f"view-{args.results}-a.jsonl", count=args.results)
@@ -252,19 +290,7 @@ def main() -> None:
         bare = median(lambda: timed([PY, "-c", BARE, str(a)]), args.runs)
         rows.append(("  bare orjson pass over one run", f"{bare:.2f} s", ""))
     if "cli" in only:
-        big = write_run(DATA / f"cli-{args.gb:g}GB-a.jsonl", gigabytes=args.gb)
-        big_b = write_run(DATA / f"cli-{args.gb:g}GB-b.jsonl", gigabytes=args.gb, flip=10)
-        bare = median(lambda: timed([PY, "-c", BARE, str(big)]), args.runs)
-        rows.append((f"bare orjson pass over {args.gb:g} GB", f"{bare:.2f} s", ""))
-        if shutil.which("jq"):
-            jq = median(lambda: timed(["jq", "-c", "{id, status}", str(big)]), args.runs)
-            rows.append((f"jq -c '{{id, status}}' over {args.gb:g} GB", f"{jq:.2f} s ({jq / bare:.2f}x)", ""))
-        summ = median(lambda: timed([*waza_argv(), "summarize", str(big), "-o", os.devnull]), args.runs)
-        rows.append((f"waza summarize over {args.gb:g} GB", f"{summ:.2f} s ({summ / bare:.2f}x)", "<= 1.5x"))
-        comp = median(lambda: timed([*waza_argv(), "compare", str(big), str(big_b), "-o", os.devnull]), args.runs)
-        rows.append(
-            (f"waza compare of two {args.gb:g} GB runs", f"{comp:.2f} s ({comp / (2 * bare):.2f}x of two passes)", "<= 1.5x")
-        )
+        rows += cli_rows(args.gb, args.runs)
     if "idle" in only:
         folder = write_many(DATA / f"idle-{args.idle_files}", args.idle_files)
         ready, cpu = idle_cpu(folder, args.idle_files, args.idle_seconds)
@@ -286,9 +312,10 @@ def main() -> None:
             )
         )
     width = max(len(r[0]) for r in rows)
-    print(f"{'measure'.ljust(width)}  {'median':<28}  target")
+    print(f"{'measure'.ljust(width)}  {'median':<32}  target")
     for name, value, target in rows:
-        print(f"{name.ljust(width)}  {value:<28}  {target}")
+        print(f"{name.ljust(width)}  {value:<32}  {target}")
+    print(f"load average (1 min): {load:.2f} before, {os.getloadavg()[0]:.2f} after, on {os.cpu_count()} CPUs")
 
 
 if __name__ == "__main__":

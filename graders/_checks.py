@@ -9,16 +9,16 @@ details carry every check so a user can see what passed too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from waza.protocol.records import GraderResult
 
 from ._patterns import lenient
 
 
-@dataclass(slots=True)
-class Check:
+class Check(msgspec.Struct):
     """One yes/no check; ``why`` says what was seen, reported only when the check failed."""
 
     name: str

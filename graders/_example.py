@@ -6,12 +6,12 @@ means the documentation cannot drift from the behaviour it documents.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 
-@dataclass(frozen=True, slots=True)
-class Example:
+
+class Example(msgspec.Struct, frozen=True):
     """``config`` and the ``request`` fields (besides config) that produce ``result``.
 
     ``files`` are written into a fresh workspace (the request's cwd) and
@@ -23,6 +23,6 @@ class Example:
     config: dict[str, Any]
     request: dict[str, Any]
     result: dict[str, Any]
-    files: dict[str, str] = field(default_factory=dict)
-    context: dict[str, str] = field(default_factory=dict)
-    committed: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str] = msgspec.field(default_factory=dict)
+    context: dict[str, str] = msgspec.field(default_factory=dict)
+    committed: dict[str, str] = msgspec.field(default_factory=dict)

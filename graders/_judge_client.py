@@ -27,10 +27,10 @@ import os
 import shlex
 import shutil
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import msgspec
 import orjson
 
 from waza.protocol.io import model_cache
@@ -42,8 +42,7 @@ class JudgeError(RuntimeError):
     """The judge could not give a usable answer; the message says why (no score is made up)."""
 
 
-@dataclass(slots=True)
-class JudgeSettings:
+class JudgeSettings(msgspec.Struct):
     """Where the judge is and how to call it, read from a grader's config."""
 
     base_url: str | None = None
@@ -93,15 +92,14 @@ class JudgeSettings:
         return self.base_url if self.base_url else " ".join(self.command or [])
 
 
-@dataclass(slots=True)
-class JudgeReply:
+class JudgeReply(msgspec.Struct):
     """What the judge said and what it cost; all of it goes into the grade's details."""
 
     text: str
     latency_ms: float
     attempts: int
     structured: bool
-    usage: dict[str, Any] = field(default_factory=dict)
+    usage: dict[str, Any] = msgspec.field(default_factory=dict)
     model: str | None = None
     finish_reason: str | None = None
     #: "hit" (answered from the model cache), "miss" (asked, then kept) or "off" (--no-cache / cache: false).

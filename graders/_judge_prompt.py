@@ -21,9 +21,9 @@ when read, and one that fails (torn, edited by hand) is asked again.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import orjson
 from jsonschema import Draft202012Validator
 
@@ -48,8 +48,7 @@ SYSTEM = (
 _FENCE = re.compile(r"^```(?:json)?\s*\n(?P<body>.*)\n```$", re.DOTALL)
 
 
-@dataclass(slots=True)
-class Exchange:
+class Exchange(msgspec.Struct):
     """A finished judge exchange: the checked reply and the details to keep in the grade."""
 
     reply: dict[str, Any]

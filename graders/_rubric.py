@@ -17,10 +17,10 @@ used: one reply shape for every rubric is what makes the reply checkable.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import yaml
 
 from waza.protocol.errors import ConfigError
@@ -28,8 +28,7 @@ from waza.protocol.errors import ConfigError
 FILE_SUFFIXES = (".md", ".txt", ".yaml", ".yml")
 
 
-@dataclass(frozen=True, slots=True)
-class Level:
+class Level(msgspec.Struct, frozen=True):
     """One rating the judge may give, and the score in [0, 1] it stands for."""
 
     value: int | str
@@ -38,8 +37,7 @@ class Level:
     score: float
 
 
-@dataclass(frozen=True, slots=True)
-class Rubric:
+class Rubric(msgspec.Struct, frozen=True):
     """What the judge is told to look for; ``levels`` when the rubric defines its own scale."""
 
     text: str

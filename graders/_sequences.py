@@ -10,8 +10,9 @@ The verdict depends on the mode alone; the score is F1.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any, Literal
+
+import msgspec
 
 from waza.protocol.errors import ConfigError
 
@@ -23,8 +24,7 @@ ACTION_MODES: dict[str, Mode] = {"exact_match": "exact", "in_order_match": "in_o
 SKILL_MODES: dict[str, Mode] = {"exact_match": "exact", "in_order": "in_order", "any_order": "any_order"}
 
 
-@dataclass(slots=True)
-class Match:
+class Match(msgspec.Struct):
     """How an actual sequence compares with the expected one: the verdict and the counts behind the score."""
 
     matched: bool

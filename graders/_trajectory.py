@@ -11,8 +11,9 @@ see ``title``, ``kind`` and the input.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 #: Input keys that hold a shell command, a path, or a skill name, across agents.
 COMMAND_KEYS = ("command", "cmd", "commandLine", "script", "args")
@@ -20,8 +21,7 @@ PATH_KEYS = ("path", "file_path", "filePath", "file", "filename", "paths", "targ
 SKILL_KEYS = ("skill", "skill_name", "skillName", "name")
 
 
-@dataclass(slots=True)
-class ToolCall:
+class ToolCall(msgspec.Struct):
     """A tool_call step reduced to what graders match on; ``name`` falls back to title, then kind."""
 
     name: str
@@ -29,7 +29,7 @@ class ToolCall:
     kind: str = ""
     input: Any = None
     status: str = ""
-    locations: list[Any] = field(default_factory=list)
+    locations: list[Any] = msgspec.field(default_factory=list)
 
     def input_field(self, keys: tuple[str, ...]) -> list[str]:
         """Text of the first of ``keys`` present in the input (a bare string input counts as all)."""

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from waza.protocol.records import GraderRequest, GraderResult
 
@@ -45,8 +46,7 @@ EXAMPLE = Example(
 )
 
 
-@dataclass(slots=True)
-class Constraint:
+class Constraint(msgspec.Struct):
     """One ``expect_tools`` or ``reject_tools`` entry with its patterns compiled."""
 
     label: str

@@ -155,7 +155,9 @@ class Side(Record, kw_only=True, omit_defaults=True):
     trials: Annotated[int | None, Meta(description="Trials only: trials run.")] = None
 
 
-class PromptDelta(Record, kw_only=True, omit_defaults=True):
+# gc=False: not tracked by the garbage collector (it holds two Sides and scalars, so it cannot be part of
+# a cycle); a comparison keeps one per shared prompt, and every full collection would walk them all.
+class PromptDelta(Record, kw_only=True, omit_defaults=True, gc=False):
     """How one shared prompt changed from the baseline to the candidate."""
 
     id: str

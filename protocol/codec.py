@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, ClassVar, Self, TypeVar
+from typing import Any, ClassVar, Self, TypeVar, cast
 
 import msgspec
 
@@ -48,8 +48,9 @@ def always(value: T) -> T:
     always written. tests/test_records.py holds msgspec to that.
     """
     if isinstance(value, (list, dict)):
-        empty = type(value)
-        return msgspec.field(default_factory=lambda: empty(value))
+        # A bound method of C (no Python frame per decoded record that lacks the field), and not
+        # ``list`` or ``dict`` themselves, whose empty values msgspec would omit.
+        return msgspec.field(default_factory=cast("Callable[[], T]", value.copy))
     return msgspec.field(default_factory=lambda: value)
 
 

@@ -2,10 +2,12 @@
 
 Record schemas are generated from the record classes by msgspec (``python -m
 waza.protocol.schemas --write schemas``) and a test regenerates them to prove
-the files never drift from the code. Other schemas (grader configs, suite files,
-adapter schemas) are written by hand in ``schemas/``. Records are validated by
-their typed decode (codec.py); these files are for other tools, and jsonschema
-checks what users write against the hand-written ones.
+the files never drift from the code; so is the headless adapter schema format
+(``adapter-headless.json``, from adapters/headless_format.py). Other schemas
+(grader configs, suite files) are written by hand in ``schemas/``. Records and
+adapter schemas are validated by their typed decode (codec.py); these files are
+for other tools, and jsonschema checks what users write against the hand-written
+ones.
 """
 
 from __future__ import annotations
@@ -106,21 +108,22 @@ def errors(name: str, value: Any) -> list[str]:
     return out
 
 
-def schema_for(cls: type[Record]) -> dict[str, Any]:
-    """The draft 2020-12 schema of a record class, nested records under ``$defs``.
+def schema_for(cls: type[Record], name: str | None = None) -> dict[str, Any]:
+    """The draft 2020-12 schema of a record class, nested records under ``$defs``; ``name`` is
+    the file's name (``schemas/NAME.json``, by default the class's).
 
     msgspec's schema, with what codec.py adds to its classes: a record that keeps
     unknown keys (an ``unknown`` field) allows additional properties, and an older
     key name (``aliases``) is described beside the field that replaced it.
     """
     _, components = msgspec.json.schema_components([cls], ref_template="#/$defs/{name}")
-    classes = {c.__name__: c for c in _record_classes() if c.__name__ in components}
-    for name, component in components.items():
-        _adapt(classes[name], component)
+    classes = _nested_records(cls)
+    for component_name, component in components.items():
+        _adapt(classes[component_name], component)
     _order_alternatives(components)
     schema: dict[str, Any] = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": f"https://waza.dev/schemas/{cls.__name__}.json",
+        "$id": f"https://waza.dev/schemas/{name or cls.__name__}.json",
         **components.pop(cls.__name__),
     }
     if components:
@@ -140,22 +143,46 @@ def _order_alternatives(value: Any) -> None:
             _order_alternatives(inner)
 
 
-def _record_classes(base: type[Record] = Record) -> list[type[Record]]:
-    """Every record class defined so far (a schema's components are named by class)."""
-    found = []
-    for sub in base.__subclasses__():
-        found += [sub, *_record_classes(sub)]
+def _nested_records(cls: type[Record]) -> dict[str, type[msgspec.Struct]]:
+    """``cls`` and the record classes its fields hold, by name (a schema's components are named by class;
+    two record classes elsewhere in the package may share a name)."""
+    from msgspec import inspect
+
+    found: dict[str, type[msgspec.Struct]] = {}
+
+    def visit(info: inspect.Type) -> None:
+        if isinstance(info, inspect.StructType):
+            if found.get(info.cls.__name__) is info.cls:
+                return
+            found[info.cls.__name__] = info.cls
+            inner: tuple[inspect.Type, ...] = tuple(f.type for f in info.fields)
+        elif isinstance(info, inspect.UnionType):
+            inner = info.types
+        elif isinstance(info, inspect.DictType):
+            inner = (info.value_type,)
+        elif isinstance(info, (inspect.ListType, inspect.SetType, inspect.FrozenSetType, inspect.VarTupleType)):
+            inner = (info.item_type,)
+        elif isinstance(info, inspect.TupleType):
+            inner = info.item_types
+        elif isinstance(info, inspect.Metadata):
+            inner = (info.type,)
+        else:
+            return
+        for item in inner:
+            visit(item)
+
+    visit(inspect.type_info(cls))
     return found
 
 
-def _adapt(cls: type[Record], component: dict[str, Any]) -> None:
+def _adapt(cls: type[msgspec.Struct], component: dict[str, Any]) -> None:
     if "description" in component:  # the class docstring, on one line (Python 3.13 dedents docstrings, 3.11 does not)
         component["description"] = " ".join(component["description"].split())
     properties = component["properties"]
     if "unknown" in cls.__struct_fields__:
         del properties["unknown"]
         component["additionalProperties"] = True
-    for old, new in cls.aliases.items():
+    for old, new in getattr(cls, "aliases", {}).items():  # a record's; a plain Struct has none
         properties[old] = {**properties[new], "description": f"Older name of {new!r}, accepted on input."}
 
 

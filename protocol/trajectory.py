@@ -11,16 +11,15 @@ arrival time it measured itself.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import msgspec
 import orjson
 
 from .records import TrajectoryStep, Usage
 
 
-@dataclass(slots=True)
-class MessageChunk:
+class MessageChunk(msgspec.Struct):
     """Agent (or user) text; chunks are joined exactly, without inserted separators.
 
     ``new`` starts a new message step even right after one: a separate message
@@ -32,8 +31,7 @@ class MessageChunk:
     new: bool = False
 
 
-@dataclass(slots=True)
-class ThoughtChunk:
+class ThoughtChunk(msgspec.Struct):
     """A piece of the agent's reasoning; chunks in a row are joined exactly into one thought step, as messages
     are (unless ``new``, as for MessageChunk)."""
 
@@ -42,8 +40,7 @@ class ThoughtChunk:
     new: bool = False
 
 
-@dataclass(slots=True)
-class ToolCallPatch:
+class ToolCallPatch(msgspec.Struct):
     """Create or update a tool call; ``None`` fields leave the current value unchanged."""
 
     tool_call_id: str
@@ -63,23 +60,20 @@ class ToolCallPatch:
     announces: bool = False
 
 
-@dataclass(slots=True)
-class PlanUpdate:
+class PlanUpdate(msgspec.Struct):
     """A whole plan; each update replaces the previous one and is kept as its own step."""
 
     entries: list[Any]
 
 
-@dataclass(slots=True)
-class UsageUpdate:
+class UsageUpdate(msgspec.Struct):
     """``add`` sums per-turn token counts; ``set`` overwrites cumulative figures (cost, context)."""
 
     usage: Usage
     mode: Literal["add", "set"] = "add"
 
 
-@dataclass(slots=True)
-class PermissionStep:
+class PermissionStep(msgspec.Struct):
     """The agent asked for permission; what it asked and what waza answered."""
 
     request: dict[str, Any]
@@ -87,16 +81,14 @@ class PermissionStep:
     tool_call_id: str | None = None
 
 
-@dataclass(slots=True)
-class RawUpdate:
+class RawUpdate(msgspec.Struct):
     """Anything the reducer has no step type for; kept as an ``event`` step, never dropped."""
 
     kind: str
     data: Any = None
 
 
-@dataclass(slots=True)
-class FinalOutput:
+class FinalOutput(msgspec.Struct):
     """The agent's final answer when it reports one apart from its messages (a CLI result line)."""
 
     text: str
@@ -148,8 +140,7 @@ _USAGE_FIELDS = (
 )
 
 
-@dataclass(slots=True)
-class Reduced:
+class Reduced(msgspec.Struct):
     """What the reducer made of a prompt's events."""
 
     steps: list[TrajectoryStep]
@@ -161,8 +152,7 @@ class Reduced:
     dropped: int = 0
 
 
-@dataclass
-class TrajectoryBuilder:
+class TrajectoryBuilder(msgspec.Struct):
     """Collects one prompt's events; ``turn`` is advanced by the adapter as user turns start.
 
     What it keeps is bounded, whatever an agent reports: at most ``max_steps``
@@ -174,12 +164,12 @@ class TrajectoryBuilder:
 
     max_steps: int = DEFAULT_MAX_STEPS
     max_bytes: int = DEFAULT_MAX_TRAJECTORY_MB << 20
-    started: float = field(default_factory=time.perf_counter)
+    started: float = msgspec.field(default_factory=time.perf_counter)
     turn: int = 0
-    steps: list[TrajectoryStep] = field(default_factory=list)
+    steps: list[TrajectoryStep] = msgspec.field(default_factory=list)
     _open_text: TrajectoryStep | None = None
-    _by_message: dict[tuple[str, str], TrajectoryStep] = field(default_factory=dict)
-    _tools: dict[str, TrajectoryStep] = field(default_factory=dict)
+    _by_message: dict[tuple[str, str], TrajectoryStep] = msgspec.field(default_factory=dict)
+    _tools: dict[str, TrajectoryStep] = msgspec.field(default_factory=dict)
     _usage: Usage | None = None
     _final: str | None = None
     _first_response: int | None = None

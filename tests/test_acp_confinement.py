@@ -164,12 +164,17 @@ def test_a_terminal_command_that_left_its_session_dies_with_the_prompt(tmp_path:
     assert gone(pid)
 
 
-@pytest.mark.parametrize("events", [False, True])
-def test_an_exec_agent_whose_daemon_holds_stdout_ends_its_turn_when_it_exits(tmp_path: Path, events: bool) -> None:
+@pytest.mark.parametrize(("events", "busy"), [(False, False), (True, False), (False, True)])
+def test_an_exec_agent_whose_daemon_holds_stdout_ends_its_turn_when_it_exits(tmp_path: Path, events: bool, busy: bool) -> None:
     answer = '{"type": "message", "content": "answer"}' if events else "answer"
-    agent = executable(
-        tmp_path / "agent.sh", f"#!/bin/sh\nsetsid sleep 1000 &\necho $! > {tmp_path}/daemon.pid\necho '{answer}'\n"
-    )
+    # busy: the agent starts hundreds of processes before its daemon, so the sweep after the turn
+    # cannot probe the ids given out one by one and lists the live processes instead.
+    before = 'i=0; while [ "$i" -lt 400 ]; do /bin/true; i=$((i+1)); done\n' if busy else ""
+    pidfile = tmp_path / "daemon.pid"
+    # The daemon writes its own id once it is in a session of its own; the answer waits for that.
+    daemon = f"setsid sh -c 'echo $$ > {pidfile}.tmp && mv {pidfile}.tmp {pidfile} && exec sleep 1000' &"
+    wait = f"while [ ! -f {pidfile} ]; do sleep 0.05; done"
+    agent = executable(tmp_path / "agent.sh", f"#!/bin/sh\n{before}{daemon}\n{wait}\necho '{answer}'\n")
     args = ["--events"] if events else []
     proc = run_waza(
         "capture",

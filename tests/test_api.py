@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import pickle
 import re
 import sys
 import threading
 from pathlib import Path
 
+import msgspec.structs
 import pytest
 
 import waza
@@ -44,7 +44,7 @@ def test_the_manual_example_runs_as_written(tmp_path, monkeypatch, capsys):
 
 def test_each_agent_spec_has_exactly_its_adapters_options():
     for name, spec in AGENTS.items():
-        fields = {f.name for f in dataclasses.fields(spec)} - {"command"}
+        fields = {f.name for f in msgspec.structs.fields(spec)} - {"command"}
         assert fields == set(adapter_class(name).options), name
 
 

@@ -10,7 +10,7 @@ from waza.runner.analysis.paired import mcnemar_exact, mcnemar_table, paired_dif
 from waza.runner.analysis.stats import bootstrap_ci
 
 from .analysis_runs import capture, trials
-from .conftest import run_waza, write_jsonl
+from .conftest import read_jsonl, run_waza, write_jsonl
 
 
 @pytest.mark.parametrize(
@@ -142,3 +142,36 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path):
     assert proc.returncode == 2 and f"{bad}:2: field 'output'".encode() in proc.stderr
     assert run_waza("compare", a).returncode == 2
     assert b"Example" in run_waza("compare", "--help").stdout
+
+
+def test_mcnemar_sums_the_same_tail_as_the_binomial_coefficients():
+    """The tail is summed term by term (each from the last); it is the exact sum of C(n, i), large n included."""
+    import math
+
+    for b, c in [(0, 0), (0, 1), (3, 9), (17, 4), (250, 251), (4950, 5050)]:
+        n = b + c
+        tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
+        assert mcnemar_exact(b, c) == min(1.0, 2 * tail / (1 << n))
+
+
+def test_compare_reads_what_it_needs_of_a_line_and_counts_as_a_whole_read_would(tmp_path):
+    """compare takes id, status and score from a capture line without decoding the rest; its outcomes are the
+    ones the whole record gives, for acp-harness lines too, and a bad field it reads is named."""
+    from waza.runner.analysis.comparison import capture_outcome, load_run
+    from waza.runner.analysis.runs import ResultsFile
+
+    rows = read_jsonl(capture(tmp_path, "a.jsonl", "q2=fail", "q4=error"))
+    harness = {k: v for k, v in rows[1].items() if k not in ("status", "score")}
+    harness.update(id="h1", score={"pass": True, "score": 0.5})
+    odd = write_jsonl(tmp_path / "odd.jsonl", [*rows, harness, {**rows[0], "id": "u1", "unknown": {}}])
+    for policy in ("exclude", "fail"):
+        run = load_run(str(odd), "odd", policy)
+        whole = {r.id: capture_outcome(r, policy) for _, r in ResultsFile(str(odd))}
+        assert run.outcomes == whole
+    assert run.outcomes["h1"].side.status == "passed"  # converted as every analysis command converts it
+    bad = write_jsonl(tmp_path / "bad.jsonl", [rows[0], {**rows[1], "status": "fine"}])
+    proc = run_waza("compare", odd, bad)
+    assert proc.returncode == 2
+    assert proc.stderr.decode().startswith(f"waza: {bad}:2: field 'status': ")
+    bad = write_jsonl(tmp_path / "bad.jsonl", [rows[0], {**rows[1], "score": {"status": "passed", "score": 7}}])
+    assert f"{bad}:2: field 'score.score': ".encode() in run_waza("compare", odd, bad).stderr

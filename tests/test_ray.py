@@ -309,8 +309,7 @@ def test_a_failed_join_says_why_in_one_line(tmp_path, address):
         lines = proc.stderr.decode().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"waza: cannot join the Ray cluster at {where}: "), lines
         assert why in lines[0]
-        if where == "127.0.0.1:1":
-            assert not (tmp_path / "out.jsonl").exists()  # refused before -o is opened
+        assert not (tmp_path / "out.jsonl").exists()  # no output file is left behind (a closed port: before -o is opened)
 
 
 def test_ray_env_reaches_the_tasks_and_secrets_stay_masked(tmp_path, address):
@@ -403,3 +402,14 @@ def test_an_interrupt_stops_the_warm_agents(tmp_path, address):
     while any(Path(f"/proc/{pid}").exists() for pid in pids):  # the slots stopped their agents before they were killed
         assert time.monotonic() < deadline, pids
         time.sleep(0.1)
+
+
+def test_warm_agents_refuse_what_they_cannot_bring_back(tmp_path, address):
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "say hi"}])
+    out = tmp_path / "out.jsonl"
+    base = ["capture", prompts, "--adapter", "acp", "-o", out, "--executor", "ray", "--ray-address", address, "--ray-warm-agents"]
+    for extra in (["--raw-log", tmp_path / "raw.jsonl"], ["-g", "builtin:human"]):
+        proc = run_waza(*base, *extra, "--", *ACP_AGENT)
+        assert proc.returncode == 2, proc.stderr
+        assert b"--ray-warm-agents does not bring raw logs or review queues back from the nodes yet" in proc.stderr
+        assert b"Traceback" not in proc.stderr

@@ -85,7 +85,8 @@ def test_verbose_logs_still_reach_stderr(tmp_path: Path) -> None:
 
 def test_a_local_headless_capture_loads_neither_ray_nor_trials(tmp_path: Path) -> None:
     """A one-prompt capture (headless agent, sh grader) imports only what it runs: no Ray executor without
-    --executor ray, no trial records; its --help not even the engine. (jsonschema checks the adapter schema.)"""
+    --executor ray, no trial records, no JSON Schema validator (the adapter schema is checked by its typed
+    decode); its --help not even the engine."""
     agent = tmp_path / "agent.sh"
     agent.write_text("""#!/bin/sh\necho '{"type":"message","text":"hi"}'\necho '{"type":"result","result":"answer"}'\n""")
     grader = tmp_path / "grader.sh"
@@ -101,6 +102,7 @@ def test_a_local_headless_capture_loads_neither_ray_nor_trials(tmp_path: Path) -
     assert read_jsonl(out)[0]["grades"][0]["pass"] is True
     assert "waza.adapters.headless_schema" in modules
     assert not {"waza.runner.executors.ray_executor", "ray", "waza.protocol.trial_records"} & modules
+    assert not {"jsonschema", "referencing", "waza.protocol.schemas"} & modules
     # nor what other grader kinds and the schema-writing command need
     assert not {"waza.runner.grading.worker_pool", "waza.graders._config", "argparse"} & modules
     assert not {"waza.runner.engine.capture", "waza.runner.engine.run_setup", "waza.runner.engine.specs", "anyio"} & imported(

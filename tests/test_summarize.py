@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-import orjson
+import select
+import subprocess
+import sys
 
+import orjson
+import pytest
+
+from waza.protocol.jsonl import JsonlError
 from waza.protocol.schemas import errors
 
 from .analysis_runs import capture, trials
@@ -56,3 +62,70 @@ def test_bad_line_is_named(tmp_path):
     assert proc.stderr.decode().startswith(f"waza: {bad}:2: field 'id'")
     assert orjson.loads(proc.stdout.splitlines()[0])["id"] == "a"
     assert b"Example" in run_waza("summarize", "--help").stdout
+
+
+def _odd_lines(results: bytes) -> list[bytes]:
+    """Lines of a real capture file, and the same turned into what the straight decode must not take as it is."""
+    rows = [orjson.loads(x) for x in results.splitlines()]
+    harness = {k: v for k, v in rows[1].items() if k != "status"}  # acp-harness's shape: no status
+    harness["score"] = {"pass": False, "score": 0.0, "reasoning": "no"}
+    return [
+        *[orjson.dumps(r) for r in rows],
+        orjson.dumps(harness),
+        orjson.dumps({k: v for k, v in rows[3].items() if k not in ("status", "score")}),  # errored: its status from errors
+        orjson.dumps({**rows[0], "unknown": {}}),  # a user's key named like the field unknown keys go to
+        orjson.dumps({**rows[0], "unknown": {"a": 1}, "other": [1]}),
+        orjson.dumps(rows[0])[:-1] + b',"unkn\\u006fwn":{}}',  # the same key, escaped
+        orjson.dumps({**rows[0], "metadata": {"n": 10**19}}),  # fits 64 bits (unsigned)
+        orjson.dumps({**rows[0], "status": "ungraded"}),
+        orjson.dumps(rows[0]).replace(b"{", b"{ ", 1),
+    ]
+
+
+def test_a_line_decoded_straight_is_the_record_the_general_way_makes(tmp_path):
+    """read_result with the file's kind known decodes a line straight into the record; with the kind not yet
+    known (a file's first line) it parses, converts and validates. Both make the same record of every line,
+    keys kept aside included, and word a bad line the same way."""
+    from waza.runner.analysis.runs import read_result
+
+    lines = _odd_lines(capture(tmp_path, "r.jsonl", "q2=fail", "q4=error").read_bytes())
+    for number, line in enumerate(lines, start=1):
+        general = read_result("r.jsonl", number, line, None)
+        straight = read_result("r.jsonl", number, line, "capture")
+        assert straight == general and straight[1].to_json() == general[1].to_json(), line
+    assert read_result("r", 1, lines[-4], "capture")[1].to_dict()["unknown"] == {}  # the user's key, kept
+    for line in trials(tmp_path, "t.jsonl", 2, "q1=1").read_bytes().splitlines():
+        assert read_result("t", 1, line, "trials") == read_result("t", 1, line, None)
+    for bad, field in [
+        (b'{"id": "a", "input": "x", "output": 5, "status": "passed"}', "output"),
+        (b'{"id": "a", "input": "x", "output": "", "status": "passed", "trajectory": [{"type": 3}]}', "trajectory[0].type"),
+        (b'{"id": "a", "input": "x", "output": "", "status": "passed", "metadata": {"n": 100000000000000000000}}', ""),
+    ]:
+        with pytest.raises(JsonlError) as straight:
+            read_result("f.jsonl", 7, bad, "capture")
+        with pytest.raises(JsonlError) as general:
+            read_result("f.jsonl", 7, bad, None)
+        assert str(straight.value) == str(general.value) and straight.value.field == field, str(straight.value)
+        assert str(straight.value).startswith("f.jsonl:7: ")
+    with pytest.raises(JsonlError, match="is a trials result, but the file started with capture results"):
+        read_result("f", 2, lines[0].replace(b'"id"', b'"trials":[],"passes":0,"id"', 1), "capture")
+
+
+def test_summaries_stream_through_a_pipe(tmp_path):
+    """Read from a pipe, each summary is written before waza waits for the next line (not held back in a buffer)."""
+    line = capture(tmp_path, "r.jsonl").read_bytes().splitlines()[0] + b"\n"
+    proc = subprocess.Popen([sys.executable, "-m", "waza", "summarize", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(line)
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        assert ready, "no summary while the input stayed open"
+        assert orjson.loads(proc.stdout.readline())["id"] == "q1"
+        proc.stdin.write(line.replace(b'"q1"', b'"q9"'))
+        proc.stdin.close()
+        assert orjson.loads(proc.stdout.readline())["id"] == "q9"
+        assert proc.wait(60) == 0
+    finally:
+        proc.kill()
+        proc.wait()

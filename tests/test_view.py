@@ -640,6 +640,15 @@ def test_a_torn_last_line_is_read_once_not_at_every_look(tmp_path, inotify):
     assert index.columns.ids[-1] == "torn" and len(index.columns) == 4
 
 
+def until(test, seconds: float = 60) -> None:
+    """Wait until ``test()`` holds (an indexer thread's work is seen), failing after ``seconds``."""
+    for _ in range(int(seconds / 0.05)):
+        if test():
+            return
+        time.sleep(0.05)
+    raise AssertionError("never seen")
+
+
 @pytest.mark.parametrize("inotify", [True, False])
 def test_the_indexer_follows_new_directories_files_and_lines(tmp_path, inotify):
     """With inotify (Linux) and with the stat fallback: a new directory, a new file in it and a new line are seen."""
@@ -648,14 +657,6 @@ def test_the_indexer_follows_new_directories_files_and_lines(tmp_path, inotify):
     registry = Registry(roots=[tmp_path], files=[], inotify=inotify)
     registry.start()
     try:
-
-        def until(test) -> None:
-            for _ in range(600):
-                if test():
-                    return
-                time.sleep(0.05)
-            raise AssertionError("never seen")
-
         time.sleep(0.5)
         assert registry.watching is (inotify and sys.platform.startswith("linux"))
         (tmp_path / "later" / "deeper").mkdir(parents=True)
@@ -669,3 +670,56 @@ def test_the_indexer_follows_new_directories_files_and_lines(tmp_path, inotify):
         assert [i.path for i in registry.listing()] == [run]
     finally:
         registry.stop()
+
+
+@pytest.mark.parametrize("inotify", [True, False])
+def test_an_idle_viewer_reads_no_file_again(tmp_path, monkeypatch, inotify):
+    """Once indexed, a file that does not change is not opened again (with inotify: nothing is looked at;
+    without: one lstat at each look, looking often here), and a file that grows is read, alone."""
+    from waza.runner.view.index import Index, Registry
+
+    reads: list[str] = []
+    advance = Index.advance
+
+    def counted(self: Index) -> bool:
+        reads.append(self.key)
+        return advance(self)
+
+    monkeypatch.setattr(Index, "advance", counted)
+    runs = []
+    for n in range(12):
+        (tmp_path / f"d{n % 3}").mkdir(exist_ok=True)
+        runs.append(write_jsonl(tmp_path / f"d{n % 3}" / f"run{n}.jsonl", simple_rows(f"r{n}-", 40)))
+    registry = Registry(roots=[tmp_path], files=[], inotify=inotify, interval=0.02, slowest=0.1)
+    registry.start()
+    try:
+        until(lambda: len(registry.listing()) == 12 and all(len(i.columns) == 40 for i in registry.listing()))
+        time.sleep(0.5)
+        reads.clear()
+        time.sleep(2)  # the fallback looks at each file 20 times or more in this while
+        assert reads == []
+        with runs[5].open("ab") as f:
+            f.write(orjson.dumps(simple_rows("late", 1)[0]) + b"\n")
+        until(lambda: len(registry.get(str(runs[5])).columns) == 41)
+        assert set(reads) == {str(runs[5])}
+    finally:
+        registry.stop()
+
+
+def test_an_acp_harness_file_is_indexed_as_the_other_commands_read_it(tmp_path):
+    """acp-harness's result lines carry no status: the viewer derives it from the grader's pass, as summarize does."""
+    from waza.runner.view.index import Registry
+
+    rows = [
+        {"id": "a", "input": "x", "output": "yes", "score": {"pass": True, "score": 1.0}},
+        {"id": "b", "input": "x", "output": "no", "score": {"pass": False, "score": 0.0}},
+        {"id": "c", "input": "x", "output": "", "errors": ["agent crashed"]},
+    ]
+    run = write_jsonl(tmp_path / "harness.jsonl", rows)
+    registry = Registry(roots=[], files=[run], inotify=False)
+    registry.scan()
+    (index,) = registry.listing()
+    assert index.problems == []
+    assert index.columns.statuses == ["passed", "failed", "error"]
+    assert [s["status"] for s in read_jsonl(run_waza("summarize", run).stdout)] == index.columns.statuses
+    assert index.record(1).score is not None and index.record(1).score.passed is False

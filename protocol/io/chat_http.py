@@ -16,11 +16,11 @@ import math
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
 import httpx
+import msgspec
 
 __all__ = [
     "RETRYABLE_STATUS",
@@ -56,8 +56,7 @@ class Transient(Exception):
             self.retry_after = None
 
 
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
+class RetryPolicy(msgspec.Struct, frozen=True):
     """How many times a call is tried and how long it waits in between (see the module docstring)."""
 
     attempts: int = 5

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Logger", "configure", "get_logger"]
+__all__ = ["Logger", "configure", "get_logger", "verbosity"]
 
 _level = logging.WARNING
 _redact: Callable[[str], str] = str
@@ -28,6 +28,11 @@ def configure(verbose: int, redact: Callable[[str], str]) -> None:
     _level = logging.WARNING - 10 * min(verbose, 2)
     _redact = redact
     _configured = False
+
+
+def verbosity() -> int:
+    """What ``configure`` was given: 0 by default, 1 for -v, 2 for -vv (for settings that follow it)."""
+    return (logging.WARNING - _level) // 10
 
 
 def _structlog() -> Any:

@@ -28,12 +28,13 @@ import subprocess
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 import anyio
 import anyio.abc
+import anyio.to_thread
+import msgspec
 
 STDOUT_LIMIT = 10 * 1024 * 1024
 STDERR_TAIL = 8 * 1024
@@ -67,32 +68,97 @@ TAG_VAR = "WAZA_PROCESS_TAG"
 EXIT_GRACE = 1.0
 
 
-def new_tag() -> str:
-    """A fresh value for :data:`TAG_VAR`: every descendant of a child started with it inherits it.
+class ProcessTag(msgspec.Struct, frozen=True):
+    """A fresh value for :data:`TAG_VAR`, and the last process id the kernel had given out when it was made.
 
-    A process group does not hold a child that calls ``setsid``; the tag does,
-    unless the process clears or rewrites its environment (a documented limit).
+    Every descendant of a child started with ``TAG_VAR=value`` inherits it, so a
+    descendant that left the child's process group (``setsid cmd &``) is still
+    found, unless it clears or rewrites its environment. The kernel gives out
+    process ids in increasing order, wrapping at its maximum, so every process
+    started after the tag has an id between ``last_pid`` and the last id given
+    out when :func:`kill_tagged` looks: it reads the environment of those few
+    processes, not of every process on the machine. The limit: a turn that
+    starts more processes than the id space holds (it wrapped past
+    ``last_pid``) is not swept completely.
     """
-    return f"{os.getpid()}-{time.monotonic_ns()}-{os.urandom(4).hex()}"
+
+    value: str
+    #: The last process id given out when the tag was made (None where /proc/loadavg cannot be read).
+    last_pid: int | None
 
 
-def kill_tagged(tag: str) -> int:
-    """SIGKILL every process of this user whose environment carries ``tag``; how many. Linux (/proc) only."""
-    needle = b"\0" + f"{TAG_VAR}={tag}".encode() + b"\0"
-    killed = 0
+def _last_pid() -> int | None:
+    """The last process id the kernel gave out in this namespace (the fifth field of /proc/loadavg)."""
     try:
-        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return 0
-    for pid in pids:
-        if pid == os.getpid():
-            continue
+        fd = os.open("/proc/loadavg", os.O_RDONLY | os.O_CLOEXEC)
         try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                environ = b"\0" + f.read(1 << 20) + b"\0"
-        except OSError:  # gone, or another user's
-            continue
-        if needle in environ:
+            return int(os.read(fd, 256).split()[4])
+        finally:
+            os.close(fd)
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def new_tag() -> ProcessTag:
+    """A fresh tag for one turn's processes (see :class:`ProcessTag`)."""
+    return ProcessTag(f"{os.getpid()}-{time.monotonic_ns()}-{os.urandom(4).hex()}", _last_pid())
+
+
+#: Process ids probed one by one after a turn; more than that, and the live ones are listed instead.
+_PROBE_LIMIT = 256
+
+
+def _started_since(last_pid: int | None) -> list[int]:
+    """Ids that may belong to processes started after ``last_pid`` was given out (all live ones when unknown)."""
+    now = _last_pid()
+    if last_pid is not None and now is not None and 0 <= now - last_pid <= _PROBE_LIMIT:
+        return list(range(last_pid + 1, now + 1))
+    try:
+        live = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+    if last_pid is None or now is None:
+        return live
+    if now >= last_pid:
+        return [pid for pid in live if last_pid < pid <= now]
+    return [pid for pid in live if pid > last_pid or pid <= now]  # the ids wrapped during the turn
+
+
+#: Bytes of a process's environment read in one go, and in all.
+_ENVIRON_CHUNK = 1 << 16
+_ENVIRON_LIMIT = 1 << 20
+
+
+def _carries(pid: int, needle: bytes) -> bool:
+    """Whether process ``pid``'s environment holds ``needle`` (False when it is gone or another user's)."""
+    try:
+        fd = os.open(f"/proc/{pid}/environ", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        environ = b"\0"
+        while len(environ) <= _ENVIRON_LIMIT:
+            chunk = os.read(fd, _ENVIRON_CHUNK)
+            if not chunk:
+                break
+            environ += chunk
+            if needle in environ:
+                return True
+        return needle in environ + b"\0"
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def kill_tagged(tag: ProcessTag) -> int:
+    """SIGKILL every process of this user that started after ``tag`` was made and carries it; how many.
+    Linux (/proc) only."""
+    needle = b"\0" + f"{TAG_VAR}={tag.value}".encode() + b"\0"
+    killed = 0
+    me = os.getpid()
+    for pid in _started_since(tag.last_pid):
+        if pid != me and _carries(pid, needle):
             try:
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
@@ -110,8 +176,7 @@ def exit_parts(returncode: int | None) -> tuple[int | None, int | None]:
     return returncode, None
 
 
-@dataclass(slots=True)
-class ProcessOutcome:
+class ProcessOutcome(msgspec.Struct):
     """What a one-shot child did: exit, output, and whether waza had to stop it."""
 
     returncode: int | None
@@ -153,7 +218,8 @@ def _new_session() -> bool:
 
 class Child(anyio.abc.ByteReceiveStream):
     """A child leading a process group (a session too, under a terminal), its pipes driven from the event loop
-    with no transports and no threads.
+    with no transports and no threads. From async code start it with :meth:`start` (the program is started from a
+    worker thread); the constructor starts it in the calling thread.
 
     One selector per child (epoll on Linux) watches its stdin, stdout and stderr
     and, where the kernel has pidfds, its exit; the event loop waits on that
@@ -269,6 +335,38 @@ class Child(anyio.abc.ByteReceiveStream):
             self._popen.wait()
             self._close()
             raise
+
+    @classmethod
+    async def start(
+        cls,
+        argv: Sequence[str],
+        *,
+        stdin: bytes | None = None,
+        cwd: str | Path | None = None,
+        env: Mapping[str, str] | Mapping[bytes, bytes] | None = None,
+        stderr: Tail | None = None,
+        keep_stdin: bool = False,
+        stderr_to: IO[bytes] | int | None = None,
+    ) -> Child:
+        """Start a child as the constructor does, from a worker thread, so the event loop runs meanwhile.
+
+        Starting a program blocks the caller until the kernel has loaded it, and on a
+        busy machine that wait (for a CPU to run the new process on) is longer than
+        the program's own start: the loop would be stalled for every prompt's agent
+        and every one-shot grade. The start is shielded: once the thread has started
+        the child, the caller gets it (and closes it) even when it was cancelled meanwhile.
+        """
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # another backend (trio)
+            loop = None
+        spawn = functools.partial(
+            cls, argv, stdin=stdin, cwd=cwd, env=env, stderr=stderr, keep_stdin=keep_stdin, stderr_to=stderr_to
+        )
+        with anyio.CancelScope(shield=True):
+            child = await anyio.to_thread.run_sync(spawn)
+        child._loop = loop
+        return child
 
     def send(self, data: bytes) -> None:
         """Write ``data`` to stdin (``keep_stdin``) as far as the pipe takes it now, the rest while
@@ -514,7 +612,7 @@ async def run_once(
     clock = time.perf_counter()
     out = bytearray()
     overflow = False
-    child = Child(argv, stdin=stdin, cwd=cwd, env=env, stderr=Tail(stderr_limit))
+    child = await Child.start(argv, stdin=stdin, cwd=cwd, env=env, stderr=Tail(stderr_limit))
     try:
         with anyio.move_on_after(timeout) as scope:
             async for chunk in child:

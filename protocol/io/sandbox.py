@@ -25,9 +25,10 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
+
+import msgspec
 
 from ..errors import ConfigError
 from .secrets import is_secret_name
@@ -48,8 +49,7 @@ SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 RELAY_MOUNT = "/run/waza-relay"
 
 
-@dataclass(frozen=True, slots=True)
-class Sandbox:
+class Sandbox(msgspec.Struct, frozen=True):
     """What a sandboxed agent may see and reach.
 
     ``read_only`` and ``read_write`` list extra paths (files or directories) made

@@ -8,6 +8,14 @@ statistics by default; ``--errors fail`` counts an error as a fail (with the
 score its graders gave) instead. For trials files the pass rate, mean score,
 pass@k and pass^k are recomputed from the trial entries under that same
 policy, so the two runs are always estimated the same way.
+
+A comparison reads three fields of a capture line (id, status and the
+aggregate score), so it decodes only those, in one msgspec pass over the line
+that checks it is JSON with a CaptureResult's required keys and skips the
+rest unread: a 2 KB line costs a fraction of decoding the whole record. A line
+that pass cannot take (no status: acp-harness's shape; a bad field it reads;
+a line of another kind) goes the way every analysis command reads a line,
+which converts it or words its error.
 """
 
 from __future__ import annotations
@@ -15,26 +23,30 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+import msgspec
+
 from waza.protocol.analysis_records import KDifference, PairedComparison, PromptDelta, RunInfo, Side
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import JsonlError
-from waza.protocol.records import CaptureResult
+from waza.protocol.records import CaptureResult, ResultStatus, Unit
 from waza.protocol.trial_records import TrialResult
 from waza.runner.analysis.attempts import trials_status
 from waza.runner.analysis.paired import mcnemar_table, paired_difference
 from waza.runner.analysis.passk import pass_at_k, pass_hat_k
-from waza.runner.analysis.runs import ResultsFile
+from waza.runner.analysis.runs import ResultsFile, read_result
 
 ErrorPolicy = Literal["exclude", "fail"]
 
 
-@dataclass(slots=True)
-class Outcome:
-    """What a comparison needs of one prompt in one run (bounded: no outputs, no trajectories)."""
+class Outcome(msgspec.Struct, gc=False):
+    """What a comparison needs of one prompt in one run (bounded: no outputs, no trajectories).
+
+    Not tracked by the garbage collector (it holds no object that could lead back to it): a run of a
+    million prompts keeps a million of these, and every full collection would walk them all."""
 
     side: Side
-    pass_at_k: dict[int, float | None] = field(default_factory=dict)
-    pass_hat_k: dict[int, float | None] = field(default_factory=dict)
+    pass_at_k: dict[int, float | None] = {}
+    pass_hat_k: dict[int, float | None] = {}
 
 
 @dataclass(slots=True)
@@ -89,27 +101,63 @@ def trials_outcome(result: TrialResult, errors: ErrorPolicy, ks: list[int]) -> O
     )
 
 
+class _Aggregate(msgspec.Struct):
+    """The aggregate verdict's score (CaptureResult ``score.score``); its other keys are not read."""
+
+    score: Unit | None = None
+
+
+class _CaptureLine(msgspec.Struct):
+    """What a comparison reads of a capture line; ``input`` and ``output`` must be there, and are skipped."""
+
+    id: str
+    input: msgspec.Raw
+    output: msgspec.Raw
+    status: ResultStatus | msgspec.UnsetType = msgspec.UNSET
+    score: _Aggregate | None = None
+
+
+_CAPTURE_LINE = msgspec.json.Decoder(_CaptureLine)
+
+
+def _capture_line(line: bytes) -> _CaptureLine | None:
+    """The three fields of a capture line, or None when the line must go the general way."""
+    try:
+        read = _CAPTURE_LINE.decode(line)
+    except msgspec.MsgspecError:
+        return None
+    return None if read.status is msgspec.UNSET else read
+
+
 def load_run(path: str, label: str, errors: ErrorPolicy) -> Run:
     """Read one run file (kind auto-detected) into per-id outcomes, rejecting repeated ids."""
     results = ResultsFile(path)
     outcomes: dict[str, Outcome] = {}
     lines: dict[str, int] = {}
     ks: set[int] = set()
-    for number, result in results:
-        if result.id in lines:
+    for number, line in results.lines():
+        read = _capture_line(line) if results.kind == "capture" else None
+        if read is not None:
+            id_ = read.id
+            outcome = Outcome(capture_side(read.status, read.score.score if read.score else None, errors))  # type: ignore[arg-type]
+        else:
+            results.kind, result = read_result(results.source, number, line, results.kind)
+            id_ = result.id
+            if isinstance(result, TrialResult):
+                own = sorted({int(k) for k in result.pass_at_k} | {int(k) for k in result.pass_hat_k})
+                ks.update(own)
+                outcome = trials_outcome(result, errors, own)
+            else:
+                outcome = capture_outcome(result, errors)
+        if id_ in lines:
             raise JsonlError(
                 results.source,
                 number,
-                f"duplicate id {result.id!r} (first on line {lines[result.id]}); runs are paired on ids",
+                f"duplicate id {id_!r} (first on line {lines[id_]}); runs are paired on ids",
                 "id",
             )
-        lines[result.id] = number
-        if isinstance(result, TrialResult):
-            own = sorted({int(k) for k in result.pass_at_k} | {int(k) for k in result.pass_hat_k})
-            ks.update(own)
-            outcomes[result.id] = trials_outcome(result, errors, own)
-        else:
-            outcomes[result.id] = capture_outcome(result, errors)
+        lines[id_] = number
+        outcomes[id_] = outcome
     if not outcomes:
         raise JsonlError(results.source, 0, "holds no results")
     assert results.kind is not None
@@ -169,43 +217,57 @@ def compare(baseline: Run, candidate: Run, boot: Bootstrap) -> PairedComparison:
             f"file ({candidate.info.source}); compare capture with capture, trials with trials"
         )
     trials = baseline.info.kind == "trials"
-    shared_ids = [i for i in baseline.outcomes if i in candidate.outcomes]
-    shared = [(baseline.outcomes[i], candidate.outcomes[i]) for i in shared_ids]
-    deltas = []
-    for id_, (a, b) in zip(shared_ids, shared, strict=True):
+    others = candidate.outcomes
+    shared: list[tuple[Outcome, Outcome]] = []
+    deltas: list[PromptDelta] = []
+    only_baseline: list[str] = []
+    changed: dict[str, list[str]] = {"regression": [], "improvement": [], "not-judged": [], "same": []}
+    rates: list[tuple[float, float]] = []  # judged pairs: pass rates, or pass (1.0) / fail (0.0)
+    verdicts: list[tuple[bool, bool]] = []  # judged pairs of a capture run, for McNemar's test
+    scores: list[tuple[float, float]] = []
+    for id_, a in baseline.outcomes.items():  # one pass, in baseline order
+        b = others.get(id_)
+        if b is None:
+            only_baseline.append(id_)
+            continue
+        shared.append((a, b))
+        x, y = a.side, b.side
+        change = _change(x, y, trials)
         deltas.append(
             PromptDelta(
                 id=id_,
-                baseline=a.side,
-                candidate=b.side,
-                score_delta=_diff(a.side.score, b.side.score),
-                pass_rate_delta=_diff(a.side.pass_rate, b.side.pass_rate) if trials else None,
-                change=_change(a.side, b.side, trials),  # type: ignore[arg-type]
+                baseline=x,
+                candidate=y,
+                score_delta=_diff(x.score, y.score),
+                pass_rate_delta=_diff(x.pass_rate, y.pass_rate) if trials else None,
+                change=change,  # type: ignore[arg-type]
             )
         )
+        changed[change].append(id_)
+        if change != "not-judged":  # both sides have a pass rate (trials) or a verdict (capture)
+            if trials:
+                rates.append((x.pass_rate, y.pass_rate))  # type: ignore[arg-type]
+            else:
+                rates.append((1.0 if x.passed else 0.0, 1.0 if y.passed else 0.0))
+                verdicts.append((bool(x.passed), bool(y.passed)))
+        if x.score is not None and y.score is not None:
+            scores.append((x.score, y.score))
     stats = dict(seed=boot.seed, resamples=boot.resamples, level=boot.level)
-    judged = [(a.side, b.side) for a, b in shared if _change(a.side, b.side, trials) != "not-judged"]
-    if trials:
-        rates = [(a.pass_rate, b.pass_rate) for a, b in judged]
-        mcnemar = None
-    else:
-        rates = [(float(a.passed), float(b.passed)) for a, b in judged if a.passed is not None and b.passed is not None]
-        mcnemar = mcnemar_table([(bool(a.passed), bool(b.passed)) for a, b in judged]) if judged else None
-    scores = [(a.side.score, b.side.score) for a, b in shared if a.side.score is not None and b.side.score is not None]
+    mcnemar = mcnemar_table(verdicts) if verdicts else None
     ks = sorted(set(baseline.ks) & set(candidate.ks))
     return PairedComparison(
         baseline=baseline.info.label,
         candidate=candidate.info.label,
-        shared=len(shared_ids),
-        only_baseline=[i for i in baseline.outcomes if i not in candidate.outcomes],
-        only_candidate=[i for i in candidate.outcomes if i not in baseline.outcomes],
-        not_judged=[d.id for d in deltas if d.change == "not-judged"],
+        shared=len(shared),
+        only_baseline=only_baseline,
+        only_candidate=[i for i in others if i not in baseline.outcomes] if len(others) > len(shared) else [],
+        not_judged=changed["not-judged"],
         pass_rate=paired_difference(rates, **stats),  # type: ignore[arg-type]
         mean_score=paired_difference(scores, **stats),  # type: ignore[arg-type]
         mcnemar=mcnemar,
         pass_at_k=_by_k(shared, ks, "pass_at_k", boot) if trials else [],
         pass_hat_k=_by_k(shared, ks, "pass_hat_k", boot) if trials else [],
-        regressions=[d.id for d in deltas if d.change == "regression"],
-        improvements=[d.id for d in deltas if d.change == "improvement"],
+        regressions=changed["regression"],
+        improvements=changed["improvement"],
         deltas=deltas,
     )

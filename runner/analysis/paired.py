@@ -9,7 +9,6 @@ only at the prompts whose verdict changed.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from waza.protocol.analysis_records import Difference, McNemar
@@ -28,7 +27,10 @@ def mcnemar_exact(b: int, c: int) -> float:
     n = b + c
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
+    term = tail = 1  # C(n, 0); each next term from the last, exactly: C(n, i + 1) = C(n, i) * (n - i) / (i + 1)
+    for i in range(min(b, c)):
+        term = term * (n - i) // (i + 1)
+        tail += term
     return min(1.0, 2 * tail / (1 << n))
 
 

@@ -8,8 +8,7 @@ TrialResult becomes one summary per trial (see :mod:`.attempts`).
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -17,7 +16,7 @@ import orjson
 from waza.protocol.analysis_records import GradeView, ResultSummary, StepView
 from waza.protocol.records import CaptureResult, Grade, TrajectoryStep
 from waza.protocol.trial_records import TrialResult
-from waza.runner.analysis.attempts import Attempt, attempts
+from waza.runner.analysis.attempts import Attempt, from_capture, from_trials
 from waza.runner.reports.markdown import cell, num, shorten
 
 
@@ -73,7 +72,15 @@ def grade_view(grade: Grade, width: int) -> GradeView:
 
 
 def summarize(a: Attempt, width: int) -> ResultSummary:
-    tools = [s for s in a.trajectory if s.type == "tool_call"]
+    tools: dict[str, int] = {}  # calls per tool name, in the order first called
+    failed = tool_time = 0
+    for s in a.trajectory:
+        if s.type == "tool_call":
+            name = s.name or "(unnamed)"
+            tools[name] = tools.get(name, 0) + 1
+            failed += s.status == "failed"
+            tool_time += s.duration or 0
+    usage = a.usage
     return ResultSummary(
         id=a.id,
         trial=a.trial,
@@ -83,23 +90,24 @@ def summarize(a: Attempt, width: int) -> ResultSummary:
         output=shorten(a.output, width),
         duration=a.duration,
         first_response=a.first_response,
-        turns=len(a.turns),
-        tool_calls=len(tools),
-        failed_tool_calls=sum(1 for s in tools if s.status == "failed"),
-        tools=dict(Counter(s.name or "(unnamed)" for s in tools)),
-        tool_time=sum(s.duration or 0 for s in tools),
-        input_tokens=a.usage.input_tokens if a.usage else None,
-        output_tokens=a.usage.output_tokens if a.usage else None,
+        turns=1 if isinstance(a.input, str) else len(a.input),
+        tool_calls=sum(tools.values()),
+        failed_tool_calls=failed,
+        tools=tools,
+        tool_time=tool_time,
+        input_tokens=usage.input_tokens if usage else None,
+        output_tokens=usage.output_tokens if usage else None,
         steps=[step_view(s, width) for s in a.trajectory],
         grades=[grade_view(g, width) for g in a.grades],
         errors=a.errors,
     )
 
 
-def summaries(result: CaptureResult | TrialResult, width: int) -> Iterator[ResultSummary]:
+def summaries(result: CaptureResult | TrialResult, width: int) -> list[ResultSummary]:
     """One summary per capture result, one per trial of a trials result."""
-    for a in attempts(result):
-        yield summarize(a, width)
+    if isinstance(result, TrialResult):
+        return [summarize(a, width) for a in from_trials(result)]
+    return [summarize(from_capture(result), width)]
 
 
 def _ms(value: int | None) -> str:

@@ -21,6 +21,7 @@ FLAGS: dict[str, str] = {
     "Timeouts.grader": "--grader-timeout",
     "Output.path": "-o",
     "Output.resume": "--resume",
+    "Output.retry_errors": "--retry-errors",
     "Workspace.template": "--cwd",
     "TableOptions.columns": "--map",
     "TableOptions.format": "--prompts-format",

@@ -1,7 +1,7 @@
 """Option groups shared by several commands, declared once.
 
 ``capture``, ``trials`` and ``run`` all take the agent options, the grader
-options and the output options. Each group is a dataclass whose fields carry
+options and the output options. Each group is a msgspec Struct whose fields carry
 their typer declaration; :func:`with_groups` adds the fields to a command's
 signature (so typer shows them in --help) and hands the command one object per
 group instead of thirty keyword arguments.
@@ -13,12 +13,14 @@ evaluated as the classes are made (no ``from __future__ import annotations``):
 typer reads them, and resolving forty option strings again cost a compile each.
 """
 
-import dataclasses
 import functools
 import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_type_hints
+
+import msgspec
+import msgspec.structs
 
 from waza.adapters import DEFAULT_ADAPTER
 from waza.adapters.base import Adapter, AdapterOptions
@@ -62,8 +64,7 @@ AgentCommandArgument = Annotated[
 ]
 
 
-@dataclasses.dataclass
-class AgentOptions:
+class AgentOptions(msgspec.Struct):
     """Which agent to run and how: the adapter and its options, limits, workspaces."""
 
     adapter: Annotated[str, opt("--adapter", help="exec, acp, headless, http, replay.", panel=AGENT)] = DEFAULT_ADAPTER
@@ -278,8 +279,7 @@ class AgentOptions:
         return Timeouts(prompt=self.timeout, grader=grader, prompt_unit=self.timeout_unit())
 
 
-@dataclasses.dataclass
-class GraderOptions:
+class GraderOptions(msgspec.Struct):
     """Which graders judge each result, their configs, weights and the LLM judge."""
 
     grader: Annotated[
@@ -380,13 +380,20 @@ class GraderOptions:
         )
 
 
-@dataclasses.dataclass
-class OutputOptions:
+class OutputOptions(msgspec.Struct):
     """Where results go and what else the run prints (progress, the --fail-under gate)."""
 
     output: Annotated[str, opt("-o", "--output", help="Results JSONL file, or - for stdout.", panel=OUTPUT)] = "-"
     resume: Annotated[
         bool, opt("--resume", help="Skip results already in -o FILE (a torn last line is repaired).", panel=OUTPUT)
+    ] = False
+    retry_errors: Annotated[
+        bool,
+        opt(
+            "--retry-errors",
+            help="With --resume: run again the results in -o FILE that ended as errors (each new one replaces its error).",
+            panel=OUTPUT,
+        ),
     ] = False
     progress: Annotated[
         bool | None,
@@ -422,7 +429,7 @@ class OutputOptions:
     def spec(self) -> "Output":
         from waza.runner.engine.specs import Output
 
-        return Output(self.output, resume=self.resume, progress=self.progress)
+        return Output(self.output, resume=self.resume, retry_errors=self.retry_errors, progress=self.progress)
 
 
 def with_groups(**groups: type) -> Callable[[F], F]:
@@ -438,7 +445,7 @@ def with_groups(**groups: type) -> Callable[[F], F]:
         owners: dict[str, str] = {}
         for key, cls in groups.items():
             hints = get_type_hints(cls, include_extras=True)
-            for f in dataclasses.fields(cls):
+            for f in msgspec.structs.fields(cls):
                 added.append(
                     inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name])
                 )

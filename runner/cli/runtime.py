@@ -14,7 +14,8 @@ from __future__ import annotations
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+
+import msgspec
 
 from waza.protocol.errors import AgentError, GraderError, UsageError, WazaError, find_cause
 from waza.protocol.io.logs import configure
@@ -26,12 +27,11 @@ EXIT_USAGE = 2
 EXIT_SIGNAL_BASE = 128
 
 
-@dataclass
-class Interrupt:
+class Interrupt(msgspec.Struct):
     """Filled in by a command so an interrupt can say what was done and what is missing."""
 
     summary: Callable[[], str] | None = None
-    received: int | None = field(default=None)
+    received: int | None = msgspec.field(default=None)
 
 
 #: The one place errors become exit codes (the first matching class wins).

@@ -22,7 +22,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -52,8 +51,7 @@ TRUNCATED = b'{"protocol": "%s", "id": "conformance-truncated", "output": ' % PR
 T = TypeVar("T")
 
 
-@dataclass(slots=True)
-class Target:
+class Target(msgspec.Struct):
     """The grader as a command line, in the mode it is checked in, and what every request carries.
 
     ``request`` fields and ``files`` / ``committed`` (written, or committed in a
@@ -65,10 +63,10 @@ class Target:
     argv: list[str]
     worker: bool
     config: dict[str, Any]
-    request: dict[str, Any] = field(default_factory=dict)
-    files: dict[str, str] = field(default_factory=dict)
-    committed: dict[str, str] = field(default_factory=dict)
-    context: dict[str, str] = field(default_factory=dict)
+    request: dict[str, Any] = msgspec.field(default_factory=dict)
+    files: dict[str, str] = msgspec.field(default_factory=dict)
+    committed: dict[str, str] = msgspec.field(default_factory=dict)
+    context: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 def resolve(text: str, config: dict[str, Any] | None, worker: bool) -> Target:
@@ -173,8 +171,7 @@ def sparse_request(base: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- probing
 
 
-@dataclass(slots=True)
-class Probe:
+class Probe(msgspec.Struct):
     """One request sent to a fresh process and everything that came back."""
 
     payload: bytes
@@ -419,7 +416,7 @@ class Kit:
     ) -> tuple[str | None, ConformanceEvidence]:
         """Drive one worker process through ``body``; returns its problem (or None) and the evidence."""
         started = time.perf_counter()
-        child = Child(self.target.argv, env=self.env, keep_stdin=True)
+        child = await Child.start(self.target.argv, env=self.env, keep_stdin=True)
         worker = Worker(child)
         answers: list[bytes] = []
         try:

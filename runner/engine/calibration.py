@@ -9,10 +9,8 @@ intervals of the differences, McNemar's test, regressions and improvements).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from dataclasses import dataclass
 
 import msgspec
 
@@ -73,8 +71,7 @@ def labels_from(numbered: Iterable[tuple[int, CalibrationLabel]], source: str) -
     return labels, unlabelled
 
 
-@dataclasses.dataclass
-class Comparisons:
+class Comparisons(msgspec.Struct):
     """Pairs per (grader, reference), in report order; an item missing a verdict it needs is skipped."""
 
     pairs: dict[tuple[str, str], list[Pair]]
@@ -140,8 +137,7 @@ async def regrade(
     await grade_stream(copies(), runners, concurrency, judged)
 
 
-@dataclass
-class CalibrationRun:
+class CalibrationRun(msgspec.Struct):
     """One calibration: which items, against which labels, with which new graders (if any)."""
 
     results: str

@@ -19,16 +19,16 @@ can read the totals (the CLI uses them for its progress and its exit code).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 from collections.abc import (
     AsyncGenerator,
     Callable,
     Mapping,
 )
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.runner.analysis.error_digest import ErrorDigest
@@ -45,6 +45,7 @@ from waza.runner.engine.pipeline import (
     run_item,
     run_items,
 )
+from waza.runner.engine.rerun import ErrorRecords
 from waza.runner.engine.run_setup import (
     Prompts,
     PromptSource,
@@ -64,8 +65,7 @@ from waza.runner.grading.grader_runners import GraderRunner
 # --- capture --------------------------------------------------------------------------------------
 
 
-@dataclass
-class CaptureRun:
+class CaptureRun(msgspec.Struct):
     """Prompts through an agent and graders; one CaptureResult per prompt, as each finishes."""
 
     prompts: PromptSource
@@ -74,12 +74,14 @@ class CaptureRun:
     output: Output | None
     done: set[str]
     #: Prompts skipped because the output already held them (counted as they are read).
-    skipped: list[str] = dataclasses.field(default_factory=list)
+    skipped: list[str] = msgspec.field(default_factory=list)
     #: Where the items run: this process (``run_items``) or Ray tasks (``runner.executors``).
     executor: Executor = run_items
-    tally: Tally = dataclasses.field(default_factory=Tally)
+    tally: Tally = msgspec.field(default_factory=Tally)
     #: Why results errored, for a one-look summary at the end.
-    errors: ErrorDigest = dataclasses.field(default_factory=ErrorDigest)
+    errors: ErrorDigest = msgspec.field(default_factory=ErrorDigest)
+    #: With ``Output.retry_errors``: the output's error records, run again (removed at the first result).
+    rerun: ErrorRecords | None = None
 
     @classmethod
     def prepare(
@@ -102,10 +104,14 @@ class CaptureRun:
         settings = run_settings(agent, [], timeouts, concurrency, workspaces_of(workspace), limits)
         settings.graders = build_graders(graders, timeouts)
         done: set[str] = set()
+        rerun = ErrorRecords(output.path, limits.line_bytes) if output and output.retry_errors else None
         if output and output.resume:
-            done = {key[0] for key in resume_state(output.path, max_line=limits.line_bytes) if isinstance(key[0], str)}
-            source.check_resumed(output.path, done)
-        return cls(source, settings, settings.graders, output, done, executor=executor)
+            keys = resume_state(output.path, max_line=limits.line_bytes, retry=rerun)
+            done = {key[0] for key in keys if isinstance(key[0], str)}
+            source.check_resumed(output.path, done, rerun)
+        if rerun is not None:
+            rerun.announce("result")
+        return cls(source, settings, settings.graders, output, done, executor=executor, rerun=rerun)
 
     @property
     def todo(self) -> int | None:
@@ -119,7 +125,7 @@ class CaptureRun:
     async def run_to(self, sink: Sink[CaptureResult] = discard) -> None:
         """The whole run, each result handed to ``sink`` once written: the CLI's path, which takes
         no result and so skips ``stream``'s hand-over (two event-loop switches per result)."""
-        writer, progress = result_writer(self.output, self.todo, "capture", self.tally, self.errors)
+        writer, progress = result_writer(self.output, self.todo, "capture", self.tally, self.errors, self.rerun)
 
         def keep(case: PromptCase) -> bool:
             if case.id in self.done:
@@ -158,7 +164,8 @@ async def acapture(
     """Run every prompt through the agent and the graders; yield each CaptureResult as it finishes.
 
     With ``output``, each result is also written (secrets masked) to that JSONL
-    file as it finishes; ``Output(path, resume=True)`` skips prompts already there.
+    file as it finishes; ``Output(path, resume=True)`` skips prompts already there (those that ended
+    as errors too, unless ``retry_errors=True``).
     """
     run = CaptureRun.prepare(
         prompts, agent, graders, timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output, limits=limits

@@ -21,9 +21,10 @@ from __future__ import annotations
 import datetime
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+import msgspec
 
 from waza.protocol.codec import RecordError
 from waza.protocol.errors import ConfigError
@@ -70,12 +71,11 @@ class RowError(JsonlError):
         return f"{where}: {what}"
 
 
-@dataclass(slots=True)
-class TableOptions:
+class TableOptions(msgspec.Struct):
     """How to read a prompts file: its format (None: by extension) and column -> field renames."""
 
     format: PromptFormat | None = None
-    columns: dict[str, str] = field(default_factory=dict)  # field -> column
+    columns: dict[str, str] = msgspec.field(default_factory=dict)  # field -> column
 
 
 def parse_map(values: list[str] | None) -> dict[str, str]:

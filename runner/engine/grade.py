@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 from collections.abc import (
     AsyncGenerator,
@@ -15,8 +14,9 @@ from collections.abc import (
     Callable,
     Iterable,
 )
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import (
@@ -71,8 +71,7 @@ def read_results(
     return decoded()
 
 
-@dataclass
-class GradeRun:
+class GradeRun(msgspec.Struct):
     """Results already captured, graded again (earlier grades replaced)."""
 
     results: str | Iterable[CaptureResult]
@@ -81,9 +80,9 @@ class GradeRun:
     output: Output | None
     skipped: list[str] | None
     max_line: int = DEFAULT_MAX_LINE
-    tally: Tally = dataclasses.field(default_factory=Tally)
+    tally: Tally = msgspec.field(default_factory=Tally)
     #: Why results errored, for a one-look summary at the end.
-    errors: ErrorDigest = dataclasses.field(default_factory=ErrorDigest)
+    errors: ErrorDigest = msgspec.field(default_factory=ErrorDigest)
 
     @classmethod
     def prepare(

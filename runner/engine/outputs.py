@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
+
+import msgspec
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.secrets import Redactor
@@ -22,17 +24,17 @@ from waza.protocol.records import CaptureResult
 from waza.runner.analysis.error_digest import ErrorDigest
 from waza.runner.engine.cache_summary import print_cache_line
 from waza.runner.engine.progress import Progress
+from waza.runner.engine.rerun import ErrorRecords
 from waza.runner.wording import count
 
 #: The gates ``--fail-under`` can set (parsed by ``cli.option_values.parse_gates``).
 GATES = ("pass_rate", "score")
 
 
-@dataclass
-class Tally:
+class Tally(msgspec.Struct):
     """Running counts over written results."""
 
-    statuses: Counter[str] = field(default_factory=Counter)
+    statuses: Counter[str] = msgspec.field(default_factory=Counter)
     score_sum: float = 0.0
     scored: int = 0
 
@@ -85,7 +87,9 @@ class ResultWriter:
     (the next batch of input, a grader, an agent): results that arrive in one
     go (in-process graders working through a batch of input lines) share one
     flush instead of paying one each, and none sits in the buffer while waza
-    waits. Outside an event loop every line is flushed at once.
+    waits. Outside an event loop every line is flushed at once. ``first``
+    runs once, just before the first line is written (``ErrorRecords.remove``
+    when a resumed run retries errors).
     """
 
     def __init__(
@@ -96,9 +100,11 @@ class ResultWriter:
         progress: Progress | None = None,
         tally: Tally | None = None,
         errors: ErrorDigest | None = None,
+        first: Callable[[], None] | None = None,
     ) -> None:
         self.path = str(path)
         self.append = append
+        self._first = first
         self._stream: IO[bytes] | None = sys.stdout.buffer if self.path == "-" else None
         self._flush_pending = False
         self._failed: OSError | None = None
@@ -121,6 +127,9 @@ class ResultWriter:
 
     def write_line(self, line: bytes, status: str, score: float | None) -> None:
         self._raise_failed()
+        if self._first is not None:
+            first, self._first = self._first, None
+            first()
         stream = self._open()
         stream.write(self.redact(line))
         if not self._flush_pending:
@@ -163,8 +172,14 @@ class ResultWriter:
         self._raise_failed()
 
 
-def resume_state(output: str | None, key: tuple[str, ...] = ("id",), max_line: int = DEFAULT_MAX_LINE) -> set[tuple[object, ...]]:
-    """Keys of results already complete in ``output``, after repairing a torn last line."""
+def resume_state(
+    output: str | None, key: tuple[str, ...] = ("id",), max_line: int = DEFAULT_MAX_LINE, *, retry: ErrorRecords | None = None
+) -> set[tuple[object, ...]]:
+    """Keys of results already complete in ``output``, after repairing a torn last line.
+
+    With ``retry`` a result whose status is ``error`` is not complete: its line is noted there (to be
+    removed when the run writes its first result) and its key runs again, unless the file also holds
+    a result of that key that is not an error."""
     if not output or output == "-":
         raise ConfigError("Output.resume needs a file as Output.path (it reads what that file already holds)")
     path = Path(output)
@@ -174,11 +189,19 @@ def resume_state(output: str | None, key: tuple[str, ...] = ("id",), max_line: i
     if removed:
         print(f"waza: repaired {output}: removed a torn last line ({removed} bytes)", file=sys.stderr)
     done: set[tuple[object, ...]] = set()
+    errored: set[tuple[object, ...]] = set()
     try:
-        for value in iter_existing(path, max_line):
-            done.add(tuple(value.get(k) for k in key))
+        for number, value in iter_existing(path, max_line):
+            if retry is not None and value.get("status") == "error":
+                retry.lines.add(number)
+                errored.add(tuple(value.get(k) for k in key))
+            else:
+                done.add(tuple(value.get(k) for k in key))
     except JsonlError as exc:
         raise ConfigError(f"cannot resume: {exc}") from None
+    if retry is not None:
+        retry.ids = {key[0] for key in errored - done if isinstance(key[0], str)}
+        retry.again = len(errored - done)
     return done
 
 

@@ -19,11 +19,11 @@ import shutil
 import stat
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeAlias, TypeVar
 
 import anyio
+import msgspec
 
 from waza.adapters.base import Adapter, AdapterOptions, AgentRun, AgentTask
 from waza.protocol.errors import AgentError, ConfigError, GraderError, WazaError
@@ -42,8 +42,7 @@ ADAPTER_GRACE = 15.0
 WORKSPACE_MARK = ".waza-workspace"
 
 
-@dataclass(slots=True)
-class WorkItem:
+class WorkItem(msgspec.Struct):
     """One run of one prompt: the case, its trial number, and how to fill its workspace."""
 
     case: PromptCase
@@ -54,8 +53,7 @@ class WorkItem:
     graders: list[GraderRunner] | None = None
 
 
-@dataclass(slots=True)
-class Workspaces:
+class Workspaces(msgspec.Struct):
     """Where each item runs.
 
     With ``root``: a fresh ``root/<id>[-tN]`` per item. With ``fresh`` and no
@@ -63,7 +61,7 @@ class Workspaces:
     ``keep``. Otherwise every item shares ``cwd``.
     """
 
-    cwd: Path = field(default_factory=Path.cwd)
+    cwd: Path = msgspec.field(default_factory=Path.cwd)
     root: Path | None = None
     fresh: bool = False
     keep: bool = False
@@ -153,8 +151,7 @@ def _has_mark(root_fd: int, name: str) -> bool:
         os.close(dir_fd)
 
 
-@dataclass
-class Settings:
+class Settings(msgspec.Struct):
     """Everything a run of prompts needs besides the prompts: the agent, its graders and the limits."""
 
     adapter: type[Adapter]
@@ -163,8 +160,8 @@ class Settings:
     graders: list[GraderRunner]
     concurrency: int = 1
     timeout: float | None = None
-    workspaces: Workspaces = field(default_factory=Workspaces)
-    limits: Limits = field(default_factory=Limits)
+    workspaces: Workspaces = msgspec.field(default_factory=Workspaces)
+    limits: Limits = msgspec.field(default_factory=Limits)
 
 
 T = TypeVar("T")

@@ -37,6 +37,7 @@ from waza.runner.engine.pipeline import (
     Workspaces,
 )
 from waza.runner.engine.progress import Progress, wanted
+from waza.runner.engine.rerun import ErrorRecords
 from waza.runner.engine.specs import AgentSpec, Graders, Limits, Output, Timeouts, Workspace, grader_specs
 from waza.runner.grading.build import make_runner
 from waza.runner.grading.grader_runners import GraderRunner
@@ -156,9 +157,15 @@ class PromptSource:
         self.ids = seen
         self.total = len(self.cases)
 
-    def check_resumed(self, output: str, done: set[str]) -> None:
-        """Refuse to resume into an output holding results of prompts this source does not have."""
-        check_resumed(output, done, self.ids, self.path or "the prompts given")
+    def check_resumed(self, output: str, done: set[str], rerun: ErrorRecords | None = None) -> None:
+        """Refuse to resume into an output holding results of prompts this source does not have, and to
+        remove error records (``rerun``) whose prompts a stream might not bring (they would be lost)."""
+        if rerun is not None and rerun.ids and self.ids is None:
+            raise ConfigError(
+                "Output.retry_errors needs the prompts in a file, not a stream: their error records are removed"
+                " before the prompts are read, and a stream cannot be checked ahead for their ids"
+            )
+        check_resumed(output, (done | rerun.ids) if rerun is not None else done, self.ids, self.path or "the prompts given")
 
     async def stream(self, keep: Callable[[PromptCase], bool]) -> AsyncGenerator[PromptCase, None]:
         if self.path is not None:
@@ -208,13 +215,21 @@ def counted(writer: ResultWriter | None, tally: Tally, errors: ErrorDigest, sink
 
 
 def result_writer(
-    output: Output | None, total: int | None, label: str, tally: Tally, errors: ErrorDigest
+    output: Output | None,
+    total: int | None,
+    label: str,
+    tally: Tally,
+    errors: ErrorDigest,
+    rerun: ErrorRecords | None = None,
 ) -> tuple[ResultWriter | None, Progress]:
-    """The run's writer (None without an output), counting what it writes into the run's ``tally`` and ``errors``."""
+    """The run's writer (None without an output), counting what it writes into the run's ``tally`` and ``errors``;
+    ``rerun``: the resumed output's error records, removed before the first result is written."""
     progress = Progress(total, enabled=wanted(output.progress) if output else False, label=label)
     if output is None:
         return None, progress
-    return ResultWriter(output.path, append=output.resume, progress=progress, tally=tally, errors=errors), progress
+    first = rerun.remove if rerun is not None else None
+    writer = ResultWriter(output.path, append=output.resume, progress=progress, tally=tally, errors=errors, first=first)
+    return writer, progress
 
 
 def collect(stream: Callable[[], AsyncGenerator[R, None]], name: str) -> list[R]:

@@ -6,6 +6,8 @@ and a reader never sees half a file; stdout is written through and flushed.
 What is not a regular file (``/dev/null``, a FIFO, ``/dev/stdout``) is written
 through as a shell redirection would: renaming over it would replace the device
 or pipe with a file. A symlink is followed, and the file it names is replaced.
+``durable``: the new file is on disk (file and folder synced) before
+``output_stream`` returns, for a file that replaces data a crash must not lose.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from waza.protocol.errors import ConfigError
 
 
 @contextlib.contextmanager
-def output_stream(path: str) -> Iterator[IO[bytes]]:
+def output_stream(path: str, *, durable: bool = False) -> Iterator[IO[bytes]]:
     if path == "-":
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
@@ -45,8 +47,23 @@ def output_stream(path: str) -> Iterator[IO[bytes]]:
     try:
         with os.fdopen(fd, "wb") as stream:
             yield stream
+            if durable:
+                stream.flush()
+                os.fsync(stream.fileno())
         os.replace(tmp, target)
+        if durable:
+            _sync_folder(directory)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _sync_folder(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (a filesystem that cannot sync a folder is left to its own order)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,6 +1,6 @@
 """The typed specs of the Python API: what to run, as plain frozen data.
 
-Everything here is a frozen dataclass of strings, numbers, paths and tuples,
+Everything here is a frozen msgspec Struct of strings, numbers, paths and tuples,
 so a spec can be compared, printed, pickled and sent to another process or
 machine: a run is described without opening anything. Only the engine turns
 a spec into live objects (an adapter, grader runners), and it checks each one
@@ -17,15 +17,17 @@ written. Grader specs: ``Builtin`` (by name, with its config), ``Executable``
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
+
+import msgspec
+import msgspec.structs
+from msgspec.structs import force_setattr
 
 from waza.adapters.base import AdapterOptions
 from waza.protocol.errors import ConfigError
@@ -39,8 +41,7 @@ if TYPE_CHECKING:
     from waza.runner.grading.judge_setup import JudgeChoice
 
 
-@dataclass(frozen=True, slots=True)
-class Timeouts:
+class Timeouts(msgspec.Struct, frozen=True):
     """Time limits in seconds: per prompt (``None``: none; a prompt's own ``timeout`` wins) and per grading.
 
     ``prompt_unit``: how a prompts file's own ``timeout`` values are read: ``s``, ``ms`` (acp-harness
@@ -74,8 +75,7 @@ def _argv(value: object, name: str) -> tuple[str, ...]:
     return tuple(str(c) for c in value)
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
+class Limits(msgspec.Struct, frozen=True):
     """How much of an input or of an agent's reports waza holds at once, so neither can exhaust memory.
 
     ``line_mb``: the longest line (JSONL) or CSV line of a prompts or results file;
@@ -105,8 +105,7 @@ class Limits:
 MAX_LIMIT = 1 << 20
 
 
-@dataclass(frozen=True, slots=True)
-class Workspace:
+class Workspace(msgspec.Struct, frozen=True):
     """Where each prompt runs.
 
     ``root``: a fresh ``root/<id>[-tN]`` directory per run (kept). ``fresh``: a
@@ -122,20 +121,27 @@ class Workspace:
     template: Path | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Output:
-    """Where results are written as JSONL (``"-"``: stdout), and whether to skip results already there."""
+class Output(msgspec.Struct, frozen=True):
+    """Where results are written as JSONL (``"-"``: stdout), and whether to skip results already there.
+
+    ``retry_errors`` (with ``resume``): a result already there whose status is
+    ``error`` (for trials: an errored trial) is not skipped but run again, and
+    the new result replaces it, so the file keeps one record per prompt.
+    """
 
     path: str
     resume: bool = False
+    retry_errors: bool = False
     #: A progress bar on stderr; ``None``: when stderr is a terminal.
     progress: bool | None = False
 
     def __post_init__(self) -> None:
         if isinstance(self.path, Path):
-            object.__setattr__(self, "path", str(self.path))
+            force_setattr(self, "path", str(self.path))
         if not isinstance(self.path, str) or not self.path:
             raise ConfigError(f"Output.path takes a file path or '-' (stdout), got {self.path!r}")
+        if self.retry_errors and not self.resume:
+            raise ConfigError("Output.retry_errors needs Output.resume (it runs again the errors of the file being resumed)")
 
     def check(self) -> None:
         """Refuse, before anything runs, a file that could not be opened when the first result arrives (the
@@ -159,8 +165,7 @@ class Output:
 # --- agents ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Agent:
+class _Agent(msgspec.Struct, frozen=True, kw_only=True):
     """Base of agent specs: ``adapter`` names the adapter; the other fields are its options."""
 
     adapter: ClassVar[str]
@@ -168,12 +173,12 @@ class _Agent:
     command: str | Sequence[str] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "command", _argv(self.command, f"{type(self).__name__}.command"))
+        force_setattr(self, "command", _argv(self.command, f"{type(self).__name__}.command"))
 
     def options(self) -> AdapterOptions:
         """The adapter options this spec sets (every other option keeps its default)."""
         values: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
+        for f in msgspec.structs.fields(self):
             if f.name == "command":
                 continue
             value = getattr(self, f.name)
@@ -188,8 +193,7 @@ class _Agent:
 _PATH_OPTIONS = frozenset({"mcp_config", "permission_rules", "raw_log", "schema", "replay_from"})
 
 
-@dataclass(frozen=True, kw_only=True)
-class ExecAgent(_Agent):
+class ExecAgent(_Agent, frozen=True, kw_only=True):
     """A command run once per turn: the prompt on stdin, the answer on stdout (``events``: JSONL events)."""
 
     adapter: ClassVar[str] = "exec"
@@ -198,8 +202,7 @@ class ExecAgent(_Agent):
     sandbox: Sandbox | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class AcpAgent(_Agent):
+class AcpAgent(_Agent, frozen=True, kw_only=True):
     """An agent speaking the Agent Client Protocol over stdio."""
 
     adapter: ClassVar[str] = "acp"
@@ -213,8 +216,7 @@ class AcpAgent(_Agent):
     sandbox: Sandbox | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class HeadlessAgent(_Agent):
+class HeadlessAgent(_Agent, frozen=True, kw_only=True):
     """A CLI agent's headless mode, read through an adapter schema (a file or a bundled name)."""
 
     adapter: ClassVar[str] = "headless"
@@ -223,8 +225,7 @@ class HeadlessAgent(_Agent):
     sandbox: Sandbox | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class HttpAgent(_Agent):
+class HttpAgent(_Agent, frozen=True, kw_only=True):
     """An OpenAI-compatible chat endpoint (``local_model``: a local model server started for the run)."""
 
     adapter: ClassVar[str] = "http"
@@ -247,16 +248,14 @@ class HttpAgent(_Agent):
             raise ConfigError(f"HttpAgent.max_tokens must be at least 1, got {self.max_tokens!r}")
 
 
-@dataclass(frozen=True, kw_only=True)
-class ReplayAgent(_Agent):
+class ReplayAgent(_Agent, frozen=True, kw_only=True):
     """Results recorded earlier, replayed as the agent's answers (to re-grade without the agent)."""
 
     adapter: ClassVar[str] = "replay"
     replay_from: Path | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class MockAgent(_Agent):
+class MockAgent(_Agent, frozen=True, kw_only=True):
     """The scripted offline agent (a prompt's ``mock`` key scripts it)."""
 
     adapter: ClassVar[str] = "mock"
@@ -276,7 +275,7 @@ def agent_spec(adapter: str, command: list[str], opts: AdapterOptions) -> AgentS
     if cls is None:
         adapter_class(adapter)  # raises the "unknown adapter" error listing the known ones
         raise AssertionError(adapter)
-    names = {f.name for f in dataclasses.fields(cls)} - {"command"}
+    names = {f.name for f in msgspec.structs.fields(cls)} - {"command"}
     ignored = sorted(opts.given() - names)
     if ignored:
         flags = ", ".join("--" + ("from" if n == "replay_from" else n.replace("_", "-")) for n in ignored)
@@ -292,12 +291,11 @@ def agent_spec(adapter: str, command: list[str], opts: AdapterOptions) -> AgentS
 _NAME = re.compile(r"^[A-Za-z_][\w.-]*$")
 
 
-@dataclass(frozen=True, kw_only=True)
-class GraderBase:
+class GraderBase(msgspec.Struct, frozen=True, kw_only=True):
     """Base of the grader specs (a list of several kinds is a ``list[GraderBase]``): ``name`` labels its grades (default: from the grader), ``weight`` its share of the score."""
 
     name: str | None = None
-    config: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, Any] = msgspec.field(default_factory=dict)
     weight: float = 1.0
     #: Seconds per result; ``None``: the run's ``Timeouts.grader``.
     timeout: float | None = None
@@ -329,8 +327,7 @@ class GraderBase:
         raise NotImplementedError
 
 
-@dataclass(frozen=True, kw_only=True)
-class Builtin(GraderBase):
+class Builtin(GraderBase, frozen=True, kw_only=True):
     """A built-in grader by name (``waza graders list``); ``isolate`` runs it as a worker process."""
 
     grader: str
@@ -344,8 +341,7 @@ class Builtin(GraderBase):
         return self._spec(target, "builtin", target)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Executable(GraderBase):
+class Executable(GraderBase, frozen=True, kw_only=True):
     """An executable run once per result: a GraderRequest on stdin, a result on stdout."""
 
     #: The program and its arguments: a sequence, or a string split as a POSIX shell would.
@@ -353,15 +349,14 @@ class Executable(GraderBase):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "argv", _argv(self.argv, "Executable.argv"))
+        force_setattr(self, "argv", _argv(self.argv, "Executable.argv"))
 
     def internal(self) -> GraderSpec:
         argv = resolve_argv([str(a) for a in self.argv])
         return self._spec(Path(argv[0]).name, "exec", argv[0], argv=argv)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Worker(GraderBase):
+class Worker(GraderBase, frozen=True, kw_only=True):
     """An executable in persistent worker mode: one process per concurrency slot, JSONL in and out."""
 
     #: The program and its arguments: a sequence, or a string split as a POSIX shell would.
@@ -369,15 +364,14 @@ class Worker(GraderBase):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "argv", _argv(self.argv, "Worker.argv"))
+        force_setattr(self, "argv", _argv(self.argv, "Worker.argv"))
 
     def internal(self) -> GraderSpec:
         argv = resolve_argv([str(a) for a in self.argv])
         return self._spec(Path(argv[0]).name, "worker", argv[0], argv=argv)
 
 
-@dataclass(frozen=True, kw_only=True)
-class PythonGrader(GraderBase):
+class PythonGrader(GraderBase, frozen=True, kw_only=True):
     """A Python function called in-process with the request as a dict; returns a result dict.
 
     ``fn`` is a reference (``file.py:fn`` or ``package.module:fn``), which any
@@ -398,8 +392,7 @@ class PythonGrader(GraderBase):
         return self._spec(name, "python", module, func=getattr(self.fn, "__qualname__", name), fn=self.fn)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Judge(GraderBase):
+class Judge(GraderBase, frozen=True, kw_only=True):
     """An LLM grader (``llm``, ``llm_comparison`` or ``prompt``) and where its judge is.
 
     ``base_url`` (+ ``model``, ``api_key_env``): an OpenAI-compatible endpoint;

@@ -10,8 +10,9 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.trial_records import ErrorPolicy, TrialEntry, TrialResult, TrialsSummary
@@ -21,6 +22,7 @@ from waza.runner.analysis.trial_stats import SummaryBuilder
 from waza.runner.engine.datasets import TableOptions
 from waza.runner.engine.pipeline import Executor, Settings, Sink, WorkItem, entered, run_items
 from waza.runner.engine.progress import Progress, wanted
+from waza.runner.engine.rerun import ErrorRecords
 from waza.runner.engine.run_setup import Prompts, PromptSource, as_stream, build_graders, collect, run_settings, workspaces_of
 from waza.runner.engine.specs import AgentSpec, Graders, Limits, Output, Timeouts, Workspace, grader_specs
 from waza.runner.engine.trial_runs import (
@@ -36,8 +38,7 @@ from waza.runner.engine.trial_runs import (
 __all__ = ["TrialsRun", "atrials", "summarize_trials", "trials"]
 
 
-@dataclass
-class TrialsRun:
+class TrialsRun(msgspec.Struct):
     """Every prompt k times in fresh workspaces; one TrialResult per prompt when its last trial is in."""
 
     prompts: PromptSource
@@ -51,6 +52,8 @@ class TrialsRun:
     #: Where the items run: this process (``run_items``) or Ray tasks (``runner.executors``).
     executor: Executor = run_items
     sink: TrialsOutput | None = None
+    #: With ``Output.retry_errors``: the output's prompts with errored trials (moved to the sidecar at the first trial).
+    rerun: ErrorRecords | None = None
 
     @classmethod
     def prepare(
@@ -94,14 +97,20 @@ class TrialsRun:
         builder = SummaryBuilder(plan.trials, plan.k_values, plan.policy)
         finished: set[str] = set()
         partial: dict[str, dict[int, TrialEntry]] = {}
+        rerun: ErrorRecords | None = None
         if output is not None and output.resume:
             sidecar = sidecar_path(output.path)
             if sidecar is None:
                 raise ConfigError("Output.resume needs a file as Output.path (it reads what that file already holds)")
-            finished = load_finished(output.path, plan, builder, limits.line_bytes)
-            source.check_resumed(output.path, finished)
-            partial = load_partial(sidecar, finished, plan.trials, limits.line_bytes)
-        return cls(source, settings, plan, output, builder, finished, partial, prepare, executor)
+            if output.retry_errors:
+                rerun = ErrorRecords(output.path, limits.line_bytes, move_to=sidecar)
+            finished, retried = load_finished(output.path, plan, builder, limits.line_bytes, rerun)
+            source.check_resumed(output.path, finished, rerun)
+            partial = load_partial(sidecar, finished | retried.keys(), plan, limits.line_bytes, rerun)
+            partial.update(retried)
+        if rerun is not None:
+            rerun.announce("trial")
+        return cls(source, settings, plan, output, builder, finished, partial, prepare, executor, rerun=rerun)
 
     @property
     def todo(self) -> int | None:
@@ -134,6 +143,8 @@ class TrialsRun:
             progress=progress,
             builder=self.builder,
         )
+        if self.rerun is not None:
+            sink.first = self.rerun.remove
         self.sink = sink
 
         async def items() -> AsyncGenerator[WorkItem, None]:

@@ -18,7 +18,6 @@ that record's error, naming the node.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import io
 import socket
@@ -27,6 +26,8 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec.structs
 
 from waza.protocol.errors import WazaError
 from waza.protocol.records import CaptureResult, PromptCase
@@ -43,6 +44,7 @@ from waza.runner.engine.specs import (
     agent_spec,
     from_internal,
 )
+from waza.runner.executors.ray_collect import driver_paths
 from waza.runner.grading.grader_runners import GraderRunner
 from waza.runner.grading.grader_specs import resolve_argv
 
@@ -72,12 +74,12 @@ def agent_of(settings: Settings) -> AgentSpec:
     """The agent spec of a run's settings, its command and paths absolute as the driver resolved them."""
     spec = agent_spec(settings.adapter.name, list(settings.command), settings.opts)
     changes: dict[str, object] = {}
-    for f in dataclasses.fields(spec):
+    for f in msgspec.structs.fields(spec):
         value = getattr(spec, f.name)
         # A bundled name (``--schema claude-code``) is not a file here and stays as it is.
         if isinstance(value, Path) and (f.name in _WRITTEN or value.exists()):
             changes[f.name] = _absolute(value)
-    return dataclasses.replace(spec, **changes)  # type: ignore[arg-type]
+    return msgspec.structs.replace(spec, **changes)
 
 
 def graders_of(runners: Sequence[GraderRunner]) -> tuple[GraderSpecT, ...]:
@@ -104,12 +106,13 @@ def _absolute(path: Path) -> Path:
 
 
 def _portable_grader(grader: GraderSpecT) -> GraderSpecT:
+    grader = driver_paths(grader)  # a review queue goes where a local run would write it
     if isinstance(grader, (Executable, Worker)):
-        return dataclasses.replace(grader, argv=tuple(resolve_argv(list(grader.argv))))
+        return msgspec.structs.replace(grader, argv=tuple(resolve_argv(list(grader.argv))))
     if isinstance(grader, PythonGrader) and isinstance(grader.fn, str):
         target, sep, func = grader.fn.rpartition(":")
         if target.endswith(".py"):
-            return dataclasses.replace(grader, fn=f"{_absolute(Path(target))}{sep}{func}")
+            return msgspec.structs.replace(grader, fn=f"{_absolute(Path(target))}{sep}{func}")
     return grader
 
 

@@ -1,10 +1,11 @@
 """The ``--executor`` option group shared by ``capture``, ``trials`` and ``run``."""
 
-import dataclasses
 import math
 import os
 from typing import TYPE_CHECKING, Annotated, Any
 
+import msgspec
+import msgspec.structs
 import orjson
 import typer
 
@@ -20,8 +21,7 @@ def _opt(*names: str, help: str, **kw: Any) -> Any:
     return typer.Option(*names, help=help, rich_help_panel=EXECUTION, **kw)
 
 
-@dataclasses.dataclass
-class ExecutorOptions:
+class ExecutorOptions(msgspec.Struct):
     """Where each prompt × trial runs (this process, or a Ray task), declared once for every command that runs agents."""
 
     executor: Annotated[
@@ -92,7 +92,7 @@ class ExecutorOptions:
         ``concurrency`` (-j): the CPUs of an embedded instance (``cpus`` when the command merged -j with a
         config of its own); with ``--ray-address`` the cluster's own count, and -j is refused.
         """
-        ray_flags = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name.startswith("ray_")}
+        ray_flags = {f.name: getattr(self, f.name) for f in msgspec.structs.fields(self) if f.name.startswith("ray_")}
         if self.executor == "local":
             given = [name for name, value in ray_flags.items() if value is not None and value != [] and value is not False]
             if given:
@@ -122,7 +122,15 @@ class ExecutorOptions:
             node_error_limit=NODE_ERROR_LIMIT if self.ray_node_error_limit is None else self.ray_node_error_limit,
             capacity_timeout=CAPACITY_TIMEOUT if self.ray_capacity_timeout is None else self.ray_capacity_timeout,
             warm_agents=self.ray_warm_agents,
+            verbose=_verbose(),
         )
+
+
+def _verbose() -> bool:
+    """Whether the command line has waza's -v (``waza -v capture ...``): Ray's own log lines are shown then."""
+    from waza.protocol.io.logs import verbosity
+
+    return verbosity() > 0
 
 
 def driver_env(names: list[str]) -> dict[str, str]:

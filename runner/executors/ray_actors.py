@@ -40,6 +40,7 @@ from waza.runner.engine.pipeline import Settings, Sink, WorkItem, entered, open_
 from waza.runner.engine.run_setup import build_graders, run_settings, workspaces_of
 from waza.runner.engine.specs import AgentSpec, GraderSpecT, Timeouts, Workspace
 from waza.runner.executors.jobs import Job, check_node, located, node_failure, seeded
+from waza.runner.executors.ray_collect import Collected, _is_reviewer
 from waza.runner.executors.ray_faults import Attempts, loss_of, one_line
 from waza.runner.executors.ray_nodes import Nodes
 
@@ -81,8 +82,9 @@ class Slot:
         """(node id, host name, worker pid): what the driver names when this slot dies."""
         return self.node_id, self.host, os.getpid()
 
-    def run(self, job: Job, seed: bytes | None) -> CaptureResult | None:
-        """One item through this slot's agent: its record (None once the slot is closing)."""
+    def run(self, job: Job, seed: bytes | None) -> tuple[CaptureResult, Collected] | None:
+        """One item through this slot's agent: its record, in the tasks' shape (nothing collected: see
+        ``_refuse_collected``); None once the slot is closing."""
         check_node(job, self.node_id)
         with self.lock:
             if self.closing:
@@ -90,8 +92,9 @@ class Slot:
             try:
                 adapter = self._open(job)
             except WazaError as exc:  # the agent or a grader cannot start on this node: this record's error
-                return located(node_failure(job, self.host, self.node_id, exc), self.node_id, self.host)
-            return self.portal.call(self._item, adapter, job, seed)
+                return located(node_failure(job, self.host, self.node_id, exc), self.node_id, self.host), Collected()
+            result = self.portal.call(self._item, adapter, job, seed)
+            return None if result is None else (result, Collected())
 
     def close(self) -> None:
         """Cancel the item in progress, then stop the graders and the agent (the actor is killed after)."""
@@ -245,6 +248,7 @@ async def run_slots(
     can take yet holds no item, so no item waits behind it while another slot is free.
     """
     options = executor.options
+    _refuse_collected(jobs.agent, jobs.graders)
     actor_options: dict[str, Any] = {
         "num_cpus": options.task_cpus,
         "resources": dict(options.resources) or None,
@@ -265,6 +269,7 @@ async def run_slots(
         if found is None:
             exhausted = True
         else:
+            _refuse_collected(jobs.agent, found[1].graders)  # a suite task's own graders
             waiting.append((*found, Attempts()))
 
     try:
@@ -322,3 +327,17 @@ def _failure(ray: Any, ref: Any) -> BaseException | None:
     except Exception as exc:
         return exc
     return None
+
+
+def _refuse_collected(agent: AgentSpec, graders: tuple[GraderSpecT, ...]) -> None:
+    """A ConfigError for what a warm slot cannot bring back to the driver yet: the agent's raw log (one
+    adapter writes it for all of a slot's items) and a human grader's review queue.
+
+    A Ray task brings both back with its record (``ray_collect``); a slot keeps its agent and graders
+    across items, so their files are not one item's. Refused rather than left on the nodes unsaid.
+    """
+    if getattr(agent, "raw_log", None) is not None or any(_is_reviewer(g) for g in graders):
+        raise ConfigError(
+            "--ray-warm-agents does not bring raw logs or review queues back from the nodes yet: "
+            "run without --ray-warm-agents, or without the agent's raw log and human graders"
+        )

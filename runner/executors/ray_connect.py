@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from waza.protocol.errors import ConfigError
+from waza.runner.executors.ray_watchdog import start_watchdog, stop_watchdog
 from waza.runner.install_hints import pip_install
 
 INSTALL_HINT = f"--executor ray needs Ray: {pip_install('ray')}"
@@ -65,31 +66,40 @@ def import_ray(*, loopback: bool = False) -> Any:
 
 
 @contextlib.contextmanager
-def connected(address: str | None, cpus: int | None) -> Iterator[Any]:
+def connected(address: str | None, cpus: int | None, *, verbose: bool = False) -> Iterator[Any]:
     """Ray, initialised for this run: joined to ``address`` or an embedded instance with ``cpus`` CPUs,
-    shut down after on every way out (unless the caller had already initialised it: then it is theirs)."""
+    shut down after on every way out (unless the caller had already initialised it: then it is theirs).
+
+    ``verbose``: Ray's Python logging (from INFO) and what it writes while joining reach stderr.
+    Otherwise its logging is held at errors and its join lines are only read for the cause of a failure.
+    Either way the workers' output is not forwarded (Ray prints their stdout lines on the driver's
+    stdout, where ``-o -`` writes records) and stays in each node's session directory.
+    """
     ray = import_ray(loopback=address is None)
     if ray.is_initialized():
         yield ray
         return
-    quiet: dict[str, Any] = {"log_to_driver": False, "configure_logging": False, "logging_level": logging.ERROR}
+    level = logging.INFO if verbose else logging.ERROR
+    options: dict[str, Any] = {"log_to_driver": False, "configure_logging": verbose, "logging_level": level}
     # Ray's Python side logs through the standard logging module; without a handler of its own a
-    # warning (the token notice) would reach stderr through logging's last resort. Ray's own logs stay
-    # in its session directory on each node.
-    logging.getLogger("ray").setLevel(logging.ERROR)
+    # warning (the token notice) would reach stderr through logging's last resort.
+    logging.getLogger("ray").setLevel(level)
     # ray.init installs its own SIGTERM handler (exit at once); the run's handler (cancel cleanly) is put back.
     sigterm = signal.getsignal(signal.SIGTERM)
+    watchdog = None
     try:
         if address is None:  # "local": a new instance even when RAY_ADDRESS is set
             # Ray runs its workers at nice 15; the local engine's agents run at the user's priority, and so
             # do the embedded instance's (a cluster's nodes choose theirs when they are started).
             os.environ.setdefault(WORKER_NICENESS, "0")
             try:
-                ray.init(address="local", num_cpus=cpus, include_dashboard=False, **quiet)
+                context = ray.init(address="local", num_cpus=cpus, include_dashboard=False, **options)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise ConfigError(f"cannot start an embedded Ray instance: {_first_line(exc)}") from None
+            # Whatever ends this process, even SIGKILL, the instance's processes end with it.
+            watchdog = start_watchdog(context.address_info["session_dir"])
         else:
-            _join(ray, address, quiet)
+            _join(ray, address, options, verbose)
     finally:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, sigterm)
@@ -97,15 +107,20 @@ def connected(address: str | None, cpus: int | None) -> Iterator[Any]:
     try:
         yield ray
     finally:
-        ray.shutdown()
+        try:
+            ray.shutdown()
+        finally:
+            stop_watchdog(watchdog)
 
 
 def _stop_error_printer(ray: Any) -> None:
     """Stop the driver thread through which Ray prints its nodes' error reports (``(raylet) A worker
     died...``) to this process's *stdout*, where ``-o -`` writes the records.
 
-    Ray starts that thread in every driver with no setting to leave it out; this is the sequence Ray's
-    own disconnect runs for it (stop flag, close the subscription, join, clear the flag for the other
+    Ray starts that thread in every driver with no setting to leave it out (``log_to_driver``,
+    ``logging_level`` and ``configure_logging`` govern the workers' output and Ray's logging, not this
+    thread, up to Ray 2.60 at least), and it prints with ``print`` to ``sys.stdout``, even with -v;
+    this is the sequence Ray's own disconnect runs for it (stop flag, close the subscription, join, clear the flag for the other
     uses). Waza reports what those messages say in the records themselves. Leaves everything as it
     is if this Ray has no such thread.
     """
@@ -125,8 +140,8 @@ def _stop_error_printer(ray: Any) -> None:
         stopped.clear()
 
 
-def _join(ray: Any, address: str, options: dict[str, Any]) -> None:
-    with _stderr_kept() as said:
+def _join(ray: Any, address: str, options: dict[str, Any], verbose: bool) -> None:
+    with _stderr_kept(shown=verbose) as said:
         try:
             ray.init(address=address, **options)
             return
@@ -184,9 +199,10 @@ def _first_line(exc: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def _stderr_kept() -> Iterator[Any]:
+def _stderr_kept(*, shown: bool = False) -> Iterator[Any]:
     """While joining, this process's stderr (Ray's C++ core writes to the descriptor, not to ``sys.stderr``)
-    goes to a temporary file; yields a function giving the last of what was written there."""
+    goes to a temporary file; yields a function giving the last of what was written there.
+    ``shown``: that last part is written to stderr afterwards."""
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as sink:
@@ -197,6 +213,9 @@ def _stderr_kept() -> Iterator[Any]:
             sys.stderr.flush()
             os.dup2(saved, 2)
             os.close(saved)
+            if shown:
+                sys.stderr.write(_tail(sink))
+                sys.stderr.flush()
 
 
 def _tail(sink: Any) -> str:

@@ -28,6 +28,7 @@ agent between items (``ray_actors``), under the same window, retries and budget.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import sys
 import time
@@ -42,8 +43,9 @@ from waza import __version__
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult
 from waza.runner.engine.pipeline import Settings, Sink, WorkItem, failed_result
-from waza.runner.engine.specs import GraderSpecT, Timeouts
+from waza.runner.engine.specs import AgentSpec, GraderSpecT, Timeouts
 from waza.runner.executors.jobs import Job, NodeMismatch, agent_of, graders_of, pack, run_job, workspace_of
+from waza.runner.executors.ray_collect import Collected, deliver, run_collecting
 from waza.runner.executors.ray_connect import INSTALL_HINT, WORKER_NICENESS, connected, import_ray, reach
 from waza.runner.executors.ray_faults import Attempts, Loss, loss_of, one_line
 from waza.runner.executors.ray_nodes import Nodes
@@ -75,6 +77,7 @@ class RayOptions:
     ``capacity_timeout``: seconds to wait for a cluster with no room for one task.
     ``warm_agents``: an actor per slot keeps its agent process between items (an ACP agent
     starts once per slot, as on the local executor) instead of a task per item.
+    ``verbose``: Ray's own log lines (its logging from INFO, what it writes while joining) on stderr.
     """
 
     address: str | None = None
@@ -87,6 +90,7 @@ class RayOptions:
     env: Mapping[str, str] = field(default_factory=dict)
     capacity_timeout: float = CAPACITY_TIMEOUT
     warm_agents: bool = False
+    verbose: bool = False
 
     def __post_init__(self) -> None:
         if not (self.task_cpus >= 0 and math.isfinite(self.task_cpus)):
@@ -126,7 +130,7 @@ class RayExecutor:
         self.options = options
 
     async def __call__(self, items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]) -> None:
-        with connected(self.options.address, self.options.cpus) as ray:
+        with connected(self.options.address, self.options.cpus, verbose=self.options.verbose) as ray:
             await self._run(ray, items, settings, sink)
 
     async def _run(self, ray: Any, items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]) -> None:
@@ -234,8 +238,12 @@ class RayExecutor:
         error record when Ray could not run it; None when it was cancelled."""
         exceptions = ray.exceptions
         try:
-            result: CaptureResult = ray.get(ref)
-            return result
+            got = ray.get(ref)
+            if got is None:  # a warm slot closing (ray_actors)
+                return None
+            result, collected = got
+            deliver(collected, _label(result))
+            return result  # type: ignore[no-any-return]
         except (exceptions.TaskCancelledError, KeyboardInterrupt):
             return None  # interrupted: the run is ending and --resume will run it again
         except exceptions.RayTaskError as exc:
@@ -271,9 +279,18 @@ def _unschedulable(ray: Any, ref: Any) -> bool:
     return False
 
 
-def _on_node(job: Job, seed: bytes | None) -> CaptureResult:
-    """What each task runs: the job, told which Ray node it is on."""
-    return run_job(job, seed, node_id=import_module("ray").get_runtime_context().get_node_id())
+def _on_node(job: Job, seed: bytes | None) -> tuple[CaptureResult, Collected]:
+    """What each task runs: the job, told which Ray node it is on, and the files it wrote for the driver."""
+    node_id = import_module("ray").get_runtime_context().get_node_id()
+
+    def run(agent: AgentSpec, graders: tuple[GraderSpecT, ...]) -> CaptureResult:
+        return run_job(dataclasses.replace(job, agent=agent, graders=graders), seed, node_id=node_id)
+
+    return run_collecting(run, job.agent, job.graders)
+
+
+def _label(result: CaptureResult) -> str:
+    return result.id if result.trial is None else f"{result.id} (trial {result.trial})"
 
 
 class _Jobs:

@@ -17,10 +17,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
 import orjson
 
 from waza.protocol.errors import ConfigError
@@ -33,16 +33,15 @@ _NAME = re.compile(r"^[A-Za-z_][\w.-]*$")
 _CALLABLE = re.compile(r"^(?P<target>.+?):(?P<func>[A-Za-z_]\w*)$")
 
 
-@dataclass(slots=True)
-class GraderSpec:
+class GraderSpec(msgspec.Struct):
     """One grader as the user named it, resolved enough to check it exists before running."""
 
     name: str
     kind: Kind
     target: str
-    argv: list[str] = field(default_factory=list)
+    argv: list[str] = msgspec.field(default_factory=list)
     func: str | None = None
-    config: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = msgspec.field(default_factory=dict)
     weight: float = 1.0
     timeout: float | None = None
     #: A python grader given as a callable (the API), called instead of importing ``target:func``.

@@ -14,9 +14,10 @@ run.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import Grade, GraderRequest
@@ -30,8 +31,7 @@ DESTINATION_KEYS = frozenset({"judge", "base_url", "command", "model_path"})
 LOCAL_REASONING_CHARS = 400
 
 
-@dataclass(slots=True)
-class JudgeChoice:
+class JudgeChoice(msgspec.Struct):
     """The judge options of one command line."""
 
     judge: str | None = None

@@ -19,7 +19,6 @@ SIGKILL leaves no server behind.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import importlib.util
 import os
 import re
@@ -31,6 +30,7 @@ from typing import IO, Any
 
 import anyio
 import httpx
+import msgspec.structs
 
 from waza.adapters.base import Adapter
 from waza.protocol.errors import ConfigError
@@ -137,7 +137,7 @@ async def serve(model: Path, *, startup_timeout: float = STARTUP_TIMEOUT, contex
     the judges); yields its OpenAI base URL (``http://127.0.0.1:PORT/v1``)."""
     argv = [sys.executable, "-m", "waza.runner.local_model.server", str(model), str(context)]
     with tempfile.TemporaryFile() as log_file:
-        child = Child(argv, env=scrubbed_env(), keep_stdin=True, stderr_to=log_file)
+        child = await Child.start(argv, env=scrubbed_env(), keep_stdin=True, stderr_to=log_file)
         try:
             address = ""
             ready = False
@@ -212,7 +212,7 @@ def with_local_model(model: Path) -> type[Adapter]:
         async def __aenter__(self) -> HttpAdapter:
             self._local = server.use()
             url = await self._local.__aenter__()
-            self.opts = dataclasses.replace(self.opts, base_url=url, model=MODEL_NAME)
+            self.opts = msgspec.structs.replace(self.opts, base_url=url, model=MODEL_NAME)
             self.cache_as = identity(model)  # the port is new each run; --cache knows the model
             try:
                 return await super().__aenter__()

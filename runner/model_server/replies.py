@@ -26,10 +26,10 @@ from __future__ import annotations
 import re
 import secrets
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
 import orjson
 
 from waza.protocol.errors import ConfigError
@@ -55,15 +55,13 @@ def new_id(prefix: str) -> str:
     return f"{prefix}{secrets.token_hex(12)}"
 
 
-@dataclass(slots=True)
-class ToolCall:
+class ToolCall(msgspec.Struct):
     name: str
     input: dict[str, Any]
-    id: str = field(default_factory=lambda: new_id("call_"))
+    id: str = msgspec.field(default_factory=lambda: new_id("call_"))
 
 
-@dataclass(slots=True)
-class Request:
+class Request(msgspec.Struct):
     """One model request, read from any API family.
 
     ``messages`` are OpenAI chat messages (role, content text, tool_calls,
@@ -75,7 +73,7 @@ class Request:
     model: str
     stream: bool
     messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[dict[str, Any]] = msgspec.field(default_factory=list)
     max_tokens: int | None = None
 
     @property
@@ -91,17 +89,15 @@ class Request:
         return len(orjson.dumps(self.messages)) + len(orjson.dumps(self.tools))
 
 
-@dataclass(slots=True)
-class Reply:
+class Reply(msgspec.Struct):
     text: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
     stop: Stop = "end_turn"
     input_tokens: int = 0
     output_tokens: int = 0
 
 
-@dataclass(slots=True)
-class Entry:
+class Entry(msgspec.Struct):
     pattern: re.Pattern[str] | None
     text: str
     tool_calls: list[dict[str, Any]]

@@ -242,7 +242,7 @@ async def started(
     argv = [sys.executable, "-m", "waza.runner.model_server", source, str(context)]
     with tempfile.TemporaryFile() as errors:  # the child logs no requests (lifeline mode): only why it failed
         # Its stdin stays open as its lifeline: closing the child (here, or waza ending) ends the server.
-        child = Child(argv, keep_stdin=True, env=scrubbed_env(), stderr_to=errors)
+        child = await Child.start(argv, keep_stdin=True, env=scrubbed_env(), stderr_to=errors)
         try:
             env = await _announced(child, source, startup_timeout, errors)
             yield env

@@ -17,9 +17,10 @@ import tempfile
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import IO, Protocol
 from xml.sax.saxutils import quoteattr
+
+import msgspec
 
 from waza.protocol.records import CaptureResult
 from waza.protocol.trial_records import TrialResult
@@ -32,8 +33,7 @@ from waza.runner.wording import count
 SPOOL_IN_MEMORY = 8 * 1024 * 1024
 
 
-@dataclass(slots=True)
-class Entry:
+class Entry(msgspec.Struct):
     """One prompt of a report: its verdict and its attempts (one, or one per trial)."""
 
     number: int
@@ -53,8 +53,7 @@ class Entry:
         return sum(1 for a in self.attempts for s in a.trajectory if s.type == "tool_call")
 
 
-@dataclass(slots=True)
-class Row:
+class Row(msgspec.Struct):
     """What the summary table keeps of an entry once its body is written."""
 
     number: int
@@ -86,12 +85,11 @@ def entries(path: str) -> Iterator[Entry]:
         yield entry_for(number, result)
 
 
-@dataclass(slots=True)
-class Totals:
+class Totals(msgspec.Struct):
     """Counts and mean score over every row, for the summary and the line ``waza report`` logs."""
 
     rows: int = 0
-    statuses: Counter[str] = field(default_factory=Counter)
+    statuses: Counter[str] = msgspec.field(default_factory=Counter)
     score_sum: float = 0.0
     scored: int = 0
 

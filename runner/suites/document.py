@@ -9,7 +9,7 @@ errored; ``summary.missed`` lists each reason it did not.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import msgspec
 
 from waza.protocol.records import CaptureResult
 from waza.protocol.suite_records import SuiteMetric, SuiteResult, SuiteSummary, SuiteTask, TriggerReport
@@ -19,8 +19,7 @@ from waza.runner.suites.models import Suite, Task
 ORDER = ("error", "failed", "pending")
 
 
-@dataclass(slots=True)
-class RunRecord:
+class RunRecord(msgspec.Struct):
     """What a run produced, gathered by the sink as trials finish."""
 
     adapter: str
@@ -28,10 +27,10 @@ class RunRecord:
     trials_per_task: int
     started: int
     finished: int = 0
-    trials: dict[str, list[CaptureResult]] = field(default_factory=dict)
+    trials: dict[str, list[CaptureResult]] = msgspec.field(default_factory=dict)
     triggers: TriggerReport | None = None
-    filtered: list[str] = field(default_factory=list)
-    not_run: list[str] = field(default_factory=list)
+    filtered: list[str] = msgspec.field(default_factory=list)
+    not_run: list[str] = msgspec.field(default_factory=list)
 
 
 def task_result(task: Task, trials: list[CaptureResult]) -> SuiteTask:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import fnmatch
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import msgspec
 import orjson
 
 from waza.protocol.errors import ConfigError
@@ -32,8 +32,7 @@ from waza.runner.suites.fixtures import preparer
 from waza.runner.suites.models import Suite, Task
 
 
-@dataclass
-class Plan:
+class Plan(msgspec.Struct):
     """A suite and how to run it, after the command line and the suite's config are merged."""
 
     suite: Suite
@@ -43,9 +42,9 @@ class Plan:
     fail_fast: bool = False
     run_triggers: bool = True
     model: str | None = None
-    extra_graders: list[GraderSpec] = field(default_factory=list)
+    extra_graders: list[GraderSpec] = msgspec.field(default_factory=list)
     isolate: bool = False
-    filtered: list[str] = field(default_factory=list)
+    filtered: list[str] = msgspec.field(default_factory=list)
     #: Where the trials run: this process (``run_items``) or Ray tasks (``runner.executors``).
     executor: Executor = run_items
 

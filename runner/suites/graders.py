@@ -13,9 +13,10 @@ declaring file's directory.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from waza.graders import _config as builtin_config
 from waza.graders import canonical
@@ -38,8 +39,7 @@ JUDGES = ("llm", "llm_comparison", "prompt")
 BASE_DIR_GRADERS = ("json_schema", "script", "program", "git")
 
 
-@dataclass(slots=True, frozen=True)
-class Roots:
+class Roots(msgspec.Struct, frozen=True):
     """Where a declaration's relative paths point: its file's directory, and the task's fixtures."""
 
     here: Path

@@ -11,10 +11,10 @@ would silently keep the last one, which is exactly the dead config we reject.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import yaml
 
 from waza.protocol.errors import ConfigError
@@ -22,13 +22,12 @@ from waza.protocol.errors import ConfigError
 PathKey = tuple[str | int, ...]
 
 
-@dataclass(slots=True)
-class Located:
+class Located(msgspec.Struct):
     """A parsed YAML document and the line of every value in it."""
 
     source: str
     value: Any
-    lines: dict[PathKey, int] = field(default_factory=dict)
+    lines: dict[PathKey, int] = msgspec.field(default_factory=dict)
 
     def line(self, path: PathKey) -> int:
         """The line of ``path``, or of its nearest ancestor that has one (1 for the document)."""

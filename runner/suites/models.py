@@ -7,9 +7,10 @@ trust them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+import msgspec
 
 from waza.runner.grading.grader_specs import GraderSpec
 
@@ -22,8 +23,7 @@ CONFIDENCE_WEIGHT: dict[str, float] = {"high": 1.0, "medium": 0.5}
 BEHAVIOUR_GRADERS = frozenset({"behavior", "action_sequence", "skill_invocation", "tool_calls", "tool_constraint"})
 
 
-@dataclass(slots=True)
-class SuiteConfig:
+class SuiteConfig(msgspec.Struct):
     """A suite's ``config:`` block: defaults for the run that command-line options may override."""
 
     trials_per_task: int = 1
@@ -32,13 +32,12 @@ class SuiteConfig:
     max_workers: int = 4
     fail_fast: bool = False
     executor: str | None = None
-    command: list[str] = field(default_factory=list)
+    command: list[str] = msgspec.field(default_factory=list)
     model: str | None = None
     judge_model: str | None = None
 
 
-@dataclass(slots=True)
-class Metric:
+class Metric(msgspec.Struct):
     """One entry of a suite's ``metrics:``: which measure, its weight in the overall score, its threshold."""
 
     name: str
@@ -48,16 +47,14 @@ class Metric:
     enabled: bool = True
 
 
-@dataclass(slots=True)
-class FixtureFile:
+class FixtureFile(msgspec.Struct):
     """One file a task's workspace starts with: copied from the fixture root, or inline content."""
 
     path: str
     content: str | None = None
 
 
-@dataclass(slots=True)
-class Task:
+class Task(msgspec.Struct):
     """One task file: the prompt, its starting workspace and the graders that judge the agent's attempt."""
 
     id: str
@@ -67,12 +64,12 @@ class Task:
     fixture_root: Path
     description: str = ""
     enabled: bool = True
-    tags: list[str] = field(default_factory=list)
+    tags: list[str] = msgspec.field(default_factory=list)
     timeout: float | None = None
     weight: float = 1.0
-    files: list[FixtureFile] = field(default_factory=list)
+    files: list[FixtureFile] = msgspec.field(default_factory=list)
     context: dict[str, Any] | None = None
-    graders: list[GraderSpec] = field(default_factory=list)
+    graders: list[GraderSpec] = msgspec.field(default_factory=list)
     mock: list[Any] | None = None
 
     def grader_type(self, name: str) -> str | None:
@@ -83,8 +80,7 @@ class Task:
         return None
 
 
-@dataclass(slots=True)
-class TriggerPrompt:
+class TriggerPrompt(msgspec.Struct):
     """One trigger test: a prompt and whether the skill should be invoked for it."""
 
     prompt: str
@@ -98,8 +94,7 @@ class TriggerPrompt:
         return CONFIDENCE_WEIGHT[self.confidence]
 
 
-@dataclass(slots=True)
-class TriggerTests:
+class TriggerTests(msgspec.Struct):
     """A suite's trigger tests file: prompts that check when the skill is (and is not) invoked."""
 
     skill: str
@@ -107,8 +102,7 @@ class TriggerTests:
     prompts: list[TriggerPrompt]
 
 
-@dataclass(slots=True)
-class Suite:
+class Suite(msgspec.Struct):
     """A loaded suite: its config, tasks, metrics and trigger tests, everything a run needs."""
 
     name: str
@@ -117,9 +111,9 @@ class Suite:
     description: str = ""
     skill: str | None = None
     version: str | None = None
-    graders: list[GraderSpec] = field(default_factory=list)
-    metrics: list[Metric] = field(default_factory=list)
-    tasks: list[Task] = field(default_factory=list)
+    graders: list[GraderSpec] = msgspec.field(default_factory=list)
+    metrics: list[Metric] = msgspec.field(default_factory=list)
+    tasks: list[Task] = msgspec.field(default_factory=list)
     triggers: TriggerTests | None = None
     #: Keys of the original waza's format that waza accepts but does not act on, one line each.
-    notices: list[str] = field(default_factory=list)
+    notices: list[str] = msgspec.field(default_factory=list)

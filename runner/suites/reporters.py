@@ -14,9 +14,9 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
 import orjson
 
 from waza.protocol.errors import ConfigError
@@ -29,8 +29,7 @@ KINDS = ("json", "junit", "markdown")
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
-@dataclass(slots=True)
-class Reporter:
+class Reporter(msgspec.Struct):
     """One ``--reporter KIND:FILE``: where the document goes and the function that renders it."""
 
     path: str

@@ -9,12 +9,12 @@ What the caller gives wins over the suite's config: an agent spec over
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import sys
 import time
 from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult
@@ -49,22 +49,21 @@ def suite_agent(suite: Suite, agent: AgentSpec | None) -> AgentSpec:
             raise ConfigError(
                 f"adapter {agent.adapter} needs an agent command: waza run SUITE -- AGENT [ARGS...], or config.command in eval.yaml"
             )
-        agent = dataclasses.replace(agent, command=tuple(suite.config.command))
+        agent = msgspec.structs.replace(agent, command=tuple(suite.config.command))
     if suite.config.model and isinstance(agent, HttpAgent) and agent.model is None:
-        agent = dataclasses.replace(agent, model=suite.config.model)
+        agent = msgspec.structs.replace(agent, model=suite.config.model)
     return agent
 
 
-@dataclass
-class SuiteRun:
+class SuiteRun(msgspec.Struct):
     """A suite's plan (tasks, trials, graders, agent) and its record as results come in."""
 
     suite: Suite
     plan: Plan
     record: document.RunRecord
     output: Output | None
-    tally: Tally = dataclasses.field(default_factory=Tally)
-    errors: ErrorDigest = dataclasses.field(default_factory=ErrorDigest)
+    tally: Tally = msgspec.field(default_factory=Tally)
+    errors: ErrorDigest = msgspec.field(default_factory=ErrorDigest)
 
     @classmethod
     def prepare(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from waza.protocol.records import CaptureResult
+from waza.protocol.records import CaptureResult, Usage
 from waza.protocol.trial_records import TrialResult
 from waza.runner.analysis.attempts import attempts, first_error_line, from_capture, trials_status
 from waza.runner.analysis.trial_stats import SummaryBuilder
@@ -41,13 +41,14 @@ class Fact:
     why: str = ""  # an errored result: the first line of its first error
 
 
-def _tokens(usage: object) -> int | None:
-    total = getattr(usage, "total_tokens", None)
-    if total is not None:
-        return int(total)
-    parts = [getattr(usage, name, None) for name in ("input_tokens", "output_tokens")]
-    known = [p for p in parts if p is not None]
-    return sum(known) if known else None
+def _tokens(usage: Usage | None) -> int | None:
+    if usage is None:
+        return None
+    if usage.total_tokens is not None:
+        return usage.total_tokens
+    if usage.input_tokens is None:
+        return usage.output_tokens
+    return usage.input_tokens + (usage.output_tokens or 0)
 
 
 def _sum(values: list[int | None]) -> int | None:
@@ -77,7 +78,7 @@ def fact_of(result: CaptureResult | TrialResult) -> Fact:
         result.status,
         None if errored or result.score is None else result.score.score,
         result.timing.total if result.timing is not None else None,
-        _tokens(result.usage) if result.usage is not None else None,
+        _tokens(result.usage),
         sum(1 for s in result.trajectory if s.type == "tool_call"),
         trial=result.trial,
         why=first_error_line([from_capture(result)]) if errored else "",

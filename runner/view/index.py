@@ -33,14 +33,16 @@ from typing import IO, Any, Literal
 
 import orjson
 
+from waza.protocol.analysis_records import RunKind
 from waza.protocol.codec import RecordError
 from waza.protocol.io.confined import Refused
 from waza.protocol.io.confined import open_regular as open_confined
+from waza.protocol.jsonl import JsonlError
 from waza.protocol.records import CaptureResult
 from waza.protocol.suite_records import SuiteResult
 from waza.protocol.trial_records import CalibrationReport, TrialResult
 from waza.runner.analysis.comparison import Outcome, trials_outcome
-from waza.runner.analysis.runs import kind_of
+from waza.runner.analysis.runs import kind_of, read_result
 from waza.runner.view.facts import ID_LIMIT, Fact, FileTotals, fact_of
 from waza.runner.view.watch import Watcher, open_watcher
 
@@ -55,6 +57,9 @@ LINE_LIMIT = 64 * 1024 * 1024
 DOC_LIMIT = 64 * 1024 * 1024
 #: Bytes one indexing step reads from one file before the indexer looks at the others.
 STEP_BYTES = 8 * 1024 * 1024
+#: The indexer's read buffer: lines are taken from it with ``readline`` (the default 8 KiB is a system
+#: call every few lines), and every small read (a line end, the head's digest) fills it, so not more.
+READ_BUFFER = 64 * 1024
 #: Problems (bad lines) remembered per file; the count goes on.
 PROBLEM_LIMIT = 100
 SUFFIXES = (".jsonl", ".json", ".ndjson")
@@ -86,8 +91,8 @@ class Place:
     def path(self) -> Path:
         return self.root.joinpath(*self.parts)
 
-    def open(self) -> IO[bytes]:
-        return os.fdopen(open_confined(self.root, list(self.parts)), "rb")
+    def open(self, buffering: int = -1) -> IO[bytes]:
+        return os.fdopen(open_confined(self.root, list(self.parts)), "rb", buffering=buffering)
 
     def stat(self) -> os.stat_result:
         """The entry's own status (a symlink is not followed), without opening it."""
@@ -256,20 +261,22 @@ class Index:
         with self.place.open() as f:
             f.seek(self.columns.starts[i])
             raw = f.read(self.columns.lengths[i])
-        value = orjson.loads(raw)
-        cls = TrialResult if self.kind == "trials" else CaptureResult
-        return cls.from_dict(value)
+        return self._decode(self.columns.numbers[i], raw)
 
     def records(self) -> Iterator[Result]:
         """Every indexed record in file order, through one open of the file."""
         if self.kind == "suite":
             yield from self._suite_trials()
             return
-        cls = TrialResult if self.kind == "trials" else CaptureResult
         with self.lock:
             upto = len(self.columns)
-        for _, raw in self.raw_lines(upto):
-            yield cls.from_dict(orjson.loads(raw))
+        for i, raw in self.raw_lines(upto):
+            yield self._decode(self.columns.numbers[i], raw)
+
+    def _decode(self, number: int, line: bytes) -> Result:
+        """The record of an indexed line (as it was indexed: the line was read whole and found good)."""
+        kind: RunKind = "trials" if self.kind == "trials" else "capture"
+        return read_result(self.key, number, line.strip().removeprefix(b"\xef\xbb\xbf"), kind)[1]
 
     def raw_lines(self, upto: int) -> Iterator[tuple[int, bytes]]:
         """(index, raw line) for the first ``upto`` indexed lines, streamed (for search)."""
@@ -303,7 +310,7 @@ class Index:
     def advance(self) -> bool:
         """Read what was added since the last pass (at most :data:`STEP_BYTES`); True when it read anything."""
         try:
-            with self.place.open() as f:
+            with self.place.open(READ_BUFFER) as f:
                 info = os.fstat(f.fileno())
                 if self._replaced(f, info):
                     self._reset()
@@ -494,18 +501,9 @@ class Index:
     def _take(self, start: int, length: int, text: bytes) -> None:
         number = self.line_number
         try:
-            value = orjson.loads(text)
-        except orjson.JSONDecodeError as exc:
-            self.problem(number, f"invalid JSON ({exc.msg} at column {exc.colno})")
-            return
-        kind = kind_of(value)
-        if kind != self.kind:
-            self.problem(number, f"is a {kind} result, but the file started with {self.kind} results")
-            return
-        try:
-            record = (TrialResult if kind == "trials" else CaptureResult).from_dict(value)
-        except RecordError as exc:
-            self.problem(number, f"field {exc.path!r}: {exc.message}" if exc.path else exc.message)
+            _, record = read_result(self.key, number, text, "trials" if self.kind == "trials" else "capture")
+        except JsonlError as exc:
+            self.problem(number, f"field {exc.field!r}: {exc.message}" if exc.field else exc.message)
             return
         with self.lock:
             self._add(number, start, length, record)

@@ -13,12 +13,12 @@ the new grader against the results' verdict.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import Annotated
 
+import msgspec
 import typer
 
 from waza.protocol.errors import ConfigError
@@ -100,8 +100,7 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(run(body))
 
 
-@dataclasses.dataclass(frozen=True)
-class Options:
+class Options(msgspec.Struct, frozen=True):
     """The command's own options, gathered so ``_calibrate`` and ``write_sheet`` take one argument."""
 
     results: str

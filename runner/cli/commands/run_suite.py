@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
+import msgspec
 import typer
 
 from waza.protocol.errors import ConfigError
@@ -133,8 +133,7 @@ def _given(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name != "DEFAULT"
 
 
-@dataclass(slots=True)
-class RunOptions:
+class RunOptions(msgspec.Struct):
     """The suite-specific options, kept together so the merge with the suite's config reads in one place."""
 
     task: list[str]

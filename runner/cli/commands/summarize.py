@@ -55,11 +55,13 @@ def _summarize(results: str, markdown: bool, width: int, output: str) -> int:
     require_lines(results, "results")
     count = 0
     with output_stream(output) as out:
-        for _, result in ResultsFile(results):
-            count += 1
-            for summary in summaries(result, width):
-                out.write(summary_markdown(summary).encode() if markdown else dumps(summary))
-                out.flush()
+        try:
+            for _, result in ResultsFile(results, on_wait=out.flush):  # flushed before the input is waited for
+                count += 1
+                for summary in summaries(result, width):
+                    out.write(summary_markdown(summary).encode() if markdown else dumps(summary))
+        finally:
+            out.flush()
     if count == 0:  # a stream that held nothing
         return fail(f"{display_name(results)}: holds no results")
     return 0

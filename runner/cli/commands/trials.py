@@ -8,10 +8,10 @@ reports the summary.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
+import msgspec
 import orjson
 import typer
 
@@ -79,8 +79,7 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(run(body))
 
 
-@dataclass(frozen=True)
-class TrialOptions:
+class TrialOptions(msgspec.Struct, frozen=True):
     """The options only ``waza trials`` has (the shared groups travel separately)."""
 
     k: int
