@@ -3,6 +3,7 @@
 
     python bench/ray_cluster_cases.py bad-node [--prompts 100] [--limit 5]
     python bench/ray_cluster_cases.py growing [--prompts 24] [--early]
+    python bench/ray_cluster_cases.py warm [--prompts 40] [--startup 2]
 
 ``bad-node``: a head and a second node with one CPU each; the second node's agents
 fail at once (``WAZA_BROKEN_NODE`` set in its environment). Prints how many of the
@@ -11,7 +12,10 @@ no limit). ``growing``: a one-CPU head; a two-CPU node joins once two prompts ha
 finished (with ``--early`` it is there from the start); prints the
 tasks in flight before and after it joined (from the agents' own start and end
 times) and the whole run's wall time. Each prompt's agent sleeps (0.3 s for
-bad-node, 1.5 s for growing) and answers.
+bad-node, 1.5 s for growing) and answers. ``warm``: a head and a second node
+with one CPU each; the tests' scripted ACP agent, made to take STARTUP seconds
+to start, answers PROMPTS prompts, once with a Ray task per prompt and once
+with ``--ray-warm-agents``; prints each run's wall time and agent starts.
 
 Uses the tests' cluster helper (``tests/ray_cluster.py``: ``ray start`` processes
 with their own temporary directories and ports, a random token). Not a test:
@@ -77,18 +81,42 @@ def growing(cluster: Cluster, tmp: Path, n: int, late: bool) -> None:
     print(line)
 
 
+def warm(cluster: Cluster, tmp: Path, n: int, startup: float) -> None:
+    cluster.start_head(num_cpus=1)
+    cluster.add_node(num_cpus=1)
+    rows = tmp / "p.jsonl"
+    rows.write_bytes(b"".join(orjson.dumps({"id": f"p{i:03d}", "input": f"say answer {i}"}) + b"\n" for i in range(n)))
+    agent = [sys.executable, str(Path(__file__).resolve().parent.parent / "tests" / "agents" / "scripted_acp_agent.py")]
+    for extra in ([], ["--ray-warm-agents"]):
+        out, starts = tmp / f"out{len(extra)}.jsonl", tmp / f"starts{len(extra)}.log"
+        args = ["capture", str(rows), "--adapter", "acp", "-o", str(out), "--executor", "ray", "--ray-address", cluster.address]
+        args += [*extra, "--", *agent, "--startup", str(startup), "--starts", str(starts)]
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "waza", *args], env=cluster.env, capture_output=True)
+        took = time.monotonic() - started
+        records = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+        ok = sum(not r["errors"] for r in records)
+        print(
+            f"{'warm agents' if extra else 'a task per prompt'}: {n} prompts, agent start-up {startup:g} s: "
+            f"{took:.1f} s, {len(starts.read_text().splitlines())} agent starts, {ok} records without errors, exit {proc.returncode}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("case", choices=["bad-node", "growing"])
+    parser.add_argument("case", choices=["bad-node", "growing", "warm"])
     parser.add_argument("--prompts", type=int)
     parser.add_argument("--limit", type=int, default=5)
     parser.add_argument("--early", action="store_true", help="growing: the second node is there from the start")
+    parser.add_argument("--startup", type=float, default=2.0, help="warm: seconds the agent takes to start")
     args = parser.parse_args()
     cluster = Cluster({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16)})
     with tempfile.TemporaryDirectory(prefix="waza-ray-bench-") as tmp:
         try:
             if args.case == "bad-node":
                 bad_node(cluster, Path(tmp), args.prompts or 100, args.limit)
+            elif args.case == "warm":
+                warm(cluster, Path(tmp), args.prompts or 40, args.startup)
             else:
                 growing(cluster, Path(tmp), args.prompts or 24, late=not args.early)
         finally:

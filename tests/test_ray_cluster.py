@@ -8,6 +8,7 @@ dead one seconds to be noticed), so marked ``slow``; skipped without the ``ray``
 
 from __future__ import annotations
 
+import re
 import secrets
 import subprocess
 import sys
@@ -60,12 +61,13 @@ def most_at_once(found: list[tuple[float, float]]) -> int:
     return best
 
 
-def test_a_bad_node_gets_no_more_tasks_after_the_error_limit(tmp_path, cluster):
+@pytest.mark.parametrize("warm", [[], ["--ray-warm-agents"]], ids=["tasks", "warm-agents"])
+def test_a_bad_node_gets_no_more_tasks_after_the_error_limit(tmp_path, cluster, warm):
     cluster.start_head(num_cpus=1)
     cluster.add_node(num_cpus=1, WAZA_BROKEN_NODE="1")  # its agents fail at once: a missing binary, a full disk
     out = tmp_path / "out.jsonl"
     rows = prompts(tmp_path / "p.jsonl", 20, sleep=0.3, fail_if_env="WAZA_BROKEN_NODE")
-    proc = run_waza(*capture_args(cluster, rows, out, "--ray-node-error-limit", "2"), env=cluster.env, timeout=300)
+    proc = run_waza(*capture_args(cluster, rows, out, "--ray-node-error-limit", "2", *warm), env=cluster.env, timeout=300)
     assert proc.returncode == 1, proc.stderr  # the bad node's records are errors
     records = read_jsonl(out)
     assert sorted(r["id"] for r in records) == [f"p{i:02d}" for i in range(20)]  # each once
@@ -113,14 +115,15 @@ def test_a_growing_cluster_gets_used_and_an_empty_one_is_waited_for(tmp_path, cl
     assert most_at_once([s for s in found if s[0] >= joined]) == 3  # the window grew with the cluster: 3 CPUs, 3 at once
 
 
-def test_a_lost_node_s_tasks_run_again_on_the_survivor(tmp_path, cluster):
+def lose_a_node(tmp_path: Path, cluster: Cluster, n: int, sleep: float, *extra: str) -> tuple[int, bytes, Path]:
+    """A capture of ``n`` prompts on a head and a second node (one CPU each) that is SIGKILLed once each
+    node runs one: (exit code, stderr, the agents' start log)."""
     cluster.start_head(num_cpus=1)
     node = cluster.add_node(num_cpus=1)
-    out, log = tmp_path / "out.jsonl", tmp_path / "started.log"
-    rows = prompts(tmp_path / "p.jsonl", 6, sleep=4, log=str(log))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "waza", *capture_args(cluster, rows, out)], stderr=subprocess.PIPE, cwd=ROOT, env=cluster.env
-    )
+    log = tmp_path / "started.log"
+    rows = prompts(tmp_path / "p.jsonl", n, sleep=sleep, log=str(log))
+    args = capture_args(cluster, rows, tmp_path / "out.jsonl", *extra)
+    proc = subprocess.Popen([sys.executable, "-m", "waza", *args], stderr=subprocess.PIPE, cwd=ROOT, env=cluster.env)
     try:
         deadline = time.monotonic() + 120
         while not log.exists() or len(log.read_text().splitlines()) < 2:  # one task on each node
@@ -131,9 +134,28 @@ def test_a_lost_node_s_tasks_run_again_on_the_survivor(tmp_path, cluster):
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 0, stderr
-    records = read_jsonl(out)
+    return proc.returncode, stderr, log
+
+
+@pytest.mark.parametrize("warm", [[], ["--ray-warm-agents"]], ids=["tasks", "warm-agents"])
+def test_a_lost_node_s_tasks_run_again_on_the_survivor(tmp_path, cluster, warm):
+    returncode, stderr, log = lose_a_node(tmp_path, cluster, 6, 4, *warm)
+    assert returncode == 0, stderr
+    records = read_jsonl(tmp_path / "out.jsonl")
     assert sorted(r["id"] for r in records) == [f"p{i:02d}" for i in range(6)]  # each once
     assert all(r["status"] == "passed" for r in records)
     started = [line.split()[0] for line in log.read_text().splitlines()]
     assert len(started) > 6  # what was in flight on the lost node ran again (at least once for agents)
+
+
+def test_a_record_lost_with_its_node_names_the_node(tmp_path, cluster):
+    returncode, stderr, log = lose_a_node(tmp_path, cluster, 2, 30, "--ray-max-retries", "0")  # no rerun
+    assert returncode == 1, stderr  # the lost one ends as an error
+    (error,) = [r for r in read_jsonl(tmp_path / "out.jsonl") if r["status"] == "error"]
+    assert re.fullmatch(
+        r"Ray could not finish this task in 1 try: the node running it was lost each time; "
+        r"last on node [0-9a-f]{56} \(\S+\): the node died or became unreachable",
+        error["errors"][0],
+    ), error["errors"]
+    assert error["metadata"]["ray"]["node_id"] in error["errors"][0]
+    assert len(log.read_text().splitlines()) == 2  # nothing ran again

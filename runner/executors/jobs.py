@@ -140,20 +140,59 @@ def run_job(job: Job, seed: bytes | None = None, node_id: str = "") -> CaptureRe
     grader cannot be loaded) is, on a remote node, most often that node's fault (a program missing
     there), so it costs this record an error that names the node rather than the run.
     """
+    host = check_node(job, node_id)
+    try:
+        result = run_one(
+            job.case,
+            job.agent,
+            job.graders,
+            trial=job.trial,
+            timeouts=job.timeouts,
+            workspace=job.workspace,
+            prepare=seeded(seed),
+        )
+    except WazaError as exc:
+        result = node_failure(job, host, node_id, exc)
+    return located(result, node_id, host)
+
+
+def check_node(job: Job, node_id: str) -> str:
+    """This node's host name; :class:`NodeMismatch` when it runs another waza than the driver."""
     from waza import __version__
 
     host = socket.gethostname()
     if job.version and job.version != __version__:
         raise NodeMismatch(f"node {host} ({node_id}) runs waza {__version__}, the driver {job.version}")
-    prepare = None if seed is None else functools.partial(unpack, seed)
-    try:
-        result = run_one(
-            job.case, job.agent, job.graders, trial=job.trial, timeouts=job.timeouts, workspace=job.workspace, prepare=prepare
-        )
-    except WazaError as exc:
-        result = failed_result(job.case, job.trial, job.agent.adapter, f"on node {host} ({node_id}): {exc}")
+    return host
+
+
+def seeded(seed: bytes | None) -> Callable[[Path], None] | None:
+    """The ``prepare`` hook that fills a workspace from ``seed`` (None: nothing to fill)."""
+    return None if seed is None else functools.partial(unpack, seed)
+
+
+def node_failure(job: Job, host: str, node_id: str, exc: WazaError) -> CaptureResult:
+    """The error record of a job whose agent or graders could not start on this node."""
+    return failed_result(job.case, job.trial, job.agent.adapter, f"on node {host} ({node_id}): {exc}")
+
+
+def located(result: CaptureResult, node_id: str, host: str) -> CaptureResult:
+    """``result`` with ``metadata["ray"]`` naming the node it ran on."""
     result.metadata = {**result.metadata, "ray": {"node_id": node_id, "host": host}}
     return result
 
 
-__all__ = ["Job", "NodeMismatch", "agent_of", "graders_of", "pack", "run_job", "unpack", "workspace_of"]
+__all__ = [
+    "Job",
+    "NodeMismatch",
+    "agent_of",
+    "check_node",
+    "graders_of",
+    "located",
+    "node_failure",
+    "pack",
+    "run_job",
+    "seeded",
+    "unpack",
+    "workspace_of",
+]

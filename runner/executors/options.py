@@ -78,6 +78,14 @@ class ExecutorOptions(msgspec.Struct):
         ),
     ] = None
 
+    ray_warm_agents: Annotated[
+        bool,
+        _opt(
+            "--ray-warm-agents",
+            help="ray: an actor per slot keeps its agent process between prompts (an ACP agent starts once per slot).",
+        ),
+    ] = False
+
     def ray(self, concurrency: int, *, cpus: int | None = None) -> "RayOptions | None":
         """The Ray options (None: the local executor); an option that would do nothing is a ConfigError.
 
@@ -86,7 +94,7 @@ class ExecutorOptions(msgspec.Struct):
         """
         ray_flags = {f.name: getattr(self, f.name) for f in msgspec.structs.fields(self) if f.name.startswith("ray_")}
         if self.executor == "local":
-            given = [name for name, value in ray_flags.items() if value is not None and value != []]
+            given = [name for name, value in ray_flags.items() if value is not None and value != [] and value is not False]
             if given:
                 raise ConfigError(f"--{given[0].replace('_', '-')} does nothing with --executor local; add --executor ray")
             return None
@@ -113,6 +121,7 @@ class ExecutorOptions(msgspec.Struct):
             max_retries=MAX_RETRIES if self.ray_max_retries is None else self.ray_max_retries,
             node_error_limit=NODE_ERROR_LIMIT if self.ray_node_error_limit is None else self.ray_node_error_limit,
             capacity_timeout=CAPACITY_TIMEOUT if self.ray_capacity_timeout is None else self.ray_capacity_timeout,
+            warm_agents=self.ray_warm_agents,
             verbose=_verbose(),
         )
 

@@ -13,14 +13,16 @@ seconds, so a node that joins mid-run gets tasks and one that leaves stops
 counting; a cluster with no room at all for one task is waited for, up to
 ``capacity_timeout`` seconds (an autoscaler adding nodes), before the run is refused.
 
-Faults: a task whose worker process (or node) dies is run again by Ray up to
-``max_retries`` times; after that the item gets one *error* record. A task
-has one return value, so it can never yield two records. A node whose tasks
+Faults: a task whose node is lost is run again up to ``max_retries`` times,
+one whose own worker process dies under it once more (``ray_faults``); after
+that the item gets one *error* record naming the node and the worker's exit as
+Ray reports it. A task has one return value, so it can never yield two records. A node whose tasks
 end as errors ``node_error_limit`` times in a row (a missing binary, a full
 disk: fast failures that would otherwise pull most of the prompts to it) gets
 no more tasks: from then on each task is pinned to a healthy node. On an
 interrupt the tasks in flight are cancelled (their agents stopped) and nothing
-more is written.
+more is written. With ``warm_agents`` each slot is an actor that keeps its
+agent between items (``ray_actors``), under the same window, retries and budget.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
@@ -45,9 +47,10 @@ from waza.runner.engine.specs import AgentSpec, GraderSpecT, Timeouts
 from waza.runner.executors.jobs import Job, NodeMismatch, agent_of, graders_of, pack, run_job, workspace_of
 from waza.runner.executors.ray_collect import Collected, deliver, run_collecting
 from waza.runner.executors.ray_connect import INSTALL_HINT, WORKER_NICENESS, connected, import_ray, reach
+from waza.runner.executors.ray_faults import Attempts, Loss, loss_of, one_line
 from waza.runner.executors.ray_nodes import Nodes
 
-#: How often a task is run again after its worker process or node died (Ray's ``max_retries``).
+#: How often an item is run again after its node was lost (its own worker dying: once, ``ray_faults``).
 MAX_RETRIES = 3
 #: Seconds the cancelled tasks get to stop their agents after an interrupt before they are killed.
 CANCEL_GRACE = 5.0
@@ -59,8 +62,6 @@ CAPACITY_TIMEOUT = 0.0
 _POLL = 0.25
 #: Seconds between two readings of the cluster's resources and nodes.
 _REFRESH = 2.0
-#: Characters of Ray's account of a dead worker kept in an error record.
-_CAUSE_LIMIT = 600
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,8 @@ class RayOptions:
     ``node_error_limit``: errors in a row after which a node gets no more
     tasks. ``env``: variables set for every task (Ray's runtime environment).
     ``capacity_timeout``: seconds to wait for a cluster with no room for one task.
+    ``warm_agents``: an actor per slot keeps its agent process between items (an ACP agent
+    starts once per slot, as on the local executor) instead of a task per item.
     ``verbose``: Ray's own log lines (its logging from INFO, what it writes while joining) on stderr.
     """
 
@@ -86,6 +89,7 @@ class RayOptions:
     node_error_limit: int = NODE_ERROR_LIMIT
     env: Mapping[str, str] = field(default_factory=dict)
     capacity_timeout: float = CAPACITY_TIMEOUT
+    warm_agents: bool = False
     verbose: bool = False
 
     def __post_init__(self) -> None:
@@ -114,7 +118,10 @@ def _short(cluster: Mapping[str, float], options: RayOptions) -> str:
 
 
 class RayExecutor:
-    """An executor (``pipeline.Executor``) that runs each item as a Ray task."""
+    """An executor (``pipeline.Executor``) that runs each item as a Ray task (or on a warm slot, ``ray_actors``)."""
+
+    #: Seconds cancelled work gets to stop its agents before it is killed.
+    cancel_grace: float = CANCEL_GRACE
 
     def __init__(self, options: RayOptions) -> None:
         import_ray(loopback=options.address is None)  # a missing extra is a usage error before anything is opened
@@ -130,60 +137,67 @@ class RayExecutor:
         options = self.options
         nodes = Nodes(ray, {**options.resources, "CPU": options.task_cpus}, options.node_error_limit, _REFRESH)
         await self._wait_for_room(nodes)
+        jobs = _Jobs(ray, settings)
+        if options.warm_agents:
+            from waza.runner.executors.ray_actors import run_slots
+
+            await run_slots(self, ray, nodes, jobs, items, settings, sink)
+            return
         on_node = ray.remote(_on_node)
         task_options: dict[str, Any] = {
             "num_cpus": options.task_cpus,
             "resources": dict(options.resources) or None,
-            "max_retries": options.max_retries,
+            "max_retries": 0,  # the driver reruns what was lost, telling a lost node from a dying worker
             "retry_exceptions": False,
         }
         if options.env:
             task_options["runtime_env"] = {"env_vars": dict(options.env)}
         task = on_node.options(**task_options)
         affinity = import_module("ray.util.scheduling_strategies").NodeAffinitySchedulingStrategy
-        jobs = _Jobs(ray, settings)
-        pending: dict[Any, tuple[WorkItem, str | None, Job, Any]] = {}
+        pending: dict[Any, tuple[WorkItem, str | None, Job, Any, Attempts]] = {}
         exhausted = False
         try:
             while True:
                 nodes.refresh()
                 window = options.in_flight or 2 * nodes.healthy_slots()
                 while not exhausted and len(pending) < window:
-                    try:
-                        item = await anext(items)
-                    except StopAsyncIteration:
+                    found = await jobs.next(items, sink)
+                    if found is None:
                         exhausted = True
                         break
-                    try:
-                        job, seed = jobs.of(item)
-                    except Exception as exc:  # a workspace that cannot be made is this item's error
-                        await sink(
-                            failed_result(item.case, item.trial, settings.adapter.name, f"cannot prepare workspace: {exc}")
-                        )
-                        continue
+                    item, job, seed = found
                     node = nodes.place()
                     remote = (
                         task if node is None else on_node.options(**task_options, scheduling_strategy=affinity(node, soft=False))
                     )
-                    pending[remote.remote(job, seed)] = (item, node, job, seed)
+                    pending[remote.remote(job, seed)] = (item, node, job, seed, Attempts())
                 if not pending:
                     if exhausted:
                         return
                     await self._wait_for_room(nodes)
                     continue
                 for ref in await anyio.to_thread.run_sync(_ready, ray, list(pending)):
-                    item, node, job, seed = pending.pop(ref)
+                    item, node, job, seed, attempts = pending.pop(ref)
                     nodes.returned(node)
                     if node is not None and _unschedulable(ray, ref):  # its node left: Ray chooses another
-                        pending[task.remote(job, seed)] = (item, None, job, seed)
+                        pending[task.remote(job, seed)] = (item, None, job, seed, attempts)
                         continue
-                    result = self._collect(ray, ref, item, settings)
-                    if result is not None:
+                    result = self._collect(
+                        ray, ref, item, settings, attempts, (node or "", nodes.hosts.get(node or "", ""), None)
+                    )
+                    if result == "again":
+                        pending[task.remote(job, seed)] = (item, None, job, seed, attempts)
+                    elif result is not None:
                         nodes.saw(result)
                         await sink(result)
         finally:
             if pending:
                 _cancel(ray, list(pending))
+
+    @staticmethod
+    def ready(ray: Any, refs: list[Any]) -> list[Any]:
+        """The finished calls among ``refs``: ``_ready``, for the warm slots' loop too."""
+        return _ready(ray, refs)
 
     async def _wait_for_room(self, nodes: Nodes) -> None:
         """Until the healthy nodes have room for one task: ``capacity_timeout`` seconds at most, then a ConfigError."""
@@ -210,11 +224,24 @@ class RayExecutor:
                 said = True
             await anyio.sleep(min(_REFRESH, max(0.0, deadline - time.monotonic())))
 
-    def _collect(self, ray: Any, ref: Any, item: WorkItem, settings: Settings) -> CaptureResult | None:
-        """The task's record; an error record when Ray could not run it; None when it was cancelled."""
+    def _collect(
+        self,
+        ray: Any,
+        ref: Any,
+        item: WorkItem,
+        settings: Settings,
+        attempts: Attempts,
+        where: tuple[str, str, int | None] = ("", "", None),
+    ) -> CaptureResult | Literal["again"] | None:
+        """The task's record; "again" when its worker or node went away and the item is to run again
+        (``attempts`` counts it; ``where``: node id, host and worker pid as far as the driver knows); an
+        error record when Ray could not run it; None when it was cancelled."""
         exceptions = ray.exceptions
         try:
-            result, collected = ray.get(ref)
+            got = ray.get(ref)
+            if got is None:  # a warm slot closing (ray_actors)
+                return None
+            result, collected = got
             deliver(collected, _label(result))
             return result  # type: ignore[no-any-return]
         except (exceptions.TaskCancelledError, KeyboardInterrupt):
@@ -226,11 +253,20 @@ class RayExecutor:
                 raise ConfigError(f"{exc.cause}: install the driver's waza on every node") from None
             message = f"Ray task failed: {type(exc.cause).__name__}: {exc.cause}"
         except exceptions.RayError as exc:
-            tries = self.options.max_retries + 1
-            message = (
-                f"Ray could not finish this task in {tries} tries (worker or node died): {type(exc).__name__}: {_cause(exc)}"
-            )
+            loss = loss_of(exc, exceptions, *where)
+            if loss is not None:
+                return "again" if attempts.again(loss, self.options.max_retries) else self.lost(item, settings, attempts, loss)
+            message = f"Ray could not finish this task: {type(exc).__name__}: {one_line(str(exc))}"
         return failed_result(item.case, item.trial, settings.adapter.name, message)
+
+    @staticmethod
+    def lost(item: WorkItem, settings: Settings, attempts: Attempts, loss: Loss) -> CaptureResult:
+        """The error record of an item given up after ``attempts``; it names its last node, which
+        then counts it towards that node's error budget."""
+        result = failed_result(item.case, item.trial, settings.adapter.name, attempts.message(loss))
+        if loss.node_id:
+            result.metadata = {**result.metadata, "ray": {"node_id": loss.node_id, "host": loss.host}}
+        return result
 
 
 def _unschedulable(ray: Any, ref: Any) -> bool:
@@ -257,19 +293,13 @@ def _label(result: CaptureResult) -> str:
     return result.id if result.trial is None else f"{result.id} (trial {result.trial})"
 
 
-def _cause(exc: BaseException) -> str:
-    """Ray's account of a dead worker or node, without its advice to read log files on the node, in one bounded line."""
-    sentences = " ".join(str(exc).split()).split(". ")
-    kept = [s for s in sentences if not (s.startswith("Check ") and "log" in s)]
-    return ". ".join(kept).strip()[:_CAUSE_LIMIT]
-
-
 class _Jobs:
     """Turns work items into (job, seed) pairs, converting each distinct grader list and packing each
     distinct ``prepare`` hook once (a seed is put in Ray's object store once and shared by its tasks)."""
 
     def __init__(self, ray: Any, settings: Settings) -> None:
         self.ray = ray
+        self.adapter = settings.adapter.name
         self.agent = agent_of(settings)
         self.timeouts = Timeouts(prompt=settings.timeout)
         self.workspace = workspace_of(settings)
@@ -277,6 +307,16 @@ class _Jobs:
         # Keyed by identity; the key object is kept in the value so its id stays its own.
         self.own_graders: dict[int, tuple[object, tuple[GraderSpecT, ...]]] = {}
         self.seeds: dict[int, tuple[object, Any]] = {}
+
+    async def next(self, items: AsyncIterator[WorkItem], sink: Sink[CaptureResult]) -> tuple[WorkItem, Job, Any] | None:
+        """The next item with its job and seed (None once ``items`` are exhausted); an item whose
+        workspace cannot be made gets its error record instead."""
+        async for item in items:
+            try:
+                return (item, *self.of(item))
+            except Exception as exc:  # a workspace that cannot be made is this item's error
+                await sink(failed_result(item.case, item.trial, self.adapter, f"cannot prepare workspace: {exc}"))
+        return None
 
     def of(self, item: WorkItem) -> tuple[Job, Any]:
         graders = self.graders

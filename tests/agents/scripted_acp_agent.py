@@ -18,6 +18,7 @@ so tests (and users trying waza) can drive every part of the protocol:
   spawn CMD           a terminal left running
   flood KB            write KB kilobytes to stderr
   crash               exit 3 mid-prompt          malformed          print a non-JSON line
+  killparent [FILE]   append a line to FILE, then SIGKILL its parent (the process running waza's adapter: a Ray worker)
   hang                wait for session/cancel    hang-hard          never answer again
   stop REASON         answer with that stopReason
   symlink NAME TARGET create a symlink in the session cwd (the agent's own doing, not via ACP)
@@ -27,7 +28,9 @@ so tests (and users trying waza) can drive every part of the protocol:
   barrier DIR N       wait (up to 30 s) until N agents have reached DIR, then say whether they did
   cwd | mcp | history | name   say the session cwd, MCP server names, earlier turns, --name
 
-Flags: --name NAME, --require-auth (advertise an auth method and refuse sessions without it).
+Flags: --name NAME, --require-auth (advertise an auth method and refuse sessions without it),
+--startup SECONDS (sleep that long before reading anything: a slow start-up), --starts FILE (append
+the agent's pid to FILE when it starts: how many agents ran).
 A prompt with no directive is echoed back.
 """
 
@@ -43,6 +46,8 @@ import uuid
 ARGS = sys.argv[1:]
 NAME = ARGS[ARGS.index("--name") + 1] if "--name" in ARGS else "scripted"
 REQUIRE_AUTH = "--require-auth" in ARGS
+STARTUP = float(ARGS[ARGS.index("--startup") + 1]) if "--startup" in ARGS else 0.0
+STARTS = ARGS[ARGS.index("--starts") + 1] if "--starts" in ARGS else None
 
 
 class Stop(Exception):
@@ -268,6 +273,13 @@ class Agent:
         sys.stderr.buffer.write(b"flood done\n")
         sys.stderr.flush()
 
+    def do_killparent(self, sid, session, verb, rest, result):
+        if rest.strip():
+            with open(rest.strip(), "a") as f:
+                f.write("killed\n")
+        os.kill(os.getppid(), 9)
+        os._exit(9)  # nobody reads this any more: the worker that ran the adapter is gone
+
     def do_crash(self, sid, session, verb, rest, result):
         sys.stderr.write("scripted agent: crashing on purpose\n")
         sys.stderr.flush()
@@ -382,4 +394,8 @@ class Agent:
 
 
 if __name__ == "__main__":
+    if STARTS:
+        with open(STARTS, "a") as f:
+            f.write(f"{os.getpid()}\n")
+    time.sleep(STARTUP)
     Agent().serve()
