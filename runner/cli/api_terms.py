@@ -58,6 +58,18 @@ FLAGS: dict[str, str] = {
     # graders
     **{f"{spec}.name": _GRADER_NAME for spec in ("GraderBase", "Builtin", "Executable", "Worker", "PythonGrader", "Judge")},
     **{f"{spec}.weight": "--grader-weight" for spec in ("GraderBase", "Builtin", "Executable", "Worker", "PythonGrader", "Judge")},
+    # the Ray executor (``executor=RayOptions(...)``)
+    "RayOptions (the Ray executor)": "--executor ray",
+    "RayOptions.address": "--ray-address",
+    "RayOptions.cpus": "-j",
+    "RayOptions.task_cpus": "--ray-num-cpus",
+    "RayOptions.resources": "--ray-resources",
+    "RayOptions.in_flight": "--ray-in-flight",
+    "RayOptions.max_retries": "--ray-max-retries",
+    "RayOptions.node_error_limit": "--ray-node-error-limit",
+    "RayOptions.env": "--ray-env",
+    "RayOptions.capacity_timeout": "--ray-capacity-timeout",
+    "RayOptions.warm_agents": "--ray-warm-agents",
     # parameters of the runs, written ``name=`` in messages
     "graders=": "--grader",
     "labels=": "--labels",

@@ -24,9 +24,9 @@ import socket
 import tarfile
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
 import msgspec.structs
 
 from waza.protocol.errors import WazaError
@@ -52,8 +52,7 @@ from waza.runner.grading.grader_specs import resolve_argv
 _WRITTEN = frozenset({"raw_log"})
 
 
-@dataclass(frozen=True, slots=True)
-class Job:
+class Job(msgspec.Struct, frozen=True):
     """One item to run remotely: everything ``run_one`` takes, nothing live (the seed travels beside it)."""
 
     case: PromptCase

@@ -27,12 +27,12 @@ import sys
 import threading
 from collections import deque
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.from_thread
+import msgspec
 
 from waza.protocol.errors import ConfigError, WazaError
 from waza.protocol.records import CaptureResult
@@ -130,8 +130,7 @@ class Slot:
         return None  # cancelled by close
 
 
-@dataclass(eq=False)
-class _Held:
+class _Held(msgspec.Struct, eq=False):
     """The driver's handle on one slot actor."""
 
     actor: Any
@@ -147,8 +146,7 @@ class _Held:
                 self.node_id, self.host, self.pid = ray.get(self.where, timeout=0)
 
 
-@dataclass
-class _Slots:
+class _Slots(msgspec.Struct):
     """The slot actors of one run, and the items they run."""
 
     ray: Any
@@ -156,11 +154,11 @@ class _Slots:
     #: The actor class (``ray.remote(Slot)`` with the run's resources) and what each slot is made with.
     kind: Any
     args: tuple[AgentSpec, Timeouts, Workspace]
-    held: list[_Held] = field(default_factory=list)
+    held: list[_Held] = msgspec.field(default_factory=list)
     #: Slots whose actor has not said where it is yet: they get no item until it has.
-    starting: list[_Held] = field(default_factory=list)
-    idle: list[_Held] = field(default_factory=list)
-    closing: list[tuple[Any, Any]] = field(default_factory=list)  # (close ref, actor)
+    starting: list[_Held] = msgspec.field(default_factory=list)
+    idle: list[_Held] = msgspec.field(default_factory=list)
+    closing: list[tuple[Any, Any]] = msgspec.field(default_factory=list)  # (close ref, actor)
 
     def start(self) -> _Held:
         node = self.nodes.place()
@@ -185,7 +183,7 @@ class _Slots:
             unplaced = tuple(k for k in (getattr(exceptions, "ActorUnschedulableError", None),) if k is not None)
             if not isinstance(exc, unplaced) and loss_of(exc, exceptions) is None:
                 raise ConfigError(
-                    f"--ray-warm-agents: a slot's actor cannot start: {type(exc).__name__}: {one_line(str(exc))}"
+                    f"RayOptions.warm_agents: a slot's actor cannot start: {type(exc).__name__}: {one_line(str(exc))}"
                 ) from None
             return
         self.idle.append(slot)
@@ -338,6 +336,6 @@ def _refuse_collected(agent: AgentSpec, graders: tuple[GraderSpecT, ...]) -> Non
     """
     if getattr(agent, "raw_log", None) is not None or any(_is_reviewer(g) for g in graders):
         raise ConfigError(
-            "--ray-warm-agents does not bring raw logs or review queues back from the nodes yet: "
-            "run without --ray-warm-agents, or without the agent's raw log and human graders"
+            "RayOptions.warm_agents does not bring raw logs or review queues back from the nodes yet: "
+            "run without it, or without the agent's raw log and human graders"
         )

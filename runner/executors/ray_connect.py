@@ -27,7 +27,7 @@ from waza.protocol.errors import ConfigError
 from waza.runner.executors.ray_watchdog import start_watchdog, stop_watchdog
 from waza.runner.install_hints import pip_install
 
-INSTALL_HINT = f"--executor ray needs Ray: {pip_install('ray')}"
+INSTALL_HINT = f"RayOptions (the Ray executor) needs Ray: {pip_install('ray')}"
 #: The environment variable the Ray workers started by a raylet take their niceness from (Ray's default: 15).
 WORKER_NICENESS = "RAY_worker_niceness"
 #: Read by Ray when it is imported: "0" makes its own address for this machine 127.0.0.1 rather than the

@@ -28,16 +28,15 @@ agent between items (``ray_actors``), under the same window, retries and budget.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import sys
 import time
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any, Literal
 
 import anyio
+import msgspec
 
 from waza import __version__
 from waza.protocol.errors import ConfigError
@@ -64,8 +63,7 @@ _POLL = 0.25
 _REFRESH = 2.0
 
 
-@dataclass(frozen=True, slots=True)
-class RayOptions:
+class RayOptions(msgspec.Struct, frozen=True):
     """Where and how the tasks run.
 
     ``address``: an existing cluster (``None``: start an embedded local
@@ -83,28 +81,30 @@ class RayOptions:
     address: str | None = None
     cpus: int | None = None
     task_cpus: float = 1.0
-    resources: Mapping[str, float] = field(default_factory=dict)
+    resources: Mapping[str, float] = msgspec.field(default_factory=dict)
     in_flight: int | None = None
     max_retries: int = MAX_RETRIES
     node_error_limit: int = NODE_ERROR_LIMIT
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = msgspec.field(default_factory=dict)
     capacity_timeout: float = CAPACITY_TIMEOUT
     warm_agents: bool = False
     verbose: bool = False
 
     def __post_init__(self) -> None:
         if not (self.task_cpus >= 0 and math.isfinite(self.task_cpus)):
-            raise ConfigError(f"--ray-num-cpus must be a finite number >= 0, got {self.task_cpus}")
+            raise ConfigError(f"RayOptions.task_cpus must be a finite number >= 0, got {self.task_cpus}")
         if self.in_flight is not None and self.in_flight < 1:
-            raise ConfigError(f"--ray-in-flight must be at least 1, got {self.in_flight}")
+            raise ConfigError(f"RayOptions.in_flight must be at least 1, got {self.in_flight}")
         if self.max_retries < 0:
-            raise ConfigError(f"--ray-max-retries must be at least 0, got {self.max_retries}")
+            raise ConfigError(f"RayOptions.max_retries must be at least 0, got {self.max_retries}")
         if self.node_error_limit < 1:
-            raise ConfigError(f"--ray-node-error-limit must be at least 1, got {self.node_error_limit}")
+            raise ConfigError(f"RayOptions.node_error_limit must be at least 1, got {self.node_error_limit}")
         if not (self.capacity_timeout >= 0 and math.isfinite(self.capacity_timeout)):
-            raise ConfigError(f"--ray-capacity-timeout must be a finite number of seconds >= 0, got {self.capacity_timeout}")
+            raise ConfigError(f"RayOptions.capacity_timeout must be a finite number of seconds >= 0, got {self.capacity_timeout}")
         if self.address is not None and self.cpus is not None:
-            raise ConfigError("-j sets the CPUs of the embedded Ray instance; with --ray-address the cluster's own CPUs count")
+            raise ConfigError(
+                "RayOptions.cpus sets the CPUs of the embedded Ray instance; with RayOptions.address the cluster's own CPUs count"
+            )
 
 
 def _short(cluster: Mapping[str, float], options: RayOptions) -> str:
@@ -215,7 +215,7 @@ class RayExecutor:
                 short = f"no single node has room for one task ({wanted})"
             if time.monotonic() >= deadline:
                 hint = f" after waiting {self.options.capacity_timeout:g} s" if self.options.capacity_timeout else ""
-                raise ConfigError(f"{short}{hint} (--ray-capacity-timeout waits for an autoscaler to add nodes)")
+                raise ConfigError(f"{short}{hint} (RayOptions.capacity_timeout waits for an autoscaler to add nodes)")
             if not said:
                 print(
                     f"waza: waiting up to {self.options.capacity_timeout:g} s for room on the Ray cluster: {short}",
@@ -284,7 +284,7 @@ def _on_node(job: Job, seed: bytes | None) -> tuple[CaptureResult, Collected]:
     node_id = import_module("ray").get_runtime_context().get_node_id()
 
     def run(agent: AgentSpec, graders: tuple[GraderSpecT, ...]) -> CaptureResult:
-        return run_job(dataclasses.replace(job, agent=agent, graders=graders), seed, node_id=node_id)
+        return run_job(msgspec.structs.replace(job, agent=agent, graders=graders), seed, node_id=node_id)
 
     return run_collecting(run, job.agent, job.graders)
 

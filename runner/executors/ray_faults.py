@@ -19,8 +19,9 @@ detail for an actor; a task's ``WorkerCrashedError`` carries none).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 __all__ = ["OWN_WORKER_RETRIES", "Attempts", "Loss", "loss_of", "one_line"]
 
@@ -36,8 +37,7 @@ _ACTOR_PID = re.compile(r"^\s*pid:\s*(\d+)\s*$", re.MULTILINE)
 _EXIT = re.compile(r"Worker exit type:\s*(\S+)\s+Worker exit detail:\s*(.*)", re.DOTALL)
 
 
-@dataclass(frozen=True, slots=True)
-class Loss:
+class Loss(msgspec.Struct, frozen=True):
     """A task or actor call that Ray could not finish because a worker or a node went away."""
 
     #: The node went (or could not be reached): nothing is known against the item.
@@ -60,8 +60,7 @@ class Loss:
         return f"on {node}{host}{pid}"
 
 
-@dataclass(slots=True)
-class Attempts:
+class Attempts(msgspec.Struct):
     """The losses one item has had so far, and the rule for running it again."""
 
     lost_nodes: int = 0

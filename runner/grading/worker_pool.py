@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import anyio.abc
+import msgspec
 import orjson
 
 from waza.protocol.grader_protocol import GraderProtocolError, grade_from_result, normalize_result, request_json
@@ -49,13 +49,12 @@ class WorkerFault(Exception):
     """This worker can no longer be trusted with another request; the message is the grade's error."""
 
 
-@dataclass(eq=False)
-class Worker:
+class Worker(msgspec.Struct, eq=False):
     """One worker process: a :class:`Child` with its stdin kept open, driven from the event loop
     (no transports, no stderr task: its stderr is drained into a tail whenever it is read)."""
 
     child: Child
-    buffer: bytearray = field(default_factory=bytearray)
+    buffer: bytearray = msgspec.field(default_factory=bytearray)
     served: int = 0
 
     async def exchange(self, line: bytes, timeout: float) -> bytes:

@@ -2,7 +2,7 @@
 
 The modules each do one job: ``located`` reads YAML keeping every value's line,
 ``validate`` checks a file against its hand-written JSON Schema, ``models`` holds
-the suite as dataclasses, ``loader`` builds them (and every grader) from the
+the suite as msgspec Structs, ``loader`` builds them (and every grader) from the
 files, ``fixtures`` fills a trial's workspace, ``expected`` turns a task's
 ``expected:`` block into graders, ``execute`` runs the trials, ``triggers`` the
 trigger tests, ``metrics`` scores the run, ``document`` builds the result

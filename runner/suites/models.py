@@ -1,4 +1,4 @@
-"""A loaded suite as plain dataclasses: what the loader checked and the runner needs.
+"""A loaded suite as plain msgspec Structs: what the loader checked and the runner needs.
 
 Nothing here parses or validates; ``loader`` builds these only from files that
 passed their schema and every semantic check, so code that runs a suite can
