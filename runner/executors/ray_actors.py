@@ -130,6 +130,10 @@ class Slot:
         return None  # cancelled by close
 
 
+#: Slot actors in a row that may die before they start (nodes lost while starting them) before the run stops.
+LOST_START_LIMIT = 20
+
+
 class _Held(msgspec.Struct, eq=False):
     """The driver's handle on one slot actor."""
 
@@ -159,6 +163,8 @@ class _Slots(msgspec.Struct):
     starting: list[_Held] = msgspec.field(default_factory=list)
     idle: list[_Held] = msgspec.field(default_factory=list)
     closing: list[tuple[Any, Any]] = msgspec.field(default_factory=list)  # (close ref, actor)
+    #: Slot actors in a row that died before they said where they are (reset by one that starts).
+    lost_starts: int = 0
 
     def start(self) -> _Held:
         node = self.nodes.place()
@@ -185,7 +191,14 @@ class _Slots(msgspec.Struct):
                 raise ConfigError(
                     f"RayOptions.warm_agents: a slot's actor cannot start: {type(exc).__name__}: {one_line(str(exc))}"
                 ) from None
+            self.lost_starts += not isinstance(exc, unplaced)
+            if self.lost_starts >= LOST_START_LIMIT:  # not a node coming and going: the actors die by themselves
+                raise ConfigError(
+                    f"RayOptions.warm_agents: {self.lost_starts} slot actors in a row died before they started, "
+                    f"the last with {type(exc).__name__}: {one_line(str(exc))}"
+                ) from None
             return
+        self.lost_starts = 0
         self.idle.append(slot)
 
     def shrink(self, room: int) -> None:
