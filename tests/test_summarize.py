@@ -137,7 +137,7 @@ def test_summaries_of_a_line_decoded_for_them_alone_are_those_of_its_record(tmp_
     real capture and trials files, and the awkward ones, gives the same summaries both ways, JSON and Markdown,
     at any width; a bad line is worded the same way."""
     from waza.runner.analysis.summaries import summary_markdown
-    from waza.runner.analysis.summary_lines import line_summaries
+    from waza.runner.analysis.summary_lines import _straight, line_summaries
 
     lines = _odd_lines(capture(tmp_path, "r.jsonl", "q2=fail", "q4=error").read_bytes())
     rows = [orjson.loads(x) for x in lines[:4]]
@@ -155,6 +155,8 @@ def test_summaries_of_a_line_decoded_for_them_alone_are_those_of_its_record(tmp_
         orjson.dumps({**rows[0], "anotherKey": {"kept": "aside"}}),  # skipped by the lean decode, kept by the record
         orjson.dumps({**rows[0], "trials": 3}),  # not a trials line (no counts), but the general way decides
     ]  # fmt: skip
+    assert all(_straight(line, 200) for line in lines[:4] + lines[-4:-1])  # what waza writes takes the short way
+    assert _straight(lines[-1], 200) is None and _straight(lines[6], 200) is None  # "trials" and "unknown" keys do not
     for width in (200, 5, 0):
         for number, line in enumerate(lines, start=1):
             general = line_summaries("r.jsonl", number, line, None, width)

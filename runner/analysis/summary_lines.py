@@ -55,7 +55,7 @@ def _lean(
 _Step = _lean(
     TrajectoryStep,
     "_Step",
-    {"output": (Raw | None, None), "tool_content": (list[Raw] | None, None), "locations": (list[Raw] | None, None)},
+    {"output": (Raw, Raw(b"null")), "tool_content": (list[Raw] | None, None), "locations": (list[Raw] | None, None)},
 )
 _Grade = _lean(Grade, "_Grade", {"outcome": (dict[str, Raw], {}), "details": (dict[str, Raw], {})})
 #: Unknown top-level keys are skipped: CaptureResult keeps them aside, and a summary does not show them.
@@ -82,30 +82,38 @@ def line_summaries(
 ) -> tuple[RunKind, list[ResultSummary]]:
     """The file's kind and the summaries of one line (``kind``: the file's, None for its first line);
     a bad line is :func:`.runs.read_result`'s JsonlError."""
-    if kind == "capture" and not has_long_digits(line):
-        try:
-            c: Any = _decode(line)
-        except msgspec.MsgspecError:
-            c = None
-        if c is not None and c.status is not UNSET and c.unknown is UNSET and c.trials is UNSET:
-            score, timing = c.score, c.timing
-            return kind, [
-                summary(
-                    c.id,
-                    c.trial,
-                    c.status,
-                    score.passed if score else None,
-                    score.score if score else None,
-                    c.output,
-                    timing.total if timing else None,
-                    timing.first_response if timing else None,
-                    c.input,
-                    c.trajectory,
-                    c.grades,
-                    c.errors,
-                    c.usage,
-                    width,
-                )
-            ]
+    if kind == "capture" and (straight := _straight(line, width)) is not None:
+        return kind, straight
     found, result = read_result(source, number, line, kind)
     return found, summaries(result, width)
+
+
+def _straight(line: bytes, width: int) -> list[ResultSummary] | None:
+    """The summary of a capture line decoded into :data:`_Capture`; None when the general way must decide."""
+    if has_long_digits(line):  # msgspec would take such an integer; read_result refuses it
+        return None
+    try:
+        c: Any = _decode(line)
+    except msgspec.MsgspecError:
+        return None
+    if c.status is UNSET or c.unknown is not UNSET or c.trials is not UNSET:
+        return None
+    score, timing = c.score, c.timing
+    return [
+        summary(
+            c.id,
+            c.trial,
+            c.status,
+            score.passed if score else None,
+            score.score if score else None,
+            c.output,
+            timing.total if timing else None,
+            timing.first_response if timing else None,
+            c.input,
+            c.trajectory,
+            c.grades,
+            c.errors,
+            c.usage,
+            width,
+        )
+    ]
