@@ -108,26 +108,26 @@ def summary(
             tools[name] = tools.get(name, 0) + 1
             failed += s.status == "failed"
             tool_time += s.duration or 0
-    return ResultSummary(
+    made = ResultSummary(
         id=id,
-        trial=trial,
         status=status,  # type: ignore[arg-type]
         passed=passed,
         score=score,
         output=shorten(output, width),
         duration=duration,
-        first_response=first_response,
         turns=1 if isinstance(input, str) else len(input),
         tool_calls=sum(tools.values()),
         failed_tool_calls=failed,
         tools=tools,
-        tool_time=tool_time,
         input_tokens=usage.input_tokens if usage else None,
         output_tokens=usage.output_tokens if usage else None,
         steps=[step_view(s, width) for s in trajectory],
         grades=[grade_view(g, width) for g in grades],
         errors=errors,
     )
+    # Set apart: a Struct made with more than 15 keywords took twice as long (msgspec 0.22, CPython 3.11).
+    made.trial, made.first_response, made.tool_time = trial, first_response, tool_time
+    return made
 
 
 def summaries(result: CaptureResult | TrialResult, width: int) -> list[ResultSummary]:
