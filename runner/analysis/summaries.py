@@ -102,12 +102,14 @@ def summary(
     decoded for its summary alone (:mod:`.summary_lines`), which skips building the Attempt."""
     tools: dict[str, int] = {}  # calls per tool name, in the order first called
     failed = tool_time = 0
+    steps = []
     for s in trajectory:
         if s.type == "tool_call":
             name = s.name or "(unnamed)"
             tools[name] = tools.get(name, 0) + 1
             failed += s.status == "failed"
             tool_time += s.duration or 0
+        steps.append(step_view(s, width))
     made = ResultSummary(
         id=id,
         status=status,  # type: ignore[arg-type]
@@ -121,7 +123,7 @@ def summary(
         tools=tools,
         input_tokens=usage.input_tokens if usage else None,
         output_tokens=usage.output_tokens if usage else None,
-        steps=[step_view(s, width) for s in trajectory],
+        steps=steps,
         grades=[grade_view(g, width) for g in grades],
         errors=errors,
     )
