@@ -34,7 +34,7 @@ def _lean(
 ) -> type[msgspec.Struct]:
     """A Struct with ``record``'s fields (names, JSON names, types, defaults) but those in ``changed``
     (field name -> (type, default)); a field ``changed`` names that the record lacks is added."""
-    fields: list[tuple[str, Any, Any]] = []
+    fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
     names: dict[str, str] = {}
     for f in msgspec.structs.fields(record):
         names[f.name] = f.encode_name
@@ -42,14 +42,15 @@ def _lean(
             fields.append((f.name, *changed.pop(f.name)))
         elif f.default_factory is not msgspec.NODEFAULT:
             fields.append((f.name, f.type, msgspec.field(default_factory=f.default_factory)))
-        else:
+        elif f.default is not msgspec.NODEFAULT:
             fields.append((f.name, f.type, f.default))
+        else:
+            fields.append((f.name, f.type))  # required
     for extra, (kind, default) in changed.items():
         names[extra] = extra
         fields.append((extra, kind, default))
-    required = [(n, t) for n, t, d in fields if d is msgspec.NODEFAULT]
-    optional = [(n, t, d) for n, t, d in fields if d is not msgspec.NODEFAULT]
-    return msgspec.defstruct(name, [*required, *optional], kw_only=True, rename=names, forbid_unknown_fields=strict, gc=False)
+    # gc=False: a lean struct holds decoded JSON, which cannot form a cycle.
+    return msgspec.defstruct(name, fields, kw_only=True, rename=names, forbid_unknown_fields=strict, gc=False)
 
 
 _Step = _lean(
