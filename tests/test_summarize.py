@@ -153,9 +153,12 @@ def test_summaries_of_a_line_decoded_for_them_alone_are_those_of_its_record(tmp_
         ], "metadata": {"a": {"b": [1]}}, "outcome": {"o": 1}, "usage": None, "timing": None}),
         orjson.dumps({**rows[1], "grades": [{**rows[1]["grades"][0], "outcome": {"x": 1}, "details": {"y": [2]}}]}),
         orjson.dumps({**rows[0], "anotherKey": {"kept": "aside"}}),  # skipped by the lean decode, kept by the record
+        orjson.dumps(rows[1])[:-1] + b',"output":"again","status":"passed"}',  # a key twice: the last one counts
         orjson.dumps({**rows[0], "trials": 3}),  # not a trials line (no counts), but the general way decides
     ]  # fmt: skip
-    assert all(_straight(line, 200) for line in lines[:4] + lines[-4:-1])  # what waza writes takes the short way
+    assert all(
+        _straight(line, 200) for line in lines[:4] + lines[-5:-1]
+    )  # what waza writes (and other keys, a key twice) takes the short way
     assert _straight(lines[-1], 200) is None and _straight(lines[6], 200) is None  # "trials" and "unknown" keys do not
     for width in (200, 5, 0):
         for number, line in enumerate(lines, start=1):
