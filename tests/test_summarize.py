@@ -129,3 +129,82 @@ def test_summaries_stream_through_a_pipe(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_summaries_of_a_line_decoded_for_them_alone_are_those_of_its_record(tmp_path):
+    """line_summaries decodes a capture line (the file's kind known) into lean structs and summarizes their
+    fields; with the kind not yet known it goes the general way (read_result, then summaries). Every line of
+    real capture and trials files, and the awkward ones, gives the same summaries both ways, JSON and Markdown,
+    at any width; a bad line is worded the same way."""
+    from waza.runner.analysis.summaries import summary_markdown
+    from waza.runner.analysis.summary_lines import _straight, line_summaries
+
+    lines = _odd_lines(capture(tmp_path, "r.jsonl", "q2=fail", "q4=error").read_bytes())
+    rows = [orjson.loads(x) for x in lines[:4]]
+    lines += [  # what a summary shows of steps of every kind, and what the lean decode keeps raw
+        orjson.dumps({**rows[0], "trajectory": [
+            {"type": "tool_call", "timestamp": 5, "name": "t", "status": "failed", "duration": 7, "input": "a b",
+             "output": {"big": [1, 2.5, None]}, "toolContent": [{"type": "text"}], "locations": [{"path": "/x"}]},
+            {"type": "tool_call", "timestamp": 6, "input": {"k": [1, {"v": "é\n"}]}, "output": "done"},
+            {"type": "permission", "timestamp": 7, "extra": {"decision": {"allow": True}}},
+            {"type": "event", "timestamp": 8, "name": "raw"},
+            {"type": "plan", "timestamp": 9, "entries": [{"content": "x", "status": "done"}, 3]},
+            {"type": "thought", "timestamp": 10},
+        ], "metadata": {"a": {"b": [1]}}, "outcome": {"o": 1}, "usage": None, "timing": None}),
+        orjson.dumps({**rows[1], "grades": [{**rows[1]["grades"][0], "outcome": {"x": 1}, "details": {"y": [2]}}]}),
+        orjson.dumps({**rows[0], "anotherKey": {"kept": "aside"}}),  # skipped by the lean decode, kept by the record
+        orjson.dumps(rows[1])[:-1] + b',"output":"again","status":"passed"}',  # a key twice: the last one counts
+        orjson.dumps({**rows[0], "trials": 3}),  # not a trials line (no counts), but the general way decides
+    ]  # fmt: skip
+    assert all(
+        _straight(line, 200) for line in lines[:4] + lines[-5:-1]
+    )  # what waza writes (and other keys, a key twice) takes the short way
+    assert _straight(lines[-1], 200) is None and _straight(lines[6], 200) is None  # "trials" and "unknown" keys do not
+    for width in (200, 5, 0):
+        for number, line in enumerate(lines, start=1):
+            general = line_summaries("r.jsonl", number, line, None, width)
+            straight = line_summaries("r.jsonl", number, line, "capture", width)
+            assert straight == general, line
+            assert [s.to_json() for s in straight[1]] == [s.to_json() for s in general[1]]
+            assert [summary_markdown(s) for s in straight[1]] == [summary_markdown(s) for s in general[1]]
+    for line in trials(tmp_path, "t.jsonl", 2, "q1=1").read_bytes().splitlines():
+        assert line_summaries("t", 1, line, "trials", 200) == line_summaries("t", 1, line, None, 200)
+    for bad in [
+        b'{"id": "a", "input": "x", "output": 5, "status": "passed"}',
+        b'{"id": "a", "input": "x", "output": "", "status": "passed", "trajectory": [{"type": "message", "timestamp": 1, "output": 1, "x": 2}]}',
+        b'{"id": "a", "input": "x", "output": "", "status": "passed", "metadata": []}',
+        b'{"id": "a", "input": "x", "output": "", "status": "passed", "grades": [{"name": "g", "status": "passed", "score": 2}]}',
+        b'{"id": "a", "input": "x", "output": "", "status": "passed", "metadata": {"n": 100000000000000000000}}',
+        b'{"id": "a", "input": "x", "output": "", "status": "passed", "trajectory": [{"type": "tool_call", "timestamp": 1, "output": 100000000000000000000}]}',
+        b'{"id": "a", "input": "x", "output": "", "status": "passed"',
+    ]:
+        with pytest.raises(JsonlError) as straight:
+            line_summaries("f.jsonl", 7, bad, "capture", 200)
+        with pytest.raises(JsonlError) as general:
+            line_summaries("f.jsonl", 7, bad, None, 200)
+        assert str(straight.value) == str(general.value), str(straight.value)
+        assert str(straight.value).startswith("f.jsonl:7: ")
+
+
+def test_the_lean_structs_have_the_records_fields():
+    """The lean decode accepts a line exactly when the record would only while it has the record's fields,
+    JSON names and types (bar those it keeps raw): a field added to a record is added to it too."""
+    import msgspec
+
+    from waza.protocol.records import CaptureResult, Grade, TrajectoryStep
+    from waza.runner.analysis import summary_lines
+
+    raw = {"output", "toolContent", "locations", "metadata", "outcome", "details", "trajectory", "grades", "status", "unknown"}
+    for record, lean in [
+        (CaptureResult, summary_lines._Capture),
+        (TrajectoryStep, summary_lines._Step),
+        (Grade, summary_lines._Grade),
+    ]:
+        ours = {f.encode_name: f.type for f in msgspec.structs.fields(lean)}
+        theirs = {f.encode_name: f.type for f in msgspec.structs.fields(record)}
+        assert set(theirs) <= set(ours)
+        assert {k for k in theirs if ours[k] != theirs[k]} <= raw
+        assert (
+            lean.__struct_config__.forbid_unknown_fields == record.__struct_config__.forbid_unknown_fields
+            or lean is summary_lines._Capture
+        )

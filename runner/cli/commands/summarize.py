@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+import msgspec
 import typer
 
-from waza.protocol.jsonl import display_name, dumps
+from waza.protocol.jsonl import display_name
 from waza.runner.analysis.runs import ResultsFile, check_readable
-from waza.runner.analysis.summaries import summaries, summary_markdown
+from waza.runner.analysis.summaries import summary_markdown
+from waza.runner.analysis.summary_lines import line_summaries
 from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.option_values import MARKDOWN_ALIAS, wants_markdown
 from waza.runner.cli.runtime import fail
@@ -54,14 +56,35 @@ def _summarize(results: str, markdown: bool, width: int, output: str) -> int:
     check_readable(results)
     require_lines(results, "results")
     count = 0
+    pending = bytearray()  # summaries not yet handed to ``out``: written in large pieces, and before any wait
+    encode_into = msgspec.json.Encoder().encode_into  # a ResultSummary's JSON is its to_json()
+
+    def hand_on() -> None:
+        out.write(pending)
+        pending.clear()
+        out.flush()
+
     with output_stream(output) as out:
+        file = ResultsFile(results, on_wait=hand_on)
         try:
-            for _, result in ResultsFile(results, on_wait=out.flush):  # flushed before the input is waited for
+            for number, line in file.lines():
+                file.kind, summaries = line_summaries(file.source, number, line, file.kind, width)
                 count += 1
-                for summary in summaries(result, width):
-                    out.write(summary_markdown(summary).encode() if markdown else dumps(summary))
+                for summary in summaries:
+                    if markdown:
+                        pending += summary_markdown(summary).encode()
+                    else:
+                        encode_into(summary, pending, -1)
+                        pending += b"\n"
+                if len(pending) >= _PIECE:
+                    out.write(pending)
+                    pending.clear()
         finally:
-            out.flush()
+            hand_on()
     if count == 0:  # a stream that held nothing
         return fail(f"{display_name(results)}: holds no results")
     return 0
+
+
+#: Bytes of summaries gathered before a write.
+_PIECE = 1 << 16

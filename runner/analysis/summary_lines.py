@@ -1,0 +1,120 @@
+"""The summaries of one line of a results file, for ``waza summarize``.
+
+A line of a capture file is decoded straight into lean copies of the records
+(the same fields, types and constraints, so it is accepted exactly when the
+record would be), except that what a summary never reads (a tool call's output
+and content blocks, metadata, outcomes, grader details) is kept as raw JSON
+instead of being built into Python values; and its summary is made from its
+fields without the record or the :class:`.attempts.Attempt` in between. The
+line is checked once, in that decode, where :func:`.runs.read_result` checks
+its keys first. Any other line (a file's first line, a trials line, acp-harness's
+shape, a key named ``unknown``, an integer beyond 64 bits, a line that does not
+fit) goes through :func:`.runs.read_result` and :func:`.summaries.summaries`,
+which also word its error; both ways give the same summaries.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+from waza.protocol.analysis_records import ResultSummary, RunKind
+from waza.protocol.jsonl import has_long_digits
+from waza.protocol.records import CaptureResult, Grade, ResultStatus, TrajectoryStep
+from waza.runner.analysis.runs import read_result
+from waza.runner.analysis.summaries import summaries, summary
+
+__all__ = ["line_summaries"]
+
+
+def _lean(
+    record: type[msgspec.Struct], name: str, changed: dict[str, tuple[Any, Any]], *, strict: bool = True
+) -> type[msgspec.Struct]:
+    """A Struct with ``record``'s fields (names, JSON names, types, defaults) but those in ``changed``
+    (field name -> (type, default)); a field ``changed`` names that the record lacks is added."""
+    fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+    names: dict[str, str] = {}
+    for f in msgspec.structs.fields(record):
+        names[f.name] = f.encode_name
+        if f.name in changed:
+            fields.append((f.name, *changed.pop(f.name)))
+        elif f.default_factory is not msgspec.NODEFAULT:
+            fields.append((f.name, f.type, msgspec.field(default_factory=f.default_factory)))
+        elif f.default is not msgspec.NODEFAULT:
+            fields.append((f.name, f.type, f.default))
+        else:
+            fields.append((f.name, f.type))  # required
+    for extra, (kind, default) in changed.items():
+        names[extra] = extra
+        fields.append((extra, kind, default))
+    # gc=False: a lean struct holds decoded JSON, which cannot form a cycle.
+    return msgspec.defstruct(name, fields, kw_only=True, rename=names, forbid_unknown_fields=strict, gc=False)
+
+
+_Step = _lean(
+    TrajectoryStep,
+    "_Step",
+    {"output": (Raw, Raw(b"null")), "tool_content": (list[Raw] | None, None), "locations": (list[Raw] | None, None)},
+)
+_Grade = _lean(Grade, "_Grade", {"outcome": (dict[str, Raw], {}), "details": (dict[str, Raw], {})})
+#: Unknown top-level keys are skipped: CaptureResult keeps them aside, and a summary does not show them.
+#: ``status`` unset (acp-harness's shape), ``unknown`` or ``trials`` set: the general way decides.
+_Capture = _lean(
+    CaptureResult,
+    "_Capture",
+    {
+        "trajectory": (list[_Step], []),  # type: ignore[valid-type]
+        "grades": (list[_Grade], []),  # type: ignore[valid-type]
+        "metadata": (dict[str, Raw], {}),
+        "outcome": (dict[str, Raw], {}),
+        "status": (ResultStatus | UnsetType, UNSET),
+        "unknown": (Raw | UnsetType, UNSET),
+        "trials": (Raw | UnsetType, UNSET),
+    },
+    strict=False,
+)
+_decode = msgspec.json.Decoder(_Capture).decode
+
+
+def line_summaries(
+    source: str, number: int, line: bytes, kind: RunKind | None, width: int
+) -> tuple[RunKind, list[ResultSummary]]:
+    """The file's kind and the summaries of one line (``kind``: the file's, None for its first line);
+    a bad line is :func:`.runs.read_result`'s JsonlError."""
+    if kind == "capture" and (straight := _straight(line, width)) is not None:
+        return kind, straight
+    found, result = read_result(source, number, line, kind)
+    return found, summaries(result, width)
+
+
+def _straight(line: bytes, width: int) -> list[ResultSummary] | None:
+    """The summary of a capture line decoded into :data:`_Capture`; None when the general way must decide."""
+    if has_long_digits(line):  # msgspec would take such an integer; read_result refuses it
+        return None
+    try:
+        c: Any = _decode(line)
+    except msgspec.MsgspecError:
+        return None
+    if c.status is UNSET or c.unknown is not UNSET or c.trials is not UNSET:
+        return None
+    score, timing = c.score, c.timing
+    return [
+        summary(
+            c.id,
+            c.trial,
+            c.status,
+            score.passed if score else None,
+            score.score if score else None,
+            c.output,
+            timing.total if timing else None,
+            timing.first_response if timing else None,
+            c.input,
+            c.trajectory,
+            c.grades,
+            c.errors,
+            c.usage,
+            width,
+        )
+    ]
