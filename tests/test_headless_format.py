@@ -172,9 +172,9 @@ def test_adapters_check_reports_malformed_json_and_shape_errors_by_file_line_and
     torn.write_bytes(b'{"version": 1,\n "name": }')
     done = run_waza("adapters", "check", torn)
     assert done.returncode == 2
-    assert (
-        done.stderr.decode() == f"waza: {torn}: invalid JSON (unexpected character, expected a JSON value at line 2, column 10)\n"
-    )
+    # One line naming the file, the line and the column; the words between are orjson's, which vary by version.
+    [line] = done.stderr.decode().splitlines()
+    assert line.startswith(f"waza: {torn}: invalid JSON (unexpected character") and line.endswith(" at line 2, column 10)")
     listed = tmp_path / "list.json"
     listed.write_bytes(b"[]")
     done = run_waza("adapters", "check", listed)
