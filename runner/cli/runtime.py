@@ -31,7 +31,7 @@ class Interrupt(msgspec.Struct):
     """Filled in by a command so an interrupt can say what was done and what is missing."""
 
     summary: Callable[[], str] | None = None
-    received: int | None = msgspec.field(default=None)
+    received: int | None = None
 
 
 #: The one place errors become exit codes (the first matching class wins).
