@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TypedDict, Unpack
 
 import anyio
 import anyio.abc
@@ -216,6 +216,17 @@ def _new_session() -> bool:
     return True
 
 
+class ChildOptions(TypedDict, total=False):
+    """The keyword arguments of :class:`Child` (see its constructor), for :meth:`Child.start`."""
+
+    stdin: bytes | None
+    cwd: str | Path | None
+    env: Mapping[str, str] | Mapping[bytes, bytes] | None
+    stderr: Tail | None
+    keep_stdin: bool
+    stderr_to: IO[bytes] | int | None
+
+
 class Child(anyio.abc.ByteReceiveStream):
     """A child leading a process group (a session too, under a terminal), its pipes driven from the event loop
     with no transports and no threads. From async code start it with :meth:`start` (the program is started from a
@@ -337,17 +348,7 @@ class Child(anyio.abc.ByteReceiveStream):
             raise
 
     @classmethod
-    async def start(
-        cls,
-        argv: Sequence[str],
-        *,
-        stdin: bytes | None = None,
-        cwd: str | Path | None = None,
-        env: Mapping[str, str] | Mapping[bytes, bytes] | None = None,
-        stderr: Tail | None = None,
-        keep_stdin: bool = False,
-        stderr_to: IO[bytes] | int | None = None,
-    ) -> Child:
+    async def start(cls, argv: Sequence[str], **options: Unpack[ChildOptions]) -> Child:
         """Start a child as the constructor does, from a worker thread, so the event loop runs meanwhile.
 
         Starting a program blocks the caller until the kernel has loaded it, and on a
@@ -360,9 +361,7 @@ class Child(anyio.abc.ByteReceiveStream):
             loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:  # another backend (trio)
             loop = None
-        spawn = functools.partial(
-            cls, argv, stdin=stdin, cwd=cwd, env=env, stderr=stderr, keep_stdin=keep_stdin, stderr_to=stderr_to
-        )
+        spawn = functools.partial(cls, argv, **options)
         with anyio.CancelScope(shield=True):
             child = await anyio.to_thread.run_sync(spawn)
         child._loop = loop
