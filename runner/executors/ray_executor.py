@@ -49,7 +49,7 @@ from waza.runner.executors.ray_collect import Collected, deliver, run_collecting
 from waza.runner.executors.ray_connect import INSTALL_HINT, WORKER_NICENESS, connected, import_ray, reach
 from waza.runner.executors.ray_faults import Attempts, Loss, loss_of, one_line
 from waza.runner.executors.ray_nodes import Nodes
-from waza.runner.executors.ray_tracks import Teller, Track, Tracker
+from waza.runner.executors.ray_tracks import Mark, Teller, Track, Tracker
 
 #: How often an item is run again after its node was lost (its own worker dying: once, ``ray_faults``).
 MAX_RETRIES = 3
@@ -157,12 +157,15 @@ class RayExecutor:
         task = on_node.options(**task_options)
         affinity = import_module("ray.util.scheduling_strategies").NodeAffinitySchedulingStrategy
         tracker = Tracker(ray, options.env)
-        pending: dict[Any, tuple[WorkItem, str | None, Job, Any, Attempts, Teller]] = {}
+        pending: dict[Any, tuple[WorkItem, str | None, Job, Any, Attempts, Mark]] = {}
 
         def submit(item: WorkItem, node: str | None, job: Job, seed: Any, attempts: Attempts) -> None:
             remote = task if node is None else on_node.options(**task_options, scheduling_strategy=affinity(node, soft=False))
-            teller = tracker.teller()
-            pending[remote.remote(job, seed, teller)] = (item, node, job, seed, attempts, teller)
+            mark = tracker.mark()
+            pending[remote.remote(job, seed, mark)] = (item, node, job, seed, attempts, mark)
+
+        def died(mark: Mark) -> Track | None:
+            return tracker.died([mark], nodes.slots).get(mark.key)
 
         exhausted = False
         try:
@@ -182,16 +185,14 @@ class RayExecutor:
                     await self._wait_for_room(nodes)
                     continue
                 for ref in await anyio.to_thread.run_sync(_ready, ray, list(pending)):
-                    item, node, job, seed, attempts, teller = pending.pop(ref)
+                    item, node, job, seed, attempts, mark = pending.pop(ref)
                     nodes.returned(node)
                     if node is not None and _unschedulable(ray, ref):  # its node left: Ray chooses another
-                        tracker.done(teller.key)
                         submit(item, None, job, seed, attempts)
                         continue
                     where = (node or "", nodes.hosts.get(node or "", ""), None)
-                    died = functools.partial(tracker.died, teller.key)  # where its worker was, what it left removed
-                    result = self._collect(ray, ref, item, settings, attempts, where, died)
-                    tracker.done(teller.key)
+                    # If its worker died: where it ran, from its own track, and what it left there removed.
+                    result = self._collect(ray, ref, item, settings, attempts, where, functools.partial(died, mark))
                     if result == "again":
                         submit(item, None, job, seed, attempts)
                     elif result is not None:
@@ -199,9 +200,9 @@ class RayExecutor:
                         await sink(result)
         finally:
             if pending:
-                for ref in _cancel(ray, list(pending)):  # killed with their workers: what they made is removed too
-                    tracker.died(pending[ref][5].key)
-            tracker.close()
+                forced = _cancel(ray, list(pending))
+                if forced:  # killed with their workers: what they made is removed as for a worker that died
+                    tracker.died([pending[ref][5] for ref in forced], nodes.slots)
 
     @staticmethod
     def ready(ray: Any, refs: list[Any]) -> list[Any]:
@@ -293,19 +294,17 @@ def _unschedulable(ray: Any, ref: Any) -> bool:
     return False
 
 
-def _on_node(job: Job, seed: bytes | None, teller: Teller) -> tuple[CaptureResult, Collected]:
+def _on_node(job: Job, seed: bytes | None, mark: Mark) -> tuple[CaptureResult, Collected]:
     """What each task runs: the job, told which Ray node it is on, and the files it wrote for the driver;
-    ``teller`` reports where it runs and what it makes there (``ray_tracks``)."""
+    its private directory, named by ``mark``, holds its track while it runs (``ray_tracks``)."""
     node_id = import_module("ray").get_runtime_context().get_node_id()
+    teller = Teller()
 
     def run(agent: AgentSpec, graders: tuple[GraderSpecT, ...]) -> CaptureResult:
         made = functools.partial(teller.workspace, spec=job.workspace)
         return run_job(msgspec.structs.replace(job, agent=agent, graders=graders), seed, node_id=node_id, made=made)
 
-    try:
-        return run_collecting(run, job.agent, job.graders, made=teller.started)
-    finally:
-        teller.settle()  # a task that ends before its workspace: its reports arrive before the driver forgets them
+    return run_collecting(run, job.agent, job.graders, prefix=mark.prefix, made=teller.started)
 
 
 def _label(result: CaptureResult) -> str:

@@ -1,4 +1,4 @@
-"""Where each Ray task runs and what it made on its node, asked for when its worker dies under it.
+"""Where a Ray task ran and what it made on its node, found when its worker died under it.
 
 Ray reports a task whose worker process died (killed by its agent or by the kernel's OOM killer, a
 crash of the interpreter) as ``WorkerCrashedError`` and nothing else: no node, no worker, no cause
@@ -7,17 +7,18 @@ which could say more, needs the dashboard, which waza leaves off). A worker that
 runs its cleanup: the task's fresh workspace and its private directory stay in the node's
 temporary directory.
 
-So each task tells a small actor of the run (:class:`Tracks`: no CPU, on the driver's node when it
-can be) where it runs as its first act (node id, host name, worker pid, its private directory) and,
-when its workspace is a fresh one it removes itself, that workspace; before the agent gets its
-prompt it waits until both have arrived, so a worker that dies under its agent or graders has
-always been heard of. The reports are fire-and-forget calls on an actor handle the task gets with
-its arguments. When the driver gets ``WorkerCrashedError`` or Ray's ``OutOfMemoryError`` for a task,
-it takes that task's :class:`Track` from the actor (:meth:`Tracker.died`): the error record names
-the node, host and worker pid, and a small task pinned to that node (``NodeAffinitySchedulingStrategy``,
-``soft=False``) removes what the task made there; a node that is gone has nothing left to remove (Ray
-refuses the task, and nothing waits for it). The driver forgets finished tasks' tracks in batches,
-so the actor holds at most the tasks in flight and one batch.
+So each task leaves a track on its own node, where nothing can lose it: its private directory is
+named after the run and the task (``waza-task-RUN-KEY-...``, :class:`Mark`), and as its first act
+the task writes there, in a small file, its node id, host name and worker pid, then adds the fresh
+workspace it is about to hand to the agent (when it is one the task removes itself). A local file
+write costs the task next to nothing and is on disk before the agent starts, so a worker that dies
+under its agent or graders has always left it. When the driver gets ``WorkerCrashedError`` or Ray's
+``OutOfMemoryError`` for a task, it runs a small task on every alive node (``_sweep``, no CPU, pinned
+with ``NodeAffinitySchedulingStrategy(soft=False)``) that looks for that task's directory, reads the
+track, removes the workspace and the directory, and returns the track: the error record names the
+node, host and worker pid. A node that is gone has nothing left to remove (and Ray then reports the
+node's death, not the worker's). The cost is on the failure path only: one small task per alive node
+for each worker that dies.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ import os
 import shutil
 import socket
 import tempfile
-from collections.abc import Mapping
+import uuid
+from collections.abc import Iterable, Mapping
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -38,20 +40,16 @@ import msgspec.structs
 
 from waza.runner.engine.specs import Workspace
 
-__all__ = ["CLEANUP_WAIT", "Teller", "Track", "Tracker", "Tracks"]
+__all__ = ["LOOKUP_WAIT", "Mark", "Teller", "Track", "Tracker"]
 
-#: Seconds a task waits for its reports to reach the actor before its agent starts (milliseconds, normally).
-REPORT_WAIT = 10.0
-#: Seconds the driver waits for the actor's answer about a task whose worker died.
+#: Seconds the driver waits for the nodes to say which of them a task whose worker died ran on.
 LOOKUP_WAIT = 10.0
-#: Seconds the driver waits, as the run ends, for the removals it asked for.
-CLEANUP_WAIT = 10.0
-#: Finished tasks whose tracks the driver forgets in one call to the actor.
-FORGET_BATCH = 256
+#: The file in a task's private directory that holds its track.
+_TRACK = "track.json"
 
 
 class Track(msgspec.Struct, frozen=True):
-    """Where one task runs, and what it made in its node's temporary directory (removed by itself when it ends)."""
+    """Where one task ran, and the workspaces it made in its node's temporary directory."""
 
     node_id: str
     host: str
@@ -59,116 +57,93 @@ class Track(msgspec.Struct, frozen=True):
     made: tuple[str, ...] = ()
 
 
-class Tracks:
-    """The run's actor: each task's :class:`Track`, by the key the driver gave the task."""
+class Mark(msgspec.Struct, frozen=True):
+    """What a task carries to leave its track: the run's id and the task's key."""
 
-    def __init__(self) -> None:
-        self.tracks: dict[int, Track] = {}
+    run: str
+    key: int
 
-    def started(self, key: int, track: Track) -> None:
-        self.tracks[key] = track
-
-    def made(self, key: int, path: str) -> None:
-        track = self.tracks.get(key)
-        if track is not None:
-            self.tracks[key] = msgspec.structs.replace(track, made=(*track.made, path))
-
-    def take(self, key: int) -> Track | None:
-        return self.tracks.pop(key, None)
-
-    def forget(self, keys: list[int]) -> None:
-        for key in keys:
-            self.tracks.pop(key, None)
+    @property
+    def prefix(self) -> str:
+        """The start of the name of the task's private directory."""
+        return f"waza-task-{self.run}-{self.key}-"
 
 
 class Teller:
-    """What a task reports through: the run's actor and the task's key (travels with the task's arguments)."""
+    """A task's side: writes its track into its private directory."""
 
-    def __init__(self, tracks: Any, key: int) -> None:
-        self.tracks = tracks
-        self.key = key
-        self.sent: list[Any] = []
+    def __init__(self) -> None:
+        self.file: Path | None = None
+        self.track: Track | None = None
 
     def started(self, private: Path) -> None:
-        """The task's first act: this node, host and worker, and the task's private directory."""
+        """The task's first act: this node, host and worker, in the private directory just made."""
         node_id = str(import_module("ray").get_runtime_context().get_node_id())
-        self.sent.append(self.tracks.started.remote(self.key, Track(node_id, socket.gethostname(), os.getpid(), (str(private),))))
+        self.file, self.track = private / _TRACK, Track(node_id, socket.gethostname(), os.getpid())
+        self.file.write_bytes(msgspec.json.encode(self.track))
 
     def workspace(self, workspace: Path, spec: Workspace) -> None:
-        """The task's workspace, just made: reported when it is a fresh one the task removes; then wait
-        (bounded) until every report has arrived, since the agent starts next."""
-        if spec.fresh and spec.root is None and not spec.keep:
-            self.sent.append(self.tracks.made.remote(self.key, str(workspace)))
-        self.settle()
-
-    def settle(self) -> None:
-        """Wait (at most ``REPORT_WAIT`` seconds) until the reports sent so far have reached the actor."""
-        if self.sent:
-            with contextlib.suppress(Exception):  # an actor that is gone: the reports are lost, the task goes on
-                import_module("ray").wait(self.sent, num_returns=len(self.sent), timeout=REPORT_WAIT, fetch_local=False)
-            self.sent = []
+        """The task's workspace, just made: added to the track when it is a fresh one the task removes."""
+        if self.file is not None and self.track is not None and spec.fresh and spec.root is None and not spec.keep:
+            self.track = msgspec.structs.replace(self.track, made=(*self.track.made, str(workspace)))
+            self.file.write_bytes(msgspec.json.encode(self.track))
 
 
 class Tracker:
-    """The driver's side: the run's actor, a key per task submitted, and the removals asked for."""
+    """The driver's side: a mark per task submitted, and the sweep that finds a dead worker's task."""
 
     def __init__(self, ray: Any, env: Mapping[str, str]) -> None:
         self.ray = ray
-        affinity = import_module("ray.util.scheduling_strategies").NodeAffinitySchedulingStrategy
-        self.affinity = affinity
-        actor = ray.remote(num_cpus=0, max_restarts=0)(Tracks)
-        with contextlib.suppress(Exception):  # a driver not on a node of its own (a Ray client): where Ray chooses
-            actor = actor.options(scheduling_strategy=affinity(ray.get_runtime_context().get_node_id(), soft=True))
-        self.actor = actor.remote()
-        self.remove = ray.remote(_remove)
-        self.remove_options: dict[str, Any] = {"num_cpus": 0, "max_retries": 0}
-        if env:  # the same TMPDIR, and so the same temporary directory, as the tasks
-            self.remove_options["runtime_env"] = {"env_vars": dict(env)}
+        self.affinity = import_module("ray.util.scheduling_strategies").NodeAffinitySchedulingStrategy
+        self.run = uuid.uuid4().hex[:12]
         self.keys = itertools.count()
-        self.finished: list[int] = []
-        self.removing: list[Any] = []
+        self.sweep = ray.remote(_sweep)
+        self.sweep_options: dict[str, Any] = {"num_cpus": 0, "max_retries": 0}
+        if env:  # the tasks' environment, so the same temporary directory as theirs (TMPDIR)
+            self.sweep_options["runtime_env"] = {"env_vars": dict(env)}
 
-    def teller(self) -> Teller:
-        """A new task's reporter, with a key of its own."""
-        return Teller(self.actor, next(self.keys))
+    def mark(self) -> Mark:
+        """A new task's mark, with a key of its own."""
+        return Mark(self.run, next(self.keys))
 
-    def done(self, key: int) -> None:
-        """The task of ``key`` came back: its track is forgotten (with the batch it ends)."""
-        self.finished.append(key)
-        if len(self.finished) >= FORGET_BATCH:
-            self.actor.forget.remote(self.finished)
-            self.finished = []
-
-    def died(self, key: int) -> Track | None:
-        """The track of a task whose worker died (None when it never arrived); what the task made is
-        removed on its node by a task pinned there. Blocks for the actor's answer: run it off the loop."""
-        try:
-            track: Track | None = self.ray.get(self.actor.take.remote(key), timeout=LOOKUP_WAIT)
-        except Exception:  # the actor is gone or does not answer: the record says what Ray said
-            return None
-        if track is not None and track.made:
-            on_node = self.remove.options(**self.remove_options, scheduling_strategy=self.affinity(track.node_id, soft=False))
-            self.removing.append(on_node.remote(track.made))
-        if len(self.removing) > 1:
-            self.removing = self.ray.wait(self.removing, num_returns=len(self.removing), timeout=0)[1]
-        return track
-
-    def close(self, grace: float = CLEANUP_WAIT) -> None:
-        """As the run ends: wait (at most ``grace`` seconds) for the removals asked for, then end the actor."""
-        with contextlib.suppress(Exception):
-            if self.removing:
-                self.ray.wait(self.removing, num_returns=len(self.removing), timeout=grace)
-        with contextlib.suppress(Exception):
-            self.ray.kill(self.actor, no_restart=True)
+    def died(self, marks: list[Mark], nodes: Iterable[str]) -> dict[int, Track]:
+        """The tracks of tasks whose workers died, by key (a task whose track no node has is left
+        out), found on the alive ``nodes``, where what those tasks made is removed. Blocks for at most
+        ``LOOKUP_WAIT`` seconds; a node that does not answer by then says nothing."""
+        keys = [mark.key for mark in marks]
+        refs = []
+        for node in nodes:
+            options = {**self.sweep_options, "scheduling_strategy": self.affinity(node, soft=False)}
+            refs.append(self.sweep.options(**options).remote(self.run, keys))
+        found: dict[int, Track] = {}
+        if not refs:
+            return found
+        ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=LOOKUP_WAIT)
+        for ref in ready:
+            with contextlib.suppress(Exception):  # a node that left meanwhile: it has nothing to say
+                found.update(self.ray.get(ref))
+        return found
 
 
-def _remove(made: tuple[str, ...]) -> None:
-    """On the node of a task whose worker died: remove what it made, as the task would have.
-
-    Only directories directly in this node's temporary directory and named as waza names them
-    (``waza-...``) are removed: a report is waza's own, but nothing else is ever touched.
-    """
+def _sweep(run: str, keys: list[int]) -> dict[int, Track]:
+    """On one node: the tracks of the tasks ``keys`` of ``run`` that left their directory here, with
+    what they made and the directory itself removed, as the tasks would have."""
     tmp = Path(tempfile.gettempdir()).resolve()
+    found = {}
+    for key in keys:
+        for private in tmp.glob(f"{Mark(run, key).prefix}*"):
+            with contextlib.suppress(OSError, msgspec.DecodeError):  # a track cut short: the directory goes anyway
+                track = msgspec.json.decode((private / _TRACK).read_bytes(), type=Track)
+                found[key] = track
+                _remove(tmp, track.made)
+            if private.is_dir() and not private.is_symlink():
+                shutil.rmtree(private, ignore_errors=True)
+    return found
+
+
+def _remove(tmp: Path, made: tuple[str, ...]) -> None:
+    """Remove the workspaces a track names: only directories directly in ``tmp`` named as waza names
+    them (``waza-...``), so a track, in a directory its agent could write to, can touch nothing else."""
     for path in map(Path, made):
         if path.name.startswith("waza-") and path.parent.resolve() == tmp and path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
