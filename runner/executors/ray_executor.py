@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import os
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -296,15 +297,14 @@ def _unschedulable(ray: Any, ref: Any) -> bool:
 
 def _on_node(job: Job, seed: bytes | None, mark: Mark) -> tuple[CaptureResult, Collected]:
     """What each task runs: the job, told which Ray node it is on, and the files it wrote for the driver;
-    its private directory, named by ``mark``, holds its track while it runs (``ray_tracks``)."""
+    its private directory's name, after ``mark``, is its track while it runs (``ray_tracks``)."""
     node_id = import_module("ray").get_runtime_context().get_node_id()
-    teller = Teller()
+    teller = Teller(job.workspace)
 
     def run(agent: AgentSpec, graders: tuple[GraderSpecT, ...]) -> CaptureResult:
-        made = functools.partial(teller.workspace, spec=job.workspace)
-        return run_job(msgspec.structs.replace(job, agent=agent, graders=graders), seed, node_id=node_id, made=made)
+        return run_job(msgspec.structs.replace(job, agent=agent, graders=graders), seed, node_id=node_id, made=teller.workspace)
 
-    return run_collecting(run, job.agent, job.graders, prefix=mark.prefix, made=teller.started)
+    return run_collecting(run, job.agent, job.graders, prefix=mark.private(node_id, os.getpid()), made=teller.started)
 
 
 def _label(result: CaptureResult) -> str:

@@ -7,18 +7,18 @@ which could say more, needs the dashboard, which waza leaves off). A worker that
 runs its cleanup: the task's fresh workspace and its private directory stay in the node's
 temporary directory.
 
-So each task leaves a track on its own node, where nothing can lose it: its private directory is
-named after the run and the task (``waza-task-RUN-KEY-...``, :class:`Mark`), and as its first act
-the task writes there, in a small file, its node id, host name and worker pid, then adds the fresh
-workspace it is about to hand to the agent (when it is one the task removes itself). A local file
-write costs the task next to nothing and is on disk before the agent starts, so a worker that dies
-under its agent or graders has always left it. When the driver gets ``WorkerCrashedError`` or Ray's
-``OutOfMemoryError`` for a task, it runs a small task on every alive node (``_sweep``, no CPU, pinned
-with ``NodeAffinitySchedulingStrategy(soft=False)``) that looks for that task's directory, reads the
-track, removes the workspace and the directory, and returns the track: the error record names the
-node, host and worker pid. A node that is gone has nothing left to remove (and Ray then reports the
-node's death, not the worker's). The cost is on the failure path only: one small task per alive node
-for each worker that dies.
+So each task leaves a track on its own node, where nothing can lose it: the private directory it
+makes first of all in the node's temporary directory is named after the run, the task, the node id
+and the worker's pid (``waza-task-RUN-KEY-NODE-PID-...``, :class:`Mark`), and when its workspace is a
+fresh one the task removes itself, a link to it is put there before the agent starts. Both are
+made before anything can kill the worker, and cost the task nothing it did not do before but one
+symlink. When the driver gets ``WorkerCrashedError`` or Ray's ``OutOfMemoryError`` for a task, it
+runs a small task on every alive node (``_sweep``, no CPU, pinned with
+``NodeAffinitySchedulingStrategy(soft=False)``) that looks for that task's directory, removes the
+workspace it links and the directory, and returns the :class:`Track` its name holds: the error
+record names the node, host and worker pid. A node that is gone has nothing left to remove (and Ray
+then reports the node's death, not the worker's). The cost is on the failure path only: one small
+task per alive node for each worker that dies.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -36,7 +37,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import msgspec.structs
 
 from waza.runner.engine.specs import Workspace
 
@@ -44,17 +44,19 @@ __all__ = ["LOOKUP_WAIT", "Mark", "Teller", "Track", "Tracker"]
 
 #: Seconds the driver waits for the nodes to say which of them a task whose worker died ran on.
 LOOKUP_WAIT = 10.0
-#: The file in a task's private directory that holds its track.
-_TRACK = "track.json"
+#: The link in a task's private directory to its fresh workspace.
+_WORKSPACE = "workspace"
+#: The rest of a private directory's name after the task's prefix: node id, worker pid, tempfile's suffix.
+_NAMED = re.compile(r"([0-9a-f]+)-([0-9]+)-.*")
 
 
 class Track(msgspec.Struct, frozen=True):
-    """Where one task ran, and the workspaces it made in its node's temporary directory."""
+    """Where one task ran, and the workspace it made in its node's temporary directory."""
 
     node_id: str
     host: str
     pid: int
-    made: tuple[str, ...] = ()
+    made: str = ""
 
 
 class Mark(msgspec.Struct, frozen=True):
@@ -65,28 +67,28 @@ class Mark(msgspec.Struct, frozen=True):
 
     @property
     def prefix(self) -> str:
-        """The start of the name of the task's private directory."""
+        """The start of the name of every private directory this task may have made."""
         return f"waza-task-{self.run}-{self.key}-"
+
+    def private(self, node_id: str, pid: int) -> str:
+        """The start of the name of the task's private directory, on ``node_id`` in worker ``pid``."""
+        return f"{self.prefix}{node_id}-{pid}-"
 
 
 class Teller:
-    """A task's side: writes its track into its private directory."""
+    """A task's side: links its fresh workspace from its private directory."""
 
-    def __init__(self) -> None:
-        self.file: Path | None = None
-        self.track: Track | None = None
+    def __init__(self, spec: Workspace) -> None:
+        self.removable = spec.fresh and spec.root is None and not spec.keep
+        self.dir: Path | None = None
 
     def started(self, private: Path) -> None:
-        """The task's first act: this node, host and worker, in the private directory just made."""
-        node_id = str(import_module("ray").get_runtime_context().get_node_id())
-        self.file, self.track = private / _TRACK, Track(node_id, socket.gethostname(), os.getpid())
-        self.file.write_bytes(msgspec.json.encode(self.track))
+        self.dir = private
 
-    def workspace(self, workspace: Path, spec: Workspace) -> None:
-        """The task's workspace, just made: added to the track when it is a fresh one the task removes."""
-        if self.file is not None and self.track is not None and spec.fresh and spec.root is None and not spec.keep:
-            self.track = msgspec.structs.replace(self.track, made=(*self.track.made, str(workspace)))
-            self.file.write_bytes(msgspec.json.encode(self.track))
+    def workspace(self, workspace: Path) -> None:
+        """The task's workspace, just made: linked when it is a fresh one the task removes."""
+        if self.dir is not None and self.removable:
+            os.symlink(workspace, self.dir / _WORKSPACE)
 
 
 class Tracker:
@@ -126,24 +128,28 @@ class Tracker:
 
 
 def _sweep(run: str, keys: list[int]) -> dict[int, Track]:
-    """On one node: the tracks of the tasks ``keys`` of ``run`` that left their directory here, with
-    what they made and the directory itself removed, as the tasks would have."""
+    """On one node: the tracks of the tasks ``keys`` of ``run`` whose private directory is here, with
+    the workspace it links and the directory itself removed, as the tasks would have."""
     tmp = Path(tempfile.gettempdir()).resolve()
+    host = socket.gethostname()
     found = {}
     for key in keys:
-        for private in tmp.glob(f"{Mark(run, key).prefix}*"):
-            with contextlib.suppress(OSError, msgspec.DecodeError):  # a track cut short: the directory goes anyway
-                track = msgspec.json.decode((private / _TRACK).read_bytes(), type=Track)
-                found[key] = track
-                _remove(tmp, track.made)
-            if private.is_dir() and not private.is_symlink():
-                shutil.rmtree(private, ignore_errors=True)
+        prefix = Mark(run, key).prefix
+        for private in tmp.glob(f"{prefix}*"):
+            named = _NAMED.fullmatch(private.name[len(prefix) :])
+            if named is None or not private.is_dir() or private.is_symlink():
+                continue
+            link = private / _WORKSPACE
+            made = os.readlink(link) if link.is_symlink() else ""
+            found[key] = Track(named[1], host, int(named[2]), made)
+            _remove(tmp, made)
+            shutil.rmtree(private, ignore_errors=True)
     return found
 
 
-def _remove(tmp: Path, made: tuple[str, ...]) -> None:
-    """Remove the workspaces a track names: only directories directly in ``tmp`` named as waza names
-    them (``waza-...``), so a track, in a directory its agent could write to, can touch nothing else."""
-    for path in map(Path, made):
-        if path.name.startswith("waza-") and path.parent.resolve() == tmp and path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
+def _remove(tmp: Path, made: str) -> None:
+    """Remove a workspace a track names: only a directory directly in ``tmp`` named as waza names it
+    (``waza-...``), so a link in a directory its agent could write to can touch nothing else."""
+    path = Path(made)
+    if made and path.name.startswith("waza-") and path.parent.resolve() == tmp and path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
