@@ -178,6 +178,24 @@ def test_interrupt_then_resume_on_ray_runs_exactly_the_missing_trials(tmp_path, 
 
 
 @pytest.mark.parametrize("warm", [[], ["--ray-warm-agents"]], ids=["tasks", "warm-agents"])
+def test_a_worker_that_dies_leaves_no_workspace_on_the_node(tmp_path, address, node_tmp, warm):
+    kills = tmp_path / "kills.log"
+    rows = [{"id": "killer", "input": f"cwd\nkillparent {kills}", "hint": "x"}, {"id": "fine", "input": "cwd", "hint": "wzt"}]
+    before = made_by_waza(node_tmp)
+    out = tmp_path / "out.jsonl"
+    args = ["trials", write_jsonl(tmp_path / "p.jsonl", rows), "-k", "2", "--adapter", "acp", "-g", "builtin:hint", "-o", out]
+    proc = run_waza(*args, "--executor", "ray", "--ray-address", address, *warm, "--", *ACP_AGENT)
+    assert proc.returncode == 1, proc.stderr  # the killer's trials are errors
+    by_id = {r["id"]: r for r in read_jsonl(out)}
+    # Each trial ran in a fresh workspace in the node's temporary directory (the agent says its cwd) ...
+    assert all(t["status"] == "passed" and str(node_tmp) in t["output"] for t in by_id["fine"]["trials"])
+    assert len(kills.read_text().splitlines()) == 4  # each killer trial ran twice, its worker dying each time
+    assert all(t["status"] == "error" and "worker pid" in t["error"] for t in by_id["killer"]["trials"])
+    # ... and none is left: those of the dead workers were removed by the driver, as a task removes its own.
+    assert made_by_waza(node_tmp) == before
+
+
+@pytest.mark.parametrize("warm", [[], ["--ray-warm-agents"]], ids=["tasks", "warm-agents"])
 def test_trials_on_ray_give_the_local_pass_at_k(tmp_path, address, warm):
     rows = [
         {"id": "always", "input": orjson.dumps({"pass": [1, 2, 3]}).decode(), "hint": "ok-answer"},
@@ -371,8 +389,9 @@ def test_a_node_with_another_waza_refuses_every_job(tmp_path):
         run_job(job, node_id="n1")
 
 
-def test_warm_agents_start_once_per_slot_and_an_item_that_kills_its_worker_runs_twice(tmp_path, address):
+def test_warm_agents_start_once_per_slot_and_an_item_that_kills_its_worker_runs_twice(tmp_path, address, node_tmp):
     starts, kills = tmp_path / "starts.log", tmp_path / "kills.log"
+    before = made_by_waza(node_tmp)
     rows = [{"id": f"p{i}", "input": f"say answer {i}"} for i in range(8)]
     rows.insert(3, {"id": "killer", "input": f"killparent {kills}"})
     out = tmp_path / "out.jsonl"
@@ -393,6 +412,10 @@ def test_warm_agents_start_once_per_slot_and_an_item_that_kills_its_worker_runs_
     ), error
     assert "log" not in error and "Some common causes" not in error
     assert by_id["killer"]["metadata"]["ray"]["node_id"] in error  # the node's error budget counts it
+    killed = [line.split()[1] for line in kills.read_text().splitlines()]
+    said = re.search(r"worker pid (\d+)", error)
+    assert said and said[1] == killed[-1]  # the slot's worker its agent killed
+    assert made_by_waza(node_tmp) == before  # the dead slots' items left nothing on the node
     assert b"(raylet)" not in proc.stdout + proc.stderr
 
 

@@ -141,9 +141,7 @@ def run_job(job: Job, seed: bytes | None = None, node_id: str = "", made: Callab
     told the workspace as soon as it exists, before it is filled from the seed and the agent starts.
     """
     host = check_node(job, node_id)
-    prepare = seeded(seed)
-    if made is not None:
-        prepare = functools.partial(_told, made, prepare)
+    prepare = seeded(seed) if made is None else telling(made, seeded(seed))
     try:
         result = run_one(
             job.case,
@@ -167,6 +165,11 @@ def check_node(job: Job, node_id: str) -> str:
     if job.version and job.version != __version__:
         raise NodeMismatch(f"node {host} ({node_id}) runs waza {__version__}, the driver {job.version}")
     return host
+
+
+def telling(made: Callable[[Path], None], prepare: Callable[[Path], None] | None) -> Callable[[Path], None]:
+    """The ``prepare`` hook that tells ``made`` the workspace as soon as it exists, then runs ``prepare``."""
+    return functools.partial(_told, made, prepare)
 
 
 def _told(made: Callable[[Path], None], prepare: Callable[[Path], None] | None, workspace: Path) -> None:
@@ -202,6 +205,7 @@ __all__ = [
     "pack",
     "run_job",
     "seeded",
+    "telling",
     "unpack",
     "workspace_of",
 ]

@@ -165,9 +165,6 @@ class RayExecutor:
             mark = tracker.mark()
             pending[remote.remote(job, seed, mark)] = (item, node, job, seed, attempts, mark)
 
-        def died(mark: Mark) -> Track | None:
-            return tracker.died([mark], nodes.slots).get(mark.key)
-
         exhausted = False
         try:
             while True:
@@ -193,7 +190,8 @@ class RayExecutor:
                         continue
                     where = (node or "", nodes.hosts.get(node or "", ""), None)
                     # If its worker died: where it ran, from its own track, and what it left there removed.
-                    result = self._collect(ray, ref, item, settings, attempts, where, functools.partial(died, mark))
+                    died = functools.partial(tracker.track, mark, [node] if node else nodes.slots)
+                    result = self._collect(ray, ref, item, settings, attempts, where, died)
                     if result == "again":
                         submit(item, None, job, seed, attempts)
                     elif result is not None:

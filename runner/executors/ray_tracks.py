@@ -108,6 +108,10 @@ class Tracker:
         """A new task's mark, with a key of its own."""
         return Mark(self.run, next(self.keys))
 
+    def track(self, mark: Mark, nodes: Iterable[str]) -> Track | None:
+        """The track of one task whose worker died (:meth:`died`), None when no node has it."""
+        return self.died([mark], nodes).get(mark.key)
+
     def died(self, marks: list[Mark], nodes: Iterable[str]) -> dict[int, Track]:
         """The tracks of tasks whose workers died, by key (a task whose track no node has is left
         out), found on the alive ``nodes``, where what those tasks made is removed. Blocks for at most
