@@ -236,13 +236,17 @@ class _Slots(msgspec.Struct):
             done, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
             self._kill([pair for pair in self.closing if pair[0] in done])
 
-    def close_all(self, grace: float) -> None:
+    def close_all(self, grace: float) -> list[Any]:
+        """Close every slot; the actors that had not closed within ``grace`` seconds are killed, and returned."""
         for slot in list(self.held):
             self.retire(slot)
         refs = [ref for ref, _ in self.closing]
+        closed: list[Any] = []
         with contextlib.suppress(Exception):
-            self.ray.wait(refs, num_returns=len(refs), timeout=grace)
+            closed = self.ray.wait(refs, num_returns=len(refs), timeout=grace)[0]
+        forced = [actor for ref, actor in self.closing if ref not in closed]
         self._kill(list(self.closing))
+        return forced
 
     def _kill(self, pairs: list[tuple[Any, Any]]) -> None:
         for pair in pairs:
@@ -340,9 +344,10 @@ async def run_slots(
     finally:
         if pending:
             print(f"waza: cancelled {len(pending)} Ray tasks in flight", file=sys.stderr)
-        slots.close_all(executor.cancel_grace)
-        if pending:  # a slot killed after the grace left its item's workspace: removed as for a slot that died
-            tracker.died([entry[5] for entry in pending.values()], nodes.slots)
+        forced = slots.close_all(executor.cancel_grace)
+        killed = [mark for slot, *_, mark in pending.values() if slot.actor in forced]
+        if killed:  # a slot killed after the grace left its item's workspace: removed as for a slot that died
+            tracker.died(killed, nodes.slots)
 
 
 def _failure(ray: Any, ref: Any) -> BaseException | None:
