@@ -71,9 +71,9 @@ class Cluster:
         self.nodes.append(node)
         return node
 
-    def start_head(self, num_cpus: int) -> str:
+    def start_head(self, num_cpus: int, **env: str) -> str:
         port = free_port()
-        node = self._start(["--head", "--port", str(port), "--num-cpus", str(num_cpus), "--include-dashboard", "false"], {})
+        node = self._start(["--head", "--port", str(port), "--num-cpus", str(num_cpus), "--include-dashboard", "false"], env)
         self.address = f"127.0.0.1:{port}"
         self._wait(node, lambda: _connectable(port), "the head's GCS")
         self.wait_for_nodes(1)

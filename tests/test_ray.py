@@ -12,9 +12,12 @@ import contextlib
 import os
 import re
 import secrets
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -37,7 +40,17 @@ TRIAL_AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "trial_age
 
 
 @pytest.fixture(scope="module")
-def address():
+def node_tmp():
+    """The temporary directory of the module's cluster node (its workers' TMPDIR): where tasks make their directories."""
+    path = Path(tempfile.mkdtemp(prefix="wzt", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def address(node_tmp):
     """A one-node cluster (``ray start --head``, 2 CPUs) wanting a token; every waza of the module has the token."""
     token = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16)}
     cluster = Cluster(token)
@@ -45,9 +58,13 @@ def address():
         for name, value in token.items():
             env.setenv(name, value)
         try:
-            yield cluster.start_head(num_cpus=2)
+            yield cluster.start_head(num_cpus=2, TMPDIR=str(node_tmp))
         finally:
             cluster.stop()
+
+
+def made_by_waza(directory: Path) -> set[str]:
+    return {p.name for p in directory.iterdir() if p.name.startswith("waza-")}
 
 
 def prompt(pid: str, **spec: Any) -> dict[str, Any]:
@@ -81,14 +98,15 @@ def test_embedded_ray_gives_the_local_records(tmp_path):
     assert [by_id[i]["status"] for i in "abc"] == ["passed", "failed", "passed"]
 
 
-def test_a_killed_worker_is_retried_once_and_each_id_written_once(tmp_path, address):
-    runs = tmp_path / "runs.log"
+def test_a_killed_worker_is_retried_once_and_each_id_written_once(tmp_path, address, node_tmp):
+    runs, killed = tmp_path / "runs.log", tmp_path / "killed.log"
     rows = [
         prompt("killed-once", kill_once=str(tmp_path / "marker")),
-        prompt("always-killed", kill_always=True, log=str(runs)),
+        prompt("always-killed", kill_always=True, log=str(runs), killed=str(killed)),
         prompt("fine"),
     ]
     out = tmp_path / "out.jsonl"
+    before = made_by_waza(node_tmp)
     # Three retries for a lost node (the default), but a task that kills its own worker runs twice, not four times.
     proc = capture(write_jsonl(tmp_path / "p.jsonl", rows), out, "--executor", "ray", "--ray-address", address)
     assert proc.returncode == 1, proc.stderr  # always-killed ends as an error
@@ -99,12 +117,23 @@ def test_a_killed_worker_is_retried_once_and_each_id_written_once(tmp_path, addr
     assert by_id["killed-once"]["status"] == "passed" and by_id["fine"]["status"] == "passed"
     error = by_id["always-killed"]
     assert error["status"] == "error"
-    assert error["errors"][0] == (
-        "Ray could not finish this task in 2 tries: its worker process died under it 2 times (an item that kills its own "
-        "worker is run at most 2 times); last on a node Ray does not name: the worker process exited (Ray gives no exit "
-        "cause for a task's worker)"
+    (text,) = error["errors"]
+    said = re.fullmatch(
+        r"Ray could not finish this task in 2 tries: its worker process died under it 2 times \(an item that kills its own "
+        r"worker is run at most 2 times\); last on node ([0-9a-f]{56}) \((\S+)\), worker pid (\d+): the worker process "
+        r"exited \(Ray gives no exit cause for a task's worker\)",
+        text,
     )
+    assert said, text
+    node_id, host, pid = said.groups()
+    # The node, host and worker the task itself wrote down on its node: the worker its agent killed the last time.
+    pids = killed.read_text().split()
+    assert len(set(pids)) == 2 and int(pid) == int(pids[-1])
+    assert node_id == by_id["fine"]["metadata"]["ray"]["node_id"] and host == socket.gethostname()
+    assert error["metadata"]["ray"] == {"node_id": node_id, "host": host}  # so it counts towards the node's error budget
     assert runs.read_text().splitlines() == ["always-killed ", "always-killed "]  # its agent ran twice
+    # The dead workers' tasks' private directories on the node were removed (the one a worker's death left, each time).
+    assert made_by_waza(node_tmp) == before
     # Ray's own reports of the deaths ("(raylet) A worker died ...") go to neither stream: stdout may be -o -.
     assert b"(raylet)" not in proc.stdout + proc.stderr and proc.stdout == b"", proc.stdout
 
@@ -146,6 +175,24 @@ def test_interrupt_then_resume_on_ray_runs_exactly_the_missing_trials(tmp_path, 
     rerun = {tuple(line.split()) for line in log.read_text().splitlines()[started:]}
     assert {(i, int(t)) for i, t in rerun} == everything - done  # exactly the missing (id, trial) pairs ran
     assert len(log.read_text().splitlines()[started:]) == len(everything - done)
+
+
+@pytest.mark.parametrize("warm", [[], ["--ray-warm-agents"]], ids=["tasks", "warm-agents"])
+def test_a_worker_that_dies_leaves_no_workspace_on_the_node(tmp_path, address, node_tmp, warm):
+    kills = tmp_path / "kills.log"
+    rows = [{"id": "killer", "input": f"cwd\nkillparent {kills}", "hint": "x"}, {"id": "fine", "input": "cwd", "hint": "wzt"}]
+    before = made_by_waza(node_tmp)
+    out = tmp_path / "out.jsonl"
+    args = ["trials", write_jsonl(tmp_path / "p.jsonl", rows), "-k", "2", "--adapter", "acp", "-g", "builtin:hint", "-o", out]
+    proc = run_waza(*args, "--executor", "ray", "--ray-address", address, *warm, "--", *ACP_AGENT)
+    assert proc.returncode == 1, proc.stderr  # the killer's trials are errors
+    by_id = {r["id"]: r for r in read_jsonl(out)}
+    # Each trial ran in a fresh workspace in the node's temporary directory (the agent says its cwd) ...
+    assert all(t["status"] == "passed" and str(node_tmp) in t["output"] for t in by_id["fine"]["trials"])
+    assert len(kills.read_text().splitlines()) == 4  # each killer trial ran twice, its worker dying each time
+    assert all(t["status"] == "error" and "worker pid" in t["error"] for t in by_id["killer"]["trials"])
+    # ... and none is left: those of the dead workers were removed by the driver, as a task removes its own.
+    assert made_by_waza(node_tmp) == before
 
 
 @pytest.mark.parametrize("warm", [[], ["--ray-warm-agents"]], ids=["tasks", "warm-agents"])
@@ -342,8 +389,9 @@ def test_a_node_with_another_waza_refuses_every_job(tmp_path):
         run_job(job, node_id="n1")
 
 
-def test_warm_agents_start_once_per_slot_and_an_item_that_kills_its_worker_runs_twice(tmp_path, address):
+def test_warm_agents_start_once_per_slot_and_an_item_that_kills_its_worker_runs_twice(tmp_path, address, node_tmp):
     starts, kills = tmp_path / "starts.log", tmp_path / "kills.log"
+    before = made_by_waza(node_tmp)
     rows = [{"id": f"p{i}", "input": f"say answer {i}"} for i in range(8)]
     rows.insert(3, {"id": "killer", "input": f"killparent {kills}"})
     out = tmp_path / "out.jsonl"
@@ -364,6 +412,10 @@ def test_warm_agents_start_once_per_slot_and_an_item_that_kills_its_worker_runs_
     ), error
     assert "log" not in error and "Some common causes" not in error
     assert by_id["killer"]["metadata"]["ray"]["node_id"] in error  # the node's error budget counts it
+    killed = [line.split()[1] for line in kills.read_text().splitlines()]
+    said = re.search(r"worker pid (\d+)", error)
+    assert said and said[1] == killed[-1]  # the slot's worker its agent killed
+    assert made_by_waza(node_tmp) == before  # the dead slots' items left nothing on the node
     assert b"(raylet)" not in proc.stdout + proc.stderr
 
 

@@ -8,8 +8,10 @@ workspaces are removed on the node. Skipped when the ``ray`` extra is not instal
 
 from __future__ import annotations
 
+import re
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -148,22 +150,34 @@ def test_on_a_node_of_its_own_workspaces_are_removed_and_files_come_back(tmp_pat
     node_tmp.mkdir()
     driver = tmp_path / "driver"
     driver.mkdir()
+    kills = tmp_path / "kills.log"
+    rows = [{"id": f"p{i}", "input": f"cwd\nsay answer {i}\nflood 1"} for i in range(3)]
+    rows.append({"id": "killer", "input": f"cwd\nkillparent {kills}"})  # kills its worker in its fresh workspace, each time
     try:
         cluster.start_head(num_cpus=0)
         cluster.add_node(num_cpus=2, TMPDIR=str(node_tmp))
-        prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": f"p{i}", "input": f"cwd\nsay answer {i}\nflood 1"} for i in range(3)])
+        prompts = write_jsonl(tmp_path / "p.jsonl", rows)
         args = ["trials", prompts, "-k", "2", "--raw-log", "raw.jsonl", "-g", "builtin:human", "-o", "out.jsonl"]
         args += ["--executor", "ray", "--ray-address", cluster.address]
         proc = run_waza(*args, "--", *ACP_AGENT, cwd=driver, env=cluster.env)
     finally:
         cluster.stop()
-    assert proc.returncode == 0, proc.stderr
-    trials = [t for r in read_jsonl(driver / "out.jsonl") for t in r["trials"]]
+    assert proc.returncode == 1, proc.stderr  # the killer's trials are errors
+    by_id = {r["id"]: r for r in read_jsonl(driver / "out.jsonl")}
+    trials = [t for pid in ("p0", "p1", "p2") for t in by_id[pid]["trials"]]
     assert len(trials) == 6 and all(str(node_tmp) in t["output"] for t in trials)  # the agent's cwd: a fresh workspace there
-    assert [p.name for p in node_tmp.iterdir()] == []  # removed after grading, with the tasks' private copies
+    # Each killer trial ran twice (its worker died each time) and its error names the node, host and dead worker.
+    killed = [int(line.split()[1]) for line in kills.read_text().splitlines()]
+    assert len(set(killed)) == 4
+    for trial in by_id["killer"]["trials"]:
+        said = re.search(r"last on node [0-9a-f]{56} \((\S+)\), worker pid (\d+): the worker process exited", trial["error"])
+        assert trial["status"] == "error" and said, trial
+        assert said[1] == socket.gethostname() and int(said[2]) in killed
+    # Removed after grading, with the tasks' private copies, and what the killer's dead workers left too.
+    assert [p.name for p in node_tmp.iterdir()] == []
     pairs = {(i["id"], i["trial"]) for i in read_jsonl(driver / "waza-review.jsonl")}
     assert pairs == {(f"p{i}", t) for i in range(3) for t in (1, 2)}  # every trial's item, in the driver's directory
     prompted = Counter(
         line["promptId"] for line in read_jsonl(driver / "raw.jsonl") if line["message"].get("method") == "session/prompt"
     )
-    assert prompted == {"p0": 2, "p1": 2, "p2": 2}
+    assert prompted == {"p0": 2, "p1": 2, "p2": 2}  # what a task whose worker died wrote does not come back

@@ -131,15 +131,17 @@ def unpack(seed: bytes, workspace: Path) -> None:
         archive.extractall(workspace, filter="tar")
 
 
-def run_job(job: Job, seed: bytes | None = None, node_id: str = "") -> CaptureResult:
+def run_job(job: Job, seed: bytes | None = None, node_id: str = "", made: Callable[[Path], None] | None = None) -> CaptureResult:
     """Run one job where this is called (a Ray worker): the record, or the record's error.
 
     The record's ``metadata["ray"]`` says where it ran: ``node_id`` (Ray's id of this node) and the
     host name. A fault the local engine would stop the whole run for (the agent cannot start, a
     grader cannot be loaded) is, on a remote node, most often that node's fault (a program missing
-    there), so it costs this record an error that names the node rather than the run.
+    there), so it costs this record an error that names the node rather than the run. ``made`` is
+    told the workspace as soon as it exists, before it is filled from the seed and the agent starts.
     """
     host = check_node(job, node_id)
+    prepare = seeded(seed) if made is None else telling(made, seeded(seed))
     try:
         result = run_one(
             job.case,
@@ -148,7 +150,7 @@ def run_job(job: Job, seed: bytes | None = None, node_id: str = "") -> CaptureRe
             trial=job.trial,
             timeouts=job.timeouts,
             workspace=job.workspace,
-            prepare=seeded(seed),
+            prepare=prepare,
         )
     except WazaError as exc:
         result = node_failure(job, host, node_id, exc)
@@ -163,6 +165,17 @@ def check_node(job: Job, node_id: str) -> str:
     if job.version and job.version != __version__:
         raise NodeMismatch(f"node {host} ({node_id}) runs waza {__version__}, the driver {job.version}")
     return host
+
+
+def telling(made: Callable[[Path], None], prepare: Callable[[Path], None] | None) -> Callable[[Path], None]:
+    """The ``prepare`` hook that tells ``made`` the workspace as soon as it exists, then runs ``prepare``."""
+    return functools.partial(_told, made, prepare)
+
+
+def _told(made: Callable[[Path], None], prepare: Callable[[Path], None] | None, workspace: Path) -> None:
+    made(workspace)
+    if prepare is not None:
+        prepare(workspace)
 
 
 def seeded(seed: bytes | None) -> Callable[[Path], None] | None:
@@ -192,6 +205,7 @@ __all__ = [
     "pack",
     "run_job",
     "seeded",
+    "telling",
     "unpack",
     "workspace_of",
 ]

@@ -21,13 +21,16 @@ cancels its item and stops its agent, then the actors are killed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import socket
 import sys
+import tempfile
 import threading
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from importlib import import_module
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -39,10 +42,11 @@ from waza.protocol.records import CaptureResult
 from waza.runner.engine.pipeline import Settings, Sink, WorkItem, entered, open_adapter, run_item
 from waza.runner.engine.run_setup import build_graders, run_settings, workspaces_of
 from waza.runner.engine.specs import AgentSpec, GraderSpecT, Timeouts, Workspace
-from waza.runner.executors.jobs import Job, check_node, located, node_failure, seeded
+from waza.runner.executors.jobs import Job, check_node, located, node_failure, seeded, telling
 from waza.runner.executors.ray_collect import Collected, _is_reviewer
 from waza.runner.executors.ray_faults import Attempts, loss_of, one_line
 from waza.runner.executors.ray_nodes import Nodes
+from waza.runner.executors.ray_tracks import Mark, Teller, Tracker
 
 if TYPE_CHECKING:
     from waza.adapters.base import Adapter
@@ -82,9 +86,10 @@ class Slot:
         """(node id, host name, worker pid): what the driver names when this slot dies."""
         return self.node_id, self.host, os.getpid()
 
-    def run(self, job: Job, seed: bytes | None) -> tuple[CaptureResult, Collected] | None:
+    def run(self, job: Job, seed: bytes | None, mark: Mark) -> tuple[CaptureResult, Collected] | None:
         """One item through this slot's agent: its record, in the tasks' shape (nothing collected: see
-        ``_refuse_collected``); None once the slot is closing."""
+        ``_refuse_collected``); None once the slot is closing. While it runs, a private directory named
+        after ``mark`` is its track, as a task's (``ray_tracks``): what it made is found if the slot dies."""
         check_node(job, self.node_id)
         with self.lock:
             if self.closing:
@@ -93,7 +98,10 @@ class Slot:
                 adapter = self._open(job)
             except WazaError as exc:  # the agent or a grader cannot start on this node: this record's error
                 return located(node_failure(job, self.host, self.node_id, exc), self.node_id, self.host), Collected()
-            result = self.portal.call(self._item, adapter, job, seed)
+            with tempfile.TemporaryDirectory(prefix=mark.private(self.node_id, os.getpid())) as private:
+                teller = Teller(job.workspace)
+                teller.started(Path(private))
+                result = self.portal.call(self._item, adapter, job, telling(teller.workspace, seeded(seed)))
             return None if result is None else (result, Collected())
 
     def close(self) -> None:
@@ -117,11 +125,11 @@ class Slot:
             self.adapter = self.stack.enter_context(self.portal.wrap_async_context_manager(open_adapter(self.settings)))
         return self.adapter
 
-    async def _item(self, adapter: Adapter, job: Job, seed: bytes | None) -> CaptureResult | None:
+    async def _item(self, adapter: Adapter, job: Job, prepare: Callable[[Path], None]) -> CaptureResult | None:
         with anyio.CancelScope() as self.scope:
             if self.closing:  # close came between run's check and this scope
                 self.scope.cancel()
-            item = WorkItem(case=job.case, trial=job.trial, prepare=seeded(seed), graders=self.runners)
+            item = WorkItem(case=job.case, trial=job.trial, prepare=prepare, graders=self.runners)
             try:
                 result = await run_item(adapter, item, self.settings)
             except WazaError as exc:
@@ -228,13 +236,17 @@ class _Slots(msgspec.Struct):
             done, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
             self._kill([pair for pair in self.closing if pair[0] in done])
 
-    def close_all(self, grace: float) -> None:
+    def close_all(self, grace: float) -> list[Any]:
+        """Close every slot; the actors that had not closed within ``grace`` seconds are killed, and returned."""
         for slot in list(self.held):
             self.retire(slot)
         refs = [ref for ref, _ in self.closing]
+        closed: list[Any] = []
         with contextlib.suppress(Exception):
-            self.ray.wait(refs, num_returns=len(refs), timeout=grace)
+            closed = self.ray.wait(refs, num_returns=len(refs), timeout=grace)[0]
+        forced = [actor for ref, actor in self.closing if ref not in closed]
         self._kill(list(self.closing))
+        return forced
 
     def _kill(self, pairs: list[tuple[Any, Any]]) -> None:
         for pair in pairs:
@@ -269,7 +281,8 @@ async def run_slots(
     if options.env:
         actor_options["runtime_env"] = {"env_vars": dict(options.env)}
     slots = _Slots(ray, nodes, ray.remote(**actor_options)(Slot), (jobs.agent, jobs.timeouts, jobs.workspace))
-    pending: dict[Any, tuple[_Held, WorkItem, Job, Any, Attempts]] = {}
+    tracker = Tracker(ray, options.env)
+    pending: dict[Any, tuple[_Held, WorkItem, Job, Any, Attempts, Mark]] = {}
     waiting: deque[tuple[WorkItem, Job, Any, Attempts]] = deque()  # pulled, or to run again, for the next free slot
     exhausted = False
 
@@ -296,7 +309,8 @@ async def run_slots(
                     break
                 item, job, seed, attempts = waiting.popleft()
                 slot = slots.idle.pop()
-                pending[slot.actor.run.remote(job, seed)] = (slot, item, job, seed, attempts)
+                mark = tracker.mark()
+                pending[slot.actor.run.remote(job, seed, mark)] = (slot, item, job, seed, attempts, mark)
             while len(slots.held) < room:  # a new slot for each item no starting slot will take
                 if len(waiting) <= len(slots.starting):
                     await pull()
@@ -313,13 +327,15 @@ async def run_slots(
                 if ref not in pending:
                     slots.started(ref)
                     continue
-                slot, item, job, seed, attempts = pending.pop(ref)
+                slot, item, job, seed, attempts, mark = pending.pop(ref)
                 if isinstance(_failure(ray, ref), ray.exceptions.RayActorError):
                     slots.retire(slot)  # the actor is gone: the slot goes with it
                 else:
                     slots.idle.append(slot)
                 where = (slot.node_id, nodes.hosts.get(slot.node_id) or slot.host, slot.pid)
-                outcome = executor._collect(ray, ref, item, settings, attempts, where)
+                # If the slot's worker died: what its item made on the node is removed.
+                died = functools.partial(tracker.track, mark, [slot.node_id] if slot.node_id else nodes.slots)
+                outcome = executor._collect(ray, ref, item, settings, attempts, where, died)
                 if outcome == "again":
                     waiting.appendleft((item, job, seed, attempts))
                 elif outcome is not None:
@@ -328,7 +344,10 @@ async def run_slots(
     finally:
         if pending:
             print(f"waza: cancelled {len(pending)} Ray tasks in flight", file=sys.stderr)
-        slots.close_all(executor.cancel_grace)
+        forced = slots.close_all(executor.cancel_grace)
+        killed = [mark for slot, *_, mark in pending.values() if slot.actor in forced]
+        if killed:  # a slot killed after the grace left its item's workspace: removed as for a slot that died
+            tracker.died(killed, nodes.slots)
 
 
 def _failure(ray: Any, ref: Any) -> BaseException | None:

@@ -62,13 +62,21 @@ def driver_paths(grader: GraderSpecT) -> GraderSpecT:
 
 
 def run_collecting(
-    run: Callable[[AgentSpec, tuple[GraderSpecT, ...]], CaptureResult], agent: AgentSpec, graders: tuple[GraderSpecT, ...]
+    run: Callable[[AgentSpec, tuple[GraderSpecT, ...]], CaptureResult],
+    agent: AgentSpec,
+    graders: tuple[GraderSpecT, ...],
+    prefix: str = "waza-collect-",
+    made: Callable[[Path], None] | None = None,
 ) -> tuple[CaptureResult, Collected]:
     """On the node: ``run(agent, graders)`` with the files they write redirected, and what those files held.
 
-    The record names the files as configured, not their private copies on the node.
+    The record names the files as configured, not their private copies on the node. The private
+    directory's name starts with ``prefix``; ``made`` is told it as soon as it exists (a Ray task
+    leaves its track there: ``ray_tracks``).
     """
-    with tempfile.TemporaryDirectory(prefix="waza-collect-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        if made is not None:
+            made(Path(tmp))
         moved: dict[Path, str] = {}
         agent = _agent_redirected(agent, Path(tmp), moved)
         graders = tuple(_grader_redirected(g, Path(tmp), moved) for g in graders)

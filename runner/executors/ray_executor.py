@@ -28,10 +28,12 @@ agent between items (``ray_actors``), under the same window, retries and budget.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
+import os
 import sys
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from importlib import import_module
 from typing import Any, Literal
 
@@ -48,6 +50,7 @@ from waza.runner.executors.ray_collect import Collected, deliver, run_collecting
 from waza.runner.executors.ray_connect import INSTALL_HINT, WORKER_NICENESS, connected, import_ray, reach
 from waza.runner.executors.ray_faults import Attempts, Loss, loss_of, one_line
 from waza.runner.executors.ray_nodes import Nodes
+from waza.runner.executors.ray_tracks import Mark, Teller, Track, Tracker
 
 #: How often an item is run again after its node was lost (its own worker dying: once, ``ray_faults``).
 MAX_RETRIES = 3
@@ -154,7 +157,14 @@ class RayExecutor:
             task_options["runtime_env"] = {"env_vars": dict(options.env)}
         task = on_node.options(**task_options)
         affinity = import_module("ray.util.scheduling_strategies").NodeAffinitySchedulingStrategy
-        pending: dict[Any, tuple[WorkItem, str | None, Job, Any, Attempts]] = {}
+        tracker = Tracker(ray, options.env)
+        pending: dict[Any, tuple[WorkItem, str | None, Job, Any, Attempts, Mark]] = {}
+
+        def submit(item: WorkItem, node: str | None, job: Job, seed: Any, attempts: Attempts) -> None:
+            remote = task if node is None else on_node.options(**task_options, scheduling_strategy=affinity(node, soft=False))
+            mark = tracker.mark()
+            pending[remote.remote(job, seed, mark)] = (item, node, job, seed, attempts, mark)
+
         exhausted = False
         try:
             while True:
@@ -166,33 +176,32 @@ class RayExecutor:
                         exhausted = True
                         break
                     item, job, seed = found
-                    node = nodes.place()
-                    remote = (
-                        task if node is None else on_node.options(**task_options, scheduling_strategy=affinity(node, soft=False))
-                    )
-                    pending[remote.remote(job, seed)] = (item, node, job, seed, Attempts())
+                    submit(item, nodes.place(), job, seed, Attempts())
                 if not pending:
                     if exhausted:
                         return
                     await self._wait_for_room(nodes)
                     continue
                 for ref in await anyio.to_thread.run_sync(_ready, ray, list(pending)):
-                    item, node, job, seed, attempts = pending.pop(ref)
+                    item, node, job, seed, attempts, mark = pending.pop(ref)
                     nodes.returned(node)
                     if node is not None and _unschedulable(ray, ref):  # its node left: Ray chooses another
-                        pending[task.remote(job, seed)] = (item, None, job, seed, attempts)
+                        submit(item, None, job, seed, attempts)
                         continue
-                    result = self._collect(
-                        ray, ref, item, settings, attempts, (node or "", nodes.hosts.get(node or "", ""), None)
-                    )
+                    where = (node or "", nodes.hosts.get(node or "", ""), None)
+                    # If its worker died: where it ran, from its own track, and what it left there removed.
+                    died = functools.partial(tracker.track, mark, [node] if node else nodes.slots)
+                    result = self._collect(ray, ref, item, settings, attempts, where, died)
                     if result == "again":
-                        pending[task.remote(job, seed)] = (item, None, job, seed, attempts)
+                        submit(item, None, job, seed, attempts)
                     elif result is not None:
                         nodes.saw(result)
                         await sink(result)
         finally:
             if pending:
-                _cancel(ray, list(pending))
+                forced = _cancel(ray, list(pending))
+                if forced:  # killed with their workers: what they made is removed as for a worker that died
+                    tracker.died([pending[ref][5] for ref in forced], nodes.slots)
 
     @staticmethod
     def ready(ray: Any, refs: list[Any]) -> list[Any]:
@@ -232,10 +241,12 @@ class RayExecutor:
         settings: Settings,
         attempts: Attempts,
         where: tuple[str, str, int | None] = ("", "", None),
+        died: Callable[[], Track | None] | None = None,
     ) -> CaptureResult | Literal["again"] | None:
         """The task's record; "again" when its worker or node went away and the item is to run again
-        (``attempts`` counts it; ``where``: node id, host and worker pid as far as the driver knows); an
-        error record when Ray could not run it; None when it was cancelled."""
+        (``attempts`` counts it; ``where``: node id, host and worker pid as far as the driver knows,
+        ``died``: where the task itself said it ran, asked when its worker died); an error record
+        when Ray could not run it; None when it was cancelled."""
         exceptions = ray.exceptions
         try:
             got = ray.get(ref)
@@ -255,6 +266,9 @@ class RayExecutor:
         except exceptions.RayError as exc:
             loss = loss_of(exc, exceptions, *where)
             if loss is not None:
+                track = None if loss.node_lost or died is None else died()
+                if track is not None:
+                    loss = msgspec.structs.replace(loss, node_id=track.node_id, host=track.host, pid=track.pid)
                 return "again" if attempts.again(loss, self.options.max_retries) else self.lost(item, settings, attempts, loss)
             message = f"Ray could not finish this task: {type(exc).__name__}: {one_line(str(exc))}"
         return failed_result(item.case, item.trial, settings.adapter.name, message)
@@ -279,14 +293,16 @@ def _unschedulable(ray: Any, ref: Any) -> bool:
     return False
 
 
-def _on_node(job: Job, seed: bytes | None) -> tuple[CaptureResult, Collected]:
-    """What each task runs: the job, told which Ray node it is on, and the files it wrote for the driver."""
+def _on_node(job: Job, seed: bytes | None, mark: Mark) -> tuple[CaptureResult, Collected]:
+    """What each task runs: the job, told which Ray node it is on, and the files it wrote for the driver;
+    its private directory's name, after ``mark``, is its track while it runs (``ray_tracks``)."""
     node_id = import_module("ray").get_runtime_context().get_node_id()
+    teller = Teller(job.workspace)
 
     def run(agent: AgentSpec, graders: tuple[GraderSpecT, ...]) -> CaptureResult:
-        return run_job(msgspec.structs.replace(job, agent=agent, graders=graders), seed, node_id=node_id)
+        return run_job(msgspec.structs.replace(job, agent=agent, graders=graders), seed, node_id=node_id, made=teller.workspace)
 
-    return run_collecting(run, job.agent, job.graders)
+    return run_collecting(run, job.agent, job.graders, prefix=mark.private(node_id, os.getpid()), made=teller.started)
 
 
 def _label(result: CaptureResult) -> str:
@@ -341,16 +357,19 @@ def _ready(ray: Any, refs: list[Any]) -> list[Any]:
     return list(ready)
 
 
-def _cancel(ray: Any, refs: list[Any]) -> None:
-    """Cancel the tasks in flight: first politely (their agents are stopped), then by force."""
+def _cancel(ray: Any, refs: list[Any]) -> list[Any]:
+    """Cancel the tasks in flight: first politely (their agents are stopped), then by force (their
+    workers killed): the tasks cancelled by force."""
     for ref in refs:
         with contextlib.suppress(Exception):
             ray.cancel(ref, recursive=True)
+    rest: list[Any] = []
     with contextlib.suppress(Exception):
         _, rest = ray.wait(refs, num_returns=len(refs), timeout=CANCEL_GRACE)
         for ref in rest:
             ray.cancel(ref, force=True)
     print(f"waza: cancelled {len(refs)} Ray tasks in flight", file=sys.stderr)
+    return list(rest)
 
 
 __all__ = [

@@ -11,9 +11,10 @@ kill or a one-off crash gets its second chance) and then ends as one error
 record instead of costing ``max_retries`` more agent runs.
 
 The error record says what Ray says, in one bounded line, without its advice
-to read log files on some node: which node (id and host, when Ray or the slot
-told the driver), and the worker's exit as Ray reports it (its exit type and
-detail for an actor; a task's ``WorkerCrashedError`` carries none).
+to read log files on some node: which node (id and host, when Ray, the slot or
+the task's own track, ``ray_tracks``, told the driver) and worker, and the
+worker's exit as Ray reports it (its exit type and detail for an actor; a
+task's ``WorkerCrashedError`` carries none).
 """
 
 from __future__ import annotations

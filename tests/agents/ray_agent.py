@@ -6,6 +6,7 @@
   {"kill_once": MARKER}    the first time (MARKER does not exist yet): creates MARKER and SIGKILLs its
                            parent, the Ray worker process running it, so Ray must retry the task
   {"kill_always": true}    SIGKILLs its parent every time
+  {"killed": FILE}         appends the pid of the parent it kills (with kill_once or kill_always) to FILE
   {"wait_for": FILE}       waits (at most 60 s) until FILE exists before answering
   {"span": FILE}           appends "ID START END" (wall-clock seconds) to FILE when it is done
   {"fail_if_env": NAME}    exits 1 at once when NAME is set (a node started with it is a "bad node")
@@ -30,6 +31,9 @@ if spec.get("log"):
 
 
 def kill_worker() -> None:
+    if spec.get("killed"):
+        with open(spec["killed"], "a") as f:
+            f.write(f"{os.getppid()}\n")
     os.kill(os.getppid(), signal.SIGKILL)
     sys.exit(9)  # nobody reads this any more: the worker that ran it is gone
 

@@ -18,7 +18,7 @@ so tests (and users trying waza) can drive every part of the protocol:
   spawn CMD           a terminal left running
   flood KB            write KB kilobytes to stderr
   crash               exit 3 mid-prompt          malformed          print a non-JSON line
-  killparent [FILE]   append a line to FILE, then SIGKILL its parent (the process running waza's adapter: a Ray worker)
+  killparent [FILE]   append "killed PPID" to FILE, then SIGKILL its parent (the process running waza's adapter: a Ray worker)
   hang                wait for session/cancel    hang-hard          never answer again
   stop REASON         answer with that stopReason
   symlink NAME TARGET create a symlink in the session cwd (the agent's own doing, not via ACP)
@@ -276,7 +276,7 @@ class Agent:
     def do_killparent(self, sid, session, verb, rest, result):
         if rest.strip():
             with open(rest.strip(), "a") as f:
-                f.write("killed\n")
+                f.write(f"killed {os.getppid()}\n")
         os.kill(os.getppid(), 9)
         os._exit(9)  # nobody reads this any more: the worker that ran the adapter is gone
 

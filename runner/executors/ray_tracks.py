@@ -1,0 +1,159 @@
+"""Where a Ray task ran and what it made on its node, found when its worker died under it.
+
+Ray reports a task whose worker process died (killed by its agent or by the kernel's OOM killer, a
+crash of the interpreter) as ``WorkerCrashedError`` and nothing else: no node, no worker, no cause
+(Ray 2.60 drops the raylet's account of the death when it makes the exception, and its state API,
+which could say more, needs the dashboard, which waza leaves off). A worker that dies also never
+runs its cleanup: the task's fresh workspace and its private directory stay in the node's
+temporary directory.
+
+So each task leaves a track on its own node, where nothing can lose it: the private directory it
+makes first of all in the node's temporary directory is named after the run, the task, the node id
+and the worker's pid (``waza-task-RUN-KEY-NODE-PID-...``, :class:`Mark`), and when its workspace is a
+fresh one the task removes itself, a link to it is put there before the agent starts. Both are
+made before anything can kill the worker, and cost the task nothing it did not do before but one
+symlink. When the driver gets ``WorkerCrashedError`` or Ray's ``OutOfMemoryError`` for a task, it
+runs a small task on every alive node (``_sweep``, no CPU, pinned with
+``NodeAffinitySchedulingStrategy(soft=False)``) that looks for that task's directory, removes the
+workspace it links and the directory, and returns the :class:`Track` its name holds: the error
+record names the node, host and worker pid. A node that is gone has nothing left to remove (and Ray
+then reports the node's death, not the worker's). The cost is on the failure path only: one small
+task per alive node for each worker that dies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import re
+import shutil
+import socket
+import tempfile
+import uuid
+from collections.abc import Iterable, Mapping
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from waza.runner.engine.specs import Workspace
+
+__all__ = ["LOOKUP_WAIT", "Mark", "Teller", "Track", "Tracker"]
+
+#: Seconds the driver waits for the nodes to say which of them a task whose worker died ran on.
+LOOKUP_WAIT = 10.0
+#: The link in a task's private directory to its fresh workspace.
+_WORKSPACE = "workspace"
+#: The rest of a private directory's name after the task's prefix: node id, worker pid, tempfile's suffix.
+_NAMED = re.compile(r"([0-9a-f]+)-([0-9]+)-.*")
+
+
+class Track(msgspec.Struct, frozen=True):
+    """Where one task ran, and the workspace it made in its node's temporary directory."""
+
+    node_id: str
+    host: str
+    pid: int
+    made: str = ""
+
+
+class Mark(msgspec.Struct, frozen=True):
+    """What a task carries to leave its track: the run's id and the task's key."""
+
+    run: str
+    key: int
+
+    @property
+    def prefix(self) -> str:
+        """The start of the name of every private directory this task may have made."""
+        return f"waza-task-{self.run}-{self.key}-"
+
+    def private(self, node_id: str, pid: int) -> str:
+        """The start of the name of the task's private directory, on ``node_id`` in worker ``pid``."""
+        return f"{self.prefix}{node_id}-{pid}-"
+
+
+class Teller:
+    """A task's side: links its fresh workspace from its private directory."""
+
+    def __init__(self, spec: Workspace) -> None:
+        self.removable = spec.fresh and spec.root is None and not spec.keep
+        self.dir: Path | None = None
+
+    def started(self, private: Path) -> None:
+        self.dir = private
+
+    def workspace(self, workspace: Path) -> None:
+        """The task's workspace, just made: linked when it is a fresh one the task removes."""
+        if self.dir is not None and self.removable:
+            os.symlink(workspace, self.dir / _WORKSPACE)
+
+
+class Tracker:
+    """The driver's side: a mark per task submitted, and the sweep that finds a dead worker's task."""
+
+    def __init__(self, ray: Any, env: Mapping[str, str]) -> None:
+        self.ray = ray
+        self.affinity = import_module("ray.util.scheduling_strategies").NodeAffinitySchedulingStrategy
+        self.run = uuid.uuid4().hex[:12]
+        self.keys = itertools.count()
+        self.sweep = ray.remote(_sweep)
+        self.sweep_options: dict[str, Any] = {"num_cpus": 0, "max_retries": 0}
+        if env:  # the tasks' environment, so the same temporary directory as theirs (TMPDIR)
+            self.sweep_options["runtime_env"] = {"env_vars": dict(env)}
+
+    def mark(self) -> Mark:
+        """A new task's mark, with a key of its own."""
+        return Mark(self.run, next(self.keys))
+
+    def track(self, mark: Mark, nodes: Iterable[str]) -> Track | None:
+        """The track of one task whose worker died (:meth:`died`), None when no node has it."""
+        return self.died([mark], nodes).get(mark.key)
+
+    def died(self, marks: list[Mark], nodes: Iterable[str]) -> dict[int, Track]:
+        """The tracks of tasks whose workers died, by key (a task whose track no node has is left
+        out), found on the alive ``nodes``, where what those tasks made is removed. Blocks for at most
+        ``LOOKUP_WAIT`` seconds; a node that does not answer by then says nothing."""
+        keys = [mark.key for mark in marks]
+        refs = []
+        for node in nodes:
+            options = {**self.sweep_options, "scheduling_strategy": self.affinity(node, soft=False)}
+            refs.append(self.sweep.options(**options).remote(self.run, keys))
+        found: dict[int, Track] = {}
+        if not refs:
+            return found
+        ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=LOOKUP_WAIT)
+        for ref in ready:
+            with contextlib.suppress(Exception):  # a node that left meanwhile: it has nothing to say
+                found.update(self.ray.get(ref))
+        return found
+
+
+def _sweep(run: str, keys: list[int]) -> dict[int, Track]:
+    """On one node: the tracks of the tasks ``keys`` of ``run`` whose private directory is here, with
+    the workspace it links and the directory itself removed, as the tasks would have."""
+    tmp = Path(tempfile.gettempdir()).resolve()
+    host = socket.gethostname()
+    found = {}
+    for key in keys:
+        prefix = Mark(run, key).prefix
+        for private in tmp.glob(f"{prefix}*"):
+            named = _NAMED.fullmatch(private.name[len(prefix) :])
+            if named is None or not private.is_dir() or private.is_symlink():
+                continue
+            link = private / _WORKSPACE
+            made = os.readlink(link) if link.is_symlink() else ""
+            found[key] = Track(named[1], host, int(named[2]), made)
+            _remove(tmp, made)
+            shutil.rmtree(private, ignore_errors=True)
+    return found
+
+
+def _remove(tmp: Path, made: str) -> None:
+    """Remove a workspace a track names: only a directory directly in ``tmp`` named as waza names it
+    (``waza-...``), so a link in a directory its agent could write to can touch nothing else."""
+    path = Path(made)
+    if made and path.name.startswith("waza-") and path.parent.resolve() == tmp and path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
