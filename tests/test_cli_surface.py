@@ -113,7 +113,14 @@ def test_an_installed_package_is_told_the_published_extra(tmp_path: Path) -> Non
 
 
 def test_show_completion_prints_a_bash_script_that_calls_waza() -> None:
-    done = run_waza("--show-completion", "bash")
+    """Run from bash, as a user types it: the shell is found from waza's parent process (so the test does
+    not depend on what started pytest; the ``; exit $?`` keeps bash from replacing itself with waza)."""
+    done = subprocess.run(
+        ["bash", "-c", '"$@"; exit $?', "bash", sys.executable, "-m", "waza", "--show-completion"],
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     script = done.stdout.decode()
     assert "_WAZA_COMPLETE=complete_bash" in script and "complete -o default -F _waza_completion waza" in script
