@@ -29,6 +29,7 @@ from waza.runner.install_hints import pip_install
 
 from .conftest import ROOT, read_jsonl, run_waza, write_jsonl
 from .ray_cluster import Cluster
+from .test_orphans import ends
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'waza[ray]')")
 
@@ -78,21 +79,6 @@ def orphans(tmp_path):
 
 def listed(path: Path) -> list[int]:
     return [int(pid) for pid in path.read_text().split()] if path.exists() else []
-
-
-def ended(pid: int, limit: float = 30) -> bool:
-    """Whether process ``pid`` is dead (gone, or a zombie) within ``limit`` seconds."""
-    deadline = time.monotonic() + limit
-    while True:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
-        except OSError:
-            return True
-        if state in (b"Z", b"X"):
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
 
 
 def made_by_waza(directory: Path) -> set[str]:
@@ -168,7 +154,7 @@ def test_a_killed_worker_is_retried_once_and_each_id_written_once(tmp_path, addr
     # The dead workers' tasks' private directories on the node were removed (the one a worker's death left, each time).
     assert made_by_waza(node_tmp) == before
     # Nothing the dead workers' agents left keeps running: each hung agent and its sleeper were killed on the node.
-    assert len(listed(orphans)) == 4 and all(ended(pid) for pid in listed(orphans))
+    assert len(listed(orphans)) == 4 and all(ends(pid) for pid in listed(orphans))
     # Ray's own reports of the deaths ("(raylet) A worker died ...") go to neither stream: stdout may be -o -.
     assert b"(raylet)" not in proc.stdout + proc.stderr and proc.stdout == b"", proc.stdout
 
@@ -231,7 +217,7 @@ def test_a_worker_that_dies_leaves_no_workspace_on_the_node(tmp_path, address, n
     assert made_by_waza(node_tmp) == before
     # Nor is what the agents started: each sleeper carried its agent's tag, made by the worker that died.
     sleepers = listed(orphans)[1::2]
-    assert len(sleepers) == 4 and all(ended(pid) for pid in sleepers)
+    assert len(sleepers) == 4 and all(ends(pid) for pid in sleepers)
 
 
 @pytest.mark.parametrize("warm", [[], ["--ray-warm-agents"]], ids=["tasks", "warm-agents"])
