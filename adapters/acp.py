@@ -34,7 +34,7 @@ import anyio.abc
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.logs import get_logger
-from waza.protocol.io.process import Child, Tail, exit_parts
+from waza.protocol.io.process import TAG_VAR, Child, Tail, exit_parts, new_tag
 from waza.protocol.records import StopReason
 from waza.protocol.trajectory import RawUpdate, TrajectoryBuilder
 
@@ -223,7 +223,8 @@ class AcpAdapter(Adapter):
             return agent
         await self._stop_agent()
         assert self._tg is not None, "use the adapter as an async context manager"
-        argv, env = self.sandboxed(self.command, workspace, os.environ)
+        # Tagged as every agent is: what it leaves running is found if its worker dies under it (a Ray worker).
+        argv, env = self.sandboxed(self.command, workspace, {**os.environ, TAG_VAR: new_tag().value})
         try:
             child = await Child.start(
                 argv, env=env, cwd=workspace if self.opts.sandbox is not None else None, stderr=self._stderr, keep_stdin=True

@@ -25,15 +25,31 @@ from pathlib import Path
 RAY = str(Path(sys.executable).with_name("ray"))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def free_ports(n: int, taken: set[int]) -> list[int]:
+    """``n`` ports that are free now, distinct from each other and from ``taken`` (which gets them).
+
+    Each number is the kernel's choice for a socket bound to port 0, and every socket stays open until
+    all are chosen: a socket closed at once frees its port, and the kernel may choose it again for the
+    next one, so two of a node's components would be given one port. ``taken`` keeps a cluster from
+    giving a port twice, also to a component that has not bound its port yet.
+    """
+    with contextlib.ExitStack() as held:
+        ports: list[int] = []
+        while len(ports) < n:
+            s = held.enter_context(socket.socket())
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+            if port not in taken:
+                ports.append(port)
+                taken.add(port)
+        return ports
 
 
 class Node:
-    def __init__(self, proc: subprocess.Popen[bytes], temp_dir: str, log: Path) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], temp_dir: str, log: Path, ports: dict[str, int]) -> None:
         self.proc, self.temp_dir, self.log = proc, temp_dir, log
+        #: The ports it was given, by ``ray start`` flag.
+        self.ports = ports
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -54,26 +70,32 @@ class Cluster:
         self.env = {**os.environ, **env}
         self.nodes: list[Node] = []
         self.address = ""
+        #: Every port given to a node of this cluster.
+        self.ports: set[int] = set()
 
-    def _start(self, args: list[str], extra_env: dict[str, str]) -> Node:
+    def _start(self, args: list[str], extra_env: dict[str, str], head: bool = False) -> Node:
+        """Start a node; the head's GCS port (``--port``) is chosen with the node's other ports."""
         temp_dir = tempfile.mkdtemp(prefix="wzr", dir="/tmp")  # short: Ray's unix socket paths must fit 107 bytes
         log = Path(temp_dir) / "ray-start.log"
-        ports = ["--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port"]
-        ports += ["--dashboard-agent-grpc-port", "--runtime-env-agent-port", "--metrics-export-port"]
+        flags = ["--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port"]
+        flags += ["--dashboard-agent-grpc-port", "--runtime-env-agent-port", "--metrics-export-port"]
         argv = [RAY, "start", "--block", "--temp-dir", temp_dir, "--disable-usage-stats", *args]
-        for flag in ports:
-            argv += [flag, str(free_port())]
+        if head:
+            flags.append("--port")
+        ports = dict(zip(flags, free_ports(len(flags), self.ports), strict=True))
+        for flag, number in ports.items():
+            argv += [flag, str(number)]
         with log.open("wb") as out:
             proc = subprocess.Popen(
                 argv, stdout=out, stderr=subprocess.STDOUT, env={**self.env, **extra_env}, start_new_session=True
             )
-        node = Node(proc, temp_dir, log)
+        node = Node(proc, temp_dir, log, ports)
         self.nodes.append(node)
         return node
 
     def start_head(self, num_cpus: int, **env: str) -> str:
-        port = free_port()
-        node = self._start(["--head", "--port", str(port), "--num-cpus", str(num_cpus), "--include-dashboard", "false"], env)
+        node = self._start(["--head", "--num-cpus", str(num_cpus), "--include-dashboard", "false"], env, head=True)
+        port = node.ports["--port"]
         self.address = f"127.0.0.1:{port}"
         self._wait(node, lambda: _connectable(port), "the head's GCS")
         self.wait_for_nodes(1)

@@ -29,6 +29,7 @@ from waza.runner.install_hints import pip_install
 
 from .conftest import ROOT, read_jsonl, run_waza, write_jsonl
 from .ray_cluster import Cluster
+from .test_orphans import ends
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'waza[ray]')")
 
@@ -61,6 +62,23 @@ def address(node_tmp):
             yield cluster.start_head(num_cpus=2, TMPDIR=str(node_tmp))
         finally:
             cluster.stop()
+
+
+@pytest.fixture
+def orphans(tmp_path):
+    """The file the test agents list what they leave running in (``orphan``: the agent's pid and its
+    sleeper's); whatever of it still runs after the test (a test agent or its sleeper) is killed then."""
+    path = tmp_path / "orphans.log"
+    yield path
+    for pid in listed(path):
+        with contextlib.suppress(OSError):
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if cmdline.startswith(b"sleep\x00300") or b"/agents/" in cmdline:
+                os.kill(pid, signal.SIGKILL)
+
+
+def listed(path: Path) -> list[int]:
+    return [int(pid) for pid in path.read_text().split()] if path.exists() else []
 
 
 def made_by_waza(directory: Path) -> set[str]:
@@ -98,11 +116,12 @@ def test_embedded_ray_gives_the_local_records(tmp_path):
     assert [by_id[i]["status"] for i in "abc"] == ["passed", "failed", "passed"]
 
 
-def test_a_killed_worker_is_retried_once_and_each_id_written_once(tmp_path, address, node_tmp):
+def test_a_killed_worker_is_retried_once_and_each_id_written_once(tmp_path, address, node_tmp, orphans):
     runs, killed = tmp_path / "runs.log", tmp_path / "killed.log"
     rows = [
         prompt("killed-once", kill_once=str(tmp_path / "marker")),
-        prompt("always-killed", kill_always=True, log=str(runs), killed=str(killed)),
+        # Its agent hangs once its worker is dead, and leaves a sleeper in a session of its own.
+        prompt("always-killed", kill_always=True, log=str(runs), killed=str(killed), orphan=str(orphans)),
         prompt("fine"),
     ]
     out = tmp_path / "out.jsonl"
@@ -134,6 +153,8 @@ def test_a_killed_worker_is_retried_once_and_each_id_written_once(tmp_path, addr
     assert runs.read_text().splitlines() == ["always-killed ", "always-killed "]  # its agent ran twice
     # The dead workers' tasks' private directories on the node were removed (the one a worker's death left, each time).
     assert made_by_waza(node_tmp) == before
+    # Nothing the dead workers' agents left keeps running: each hung agent and its sleeper were killed on the node.
+    assert len(listed(orphans)) == 4 and all(ends(pid) for pid in listed(orphans))
     # Ray's own reports of the deaths ("(raylet) A worker died ...") go to neither stream: stdout may be -o -.
     assert b"(raylet)" not in proc.stdout + proc.stderr and proc.stdout == b"", proc.stdout
 
@@ -178,9 +199,10 @@ def test_interrupt_then_resume_on_ray_runs_exactly_the_missing_trials(tmp_path, 
 
 
 @pytest.mark.parametrize("warm", [[], ["--ray-warm-agents"]], ids=["tasks", "warm-agents"])
-def test_a_worker_that_dies_leaves_no_workspace_on_the_node(tmp_path, address, node_tmp, warm):
+def test_a_worker_that_dies_leaves_no_workspace_on_the_node(tmp_path, address, node_tmp, warm, orphans):
     kills = tmp_path / "kills.log"
-    rows = [{"id": "killer", "input": f"cwd\nkillparent {kills}", "hint": "x"}, {"id": "fine", "input": "cwd", "hint": "wzt"}]
+    killer = f"cwd\norphan {orphans}\nkillparent {kills}"  # leaves a sleeper in a session of its own, then kills its worker
+    rows = [{"id": "killer", "input": killer, "hint": "x"}, {"id": "fine", "input": "cwd", "hint": "wzt"}]
     before = made_by_waza(node_tmp)
     out = tmp_path / "out.jsonl"
     args = ["trials", write_jsonl(tmp_path / "p.jsonl", rows), "-k", "2", "--adapter", "acp", "-g", "builtin:hint", "-o", out]
@@ -193,6 +215,9 @@ def test_a_worker_that_dies_leaves_no_workspace_on_the_node(tmp_path, address, n
     assert all(t["status"] == "error" and "worker pid" in t["error"] for t in by_id["killer"]["trials"])
     # ... and none is left: those of the dead workers were removed by the driver, as a task removes its own.
     assert made_by_waza(node_tmp) == before
+    # Nor is what the agents started: each sleeper carried its agent's tag, made by the worker that died.
+    sleepers = listed(orphans)[1::2]
+    assert len(sleepers) == 4 and all(ends(pid) for pid in sleepers)
 
 
 @pytest.mark.parametrize("warm", [[], ["--ray-warm-agents"]], ids=["tasks", "warm-agents"])

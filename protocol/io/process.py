@@ -167,6 +167,67 @@ def kill_tagged(tag: ProcessTag) -> int:
     return killed
 
 
+#: Rounds of :func:`kill_orphans`: a process that started another while a round looked is found by the next.
+_ORPHAN_ROUNDS = 3
+
+
+def kill_orphans(owner: int, grace: float = 0.0) -> int:
+    """SIGKILL every process of this user carrying a tag that process ``owner`` made (:func:`new_tag`: a
+    tag's value starts with its maker's id), now that ``owner`` is dead; how many. For what the turns of a
+    process killed under them (a Ray worker) left running: its own :func:`kill_tagged` never ran.
+
+    Nothing is killed while a process with id ``owner`` lives (a zombie is dead: its id is not yet
+    free), after waiting up to ``grace`` seconds for it to die (one being killed): the kernel may have
+    given the id to a new process, whose own turns carry tags that start the same way, and then what
+    the dead one left keeps running. The environments are read before that check, so every tag found
+    was made while its maker had the id; with no process holding it now, that maker is dead too,
+    whichever it was. Every process on the machine is looked at (no bound as in :class:`ProcessTag`:
+    this is a failure path), and each one found is signalled through a pidfd opened before its
+    environment is read again, so a process that took a found one's id is never hit. Linux (/proc)
+    only: elsewhere nothing is found.
+    """
+    needle = b"\0" + f"{TAG_VAR}={owner}-".encode()
+    me = os.getpid()
+    killed: set[int] = set()
+    deadline = time.monotonic() + grace
+    for _ in range(_ORPHAN_ROUNDS):
+        try:
+            found = [pid for name in os.listdir("/proc") if name.isdigit() and (pid := int(name)) not in (me, owner)]
+        except OSError:
+            break
+        found = [pid for pid in found if _carries(pid, needle)]
+        while found and _alive(owner) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not found or _alive(owner):
+            break
+        for pid in found:
+            handle = _pidfd(pid)
+            try:
+                if not _carries(pid, needle):  # gone since, and its id maybe given to another
+                    continue
+                if handle is None:
+                    os.kill(pid, signal.SIGKILL)
+                else:
+                    signal.pidfd_send_signal(handle, signal.SIGKILL)
+                killed.add(pid)
+            except (ProcessLookupError, PermissionError):
+                pass
+            finally:
+                if handle is not None:
+                    os.close(handle)
+    return len(killed)
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process that is not a zombie has id ``pid`` (Linux: its state in /proc/PID/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read(4096).rpartition(b")")[2].split()[:1]
+    except OSError:
+        return False
+    return state not in ([b"Z"], [b"X"])
+
+
 def exit_parts(returncode: int | None) -> tuple[int | None, int | None]:
     """(code, signal) from a Popen-style return code, where -N means killed by signal N."""
     if returncode is None:

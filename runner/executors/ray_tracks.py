@@ -14,7 +14,9 @@ fresh one the task removes itself, a link to it is put there before the agent st
 made before anything can kill the worker, and cost the task nothing it did not do before but one
 symlink. When the driver gets ``WorkerCrashedError`` or Ray's ``OutOfMemoryError`` for a task, it
 runs a small task on every alive node (``_sweep``, no CPU, pinned with
-``NodeAffinitySchedulingStrategy(soft=False)``) that looks for that task's directory, removes the
+``NodeAffinitySchedulingStrategy(soft=False)``) that looks for that task's directory, kills what
+the dead worker's agents left running (every process whose ``WAZA_PROCESS_TAG`` the worker made:
+``kill_orphans``; an agent leads a session of its own, so it outlives its worker), removes the
 workspace it links and the directory, and returns the :class:`Track` its name holds: the error
 record names the node, host and worker pid. A node that is gone has nothing left to remove (and Ray
 then reports the node's death, not the worker's). The cost is on the failure path only: one small
@@ -38,12 +40,15 @@ from typing import Any
 
 import msgspec
 
+from waza.protocol.io.process import kill_orphans
 from waza.runner.engine.specs import Workspace
 
 __all__ = ["LOOKUP_WAIT", "Mark", "Teller", "Track", "Tracker"]
 
 #: Seconds the driver waits for the nodes to say which of them a task whose worker died ran on.
 LOOKUP_WAIT = 10.0
+#: Seconds a sweep waits for a dead task's worker to be gone (one killed by a forced cancel may still be dying).
+_DYING = 3.0
 #: The link in a task's private directory to its fresh workspace.
 _WORKSPACE = "workspace"
 #: The rest of a private directory's name after the task's prefix: node id, worker pid, tempfile's suffix.
@@ -133,10 +138,13 @@ class Tracker:
 
 def _sweep(run: str, keys: list[int]) -> dict[int, Track]:
     """On one node: the tracks of the tasks ``keys`` of ``run`` whose private directory is here, with
-    the workspace it links and the directory itself removed, as the tasks would have."""
+    what their dead workers' agents left running killed (:func:`kill_orphans`: the processes whose
+    ``WAZA_PROCESS_TAG`` the worker made), and the workspace it links and the directory itself removed,
+    as the tasks would have."""
     tmp = Path(tempfile.gettempdir()).resolve()
     host = socket.gethostname()
     found = {}
+    swept: set[int] = set()
     for key in keys:
         prefix = Mark(run, key).prefix
         for private in tmp.glob(f"{prefix}*"):
@@ -145,7 +153,10 @@ def _sweep(run: str, keys: list[int]) -> dict[int, Track]:
                 continue
             link = private / _WORKSPACE
             made = os.readlink(link) if link.is_symlink() else ""
-            found[key] = Track(named[1], host, int(named[2]), made)
+            found[key] = track = Track(named[1], host, int(named[2]), made)
+            if track.pid not in swept:  # first what its agents left running: then nothing writes to the workspace
+                swept.add(track.pid)
+                kill_orphans(track.pid, grace=_DYING)
             _remove(tmp, made)
             shutil.rmtree(private, ignore_errors=True)
     return found

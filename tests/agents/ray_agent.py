@@ -7,6 +7,10 @@
                            parent, the Ray worker process running it, so Ray must retry the task
   {"kill_always": true}    SIGKILLs its parent every time
   {"killed": FILE}         appends the pid of the parent it kills (with kill_once or kill_always) to FILE
+  {"orphan": FILE}         before it kills its parent (kill_once, kill_always), starts `sleep 300` in a
+                           session of its own and appends its own pid and the sleeper's to FILE; after,
+                           it stays (300 s) instead of exiting: an agent hung, and what it started, left
+                           running by a worker that died
   {"wait_for": FILE}       waits (at most 60 s) until FILE exists before answering
   {"span": FILE}           appends "ID START END" (wall-clock seconds) to FILE when it is done
   {"fail_if_env": NAME}    exits 1 at once when NAME is set (a node started with it is a "bad node")
@@ -20,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -34,7 +39,13 @@ def kill_worker() -> None:
     if spec.get("killed"):
         with open(spec["killed"], "a") as f:
             f.write(f"{os.getppid()}\n")
+    if spec.get("orphan"):
+        sleeper = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+        with open(spec["orphan"], "a") as f:
+            f.write(f"{os.getpid()} {sleeper.pid}\n")
     os.kill(os.getppid(), signal.SIGKILL)
+    if spec.get("orphan"):
+        time.sleep(300)
     sys.exit(9)  # nobody reads this any more: the worker that ran it is gone
 
 

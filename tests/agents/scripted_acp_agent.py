@@ -19,6 +19,7 @@ so tests (and users trying waza) can drive every part of the protocol:
   flood KB            write KB kilobytes to stderr
   crash               exit 3 mid-prompt          malformed          print a non-JSON line
   killparent [FILE]   append "killed PPID" to FILE, then SIGKILL its parent (the process running waza's adapter: a Ray worker)
+  orphan FILE         start `sleep 300` in a session of its own, append "AGENTPID SLEEPERPID" to FILE
   hang                wait for session/cancel    hang-hard          never answer again
   stop REASON         answer with that stopReason
   symlink NAME TARGET create a symlink in the session cwd (the agent's own doing, not via ACP)
@@ -39,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
 import sys
 import time
 import uuid
@@ -279,6 +281,11 @@ class Agent:
                 f.write(f"killed {os.getppid()}\n")
         os.kill(os.getppid(), 9)
         os._exit(9)  # nobody reads this any more: the worker that ran the adapter is gone
+
+    def do_orphan(self, sid, session, verb, rest, result):
+        sleeper = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+        with open(rest.strip(), "a") as f:
+            f.write(f"{os.getpid()} {sleeper.pid}\n")
 
     def do_crash(self, sid, session, verb, rest, result):
         sys.stderr.write("scripted agent: crashing on purpose\n")

@@ -1,0 +1,136 @@
+"""``kill_orphans``: what a dead process's turns left running dies, nothing else (real processes, Linux).
+
+A turn's processes carry ``WAZA_PROCESS_TAG``, whose value starts with the id of the process that made
+it; when that process was killed under its turns (a Ray worker), nothing of its own cleans up, and
+``kill_orphans`` finds them by that prefix. Here the "owner" is a real process that is dead (reaped, or
+a zombie not yet reaped) or alive, and the tagged processes are real sleepers in sessions of their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from waza.protocol.io.process import TAG_VAR, kill_orphans
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="kill_orphans reads /proc (Linux)")
+
+
+@contextlib.contextmanager
+def sleepers() -> Iterator[list[subprocess.Popen[bytes]]]:
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        yield started
+    finally:
+        for proc in started:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            proc.wait()
+
+
+def tagged(started: list[subprocess.Popen[bytes]], tag: str) -> subprocess.Popen[bytes]:
+    """A sleeper in a session of its own (as an agent's ``setsid cmd &``), its environment carrying ``tag``."""
+    proc = subprocess.Popen(["sleep", "300"], env={**os.environ, TAG_VAR: tag}, start_new_session=True)
+    started.append(proc)
+    return proc
+
+
+def dead_pid() -> int:
+    """The id of a process that has exited and been reaped."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def killed(proc: subprocess.Popen[bytes]) -> bool:
+    return proc.wait(timeout=30) == -signal.SIGKILL
+
+
+def test_what_a_dead_owner_left_is_killed_and_nothing_else() -> None:
+    owner, other = dead_pid(), dead_pid()
+    with sleepers() as started:
+        mine = [tagged(started, f"{owner}-123-abcd"), tagged(started, f"{owner}-456-ef01")]
+        theirs = tagged(started, f"{other}-123-abcd")  # another owner's
+        longer = tagged(started, f"{owner}7-123-abcd")  # an id that starts with the owner's is another owner
+        untagged = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        started.append(untagged)
+        assert kill_orphans(owner) == 2
+        assert all(killed(proc) for proc in mine)
+        assert all(proc.poll() is None for proc in (theirs, longer, untagged))
+
+
+def test_a_zombie_owner_is_dead() -> None:
+    # A worker killed and not yet reaped by its parent: its id is still its own, so its tags are its.
+    with sleepers() as started:
+        owner = subprocess.Popen(["sleep", "300"])
+        started.append(owner)
+        orphan = tagged(started, f"{owner.pid}-1-aa")
+        owner.kill()
+        assert ends(owner.pid) and state(owner.pid) == b"Z"  # killed, not reaped
+        assert kill_orphans(owner.pid) == 1
+        assert killed(orphan)
+
+
+def test_nothing_is_killed_while_a_process_has_the_owner_s_id() -> None:
+    # A live process with the id: it may be a new one the kernel gave the dead owner's id, with turns of its own.
+    with sleepers() as started:
+        owner = subprocess.Popen(["sleep", "300"])
+        started.append(owner)
+        same = tagged(started, f"{owner.pid}-1-aa")
+        assert kill_orphans(owner.pid) == 0
+        assert same.poll() is None and owner.poll() is None
+
+
+def test_an_orphan_s_own_child_in_another_session_is_killed_too() -> None:
+    # What the orphan started inherits its environment, the tag with it, wherever it went.
+    owner = dead_pid()
+    with sleepers() as started:
+        script = "import subprocess; p = subprocess.Popen(['sleep', '300'], start_new_session=True); print(p.pid, flush=True)"
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script + "; import time; time.sleep(300)"],
+            env={**os.environ, TAG_VAR: f"{owner}-9-bb"},
+            stdout=subprocess.PIPE,
+            start_new_session=True,
+        )
+        started.append(proc)
+        assert proc.stdout is not None
+        grandchild = int(proc.stdout.readline())
+        assert kill_orphans(owner) == 2
+        assert killed(proc)
+        assert ends(grandchild)  # init's (or a subreaper's) to reap
+
+
+def state(pid: int) -> bytes:
+    """A process's state letter in /proc/PID/stat; b"X" (dead) when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rpartition(b")")[2].split()[0]
+    except OSError:
+        return b"X"
+
+
+def ends(pid: int, limit: float = 30) -> bool:
+    """Whether ``pid`` is dead (gone, or a zombie) within ``limit`` seconds."""
+    deadline = time.monotonic() + limit
+    while state(pid) not in (b"Z", b"X"):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_an_owner_about_to_die_is_waited_for() -> None:
+    # A worker being killed (Ray's forced cancel) may still live when its orphans are looked for.
+    with sleepers() as started:
+        owner = subprocess.Popen(["sleep", "1"])
+        started.append(owner)
+        orphan = tagged(started, f"{owner.pid}-1-aa")
+        assert kill_orphans(owner.pid, grace=60) == 1
+        assert killed(orphan)
