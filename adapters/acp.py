@@ -34,7 +34,7 @@ import anyio.abc
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.logs import get_logger
-from waza.protocol.io.process import TAG_VAR, Child, Tail, exit_parts, new_tag
+from waza.protocol.io.process import TAG_VAR, Child, ProcessTag, Tail, exit_parts, kill_tagged, new_tag
 from waza.protocol.records import StopReason
 from waza.protocol.trajectory import RawUpdate, TrajectoryBuilder
 
@@ -132,9 +132,10 @@ class _AgentStdin(anyio.abc.ByteSendStream):
 class _Agent:
     """One running agent process and its connection, served (its stdout read) by a task of the adapter."""
 
-    def __init__(self, child: Child, rpc: RpcConnection, workspace: Path) -> None:
+    def __init__(self, child: Child, rpc: RpcConnection, workspace: Path, tag: ProcessTag) -> None:
         self.workspace = workspace
         self.child = child
+        self.tag = tag
         self.rpc = rpc
         self.auth_methods: list[str] = []
         self.serving = anyio.CancelScope()
@@ -223,8 +224,10 @@ class AcpAdapter(Adapter):
             return agent
         await self._stop_agent()
         assert self._tg is not None, "use the adapter as an async context manager"
-        # Tagged as every agent is: what it leaves running is found if its worker dies under it (a Ray worker).
-        argv, env = self.sandboxed(self.command, workspace, {**os.environ, TAG_VAR: new_tag().value})
+        # Tagged as every agent is: what it starts in a session of its own is found when it is stopped,
+        # and what it leaves running when its worker dies under it (a Ray worker).
+        tag = new_tag()
+        argv, env = self.sandboxed(self.command, workspace, {**os.environ, TAG_VAR: tag.value})
         try:
             child = await Child.start(
                 argv, env=env, cwd=workspace if self.opts.sandbox is not None else None, stderr=self._stderr, keep_stdin=True
@@ -240,7 +243,7 @@ class AcpAdapter(Adapter):
             spawn=self._tg.start_soon,
             tap=tap,
         )
-        self._agent = agent = _Agent(child, rpc, workspace)
+        self._agent = agent = _Agent(child, rpc, workspace, tag)
         self._tg.start_soon(agent.serve)
         log.debug("agent started", pid=pid, command=self.command)
         limit = HANDSHAKE_TIMEOUT if self._answered else first_handshake_timeout()
@@ -283,7 +286,8 @@ class AcpAdapter(Adapter):
         return agent
 
     async def _stop_agent(self, exiting: bool = False) -> int | None:
-        """Kill the agent's process group; with ``exiting``, first give it a moment to exit on its own.
+        """Kill the agent's process group and what it started in sessions of its own (its tag); with
+        ``exiting``, first give it a moment to exit on its own.
 
         Returns its return code when it ended by itself (None when waza had to kill it).
         """
@@ -300,6 +304,7 @@ class AcpAdapter(Adapter):
         finally:
             agent.serving.cancel()  # the reader stops where it waits (it touches the child no more)
             await child.aclose()
+            kill_tagged(agent.tag)
         log.debug("agent stopped", pid=child.pid, returncode=child.returncode)
         return returncode
 

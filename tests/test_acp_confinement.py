@@ -13,7 +13,10 @@ from typing import Any
 
 import pytest
 
+import waza
+
 from .conftest import executable, read_jsonl, run_waza, write_jsonl
+from .test_orphans import ends
 
 AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "scripted_acp_agent.py")]
 SECRET = "outside-secret-content"
@@ -193,3 +196,13 @@ def test_an_exec_agent_whose_daemon_holds_stdout_ends_its_turn_when_it_exits(tmp
     [row] = read_jsonl(tmp_path / "out.jsonl")
     assert row["output"] == "answer" and row["status"] != "error"
     assert gone(int((tmp_path / "daemon.pid").read_text()))
+
+
+def test_what_an_acp_agent_started_in_a_session_of_its_own_dies_with_the_agent(tmp_path: Path) -> None:
+    # The agent starts `sleep 300` with setsid: out of its process group, so killing the group misses it;
+    # the tag in its environment finds it when the agent is stopped at the end of the run.
+    pids = tmp_path / "pids"
+    results = waza.capture([{"id": "o", "input": f"orphan {pids}"}], waza.AcpAgent(command=tuple(AGENT)))
+    assert results[0].status != "error", results[0].errors
+    agent, sleeper = map(int, pids.read_text().split())
+    assert ends(agent) and ends(sleeper)
