@@ -26,7 +26,7 @@ from waza.protocol.records import CaptureResult, Grade, ResultStatus, Trajectory
 from waza.runner.analysis.runs import read_result
 from waza.runner.analysis.summaries import summaries, summary
 
-__all__ = ["line_summaries"]
+__all__ = ["capture_summary", "line_summaries"]
 
 
 def _lean(
@@ -40,8 +40,8 @@ def _lean(
         names[f.name] = f.encode_name
         if f.name in changed:
             fields.append((f.name, *changed.pop(f.name)))
-        elif f.default_factory is not msgspec.NODEFAULT:
-            fields.append((f.name, f.type, msgspec.field(default_factory=f.default_factory)))
+        elif f.default_factory is not msgspec.NODEFAULT:  # made once: a lean struct is only read
+            fields.append((f.name, f.type, f.default_factory()))
         elif f.default is not msgspec.NODEFAULT:
             fields.append((f.name, f.type, f.default))
         else:
@@ -53,12 +53,19 @@ def _lean(
     return msgspec.defstruct(name, fields, kw_only=True, rename=names, forbid_unknown_fields=strict, gc=False)
 
 
+class _Object(msgspec.Struct, frozen=True, gc=False):
+    """Any JSON object, its values skipped (their syntax checked): what ``dict[str, Any]`` accepts
+    (JSON keys are strings), without building the dict."""
+
+
+_NO_OBJECT = _Object()
+
 _Step = _lean(
     TrajectoryStep,
     "_Step",
     {"output": (Raw, Raw(b"null")), "tool_content": (list[Raw] | None, None), "locations": (list[Raw] | None, None)},
 )
-_Grade = _lean(Grade, "_Grade", {"outcome": (dict[str, Raw], {}), "details": (dict[str, Raw], {})})
+_Grade = _lean(Grade, "_Grade", {"outcome": (_Object, _NO_OBJECT), "details": (_Object, _NO_OBJECT)})
 #: Unknown top-level keys are skipped: CaptureResult keeps them aside, and a summary does not show them.
 #: ``status`` unset (acp-harness's shape), ``unknown`` or ``trials`` set: the general way decides.
 _Capture = _lean(
@@ -67,8 +74,8 @@ _Capture = _lean(
     {
         "trajectory": (list[_Step], []),  # type: ignore[valid-type]
         "grades": (list[_Grade], []),  # type: ignore[valid-type]
-        "metadata": (dict[str, Raw], {}),
-        "outcome": (dict[str, Raw], {}),
+        "metadata": (_Object, _NO_OBJECT),
+        "outcome": (_Object, _NO_OBJECT),
         "status": (ResultStatus | UnsetType, UNSET),
         "unknown": (Raw | UnsetType, UNSET),
         "trials": (Raw | UnsetType, UNSET),
@@ -83,14 +90,15 @@ def line_summaries(
 ) -> tuple[RunKind, list[ResultSummary]]:
     """The file's kind and the summaries of one line (``kind``: the file's, None for its first line);
     a bad line is :func:`.runs.read_result`'s JsonlError."""
-    if kind == "capture" and (straight := _straight(line, width)) is not None:
-        return kind, straight
+    if kind == "capture" and (straight := capture_summary(line, width)) is not None:
+        return kind, [straight]
     found, result = read_result(source, number, line, kind)
     return found, summaries(result, width)
 
 
-def _straight(line: bytes, width: int) -> list[ResultSummary] | None:
-    """The summary of a capture line decoded into :data:`_Capture`; None when the general way must decide."""
+def capture_summary(line: bytes, width: int) -> ResultSummary | None:
+    """The summary of a line of a capture file (not its first line), decoded into :data:`_Capture`;
+    None when the general way (:func:`line_summaries`) must decide."""
     if has_long_digits(line):  # msgspec would take such an integer; read_result refuses it
         return None
     try:
@@ -100,21 +108,19 @@ def _straight(line: bytes, width: int) -> list[ResultSummary] | None:
     if c.status is UNSET or c.unknown is not UNSET or c.trials is not UNSET:
         return None
     score, timing = c.score, c.timing
-    return [
-        summary(
-            c.id,
-            c.trial,
-            c.status,
-            score.passed if score else None,
-            score.score if score else None,
-            c.output,
-            timing.total if timing else None,
-            timing.first_response if timing else None,
-            c.input,
-            c.trajectory,
-            c.grades,
-            c.errors,
-            c.usage,
-            width,
-        )
-    ]
+    return summary(
+        c.id,
+        c.trial,
+        c.status,
+        score.passed if score else None,
+        score.score if score else None,
+        c.output,
+        timing.total if timing else None,
+        timing.first_response if timing else None,
+        c.input,
+        c.trajectory,
+        c.grades,
+        c.errors,
+        c.usage,
+        width,
+    )

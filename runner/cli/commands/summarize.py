@@ -10,7 +10,7 @@ import typer
 from waza.protocol.jsonl import display_name
 from waza.runner.analysis.runs import ResultsFile, check_readable
 from waza.runner.analysis.summaries import summary_markdown
-from waza.runner.analysis.summary_lines import line_summaries
+from waza.runner.analysis.summary_lines import capture_summary, line_summaries
 from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.option_values import MARKDOWN_ALIAS, wants_markdown
 from waza.runner.cli.runtime import fail
@@ -66,16 +66,22 @@ def _summarize(results: str, markdown: bool, width: int, output: str) -> int:
 
     with output_stream(output) as out:
         file = ResultsFile(results, on_wait=hand_on)
+        source, kind = file.source, file.kind
         try:
             for number, line in file.lines():
-                file.kind, summaries = line_summaries(file.source, number, line, file.kind, width)
                 count += 1
-                for summary in summaries:
-                    if markdown:
-                        pending += summary_markdown(summary).encode()
-                    else:
-                        encode_into(summary, pending, -1)
-                        pending += b"\n"
+                # Every capture line after the first: the short way (capture_summary), tried first.
+                if kind == "capture" and not markdown and (one := capture_summary(line, width)) is not None:
+                    encode_into(one, pending, -1)
+                    pending += b"\n"
+                else:
+                    kind, summaries = line_summaries(source, number, line, kind, width)
+                    for summary in summaries:
+                        if markdown:
+                            pending += summary_markdown(summary).encode()
+                        else:
+                            encode_into(summary, pending, -1)
+                            pending += b"\n"
                 if len(pending) >= _PIECE:
                     out.write(pending)
                     pending.clear()
