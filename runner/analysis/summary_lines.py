@@ -15,6 +15,7 @@ which also word its error; both ways give the same summaries.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
@@ -24,9 +25,9 @@ from waza.protocol.analysis_records import ResultSummary, RunKind
 from waza.protocol.jsonl import has_long_digits
 from waza.protocol.records import CaptureResult, Grade, ResultStatus, TrajectoryStep
 from waza.runner.analysis.runs import read_result
-from waza.runner.analysis.summaries import summaries, summary
+from waza.runner.analysis.summaries import summaries, summary, summary_markdown
 
-__all__ = ["capture_summary", "line_summaries"]
+__all__ = ["capture_summary", "line_summaries", "write_summaries"]
 
 
 def _lean(
@@ -124,3 +125,42 @@ def capture_summary(line: bytes, width: int) -> ResultSummary | None:
         c.usage,
         width,
     )
+
+
+_encode_into = msgspec.json.Encoder().encode_into  # a ResultSummary's JSON is its to_json()
+
+
+def write_summaries(
+    lines: Iterable[tuple[int, bytes]],
+    source: str,
+    kind: RunKind | None,
+    width: int,
+    markdown: bool,
+    pending: bytearray,
+    spill: Callable[[], None] | None = None,
+) -> tuple[RunKind | None, int]:
+    """Append the summaries of ``lines`` (numbered lines of ``source``, a file of ``kind``; None: not known
+    yet) to ``pending``, as JSON lines or Markdown; ``spill`` is called whenever ``pending`` holds a piece
+    worth writing. The file's kind and the number of lines read; a bad line is a JsonlError."""
+    count = 0
+    for number, line in lines:
+        count += 1
+        # Every capture line after the first: the short way, tried first.
+        if kind == "capture" and not markdown and (one := capture_summary(line, width)) is not None:
+            _encode_into(one, pending, -1)
+            pending += b"\n"
+        else:
+            kind, made = line_summaries(source, number, line, kind, width)
+            for each in made:
+                if markdown:
+                    pending += summary_markdown(each).encode()
+                else:
+                    _encode_into(each, pending, -1)
+                    pending += b"\n"
+        if spill is not None and len(pending) >= PIECE:
+            spill()
+    return kind, count
+
+
+#: Bytes of summaries gathered before they are written.
+PIECE = 1 << 16

@@ -1,0 +1,175 @@
+"""``waza summarize`` over a regular file in several processes: chunks summarized side by side, written in order.
+
+Summarizing is Python per line (a decode, a summary, an encode), so one process
+keeps one core busy; on a large file more cores finish sooner. The file after
+its first line (read here: it decides the file's kind) is cut into chunks of
+``chunk`` bytes; a chunk holds the lines that *start* in it (the line across its
+end is completed from the next one, the line across its start left to the
+previous one), so every line belongs to exactly one chunk. Of ``jobs``
+processes, this one summarizes chunks ``0, jobs, 2 * jobs, ...`` itself and
+worker ``k`` (a spawned interpreter) chunks ``k, k + jobs, ...``, reading them
+from the file itself and sending each one's summaries, its count of lines and
+the error that stopped it, if any, through a pipe; this process takes the
+chunks in file order and writes them. A worker runs ahead of the writer by no
+more than its pipe holds (a few chunks' summaries), so memory stays bounded
+whatever the file's size.
+
+The output is the same as one process's, byte for byte: every line is summarized
+by :func:`.summary_lines.write_summaries` as there; a chunk is read by
+:func:`.jsonl.iter_lines` as a file is (line length bound, blank lines, CRLF)
+behind a newline of its own, so a byte-order mark is only taken off the file's
+first line; a bad line ends the output after the summaries of the lines before it,
+and its error names its line in the whole file (the lines before its chunk plus
+its place in the chunk). What the workers read is the file as long as it was
+when the command started: lines appended since are not read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import io
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import IO
+
+from waza.protocol.analysis_records import RunKind
+from waza.protocol.errors import WazaError
+from waza.protocol.jsonl import DEFAULT_MAX_LINE, JsonlError, display_name, iter_lines, open_input
+from waza.runner.analysis.summary_lines import write_summaries
+
+__all__ = ["CHUNK", "summarize_with_workers"]
+
+#: Bytes of the file per chunk: what a worker holds at once (with its summaries).
+CHUNK = 1 << 20
+
+
+def summarize_with_workers(
+    path: str,
+    jobs: int,
+    width: int,
+    markdown: bool,
+    write: Callable[[bytes | bytearray], object],
+    chunk: int = CHUNK,
+) -> int:
+    """Summarize the regular file ``path`` in ``jobs`` processes (this one and ``jobs - 1`` workers) by chunks
+    of ``chunk`` bytes, handing the summaries to ``write`` in file order; the number of non-blank lines read
+    (0: the file holds none). A bad line is a JsonlError raised once the summaries of every line before it
+    are written."""
+    source = display_name(path)
+    pending = bytearray()
+    with open_input(path) as stream:
+        first = next(iter_lines(stream, source), None)
+        if first is None:
+            return 0
+        before, _ = first  # lines of the file before the next chunk
+        kind, count = write_summaries([first], source, None, width, markdown, pending)
+        write(pending)
+        assert kind is not None  # (for the type checker) write_summaries read a line, so it knows the kind
+        start, size = stream.tell(), os.fstat(stream.fileno()).st_size
+        chunks = -(-(size - start) // chunk)
+        context = multiprocessing.get_context("spawn")  # a fresh interpreter: nothing of this process is shared
+        workers: list[tuple[BaseProcess, Connection]] = []
+        try:
+            for k in range(1, min(jobs, chunks)):  # chunk i is this process's when i % jobs == 0, else worker i % jobs's
+                receive, send = context.Pipe(duplex=False)
+                _widen(send)
+                args = (path, source, kind, width, markdown, start, size, chunk, k, jobs, send)
+                started = context.Process(target=_work, args=args, name=f"waza-summarize-{k}", daemon=True)
+                started.start()
+                send.close()
+                workers.append((started, receive))
+            for i in range(chunks):
+                if i % jobs == 0:
+                    block = _chunk(stream, start + i * chunk, min(start + (i + 1) * chunk, size))
+                    lines, read, error, output = _summarize_chunk(block, source, kind, width, markdown)
+                else:  # the next chunk of worker i % jobs
+                    worker, receive = workers[i % jobs - 1]
+                    try:
+                        lines, read, error = receive.recv()
+                        output = receive.recv_bytes()
+                    except EOFError:
+                        worker.join()
+                        raise WazaError(f"{source}: a summarize worker ended early (exit code {worker.exitcode})") from None
+                write(output)
+                count += read
+                if error is not None:  # numbered within the chunk, whose first line is its line 2
+                    raise JsonlError(source, before + error.line - 1, error.message, error.field or "")
+                before += lines
+        finally:
+            for worker, receive in workers:
+                receive.close()
+                if worker.is_alive():
+                    worker.terminate()
+                worker.join()
+    return count
+
+
+def _summarize_chunk(
+    block: bytes, source: str, kind: RunKind, width: int, markdown: bool
+) -> tuple[int, int, JsonlError | None, bytes | bytearray]:
+    """(the lines of ``block``, the non-blank ones read, the JsonlError that stopped it or None, the summaries);
+    its lines are numbered from 2, behind a newline of its own (so no byte-order mark is taken off them)."""
+    pending = bytearray()
+    error: JsonlError | None = None
+    read = 0
+    try:
+        _, read = write_summaries(iter_lines(io.BytesIO(b"\n" + block), source), source, kind, width, markdown, pending)
+    except JsonlError as exc:
+        error = exc
+    return block.count(b"\n") + (bool(block) and not block.endswith(b"\n")), read, error, pending
+
+
+def _widen(pipe: Connection) -> None:
+    """Let ``pipe`` hold a few chunks' summaries (Linux: 1 MiB, not 64 KiB), so that a worker goes on with
+    its next chunk while the writer is still on another, rather than waiting for its turn."""
+    if hasattr(fcntl, "F_SETPIPE_SZ"):
+        with contextlib.suppress(OSError):  # over the system's limit for a user: the pipe stays as it is
+            fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
+
+
+def _work(
+    path: str,
+    source: str,
+    kind: RunKind,
+    width: int,
+    markdown: bool,
+    start: int,
+    size: int,
+    chunk: int,
+    first: int,
+    step: int,
+    send: Connection,
+) -> None:
+    """Summarize chunks ``first``, ``first + step``, ... of ``chunk`` bytes of ``path`` (from ``start`` to ``size``)
+    and send each: (its lines, the non-blank ones, the JsonlError that stopped it or None), then its
+    summaries as bytes (not pickled: no copy more)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command answers an interrupt, and ends its workers
+    with open(path, "rb") as stream:
+        for i in range(first, -(-(size - start) // chunk), step):
+            block = _chunk(stream, start + i * chunk, min(start + (i + 1) * chunk, size))
+            lines, read, error, output = _summarize_chunk(block, source, kind, width, markdown)
+            send.send((lines, read, error))
+            send.send_bytes(output)
+            if error is not None:
+                break
+    send.close()
+
+
+def _chunk(stream: IO[bytes], begin: int, end: int) -> bytes:
+    """The lines of ``stream`` that start at ``begin`` or later and before ``end``, the last one whole (or
+    cut after the line length bound, so that it is still found too long)."""
+    stream.seek(begin - 1)  # a line starts at ``begin`` when the byte before it ends one
+    while (piece := stream.readline(CHUNK)) and not piece.endswith(b"\n"):
+        pass  # the rest of a line that started in the previous chunk
+    at = stream.tell()
+    if at >= end:
+        return b""
+    block = stream.read(end - at)
+    if block.endswith(b"\n"):
+        return block
+    return block + stream.readline(DEFAULT_MAX_LINE + 3)
