@@ -108,3 +108,24 @@ def test_the_command_takes_workers_for_a_regular_file_only(tmp_path):
     assert piped.stderr.decode() == (
         "waza: --workers 2: <stdin> is not a regular file (stdin and pipes are read in this process)\n"
     )
+
+
+def test_workers_end_with_the_command_that_stops_early(tmp_path):
+    """A write that fails (the reader of stdout went away) ends the run there: the error reaches the caller and
+    no worker process is left behind."""
+    import multiprocessing
+
+    lines = awkward_capture(tmp_path)
+    path = tmp_path / "many.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    calls = []
+
+    def write(data):
+        calls.append(len(data))
+        if len(calls) == 3:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    with pytest.raises(BrokenPipeError):
+        summarize_with_workers(str(path), 3, 200, False, write, 500)
+    assert len(calls) == 3
+    assert multiprocessing.active_children() == []

@@ -149,15 +149,17 @@ def _work(
     and send each: (its lines, the non-blank ones, the JsonlError that stopped it or None), then its
     summaries as bytes (not pickled: no copy more)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command answers an interrupt, and ends its workers
-    with open(path, "rb") as stream:
+    with open(path, "rb") as stream, send:
         for i in range(first, -(-(size - start) // chunk), step):
             block = _chunk(stream, start + i * chunk, min(start + (i + 1) * chunk, size))
             lines, read, error, output = _summarize_chunk(block, source, kind, width, markdown)
-            send.send((lines, read, error))
-            send.send_bytes(output)
+            try:
+                send.send((lines, read, error))
+                send.send_bytes(output)
+            except BrokenPipeError:  # the command ended without waiting for this chunk
+                return
             if error is not None:
-                break
-    send.close()
+                return
 
 
 def _chunk(stream: IO[bytes], begin: int, end: int) -> bytes:
