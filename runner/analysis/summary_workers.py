@@ -35,11 +35,10 @@ import signal
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import IO
 
 from waza.protocol.analysis_records import RunKind
 from waza.protocol.errors import WazaError
-from waza.protocol.jsonl import DEFAULT_MAX_LINE, JsonlError, display_name, iter_lines, open_input
+from waza.protocol.jsonl import BOM, DEFAULT_MAX_LINE, JsonlError, display_name, iter_lines, open_input
 from waza.runner.analysis.summary_lines import write_summaries
 
 __all__ = ["CHUNK", "summarize_with_workers"]
@@ -66,11 +65,11 @@ def summarize_with_workers(
         first = next(iter_lines(stream, source), None)
         if first is None:
             return 0
-        before, _ = first  # lines of the file before the next chunk
         kind, count = write_summaries([first], source, None, width, markdown, pending)
         write(pending)
         assert kind is not None  # (for the type checker) write_summaries read a line, so it knows the kind
-        start, size = stream.tell(), os.fstat(stream.fileno()).st_size
+        fd, start = stream.fileno(), stream.tell()  # the chunks are read with pread: no buffer, no seek
+        size = os.fstat(fd).st_size
         chunks = -(-(size - start) // chunk)
         context = multiprocessing.get_context("spawn")  # a fresh interpreter: nothing of this process is shared
         workers: list[tuple[BaseProcess, Connection]] = []
@@ -85,21 +84,20 @@ def summarize_with_workers(
                 workers.append((started, receive))
             for i in range(chunks):
                 if i % jobs == 0:
-                    block = _chunk(stream, start + i * chunk, min(start + (i + 1) * chunk, size))
-                    lines, read, error, output = _summarize_chunk(block, source, kind, width, markdown)
+                    at, read, error, output = _summarize_chunk(fd, start, size, chunk, i, source, kind, width, markdown)
                 else:  # the next chunk of worker i % jobs
                     worker, receive = workers[i % jobs - 1]
                     try:
-                        lines, read, error = receive.recv()
+                        at, read, error = receive.recv()
                         output = receive.recv_bytes()
                     except EOFError:
                         worker.join()
                         raise WazaError(f"{source}: a summarize worker ended early (exit code {worker.exitcode})") from None
                 write(output)
                 count += read
-                if error is not None:  # numbered within the chunk, whose first line is its line 2
-                    raise JsonlError(source, before + error.line - 1, error.message, error.field or "")
-                before += lines
+                if error is not None:  # numbered within its chunk, which starts at byte ``at``, after the first line
+                    number = first[0] + _read(fd, start, at - start).count(b"\n") + error.line
+                    raise JsonlError(source, number, error.message, error.field or "")
         finally:
             for worker, receive in workers:
                 receive.close()
@@ -110,18 +108,51 @@ def summarize_with_workers(
 
 
 def _summarize_chunk(
-    block: bytes, source: str, kind: RunKind, width: int, markdown: bool
+    fd: int, start: int, size: int, chunk: int, i: int, source: str, kind: RunKind, width: int, markdown: bool
 ) -> tuple[int, int, JsonlError | None, bytes | bytearray]:
-    """(the lines of ``block``, the non-blank ones read, the JsonlError that stopped it or None, the summaries);
-    its lines are numbered from 2, behind a newline of its own (so no byte-order mark is taken off them)."""
+    """Chunk ``i`` of the file ``fd`` (``chunk`` bytes each from ``start`` to ``size``): (the byte its first line starts
+    at, the non-blank lines read, the JsonlError that stopped it, numbered from its first line, or None, the
+    summaries). Its lines are counted only for an error: a bad line is rare, and counting 1 MiB of lines took
+    a tenth of summarizing them."""
+    begin = start + i * chunk
+    end = min(begin + chunk, size)
+    at = _line_start(fd, begin)
+    if at >= end:
+        return at, 0, None, b""
+    block = _read(fd, at, min(_line_start(fd, end), end + DEFAULT_MAX_LINE + 3) - at)  # the last line whole, or still too long
+    behind = block.startswith(BOM)  # a mark is only taken off a file's line 1: then read it behind a newline
     pending = bytearray()
-    error: JsonlError | None = None
-    read = 0
     try:
-        _, read = write_summaries(iter_lines(io.BytesIO(b"\n" + block), source), source, kind, width, markdown, pending)
+        _, read = write_summaries(
+            iter_lines(io.BytesIO(b"\n" + block if behind else block), source), source, kind, width, markdown, pending
+        )
     except JsonlError as exc:
-        error = exc
-    return block.count(b"\n") + (bool(block) and not block.endswith(b"\n")), read, error, pending
+        return at, 0, JsonlError(source, (exc.line or 0) - behind, exc.message, exc.field or ""), pending
+    return at, read, None, pending
+
+
+def _line_start(fd: int, at: int) -> int:
+    """Where the first line of the file ``fd`` that starts at ``at`` or later starts (``at`` > 0)."""
+    at -= 1  # a line starts at ``at`` when the byte before it ends one
+    while piece := os.pread(fd, _PIECE, at):
+        if (newline := piece.find(b"\n")) >= 0:
+            return at + newline + 1
+        at += len(piece)
+    return at
+
+
+def _read(fd: int, at: int, size: int) -> bytes:
+    """``size`` bytes of the file ``fd`` from ``at`` (fewer at its end)."""
+    pieces = []
+    while size > 0 and (piece := os.pread(fd, size, at)):
+        pieces.append(piece)
+        at += len(piece)
+        size -= len(piece)
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+
+#: Bytes read at a time to find where a line ends.
+_PIECE = 1 << 12
 
 
 def _widen(pipe: Connection) -> None:
@@ -146,32 +177,20 @@ def _work(
     send: Connection,
 ) -> None:
     """Summarize chunks ``first``, ``first + step``, ... of ``chunk`` bytes of ``path`` (from ``start`` to ``size``)
-    and send each: (its lines, the non-blank ones, the JsonlError that stopped it or None), then its
+    and send each: (where it starts, its non-blank lines, the JsonlError that stopped it or None), then its
     summaries as bytes (not pickled: no copy more)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command answers an interrupt, and ends its workers
-    with open(path, "rb") as stream, send:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
         for i in range(first, -(-(size - start) // chunk), step):
-            block = _chunk(stream, start + i * chunk, min(start + (i + 1) * chunk, size))
-            lines, read, error, output = _summarize_chunk(block, source, kind, width, markdown)
+            at, read, error, output = _summarize_chunk(fd, start, size, chunk, i, source, kind, width, markdown)
             try:
-                send.send((lines, read, error))
+                send.send((at, read, error))
                 send.send_bytes(output)
             except BrokenPipeError:  # the command ended without waiting for this chunk
                 return
             if error is not None:
                 return
-
-
-def _chunk(stream: IO[bytes], begin: int, end: int) -> bytes:
-    """The lines of ``stream`` that start at ``begin`` or later and before ``end``, the last one whole (or
-    cut after the line length bound, so that it is still found too long)."""
-    stream.seek(begin - 1)  # a line starts at ``begin`` when the byte before it ends one
-    while (piece := stream.readline(CHUNK)) and not piece.endswith(b"\n"):
-        pass  # the rest of a line that started in the previous chunk
-    at = stream.tell()
-    if at >= end:
-        return b""
-    block = stream.read(end - at)
-    if block.endswith(b"\n"):
-        return block
-    return block + stream.readline(DEFAULT_MAX_LINE + 3)
+    finally:
+        os.close(fd)
+        send.close()
