@@ -8,20 +8,21 @@ end is completed from the next one, the line across its start left to the
 previous one), so every line belongs to exactly one chunk. Of ``jobs``
 processes, this one summarizes chunks ``0, jobs, 2 * jobs, ...`` itself and
 worker ``k`` (a spawned interpreter) chunks ``k, k + jobs, ...``, reading them
-from the file itself and sending each one's summaries, its count of lines and
-the error that stopped it, if any, through a pipe; this process takes the
-chunks in file order and writes them. A worker runs ahead of the writer by no
-more than its pipe holds (a few chunks' summaries), so memory stays bounded
-whatever the file's size.
+from the file itself and sending each one's summaries, where it starts and the
+error that stopped it, if any, through a pipe; this process takes the chunks in
+file order and writes them. A worker runs ahead of the writer by no more than
+its pipe holds (a few chunks' summaries), so memory stays bounded whatever the
+file's size.
 
 The output is the same as one process's, byte for byte: every line is summarized
-by :func:`.summary_lines.write_summaries` as there; a chunk is read by
-:func:`.jsonl.iter_lines` as a file is (line length bound, blank lines, CRLF)
-behind a newline of its own, so a byte-order mark is only taken off the file's
-first line; a bad line ends the output after the summaries of the lines before it,
-and its error names its line in the whole file (the lines before its chunk plus
-its place in the chunk). What the workers read is the file as long as it was
-when the command started: lines appended since are not read.
+by :func:`.summary_lines.write_summaries` as there, and a chunk is read by
+:func:`.jsonl.iter_lines` as a file is (line length bound, blank lines, CRLF); a
+chunk that starts with a byte-order mark is read behind a newline of its own, as
+a mark is only taken off a file's first line. A bad line ends the output after
+the summaries of the lines before it, and its error names its line in the whole
+file (the newlines before its chunk, counted then, plus its place in the chunk).
+What is read is the file as long as it was when the command started: lines
+appended since are not read.
 """
 
 from __future__ import annotations
