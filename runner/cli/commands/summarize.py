@@ -54,7 +54,8 @@ def register(app: typer.Typer) -> None:
             option(
                 "--workers",
                 help="Processes summarizing a regular file side by side (default: 2 for a file of 64 MB or more "
-                "when 2 CPUs are free, else 1, in this process). Stdin and pipes are read in this process.",
+                "when 2 CPUs are there and the load average is under twice their number, else 1: this process). "
+                "Stdin and pipes are read in this process.",
                 min=1,
             ),
         ] = None,
@@ -92,7 +93,9 @@ def _summarize(results: str, markdown: bool, width: int, output: str, workers: i
 
 def _jobs(results: str, workers: int | None) -> int:
     """Processes for ``results``: ``workers`` (more than 1 only for a regular file), or by default 2 for a
-    regular file of :data:`_LARGE` bytes or more when this process may run on 2 CPUs, else 1."""
+    regular file of :data:`_LARGE` bytes or more when this process may run on 2 CPUs or more and the machine
+    is not saturated (a 1-minute load average under twice its CPUs: on a saturated machine a second
+    process cannot run alongside, and only adds its cost), else 1."""
     regular = is_regular(results)
     if workers is not None:
         if workers > 1 and not regular:
@@ -100,9 +103,18 @@ def _jobs(results: str, workers: int | None) -> int:
                 f"--workers {workers}: {display_name(results)} is not a regular file (stdin and pipes are read in this process)"
             )
         return workers
-    if regular and os.stat(results).st_size >= _LARGE and len(os.sched_getaffinity(0)) >= 2:
+    cpus = _cpus()
+    if regular and os.stat(results).st_size >= _LARGE and cpus >= 2 and os.getloadavg()[0] < 2 * cpus:
         return 2
     return 1
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 #: The size from which a file is summarized by worker processes by default: starting them costs a
