@@ -5,14 +5,17 @@ keeps one core busy; on a large file more cores finish sooner. The file after
 its first line (read here: it decides the file's kind) is cut into chunks of
 ``chunk`` bytes; a chunk holds the lines that *start* in it (the line across its
 end is completed from the next one, the line across its start left to the
-previous one), so every line belongs to exactly one chunk. Of ``jobs``
-processes, this one summarizes chunks ``0, jobs, 2 * jobs, ...`` itself and
-worker ``k`` (a spawned interpreter) chunks ``k, k + jobs, ...``, reading them
-from the file itself and sending each one's summaries, where it starts and the
-error that stopped it, if any, through a pipe; this process takes the chunks in
-file order and writes them. A worker runs ahead of the writer by no more than
-its pipe holds (a few chunks' summaries), so memory stays bounded whatever the
-file's size.
+previous one), so every line belongs to exactly one chunk. This process and
+``jobs - 1`` workers (spawned interpreters) each take the next chunk no one has
+taken, read it from the file itself and summarize it; a worker sends the
+summaries, where the chunk starts and the error that stopped it, if any, through
+a pipe, and this process writes the chunks in file order, taking a chunk itself
+whenever the next one to write is not finished yet. Taking a chunk needs one of
+:data:`_AHEAD` slots per process, given back as each chunk is written, so the
+chunks finished ahead of the writer (and the memory they hold) stay bounded
+whatever the file's size, and no process waits for another that the machine has
+not scheduled (each takes what is left, the command included, from the start,
+while the workers are still starting).
 
 The output is the same as one process's, byte for byte: every line is summarized
 by :func:`.summary_lines.write_summaries` as there, and a chunk is read by
@@ -34,8 +37,11 @@ import multiprocessing
 import os
 import signal
 from collections.abc import Callable
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
+from multiprocessing.sharedctypes import Synchronized
+from multiprocessing.synchronize import Semaphore as SemaphoreType
+from typing import cast
 
 from waza.protocol.analysis_records import RunKind
 from waza.protocol.errors import WazaError
@@ -73,34 +79,49 @@ def summarize_with_workers(
         size = os.fstat(fd).st_size
         chunks = -(-(size - start) // chunk)
         context = multiprocessing.get_context("spawn")  # a fresh interpreter: nothing of this process is shared
-        workers: list[tuple[BaseProcess, Connection]] = []
+        taken = context.Value("q", 0)  # the chunks taken by some process so far (the next one to take)
+        slots = context.Semaphore(_AHEAD * jobs)  # chunks taken but not yet written, at most
+        workers: dict[Connection, BaseProcess] = {}
+        done: dict[int, Chunk] = {}  # finished chunks, by number, until their turn to be written
         try:
-            for k in range(1, min(jobs, chunks)):  # chunk i is this process's when i % jobs == 0, else worker i % jobs's
+            for k in range(1, min(jobs, chunks)):
                 receive, send = context.Pipe(duplex=False)
                 _widen(send)
-                args = (path, source, kind, width, markdown, start, size, chunk, k, jobs, send)
+                args = (path, source, kind, width, markdown, start, size, chunk, taken, slots, send)
                 started = context.Process(target=_work, args=args, name=f"waza-summarize-{k}", daemon=True)
                 started.start()
                 send.close()
-                workers.append((started, receive))
+                workers[receive] = started
             for i in range(chunks):
-                if i % jobs == 0:
-                    at, read, error, output = _summarize_chunk(fd, start, size, chunk, i, source, kind, width, markdown)
-                else:  # the next chunk of worker i % jobs
-                    worker, receive = workers[i % jobs - 1]
-                    try:
-                        at, read, error = receive.recv()
-                        output = receive.recv_bytes()
-                    except EOFError:
-                        worker.join()
-                        raise WazaError(f"{source}: a summarize worker ended early (exit code {worker.exitcode})") from None
+                while i not in done:
+                    # Take the next chunk when one is left within bounds; take in what the workers finished
+                    # (without waiting, unless this process had nothing else to do).
+                    mine = _take(taken, slots, chunks)
+                    if mine is not None:
+                        done[mine] = _summarize_chunk(fd, start, size, chunk, mine, source, kind, width, markdown)
+                    if not workers and mine is None:
+                        raise WazaError(f"{source}: a summarize worker ended without the chunk it took")
+                    for ready in wait(list(workers), timeout=0 if mine is not None else None):
+                        receive = cast(Connection, ready)
+                        try:
+                            number, *finished = receive.recv()
+                            done[number] = (*finished, receive.recv_bytes())
+                        except EOFError:  # it has sent all it took (then exits 0) or died
+                            ended = workers.pop(receive)
+                            ended.join()
+                            if ended.exitcode:
+                                raise WazaError(
+                                    f"{source}: a summarize worker ended early (exit code {ended.exitcode})"
+                                ) from None
+                at, read, error, output = done.pop(i)
                 write(output)
+                slots.release()
                 count += read
                 if error is not None:  # numbered within its chunk, which starts at byte ``at``, after the first line
                     number = first[0] + _read(fd, start, at - start).count(b"\n") + error.line
                     raise JsonlError(source, number, error.message, error.field or "")
         finally:
-            for worker, receive in workers:
+            for receive, worker in workers.items():
                 receive.close()
                 if worker.is_alive():
                     worker.terminate()
@@ -108,9 +129,30 @@ def summarize_with_workers(
     return count
 
 
+#: A summarized chunk: the byte its first line starts at, its non-blank lines read, the JsonlError that
+#: stopped it (numbered from its first line) or None, its summaries.
+Chunk = tuple[int, int, JsonlError | None, bytes | bytearray]
+
+#: Chunks per process that may be summarized ahead of the one being written.
+_AHEAD = 4
+
+
+def _take(taken: Synchronized[int], slots: SemaphoreType, chunks: int, block: bool = False) -> int | None:
+    """The number of the next chunk no process has taken, now this process's; None when every chunk is
+    taken, or when ``slots`` has none free (without waiting for one unless ``block``)."""
+    if not slots.acquire(block):
+        return None
+    with taken.get_lock():
+        if taken.value < chunks:
+            taken.value += 1
+            return taken.value - 1
+    slots.release()
+    return None
+
+
 def _summarize_chunk(
     fd: int, start: int, size: int, chunk: int, i: int, source: str, kind: RunKind, width: int, markdown: bool
-) -> tuple[int, int, JsonlError | None, bytes | bytearray]:
+) -> Chunk:
     """Chunk ``i`` of the file ``fd`` (``chunk`` bytes each from ``start`` to ``size``): (the byte its first line starts
     at, the non-blank lines read, the JsonlError that stopped it, numbered from its first line, or None, the
     summaries). Its lines are counted only for an error: a bad line is rare, and counting 1 MiB of lines took
@@ -173,20 +215,21 @@ def _work(
     start: int,
     size: int,
     chunk: int,
-    first: int,
-    step: int,
+    taken: Synchronized[int],
+    slots: SemaphoreType,
     send: Connection,
 ) -> None:
-    """Summarize chunks ``first``, ``first + step``, ... of ``chunk`` bytes of ``path`` (from ``start`` to ``size``)
-    and send each: (where it starts, its non-blank lines, the JsonlError that stopped it or None), then its
-    summaries as bytes (not pickled: no copy more)."""
+    """Take chunks of ``chunk`` bytes of ``path`` (from ``start`` to ``size``) one after the other until none is
+    left, and send each: (its number, where it starts, its non-blank lines, the JsonlError that stopped it or
+    None), then its summaries as bytes (not pickled: no copy more)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command answers an interrupt, and ends its workers
+    chunks = -(-(size - start) // chunk)
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        for i in range(first, -(-(size - start) // chunk), step):
+        while (i := _take(taken, slots, chunks, block=True)) is not None:
             at, read, error, output = _summarize_chunk(fd, start, size, chunk, i, source, kind, width, markdown)
             try:
-                send.send((at, read, error))
+                send.send((i, at, read, error))
                 send.send_bytes(output)
             except BrokenPipeError:  # the command ended without waiting for this chunk
                 return
