@@ -6,8 +6,8 @@ Issue 30 item 9's targets, each measured on files written here (bench/.data, kep
   timed from the start of the process; a compare of two such runs (the second differs in a
   tenth of its verdicts), timed from the start of a fresh viewer until the page holds the
   statistics;
-- ``waza summarize`` in 2 processes (``--workers 2``, its default for such a file on an
-  unsaturated machine) and in one (``--workers 1``), and ``waza compare``, over a file of G
+- ``waza summarize`` in 2 processes (``--workers 2``, its default for such a file on 2 CPUs
+  or more) and in one (``--workers 1``), and ``waza compare``, over a file of G
   gigabytes, beside ``jq`` and a bare orjson pass (read each line, decode it, nothing else)
   over the same file, all taking turns in each round (forward, then backward) and each ratio
   taken within a round;

@@ -54,8 +54,7 @@ def register(app: typer.Typer) -> None:
             option(
                 "--workers",
                 help="Processes summarizing a regular file side by side (default: 2 for a file of 64 MB or more "
-                "when 2 CPUs are there and the load average is under twice their number, else 1: this process). "
-                "Stdin and pipes are read in this process.",
+                "when 2 CPUs are there, else 1: this process). Stdin and pipes are read in this process.",
                 min=1,
             ),
         ] = None,
@@ -93,9 +92,7 @@ def _summarize(results: str, markdown: bool, width: int, output: str, workers: i
 
 def _jobs(results: str, workers: int | None) -> int:
     """Processes for ``results``: ``workers`` (more than 1 only for a regular file), or by default 2 for a
-    regular file of :data:`_LARGE` bytes or more when this process may run on 2 CPUs or more and the machine
-    is not saturated (a 1-minute load average under twice its CPUs: on a saturated machine a second
-    process cannot run alongside, and only adds its cost), else 1."""
+    regular file of :data:`_LARGE` bytes or more when this process may run on 2 CPUs or more, else 1."""
     regular = is_regular(results)
     if workers is not None:
         if workers > 1 and not regular:
@@ -103,8 +100,7 @@ def _jobs(results: str, workers: int | None) -> int:
                 f"--workers {workers}: {display_name(results)} is not a regular file (stdin and pipes are read in this process)"
             )
         return workers
-    cpus = _cpus()
-    if regular and os.stat(results).st_size >= _LARGE and cpus >= 2 and os.getloadavg()[0] < 2 * cpus:
+    if regular and os.stat(results).st_size >= _LARGE and _cpus() >= 2:
         return 2
     return 1
 
