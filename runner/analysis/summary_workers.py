@@ -31,11 +31,11 @@ appended since are not read.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import io
 import multiprocessing
 import os
 import signal
+import sys
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -199,9 +199,11 @@ _PIECE = 1 << 12
 
 
 def _widen(pipe: Connection) -> None:
-    """Let ``pipe`` hold a few chunks' summaries (Linux: 1 MiB, not 64 KiB), so that a worker goes on with
-    its next chunk while the writer is still on another, rather than waiting for its turn."""
-    if hasattr(fcntl, "F_SETPIPE_SZ"):
+    """Let ``pipe`` hold a few chunks' summaries (on Linux: 1 MiB, not 64 KiB), so that a worker goes on with
+    its next chunk while the command is busy with one of its own."""
+    if sys.platform == "linux":
+        import fcntl  # (not on every system)
+
         with contextlib.suppress(OSError):  # over the system's limit for a user: the pipe stays as it is
             fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
 
