@@ -129,3 +129,30 @@ def test_workers_end_with_the_command_that_stops_early(tmp_path):
         summarize_with_workers(str(path), 3, 200, False, write, 500)
     assert len(calls) == 3
     assert multiprocessing.active_children() == []
+
+
+def test_a_worker_that_dies_ends_the_run_with_an_error(tmp_path):
+    """A worker killed mid-run (the machine's OOM killer, say) is an error naming its exit, not a silent gap:
+    what was written before is the start of one process's output."""
+    import multiprocessing
+
+    from waza.protocol.errors import WazaError
+
+    lines = awkward_capture(tmp_path)
+    path = tmp_path / "many.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    written = bytearray()
+    calls = []
+
+    def write(data):
+        calls.append(len(data))
+        if len(calls) == 2:  # the first chunk's summaries (the first line's came before the worker started)
+            for worker in multiprocessing.active_children():
+                worker.kill()
+                worker.join()
+        written.extend(data)
+
+    with pytest.raises(WazaError, match=r"many\.jsonl: a summarize worker ended early \(exit code -9\)"):
+        summarize_with_workers(str(path), 2, 200, False, write, 300)
+    assert one_process(path)[0].startswith(bytes(written))
+    assert multiprocessing.active_children() == []
