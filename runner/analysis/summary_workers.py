@@ -5,17 +5,18 @@ keeps one core busy; on a large file more cores finish sooner. The file after
 its first line (read here: it decides the file's kind) is cut into chunks of
 ``chunk`` bytes; a chunk holds the lines that *start* in it (the line across its
 end is completed from the next one, the line across its start left to the
-previous one), so every line belongs to exactly one chunk. This process and
-``jobs - 1`` workers (spawned interpreters) each take the next chunk no one has
-taken, read it from the file itself and summarize it; a worker sends the
-summaries, where the chunk starts and the error that stopped it, if any, through
-a pipe, and this process writes the chunks in file order, taking a chunk itself
-whenever the next one to write is not finished yet. Taking a chunk needs one of
-:data:`_AHEAD` slots per process, given back as each chunk is written, so the
-chunks finished ahead of the writer (and the memory they hold) stay bounded
-whatever the file's size, and no process waits for another that the machine has
-not scheduled (each takes what is left, the command included, from the start,
-while the workers are still starting).
+previous one), so every line belongs to exactly one chunk. Chunks are given
+out in order: each of ``jobs - 1`` workers (spawned interpreters) always has the
+numbers of a few waiting (sent through a pipe), and this process takes the next
+one itself whenever no worker needs one and not too many are finished ahead of
+the one being written (:data:`_AHEAD` per process). A worker reads its chunks
+from the file itself and sends each one's summaries, where it starts and the
+error that stopped it, if any, through another pipe; this process writes the
+chunks in file order. So memory stays at a few chunks whatever the file's size,
+no process waits long on one the machine has not scheduled (a worker holds a few
+chunks, not a turn), this process works from the start while the workers are
+still starting, and a worker that dies holds nothing but its chunks: its pipe
+ends, and the run ends with an error naming its exit.
 
 The output is the same as one process's, byte for byte: every line is summarized
 by :func:`.summary_lines.write_summaries` as there, and a chunk is read by
@@ -39,9 +40,9 @@ import sys
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
-from multiprocessing.sharedctypes import Synchronized
-from multiprocessing.synchronize import Semaphore as SemaphoreType
 from typing import cast
+
+import msgspec
 
 from waza.protocol.analysis_records import RunKind
 from waza.protocol.errors import WazaError
@@ -79,53 +80,59 @@ def summarize_with_workers(
         size = os.fstat(fd).st_size
         chunks = -(-(size - start) // chunk)
         context = multiprocessing.get_context("spawn")  # a fresh interpreter: nothing of this process is shared
-        taken = context.Value("q", 0)  # the chunks taken by some process so far (the next one to take)
-        slots = context.Semaphore(_AHEAD * jobs)  # chunks taken but not yet written, at most
-        workers: dict[Connection, BaseProcess] = {}
+        workers: dict[Connection, _Worker] = {}  # by the pipe its summaries come through
         done: dict[int, Chunk] = {}  # finished chunks, by number, until their turn to be written
+        given = 0  # chunks given out so far (to a worker or this process), in order
         try:
             for k in range(1, min(jobs, chunks)):
                 receive, send = context.Pipe(duplex=False)
+                orders, order = context.Pipe(duplex=False)
                 _widen(send)
-                args = (path, source, kind, width, markdown, start, size, chunk, taken, slots, send)
-                started = context.Process(target=_work, args=args, name=f"waza-summarize-{k}", daemon=True)
-                started.start()
+                args = (path, source, kind, width, markdown, start, size, chunk, orders, send)
+                process = context.Process(target=_work, args=args, name=f"waza-summarize-{k}", daemon=True)
+                process.start()
                 send.close()
-                workers[receive] = started
+                orders.close()
+                workers[receive] = _Worker(process, order)
             for i in range(chunks):
                 while i not in done:
-                    # Take the next chunk when one is left within bounds; take in what the workers finished
-                    # (without waiting, unless this process had nothing else to do).
-                    mine = _take(taken, slots, chunks)
-                    if mine is not None:
-                        done[mine] = _summarize_chunk(fd, start, size, chunk, mine, source, kind, width, markdown)
-                    if not workers and mine is None:
-                        raise WazaError(f"{source}: a summarize worker ended without the chunk it took")
-                    for ready in wait(list(workers), timeout=0 if mine is not None else None):
+                    for worker in workers.values():  # keep every worker supplied
+                        while worker.waiting < _QUEUED and given < chunks:
+                            try:
+                                worker.order.send(given)
+                            except BrokenPipeError:
+                                raise _ended(source, worker.process) from None
+                            worker.waiting += 1
+                            given += 1
+                    # The next chunk, unless every worker is supplied and enough are finished ahead.
+                    mine = given < chunks and len(done) < _AHEAD * jobs
+                    if mine:
+                        done[given] = _summarize_chunk(fd, start, size, chunk, given, source, kind, width, markdown)
+                        given += 1
+                    for ready in wait(list(workers), timeout=0 if mine else None):
                         receive = cast(Connection, ready)
                         try:
                             number, *finished = receive.recv()
                             done[number] = (*finished, receive.recv_bytes())
-                        except EOFError:  # it has sent all it took (then exits 0) or died
-                            ended = workers.pop(receive)
-                            ended.join()
-                            if ended.exitcode:
-                                raise WazaError(
-                                    f"{source}: a summarize worker ended early (exit code {ended.exitcode})"
-                                ) from None
+                        except EOFError:  # a worker ends only when told to, or dies
+                            raise _ended(source, workers[receive].process) from None
+                        workers[receive].waiting -= 1
                 at, read, error, output = done.pop(i)
                 write(output)
-                slots.release()
                 count += read
                 if error is not None:  # numbered within its chunk, which starts at byte ``at``, after the first line
                     number = first[0] + _read(fd, start, at - start).count(b"\n") + error.line
                     raise JsonlError(source, number, error.message, error.field or "")
         finally:
             for receive, worker in workers.items():
+                with contextlib.suppress(OSError):
+                    worker.order.send(None)  # done: end
+                worker.order.close()
                 receive.close()
-                if worker.is_alive():
-                    worker.terminate()
-                worker.join()
+                worker.process.join(_END)
+                if worker.process.is_alive():
+                    worker.process.terminate()
+                    worker.process.join()
     return count
 
 
@@ -133,21 +140,30 @@ def summarize_with_workers(
 #: stopped it (numbered from its first line) or None, its summaries.
 Chunk = tuple[int, int, JsonlError | None, bytes | bytearray]
 
-#: Chunks per process that may be summarized ahead of the one being written.
+
+def _ended(source: str, process: BaseProcess) -> WazaError:
+    """The error for a worker that ended before it was told to (killed, or out of memory)."""
+    process.join()
+    return WazaError(f"{source}: a summarize worker ended early (exit code {process.exitcode})")
+
+
+class _Worker(msgspec.Struct):
+    """A worker process, the pipe its orders (chunk numbers) go through, and how many it has not answered."""
+
+    process: BaseProcess
+    order: Connection
+    waiting: int = 0
+
+
+#: Chunks per process that may be finished ahead of the one being written.
 _AHEAD = 4
 
+#: Chunks given to a worker at a time: the next is there when it finishes one, and no more wait on a
+#: worker that the machine does not schedule.
+_QUEUED = 3
 
-def _take(taken: Synchronized[int], slots: SemaphoreType, chunks: int, block: bool = False) -> int | None:
-    """The number of the next chunk no process has taken, now this process's; None when every chunk is
-    taken, or when ``slots`` has none free (without waiting for one unless ``block``)."""
-    if not slots.acquire(block):
-        return None
-    with taken.get_lock():
-        if taken.value < chunks:
-            taken.value += 1
-            return taken.value - 1
-    slots.release()
-    return None
+#: Seconds a worker is given to end by itself once told to.
+_END = 5
 
 
 def _summarize_chunk(
@@ -217,26 +233,22 @@ def _work(
     start: int,
     size: int,
     chunk: int,
-    taken: Synchronized[int],
-    slots: SemaphoreType,
+    orders: Connection,
     send: Connection,
 ) -> None:
-    """Take chunks of ``chunk`` bytes of ``path`` (from ``start`` to ``size``) one after the other until none is
-    left, and send each: (its number, where it starts, its non-blank lines, the JsonlError that stopped it or
-    None), then its summaries as bytes (not pickled: no copy more)."""
+    """Summarize the chunks of ``chunk`` bytes of ``path`` (from ``start`` to ``size``) whose numbers come
+    through ``orders`` until None comes, and send each: (its number, where it starts, its non-blank lines,
+    the JsonlError that stopped it or None), then its summaries as bytes (not pickled: no copy more)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command answers an interrupt, and ends its workers
-    chunks = -(-(size - start) // chunk)
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        while (i := _take(taken, slots, chunks, block=True)) is not None:
+        while (i := orders.recv()) is not None:
             at, read, error, output = _summarize_chunk(fd, start, size, chunk, i, source, kind, width, markdown)
-            try:
-                send.send((i, at, read, error))
-                send.send_bytes(output)
-            except BrokenPipeError:  # the command ended without waiting for this chunk
-                return
-            if error is not None:
-                return
+            send.send((i, at, read, error))
+            send.send_bytes(output)
+    except (EOFError, BrokenPipeError):  # the command ended without waiting for it
+        pass
     finally:
         os.close(fd)
         send.close()
+        orders.close()
