@@ -121,7 +121,7 @@ def summarize_with_workers(
                 write(output)
                 count += read
                 if error is not None:  # numbered within its chunk, which starts at byte ``at``, after the first line
-                    number = first[0] + _read(fd, start, at - start).count(b"\n") + error.line
+                    number = first[0] + _newlines(fd, start, at) + error.line
                     raise JsonlError(source, number, error.message, error.field or "")
         finally:
             for receive, worker in workers.items():
@@ -208,6 +208,15 @@ def _read(fd: int, at: int, size: int) -> bytes:
         at += len(piece)
         size -= len(piece)
     return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+
+def _newlines(fd: int, begin: int, end: int) -> int:
+    """The newlines of the file ``fd`` from ``begin`` to ``end``, read a chunk at a time."""
+    count = 0
+    while begin < end and (piece := os.pread(fd, min(CHUNK, end - begin), begin)):
+        count += piece.count(b"\n")
+        begin += len(piece)
+    return count
 
 
 #: Bytes read at a time to find where a line ends.
