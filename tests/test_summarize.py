@@ -137,7 +137,7 @@ def test_summaries_of_a_line_decoded_for_them_alone_are_those_of_its_record(tmp_
     real capture and trials files, and the awkward ones, gives the same summaries both ways, JSON and Markdown,
     at any width; a bad line is worded the same way."""
     from waza.runner.analysis.summaries import summary_markdown
-    from waza.runner.analysis.summary_lines import _straight, line_summaries
+    from waza.runner.analysis.summary_lines import capture_summary, line_summaries
 
     lines = _odd_lines(capture(tmp_path, "r.jsonl", "q2=fail", "q4=error").read_bytes())
     rows = [orjson.loads(x) for x in lines[:4]]
@@ -157,9 +157,11 @@ def test_summaries_of_a_line_decoded_for_them_alone_are_those_of_its_record(tmp_
         orjson.dumps({**rows[0], "trials": 3}),  # not a trials line (no counts), but the general way decides
     ]  # fmt: skip
     assert all(
-        _straight(line, 200) for line in lines[:4] + lines[-5:-1]
+        capture_summary(line, 200) for line in lines[:4] + lines[-5:-1]
     )  # what waza writes (and other keys, a key twice) takes the short way
-    assert _straight(lines[-1], 200) is None and _straight(lines[6], 200) is None  # "trials" and "unknown" keys do not
+    assert (
+        capture_summary(lines[-1], 200) is None and capture_summary(lines[6], 200) is None
+    )  # "trials" and "unknown" keys do not
     for width in (200, 5, 0):
         for number, line in enumerate(lines, start=1):
             general = line_summaries("r.jsonl", number, line, None, width)

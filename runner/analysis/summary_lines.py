@@ -15,6 +15,7 @@ which also word its error; both ways give the same summaries.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
@@ -24,9 +25,9 @@ from waza.protocol.analysis_records import ResultSummary, RunKind
 from waza.protocol.jsonl import has_long_digits
 from waza.protocol.records import CaptureResult, Grade, ResultStatus, TrajectoryStep
 from waza.runner.analysis.runs import read_result
-from waza.runner.analysis.summaries import summaries, summary
+from waza.runner.analysis.summaries import summaries, summary, summary_markdown
 
-__all__ = ["line_summaries"]
+__all__ = ["capture_summary", "line_summaries", "write_summaries"]
 
 
 def _lean(
@@ -40,8 +41,8 @@ def _lean(
         names[f.name] = f.encode_name
         if f.name in changed:
             fields.append((f.name, *changed.pop(f.name)))
-        elif f.default_factory is not msgspec.NODEFAULT:
-            fields.append((f.name, f.type, msgspec.field(default_factory=f.default_factory)))
+        elif f.default_factory is not msgspec.NODEFAULT:  # made once: a lean struct is only read
+            fields.append((f.name, f.type, f.default_factory()))
         elif f.default is not msgspec.NODEFAULT:
             fields.append((f.name, f.type, f.default))
         else:
@@ -53,12 +54,19 @@ def _lean(
     return msgspec.defstruct(name, fields, kw_only=True, rename=names, forbid_unknown_fields=strict, gc=False)
 
 
+class _Object(msgspec.Struct, frozen=True, gc=False):
+    """Any JSON object, its values skipped (their syntax checked): what ``dict[str, Any]`` accepts
+    (JSON keys are strings), without building the dict."""
+
+
+_NO_OBJECT = _Object()
+
 _Step = _lean(
     TrajectoryStep,
     "_Step",
     {"output": (Raw, Raw(b"null")), "tool_content": (list[Raw] | None, None), "locations": (list[Raw] | None, None)},
 )
-_Grade = _lean(Grade, "_Grade", {"outcome": (dict[str, Raw], {}), "details": (dict[str, Raw], {})})
+_Grade = _lean(Grade, "_Grade", {"outcome": (_Object, _NO_OBJECT), "details": (_Object, _NO_OBJECT)})
 #: Unknown top-level keys are skipped: CaptureResult keeps them aside, and a summary does not show them.
 #: ``status`` unset (acp-harness's shape), ``unknown`` or ``trials`` set: the general way decides.
 _Capture = _lean(
@@ -67,8 +75,8 @@ _Capture = _lean(
     {
         "trajectory": (list[_Step], []),  # type: ignore[valid-type]
         "grades": (list[_Grade], []),  # type: ignore[valid-type]
-        "metadata": (dict[str, Raw], {}),
-        "outcome": (dict[str, Raw], {}),
+        "metadata": (_Object, _NO_OBJECT),
+        "outcome": (_Object, _NO_OBJECT),
         "status": (ResultStatus | UnsetType, UNSET),
         "unknown": (Raw | UnsetType, UNSET),
         "trials": (Raw | UnsetType, UNSET),
@@ -83,14 +91,15 @@ def line_summaries(
 ) -> tuple[RunKind, list[ResultSummary]]:
     """The file's kind and the summaries of one line (``kind``: the file's, None for its first line);
     a bad line is :func:`.runs.read_result`'s JsonlError."""
-    if kind == "capture" and (straight := _straight(line, width)) is not None:
-        return kind, straight
+    if kind == "capture" and (straight := capture_summary(line, width)) is not None:
+        return kind, [straight]
     found, result = read_result(source, number, line, kind)
     return found, summaries(result, width)
 
 
-def _straight(line: bytes, width: int) -> list[ResultSummary] | None:
-    """The summary of a capture line decoded into :data:`_Capture`; None when the general way must decide."""
+def capture_summary(line: bytes, width: int) -> ResultSummary | None:
+    """The summary of a line of a capture file (not its first line), decoded into :data:`_Capture`;
+    None when the general way (:func:`line_summaries`) must decide."""
     if has_long_digits(line):  # msgspec would take such an integer; read_result refuses it
         return None
     try:
@@ -100,21 +109,58 @@ def _straight(line: bytes, width: int) -> list[ResultSummary] | None:
     if c.status is UNSET or c.unknown is not UNSET or c.trials is not UNSET:
         return None
     score, timing = c.score, c.timing
-    return [
-        summary(
-            c.id,
-            c.trial,
-            c.status,
-            score.passed if score else None,
-            score.score if score else None,
-            c.output,
-            timing.total if timing else None,
-            timing.first_response if timing else None,
-            c.input,
-            c.trajectory,
-            c.grades,
-            c.errors,
-            c.usage,
-            width,
-        )
-    ]
+    return summary(
+        c.id,
+        c.trial,
+        c.status,
+        score.passed if score else None,
+        score.score if score else None,
+        c.output,
+        timing.total if timing else None,
+        timing.first_response if timing else None,
+        c.input,
+        c.trajectory,
+        c.grades,
+        c.errors,
+        c.usage,
+        width,
+    )
+
+
+_encode_into = msgspec.json.Encoder().encode_into  # a ResultSummary's JSON is its to_json()
+
+
+def write_summaries(
+    lines: Iterable[tuple[int, bytes]],
+    source: str,
+    kind: RunKind | None,
+    width: int,
+    markdown: bool,
+    pending: bytearray,
+    spill: Callable[[], None] | None = None,
+) -> tuple[RunKind | None, int]:
+    """Append the summaries of ``lines`` (numbered lines of ``source``, a file of ``kind``; None: not known
+    yet) to ``pending``, as JSON lines or Markdown; ``spill`` is called whenever ``pending`` holds a piece
+    worth writing. The file's kind and the number of lines read; a bad line is a JsonlError."""
+    count = 0
+    for number, line in lines:
+        count += 1
+        # Every capture line after the first: the short way, tried first.
+        if kind == "capture" and not markdown and (one := capture_summary(line, width)) is not None:
+            _encode_into(one, pending, -1)
+            pending += b"\n"
+        else:
+            kind, made = line_summaries(source, number, line, kind, width)
+            for each in made:
+                if markdown:
+                    pending += summary_markdown(each).encode()
+                else:
+                    _encode_into(each, pending, -1)
+                    pending += b"\n"
+        if spill is not None and len(pending) >= PIECE:
+            spill()
+    return kind, count
+
+
+#: Bytes of summaries gathered before they are written.
+PIECE = 1 << 16
