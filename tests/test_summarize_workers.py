@@ -156,3 +156,20 @@ def test_a_worker_that_dies_ends_the_run_with_an_error(tmp_path):
         summarize_with_workers(str(path), 2, 200, False, write, 300)
     assert one_process(path)[0].startswith(bytes(written))
     assert multiprocessing.active_children() == []
+
+
+def test_a_worker_that_finds_another_file_at_the_path_reads_nothing_of_it(tmp_path):
+    # The command opened one file and a worker opens the path again: when the path names another file by
+    # then (replaced meanwhile), the worker ends with its own exit code before reading it, and the run ends
+    # with an error saying so instead of summarizing two files' lines as one.
+    import multiprocessing
+
+    from waza.runner.analysis import summary_workers
+
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b"")
+    orders, _ = multiprocessing.Pipe(duplex=False)
+    _, send = multiprocessing.Pipe(duplex=False)
+    with pytest.raises(SystemExit) as ended:
+        summary_workers._work(str(path), (-1, -1), "r.jsonl", "capture", 200, False, 0, 0, 1, orders, send)
+    assert ended.value.code == summary_workers._CHANGED

@@ -145,12 +145,17 @@ def write_summaries(
     count = 0
     for number, line in lines:
         count += 1
-        # Every capture line after the first: the short way, tried first.
-        if kind == "capture" and not markdown and (one := capture_summary(line, width)) is not None:
+        # Every capture line after the first: the short way, tried first (and only once).
+        one = capture_summary(line, width) if kind == "capture" else None
+        if one is not None and not markdown:
             _encode_into(one, pending, -1)
             pending += b"\n"
         else:
-            kind, made = line_summaries(source, number, line, kind, width)
+            if one is None:
+                kind, result = read_result(source, number, line, kind)
+                made = summaries(result, width)
+            else:
+                made = [one]
             for each in made:
                 if markdown:
                     pending += summary_markdown(each).encode()

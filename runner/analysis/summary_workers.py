@@ -88,7 +88,7 @@ def summarize_with_workers(
                 receive, send = context.Pipe(duplex=False)
                 orders, order = context.Pipe(duplex=False)
                 _widen(send)
-                args = (path, source, kind, width, markdown, start, size, chunk, orders, send)
+                args = (path, _identity(os.fstat(fd)), source, kind, width, markdown, start, size, chunk, orders, send)
                 process = context.Process(target=_work, args=args, name=f"waza-summarize-{k}", daemon=True)
                 process.start()
                 send.close()
@@ -142,9 +142,19 @@ Chunk = tuple[int, int, JsonlError | None, bytes | bytearray]
 
 
 def _ended(source: str, process: BaseProcess) -> WazaError:
-    """The error for a worker that ended before it was told to (killed, or out of memory)."""
+    """The error for a worker that ended before it was told to (killed, out of memory, or it found another file)."""
     process.join()
+    if process.exitcode == _CHANGED:
+        return WazaError(f"{source}: the file was replaced while it was read (a summarize worker found another file)")
     return WazaError(f"{source}: a summarize worker ended early (exit code {process.exitcode})")
+
+
+#: A worker's exit code when ``path`` no longer names the file this process opened.
+_CHANGED = 3
+
+
+def _identity(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
 
 
 class _Worker(msgspec.Struct):
@@ -235,6 +245,7 @@ def _widen(pipe: Connection) -> None:
 
 def _work(
     path: str,
+    identity: tuple[int, int],
     source: str,
     kind: RunKind,
     width: int,
@@ -247,9 +258,14 @@ def _work(
 ) -> None:
     """Summarize the chunks of ``chunk`` bytes of ``path`` (from ``start`` to ``size``) whose numbers come
     through ``orders`` until None comes, and send each: (its number, where it starts, its non-blank lines,
-    the JsonlError that stopped it or None), then its summaries as bytes (not pickled: no copy more)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command answers an interrupt, and ends its workers
+    the JsonlError that stopped it or None), then its summaries as bytes (not pickled: no copy more).
+    ``path`` is opened again here: a file that is not the command's (``identity``: device and inode) ends
+    the worker with :data:`_CHANGED` before anything of it is read."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    if _identity(os.fstat(fd)) != identity:
+        os.close(fd)
+        sys.exit(_CHANGED)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command answers an interrupt, and ends its workers
     try:
         while (i := orders.recv()) is not None:
             at, read, error, output = _summarize_chunk(fd, start, size, chunk, i, source, kind, width, markdown)

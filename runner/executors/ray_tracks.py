@@ -56,12 +56,11 @@ _NAMED = re.compile(r"([0-9a-f]+)-([0-9]+)-.*")
 
 
 class Track(msgspec.Struct, frozen=True):
-    """Where one task ran, and the workspace it made in its node's temporary directory."""
+    """Where one task ran: its node, the node's host name and its worker's pid."""
 
     node_id: str
     host: str
     pid: int
-    made: str = ""
 
 
 class Mark(msgspec.Struct, frozen=True):
@@ -153,7 +152,7 @@ def _sweep(run: str, keys: list[int]) -> dict[int, Track]:
                 continue
             link = private / _WORKSPACE
             made = os.readlink(link) if link.is_symlink() else ""
-            found[key] = track = Track(named[1], host, int(named[2]), made)
+            found[key] = track = Track(named[1], host, int(named[2]))
             if track.pid not in swept:  # first what its agents left running: then nothing writes to the workspace
                 swept.add(track.pid)
                 kill_orphans(track.pid, grace=_DYING)
