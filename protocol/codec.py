@@ -54,6 +54,18 @@ def always(value: T) -> T:
     return msgspec.field(default_factory=lambda: value)
 
 
+def _decode(data: bytes | str) -> Any:
+    """Any JSON value; msgspec reports a string that is not UTF-8 as UnicodeDecodeError, made a DecodeError here."""
+    try:
+        return msgspec.json.decode(data)
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(exc) from None
+
+
+def _not_utf8(exc: UnicodeDecodeError) -> msgspec.DecodeError:
+    return msgspec.DecodeError(f"invalid UTF-8 at byte {exc.start + 1} of a string")
+
+
 class Record(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True):
     """Base of every record: ``from_json``/``from_dict`` validate, ``to_json``/``to_dict`` encode.
 
@@ -68,16 +80,18 @@ class Record(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields
     def from_json(cls, data: bytes | str) -> Self:
         """The record encoded in ``data`` (one JSON object); RecordError names a bad field.
 
-        Malformed JSON raises ``msgspec.DecodeError``.
+        Malformed JSON, invalid UTF-8 included, raises ``msgspec.DecodeError``.
         """
         try:
             obj = msgspec.json.decode(data, type=cls)
         except msgspec.ValidationError as exc:
             if not _loose(cls):
                 raise _record_error(exc) from None
-            return cls.from_dict(msgspec.json.decode(data))
+            return cls.from_dict(_decode(data))
+        except UnicodeDecodeError as exc:
+            raise _not_utf8(exc) from None
         if _loose(cls) and getattr(obj, "unknown", None):  # the input had a key named "unknown": not ours
-            return cls.from_dict(msgspec.json.decode(data))
+            return cls.from_dict(_decode(data))
         return obj
 
     @classmethod

@@ -24,6 +24,8 @@ PREVIOUS = b'{"id": "kept", "note": "results of an earlier run"}\n'
         (b'{"id": "a", "input": "x", "timeout": "soon"}\n', ":1: field 'timeout': must be number or null"),
         (b'{"id": "a", "input": "x", "metadata": []}\n', ":1: field 'metadata': must be an object"),
         (b'["not", "an", "object"]\n', ":1: must be an object"),
+        (b'{"id": "a", "input": "x"}\n{"id": "b", "input": "\x80"}\n', ":2: invalid JSON (str is not valid UTF-8"),
+        (b'"\x80"\n', ":1: invalid JSON (str is not valid UTF-8"),
         (b"", "holds no prompts"),
     ],
 )
@@ -125,3 +127,15 @@ def test_a_twenty_megabyte_line_is_read_whole(tmp_path):
     assert proc.returncode == 0, proc.stderr[-300:]
     rows = {r["id"]: r for r in read_jsonl(proc.stdout)}
     assert rows["big"]["output"] == "echo: " + big
+
+
+@pytest.mark.parametrize("command", [["summarize"], ["report"], ["grade", "--grader", "builtin:hint"]])
+def test_a_results_line_that_is_not_utf8_is_named(tmp_path, command):
+    # The fast paths that read results decode straight from bytes; a string that is not UTF-8 must
+    # reach the same one-line error as any other malformed line, not a traceback.
+    results = tmp_path / "results.jsonl"
+    good = b'{"id": "a", "input": "x", "output": "ok", "status": "passed"}\n'
+    results.write_bytes(good + b'{"id": "b", "input": "\x80", "output": "ok", "status": "passed"}\n')
+    proc = run_waza(*command, results)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.decode().strip() == f"waza: {results}:2: invalid JSON (str is not valid UTF-8: surrogates not allowed at column 1)"

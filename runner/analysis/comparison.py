@@ -121,7 +121,7 @@ def _capture_line(line: bytes) -> _CaptureLine | None:
     """The three fields of a capture line, or None when the line must go the general way."""
     try:
         read = _CAPTURE_LINE.decode(line)
-    except msgspec.MsgspecError:
+    except (msgspec.MsgspecError, UnicodeDecodeError):  # the general way words the error
         return None
     return None if read.status is msgspec.UNSET else read
 

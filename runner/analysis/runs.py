@@ -124,7 +124,7 @@ def _as_written(line: bytes, kind: RunKind) -> Result | None:
         if keys.status is msgspec.UNSET or keys.unknown is not msgspec.UNSET:
             return None
         capture: CaptureResult = _CAPTURE.decode(line)
-    except msgspec.MsgspecError:
+    except (msgspec.MsgspecError, UnicodeDecodeError):  # the general way words the error
         return None
     return capture
 
