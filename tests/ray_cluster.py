@@ -52,8 +52,11 @@ class Node:
         self.ports = ports
 
     def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        if (
+            self.proc.returncode is None
+        ):  # not reaped yet, so the group's id is still its own (a second kill must not hit a reuse)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=30)
         # Workers that left the group (Ray puts some in sessions of their own) still carry the temp dir in argv.

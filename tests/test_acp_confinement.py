@@ -204,5 +204,5 @@ def test_what_an_acp_agent_started_in_a_session_of_its_own_dies_with_the_agent(t
     pids = tmp_path / "pids"
     results = waza.capture([{"id": "o", "input": f"orphan {pids}"}], waza.AcpAgent(command=tuple(AGENT)))
     assert results[0].status != "error", results[0].errors
-    agent, sleeper = map(int, pids.read_text().split())
+    agent, sleeper = (int(entry.partition("@")[0]) for entry in pids.read_text().split())
     assert ends(agent) and ends(sleeper)

@@ -138,4 +138,7 @@ def test_a_results_line_that_is_not_utf8_is_named(tmp_path, command):
     results.write_bytes(good + b'{"id": "b", "input": "\x80", "output": "ok", "status": "passed"}\n')
     proc = run_waza(*command, results)
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.decode().strip() == f"waza: {results}:2: invalid JSON (str is not valid UTF-8: surrogates not allowed at column 1)"
+    assert (
+        proc.stderr.decode().strip()
+        == f"waza: {results}:2: invalid JSON (str is not valid UTF-8: surrogates not allowed at column 1)"
+    )

@@ -2,14 +2,16 @@
 
 A turn's processes carry ``WAZA_PROCESS_TAG``, whose value starts with the id of the process that made
 it; when that process was killed under its turns (a Ray worker), nothing of its own cleans up, and
-``kill_orphans`` finds them by that prefix. Here the "owner" is a real process that is dead (reaped, or
-a zombie not yet reaped) or alive, and the tagged processes are real sleepers in sessions of their own.
+``kill_orphans`` finds them by that prefix. Here the "owner" is a dead process (an id no process holds,
+or a zombie not yet reaped) or a live one, and the tagged processes are real sleepers in sessions of their own.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -43,10 +45,14 @@ def tagged(started: list[subprocess.Popen[bytes]], tag: str) -> subprocess.Popen
 
 
 def dead_pid() -> int:
-    """The id of a process that has exited and been reaped."""
-    proc = subprocess.Popen(["true"])
-    proc.wait()
-    return proc.pid
+    """The id of an owner that is dead and whose id no process can hold: above the kernel's largest
+    (``PID_MAX_LIMIT``, 2**22). A reaped process's real id would do as well, but the kernel gives ids
+    out again, and another test's ``kill_orphans`` for a dead Ray worker that once had the same id
+    would then rightly take these sleepers for that worker's orphans."""
+    return (1 << 22) + next(_UNUSED)
+
+
+_UNUSED = itertools.count(random.randrange(1 << 30))
 
 
 def killed(proc: subprocess.Popen[bytes]) -> bool:
@@ -102,7 +108,7 @@ def test_an_orphan_s_own_child_in_another_session_is_killed_too() -> None:
         started.append(proc)
         assert proc.stdout is not None
         grandchild = int(proc.stdout.readline())
-        assert kill_orphans(owner) == 2
+        assert kill_orphans(owner) == 2, f"child {state(proc.pid)!r}, grandchild {state(grandchild)!r}"
         assert killed(proc)
         assert ends(grandchild)  # init's (or a subreaper's) to reap
 

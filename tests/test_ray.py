@@ -66,19 +66,23 @@ def address(node_tmp):
 
 @pytest.fixture
 def orphans(tmp_path):
-    """The file the test agents list what they leave running in (``orphan``: the agent's pid and its
-    sleeper's); whatever of it still runs after the test (a test agent or its sleeper) is killed then."""
+    """The file the test agents list what they leave running in (``orphan``: the agent's and its
+    sleeper's ``PID@START``); whatever of it still runs after the test is killed then. The start time
+    says the id still names that process, not one the kernel gave the id to since (another test's)."""
     path = tmp_path / "orphans.log"
     yield path
-    for pid in listed(path):
-        with contextlib.suppress(OSError):
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            if cmdline.startswith(b"sleep\x00300") or b"/agents/" in cmdline:
+    for pid, start in entries(path):
+        with contextlib.suppress(OSError, IndexError):
+            if Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19] == start:
                 os.kill(pid, signal.SIGKILL)
 
 
+def entries(path: Path) -> list[tuple[int, str]]:
+    return [(int(pid), start) for pid, _, start in (e.partition("@") for e in path.read_text().split())] if path.exists() else []
+
+
 def listed(path: Path) -> list[int]:
-    return [int(pid) for pid in path.read_text().split()] if path.exists() else []
+    return [pid for pid, _ in entries(path)]
 
 
 def made_by_waza(directory: Path) -> set[str]:

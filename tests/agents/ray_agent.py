@@ -8,7 +8,7 @@
   {"kill_always": true}    SIGKILLs its parent every time
   {"killed": FILE}         appends the pid of the parent it kills (with kill_once or kill_always) to FILE
   {"orphan": FILE}         before it kills its parent (kill_once, kill_always), starts `sleep 300` in a
-                           session of its own and appends its own pid and the sleeper's to FILE; after,
+                           session of its own and appends "PID@START SLEEPERPID@START" to FILE; after,
                            it stays (300 s) instead of exiting: an agent hung, and what it started, left
                            running by a worker that died
   {"wait_for": FILE}       waits (at most 60 s) until FILE exists before answering
@@ -35,6 +35,13 @@ if spec.get("log"):
         f.write(f"{os.environ['WAZA_PROMPT_ID']} {os.environ.get('WAZA_TRIAL', '')}\n")
 
 
+def start_time(pid: int) -> str:
+    """A process's start time (/proc/PID/stat), written beside its id: whoever kills it later checks
+    the id still names this process, not one the kernel gave the id to since."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rpartition(")")[2].split()[19]
+
+
 def kill_worker() -> None:
     if spec.get("killed"):
         with open(spec["killed"], "a") as f:
@@ -42,7 +49,7 @@ def kill_worker() -> None:
     if spec.get("orphan"):
         sleeper = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
         with open(spec["orphan"], "a") as f:
-            f.write(f"{os.getpid()} {sleeper.pid}\n")
+            f.write(f"{os.getpid()}@{start_time(os.getpid())} {sleeper.pid}@{start_time(sleeper.pid)}\n")
     os.kill(os.getppid(), signal.SIGKILL)
     if spec.get("orphan"):
         time.sleep(300)

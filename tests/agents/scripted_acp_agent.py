@@ -19,7 +19,7 @@ so tests (and users trying waza) can drive every part of the protocol:
   flood KB            write KB kilobytes to stderr
   crash               exit 3 mid-prompt          malformed          print a non-JSON line
   killparent [FILE]   append "killed PPID" to FILE, then SIGKILL its parent (the process running waza's adapter: a Ray worker)
-  orphan FILE         start `sleep 300` in a session of its own, append "AGENTPID SLEEPERPID" to FILE
+  orphan FILE         start `sleep 300` in a session of its own, append "AGENTPID@START SLEEPERPID@START" to FILE
   hang                wait for session/cancel    hang-hard          never answer again
   stop REASON         answer with that stopReason
   symlink NAME TARGET create a symlink in the session cwd (the agent's own doing, not via ACP)
@@ -50,6 +50,13 @@ NAME = ARGS[ARGS.index("--name") + 1] if "--name" in ARGS else "scripted"
 REQUIRE_AUTH = "--require-auth" in ARGS
 STARTUP = float(ARGS[ARGS.index("--startup") + 1]) if "--startup" in ARGS else 0.0
 STARTS = ARGS[ARGS.index("--starts") + 1] if "--starts" in ARGS else None
+
+
+def start_time(pid: int) -> str:
+    """A process's start time (/proc/PID/stat), written beside its id: whoever kills it later checks
+    the id still names this process, not one the kernel gave the id to since."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rpartition(")")[2].split()[19]
 
 
 class Stop(Exception):
@@ -285,7 +292,7 @@ class Agent:
     def do_orphan(self, sid, session, verb, rest, result):
         sleeper = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
         with open(rest.strip(), "a") as f:
-            f.write(f"{os.getpid()} {sleeper.pid}\n")
+            f.write(f"{os.getpid()}@{start_time(os.getpid())} {sleeper.pid}@{start_time(sleeper.pid)}\n")
 
     def do_crash(self, sid, session, verb, rest, result):
         sys.stderr.write("scripted agent: crashing on purpose\n")
