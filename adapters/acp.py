@@ -303,8 +303,10 @@ class AcpAdapter(Adapter):
             returncode = child.returncode
         finally:
             agent.serving.cancel()  # the reader stops where it waits (it touches the child no more)
-            await child.aclose()
-            kill_tagged(agent.tag)
+            try:
+                await child.aclose()
+            finally:
+                kill_tagged(agent.tag)  # whatever the close raised
         log.debug("agent stopped", pid=child.pid, returncode=child.returncode)
         return returncode
 

@@ -205,4 +205,15 @@ def test_what_an_acp_agent_started_in_a_session_of_its_own_dies_with_the_agent(t
     results = waza.capture([{"id": "o", "input": f"orphan {pids}"}], waza.AcpAgent(command=tuple(AGENT)))
     assert results[0].status != "error", results[0].errors
     agent, sleeper = (int(entry.partition("@")[0]) for entry in pids.read_text().split())
-    assert ends(agent) and ends(sleeper)
+    assert ends(agent)
+    assert ends(sleeper), described(sleeper)
+
+
+def described(pid: int) -> str:
+    """What a process that should be dead is: its stat line and whether it carries a tag (for a failure's message)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()[:200]
+        tagged = b"WAZA_PROCESS_TAG=" in Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError as exc:
+        return f"{pid}: {exc}"
+    return f"{pid} still runs: {stat!r}, tagged {tagged}"
