@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import re
 import select
 import subprocess
 import sys
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from waza.protocol.jsonl import JsonlError
 from waza.protocol.schemas import errors
+from waza.runner.analysis.summary_lines import line_summaries
 
 from .analysis_runs import capture, trials
 from .conftest import read_jsonl, run_waza
@@ -179,6 +183,8 @@ def test_summaries_of_a_line_decoded_for_them_alone_are_those_of_its_record(tmp_
         b'{"id": "a", "input": "x", "output": "", "status": "passed", "metadata": {"n": 100000000000000000000}}',
         b'{"id": "a", "input": "x", "output": "", "status": "passed", "trajectory": [{"type": "tool_call", "timestamp": 1, "output": 100000000000000000000}]}',
         b'{"id": "a", "input": "x", "output": "", "status": "passed"',
+        b'{"id": "a", "input": "x", "output": "", "status": "passed", "metadata": {"k": "\xff"}}',  # skipped, still UTF-8
+        b'{"id": "a", "input": "x", "output": "", "status": "passed", "extra\xff": 1}',
     ]:
         with pytest.raises(JsonlError) as straight:
             line_summaries("f.jsonl", 7, bad, "capture", 200)
@@ -210,3 +216,39 @@ def test_the_lean_structs_have_the_records_fields():
             lean.__struct_config__.forbid_unknown_fields == record.__struct_config__.forbid_unknown_fields
             or lean is summary_lines._Capture
         )
+
+
+@pytest.fixture(scope="module")
+def written_line(tmp_path_factory) -> bytes:
+    """The longest line of a real capture file (trajectory, metadata, grades)."""
+    return max(capture(tmp_path_factory.mktemp("seed"), "c.jsonl").read_bytes().splitlines(), key=len)
+
+
+def _outcome(read) -> tuple[str, object]:
+    try:
+        kind, found = read()
+    except JsonlError as exc:
+        return "error", str(exc)
+    return kind, [s.to_json() for s in found]
+
+
+#: What a damaged or hand-edited line may hold in place of a few bytes.
+DAMAGE = [b'"\x80"', b"\xff", b'"\\ud800"', b"1e999", b"123456789012345678901234567890", b"NaN", b"null", b"[]", b"{}",
+          b'"', b"\x00", b"-0", b'"unknown":1,', b'"trials":[],', b'"status":"x",', b'"id":"z",', b'"x":"\xe2\x82",']  # fmt: skip
+
+
+@settings(max_examples=1000, deadline=None)
+@given(data=st.data())
+def test_a_damaged_capture_line_gets_the_same_summary_or_error_straight_or_the_general_way(written_line, data):
+    """The short decode of summarize skips what a summary does not show; whatever a line holds, it must give
+    what the general way gives: the same summary, or the same error naming the line. The damage lands at
+    the start of a value, each field of the line as likely as any other (at random bytes most would hit
+    the trajectory, whose fields both ways read)."""
+    values = [m.end() for m in re.finditer(rb'":', written_line)]
+    line = bytearray(written_line)
+    for _ in range(data.draw(st.integers(1, 3))):
+        start = data.draw(st.sampled_from(values)) + data.draw(st.integers(0, 6))
+        line[start : start + data.draw(st.integers(0, 8))] = data.draw(st.sampled_from(DAMAGE))
+    straight = _outcome(lambda: line_summaries("f.jsonl", 2, bytes(line), "capture", 80))
+    general = _outcome(lambda: line_summaries("f.jsonl", 2, bytes(line), None, 80))
+    assert straight == general or (general[0] == "trials" and straight[0] == "error"), (bytes(line), straight, general)

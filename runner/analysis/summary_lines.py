@@ -102,6 +102,8 @@ def capture_summary(line: bytes, width: int) -> ResultSummary | None:
     None when the general way (:func:`line_summaries`) must decide."""
     if has_long_digits(line):  # msgspec would take such an integer; read_result refuses it
         return None
+    if not line.isascii() and not _utf8(line):  # what the decode skips (metadata, details) it does not check
+        return None
     try:
         c: Any = _decode(line)
     except (msgspec.MsgspecError, UnicodeDecodeError):  # the general way words the error
@@ -125,6 +127,14 @@ def capture_summary(line: bytes, width: int) -> ResultSummary | None:
         c.usage,
         width,
     )
+
+
+def _utf8(line: bytes) -> bool:
+    try:
+        line.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 _encode_into = msgspec.json.Encoder().encode_into  # a ResultSummary's JSON is its to_json()
