@@ -106,7 +106,7 @@ def capture_summary(line: bytes, width: int) -> ResultSummary | None:
         return None
     try:
         c: Any = _decode(line)
-    except (msgspec.MsgspecError, UnicodeDecodeError):  # the general way words the error
+    except msgspec.MsgspecError:
         return None
     if c.status is UNSET or c.unknown is not UNSET or c.trials is not UNSET:
         return None
