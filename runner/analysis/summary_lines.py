@@ -157,21 +157,17 @@ def write_summaries(
         count += 1
         # Every capture line after the first: the short way, tried first (and only once).
         one = capture_summary(line, width) if kind == "capture" else None
-        if one is not None and not markdown:
-            _encode_into(one, pending, -1)
-            pending += b"\n"
+        if one is None:
+            kind, result = read_result(source, number, line, kind)
+            made = summaries(result, width)
         else:
-            if one is None:
-                kind, result = read_result(source, number, line, kind)
-                made = summaries(result, width)
+            made = [one]
+        for each in made:
+            if markdown:
+                pending += summary_markdown(each).encode()
             else:
-                made = [one]
-            for each in made:
-                if markdown:
-                    pending += summary_markdown(each).encode()
-                else:
-                    _encode_into(each, pending, -1)
-                    pending += b"\n"
+                _encode_into(each, pending, -1)
+                pending += b"\n"
         if spill is not None and len(pending) >= PIECE:
             spill()
     return kind, count
