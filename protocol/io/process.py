@@ -99,9 +99,40 @@ def _last_pid() -> int | None:
         return None
 
 
+def started_at(pid: int) -> int | None:
+    """When process ``pid`` started, in clock ticks since boot (the 22nd field of /proc/PID/stat), None
+    where that cannot be read. With its id it names one process for good: the kernel gives ids out
+    again, never twice within one tick."""
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            stat = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+        return int(stat.rpartition(b")")[2].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+#: This process's id and start time, read once per process (a forked child reads its own).
+_me: tuple[int, int] | None = None
+
+
+def identity() -> tuple[int, int]:
+    """This process's id and start time (:func:`started_at`; 0 where /proc cannot say): what names it
+    as the maker of a tag (:func:`new_tag`) and of a Ray task's track."""
+    global _me
+    pid = os.getpid()
+    if _me is None or _me[0] != pid:
+        _me = (pid, started_at(pid) or 0)
+    return _me
+
+
 def new_tag() -> ProcessTag:
-    """A fresh tag for one turn's processes (see :class:`ProcessTag`)."""
-    return ProcessTag(f"{os.getpid()}-{time.monotonic_ns()}-{os.urandom(4).hex()}", _last_pid())
+    """A fresh tag for one turn's processes (see :class:`ProcessTag`); its value starts with its maker's
+    id and start time (``PID.START-``), which :func:`kill_orphans` looks for."""
+    pid, started = identity()
+    return ProcessTag(f"{pid}.{started}-{time.monotonic_ns()}-{os.urandom(4).hex()}", _last_pid())
 
 
 #: Process ids probed one by one after a turn; more than that, and the live ones are listed instead.
@@ -171,34 +202,36 @@ def kill_tagged(tag: ProcessTag) -> int:
 _ORPHAN_ROUNDS = 3
 
 
-def kill_orphans(owner: int, grace: float = 0.0) -> int:
-    """SIGKILL every process of this user carrying a tag that process ``owner`` made (:func:`new_tag`: a
-    tag's value starts with its maker's id), now that ``owner`` is dead; how many. For what the turns of a
-    process killed under them (a Ray worker) left running: its own :func:`kill_tagged` never ran.
+def kill_orphans(owner: int, started: int, grace: float = 0.0) -> int:
+    """SIGKILL every process of this user carrying a tag that process ``owner``, started at ``started``
+    (:func:`started_at`), made (:func:`new_tag`: a tag's value starts with ``PID.START-``), now that it is
+    dead; how many. For what the turns of a process killed under them (a Ray worker) left running: its
+    own :func:`kill_tagged` never ran.
 
-    Nothing is killed while a process with id ``owner`` lives (a zombie is dead: its id is not yet
-    free), after waiting up to ``grace`` seconds for it to die (one being killed): the kernel may have
-    given the id to a new process, whose own turns carry tags that start the same way, and then what
-    the dead one left keeps running. The environments are read before that check, so every tag found
-    was made while its maker had the id; with no process holding it now, that maker is dead too,
-    whichever it was. Every process on the machine is looked at (no bound as in :class:`ProcessTag`:
-    this is a failure path), and each one found is signalled through a pidfd opened before its
-    environment is read again, so a process that took a found one's id is never hit. Linux (/proc)
-    only: elsewhere nothing is found.
+    While that process still lives (a zombie is dead), nothing is killed, after waiting up to ``grace``
+    seconds for it to die (one being killed): its turns may be running. A process that was given its id
+    since has another start time, so it is not waited for, and the tags of its own turns do not match.
+    Every process on the machine is looked at (no bound as in :class:`ProcessTag`: this is a failure
+    path), and each one found is signalled through a pidfd opened before its environment is read again,
+    so a process that took a found one's id is never hit. Linux (/proc) only: elsewhere nothing is found.
     """
-    needle = b"\0" + f"{TAG_VAR}={owner}-".encode()
+    needle = b"\0" + f"{TAG_VAR}={owner}.{started}-".encode()
     me = os.getpid()
     killed: set[int] = set()
     deadline = time.monotonic() + grace
+
+    def living() -> bool:
+        return _alive(owner) and started_at(owner) == started
+
     for _ in range(_ORPHAN_ROUNDS):
         try:
-            found = [pid for name in os.listdir("/proc") if name.isdigit() and (pid := int(name)) not in (me, owner)]
+            found = [pid for name in os.listdir("/proc") if name.isdigit() and (pid := int(name)) != me]
         except OSError:
             break
         found = [pid for pid in found if _carries(pid, needle)]
-        while found and _alive(owner) and time.monotonic() < deadline:
+        while found and living() and time.monotonic() < deadline:
             time.sleep(0.05)
-        if not found or _alive(owner):
+        if not found or living():
             break
         for pid in found:
             handle = _pidfd(pid)

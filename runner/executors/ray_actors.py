@@ -38,6 +38,7 @@ import anyio.from_thread
 import msgspec
 
 from waza.protocol.errors import ConfigError, WazaError
+from waza.protocol.io.process import identity
 from waza.protocol.records import CaptureResult
 from waza.runner.engine.pipeline import Settings, Sink, WorkItem, entered, open_adapter, run_item
 from waza.runner.engine.run_setup import build_graders, run_settings, workspaces_of
@@ -98,7 +99,7 @@ class Slot:
                 adapter = self._open(job)
             except WazaError as exc:  # the agent or a grader cannot start on this node: this record's error
                 return located(node_failure(job, self.host, self.node_id, exc), self.node_id, self.host), Collected()
-            with tempfile.TemporaryDirectory(prefix=mark.private(self.node_id, os.getpid())) as private:
+            with tempfile.TemporaryDirectory(prefix=mark.private(self.node_id, identity())) as private:
                 teller = Teller(job.workspace)
                 teller.started(Path(private))
                 result = self.portal.call(self._item, adapter, job, telling(teller.workspace, seeded(seed)))

@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import os
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -42,6 +41,7 @@ import msgspec
 
 from waza import __version__
 from waza.protocol.errors import ConfigError
+from waza.protocol.io.process import identity
 from waza.protocol.records import CaptureResult
 from waza.runner.engine.pipeline import Settings, Sink, WorkItem, failed_result
 from waza.runner.engine.specs import AgentSpec, GraderSpecT, Timeouts
@@ -302,7 +302,7 @@ def _on_node(job: Job, seed: bytes | None, mark: Mark) -> tuple[CaptureResult, C
     def run(agent: AgentSpec, graders: tuple[GraderSpecT, ...]) -> CaptureResult:
         return run_job(msgspec.structs.replace(job, agent=agent, graders=graders), seed, node_id=node_id, made=teller.workspace)
 
-    return run_collecting(run, job.agent, job.graders, prefix=mark.private(node_id, os.getpid()), made=teller.started)
+    return run_collecting(run, job.agent, job.graders, prefix=mark.private(node_id, identity()), made=teller.started)
 
 
 def _label(result: CaptureResult) -> str:

@@ -9,7 +9,7 @@ temporary directory.
 
 So each task leaves a track on its own node, where nothing can lose it: the private directory it
 makes first of all in the node's temporary directory is named after the run, the task, the node id
-and the worker's pid (``waza-task-RUN-KEY-NODE-PID-...``, :class:`Mark`), and when its workspace is a
+and the worker's pid and start time (``waza-task-RUN-KEY-NODE-PID.START-...``, :class:`Mark`), and when its workspace is a
 fresh one the task removes itself, a link to it is put there before the agent starts. Both are
 made before anything can kill the worker, and cost the task nothing it did not do before but one
 symlink. When the driver gets ``WorkerCrashedError`` or Ray's ``OutOfMemoryError`` for a task, it
@@ -51,16 +51,18 @@ LOOKUP_WAIT = 10.0
 _DYING = 3.0
 #: The link in a task's private directory to its fresh workspace.
 _WORKSPACE = "workspace"
-#: The rest of a private directory's name after the task's prefix: node id, worker pid, tempfile's suffix.
-_NAMED = re.compile(r"([0-9a-f]+)-([0-9]+)-.*")
+#: The rest of a private directory's name after the task's prefix: node id, worker pid and start time, tempfile's suffix.
+_NAMED = re.compile(r"([0-9a-f]+)-([0-9]+)\.([0-9]+)-.*")
 
 
 class Track(msgspec.Struct, frozen=True):
-    """Where one task ran: its node, the node's host name and its worker's pid."""
+    """Where one task ran: its node, the node's host name and its worker's pid and start time
+    (:func:`~waza.protocol.io.process.started_at`)."""
 
     node_id: str
     host: str
     pid: int
+    started: int
 
 
 class Mark(msgspec.Struct, frozen=True):
@@ -74,9 +76,11 @@ class Mark(msgspec.Struct, frozen=True):
         """The start of the name of every private directory this task may have made."""
         return f"waza-task-{self.run}-{self.key}-"
 
-    def private(self, node_id: str, pid: int) -> str:
-        """The start of the name of the task's private directory, on ``node_id`` in worker ``pid``."""
-        return f"{self.prefix}{node_id}-{pid}-"
+    def private(self, node_id: str, worker: tuple[int, int]) -> str:
+        """The start of the name of the task's private directory, on ``node_id`` in the worker whose id
+        and start time are ``worker`` (:func:`~waza.protocol.io.process.identity`)."""
+        pid, started = worker
+        return f"{self.prefix}{node_id}-{pid}.{started}-"
 
 
 class Teller:
@@ -143,7 +147,7 @@ def _sweep(run: str, keys: list[int]) -> dict[int, Track]:
     tmp = Path(tempfile.gettempdir()).resolve()
     host = socket.gethostname()
     found = {}
-    swept: set[int] = set()
+    swept: set[tuple[int, int]] = set()
     for key in keys:
         prefix = Mark(run, key).prefix
         for private in tmp.glob(f"{prefix}*"):
@@ -152,10 +156,10 @@ def _sweep(run: str, keys: list[int]) -> dict[int, Track]:
                 continue
             link = private / _WORKSPACE
             made = os.readlink(link) if link.is_symlink() else ""
-            found[key] = track = Track(named[1], host, int(named[2]))
-            if track.pid not in swept:  # first what its agents left running: then nothing writes to the workspace
-                swept.add(track.pid)
-                kill_orphans(track.pid, grace=_DYING)
+            found[key] = track = Track(named[1], host, int(named[2]), int(named[3]))
+            if (track.pid, track.started) not in swept:  # first what its agents left running: then nothing writes to the workspace
+                swept.add((track.pid, track.started))
+                kill_orphans(track.pid, track.started, grace=_DYING)
             _remove(tmp, made)
             shutil.rmtree(private, ignore_errors=True)
     return found
