@@ -157,7 +157,10 @@ def _sweep(run: str, keys: list[int]) -> dict[int, Track]:
             link = private / _WORKSPACE
             made = os.readlink(link) if link.is_symlink() else ""
             found[key] = track = Track(named[1], host, int(named[2]), int(named[3]))
-            if (track.pid, track.started) not in swept:  # first what its agents left running: then nothing writes to the workspace
+            if (
+                track.pid,
+                track.started,
+            ) not in swept:  # first what its agents left running: then nothing writes to the workspace
                 swept.add((track.pid, track.started))
                 kill_orphans(track.pid, track.started, grace=_DYING)
             _remove(tmp, made)
