@@ -204,9 +204,9 @@ def test_what_an_acp_agent_started_in_a_session_of_its_own_dies_with_the_agent(t
     pids = tmp_path / "pids"
     results = waza.capture([{"id": "o", "input": f"orphan {pids}"}], waza.AcpAgent(command=tuple(AGENT)))
     assert results[0].status != "error", results[0].errors
-    agent, sleeper = (int(entry.partition("@")[0]) for entry in pids.read_text().split())
-    assert ends(agent)
-    assert ends(sleeper), described(sleeper)
+    (agent, agent_start), (sleeper, sleeper_start) = (map(int, entry.split("@")) for entry in pids.read_text().split())
+    assert ends(agent, started=agent_start), described(agent)
+    assert ends(sleeper, started=sleeper_start), described(sleeper)
 
 
 def described(pid: int) -> str:

@@ -132,19 +132,22 @@ def test_an_orphan_s_own_child_in_another_session_is_killed_too() -> None:
         assert ends(grandchild)  # init's (or a subreaper's) to reap
 
 
-def state(pid: int) -> bytes:
-    """A process's state letter in /proc/PID/stat; b"X" (dead) when it is gone."""
+def state(pid: int, started: int | None = None) -> bytes:
+    """A process's state letter in /proc/PID/stat; b"X" (dead) when it is gone, or when ``started`` is
+    given and the id now names a process that started at another time (the kernel gave the id out again)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rpartition(b")")[2].split()[0]
+            fields = stat.read().rpartition(b")")[2].split()
     except OSError:
         return b"X"
+    return b"X" if started is not None and int(fields[19]) != started else fields[0]
 
 
-def ends(pid: int, limit: float = 30) -> bool:
-    """Whether ``pid`` is dead (gone, or a zombie) within ``limit`` seconds."""
+def ends(pid: int, limit: float = 30, started: int | None = None) -> bool:
+    """Whether ``pid`` (the process that started at ``started``, when given) is dead (gone, or a zombie)
+    within ``limit`` seconds."""
     deadline = time.monotonic() + limit
-    while state(pid) not in (b"Z", b"X"):
+    while state(pid, started) not in (b"Z", b"X"):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.02)
