@@ -186,15 +186,30 @@ def kill_tagged(tag: ProcessTag) -> int:
     """SIGKILL every process of this user that started after ``tag`` was made and carries it; how many.
     Linux (/proc) only."""
     needle = b"\0" + f"{TAG_VAR}={tag.value}".encode() + b"\0"
-    killed = 0
     me = os.getpid()
-    for pid in _started_since(tag.last_pid):
-        if pid != me and _carries(pid, needle):
-            try:
+    return len(_kill_carrying([pid for pid in _started_since(tag.last_pid) if pid != me and _carries(pid, needle)], needle))
+
+
+def _kill_carrying(found: list[int], needle: bytes) -> set[int]:
+    """SIGKILL those of ``found`` whose environment still holds ``needle``; the ones signalled. Each is
+    signalled through a pidfd opened before its environment is read again, so a process that took the
+    id of one that ended since is never hit (``os.kill`` by id where pidfds are missing)."""
+    killed: set[int] = set()
+    for pid in found:
+        handle = _pidfd(pid)
+        try:
+            if not _carries(pid, needle):  # gone since, and its id maybe given to another
+                continue
+            if handle is None:
                 os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except (ProcessLookupError, PermissionError):
-                pass
+            else:
+                signal.pidfd_send_signal(handle, signal.SIGKILL)
+            killed.add(pid)
+        except (ProcessLookupError, PermissionError):
+            pass
+        finally:
+            if handle is not None:
+                os.close(handle)
     return killed
 
 
@@ -212,8 +227,7 @@ def kill_orphans(owner: int, started: int, grace: float = 0.0) -> int:
     seconds for it to die (one being killed): its turns may be running. A process that was given its id
     since has another start time, so it is not waited for, and the tags of its own turns do not match.
     Every process on the machine is looked at (no bound as in :class:`ProcessTag`: this is a failure
-    path), and each one found is signalled through a pidfd opened before its environment is read again,
-    so a process that took a found one's id is never hit. Linux (/proc) only: elsewhere nothing is found.
+    path). Linux (/proc) only: elsewhere nothing is found.
     """
     needle = b"\0" + f"{TAG_VAR}={owner}.{started}-".encode()
     me = os.getpid()
@@ -233,21 +247,7 @@ def kill_orphans(owner: int, started: int, grace: float = 0.0) -> int:
             time.sleep(0.05)
         if not found or living():
             break
-        for pid in found:
-            handle = _pidfd(pid)
-            try:
-                if not _carries(pid, needle):  # gone since, and its id maybe given to another
-                    continue
-                if handle is None:
-                    os.kill(pid, signal.SIGKILL)
-                else:
-                    signal.pidfd_send_signal(handle, signal.SIGKILL)
-                killed.add(pid)
-            except (ProcessLookupError, PermissionError):
-                pass
-            finally:
-                if handle is not None:
-                    os.close(handle)
+        killed |= _kill_carrying(found, needle)
     return len(killed)
 
 
