@@ -14,7 +14,12 @@ for run in 1 2 3; do
   "$py" -m pytest -q -n 3 -p no:cacheprovider >"$log" 2>&1
   code=$?
   echo "run $run: exit $code, $(tail -1 "$log"), load $(cut -d' ' -f1-3 /proc/loadavg)"
-  [ "$code" -eq 0 ] || { failed=1; grep -E '^(FAILED|ERROR)' "$log"; }
-  rm -f "$log"
+  if [ "$code" -eq 0 ]; then
+    rm -f "$log"
+  else
+    failed=1
+    grep -E '^(FAILED|ERROR)' "$log"
+    echo "  (the whole output: $log)"
+  fi
 done
 exit $failed
