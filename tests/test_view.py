@@ -21,6 +21,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from html import escape as html_escape
 from pathlib import Path
 
 import httpx
@@ -169,7 +170,17 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(runs: Path) -> Iterator[str]:
-    with viewer(runs) as (url, _):
+    """The viewer over ``runs``, once every run there is listed and read whole: a page asked for while its
+    file is still being indexed shows what is read so far, which on a loaded machine may be nothing yet."""
+    with viewer(runs) as (url, _), httpx.Client(base_url=url, timeout=60) as client:
+        names = [path.name for path in runs.rglob("*.json*") if path.name != "notes.json"]
+        for _ in range(300):
+            html = client.get("/api/runs").json()["html"]
+            if all(html_escape(name) in html for name in names) and "indexing" not in html:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"the runs were never all indexed: {html}")
         yield url
 
 
