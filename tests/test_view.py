@@ -172,16 +172,20 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def server(runs: Path) -> Iterator[str]:
     """The viewer over ``runs``, once every run there is listed and read whole: a page asked for while its
     file is still being indexed shows what is read so far, which on a loaded machine may be nothing yet."""
-    with viewer(runs) as (url, _), httpx.Client(base_url=url, timeout=60) as client:
-        names = [path.name for path in runs.rglob("*.json*") if path.name != "notes.json"]
+    with viewer(runs) as (url, _):
+        settled(url, *(path.name for path in runs.rglob("*.json*") if path.name != "notes.json"))
+        yield url
+
+
+def settled(url: str, *names: str) -> None:
+    """Until the viewer at ``url`` lists ``names`` and is indexing nothing (it serves while it reads)."""
+    with httpx.Client(base_url=url, timeout=60) as client:
         for _ in range(300):
             html = client.get("/api/runs").json()["html"]
             if all(html_escape(name) in html for name in names) and "indexing" not in html:
-                break
+                return
             time.sleep(0.1)
-        else:
-            raise AssertionError(f"the runs were never all indexed: {html}")
-        yield url
+    raise AssertionError(f"{names} never all listed and indexed: {html}")
 
 
 @pytest.fixture(scope="module")
@@ -357,6 +361,7 @@ def test_a_run_in_progress_gains_rows(runs, page, tmp_path):
     live.write_bytes(lines[0])
     with viewer(live_dir) as (url, _), leaving(page):
         page.goto(url)
+        settled(url, "live.jsonl")
         page.locator("#runs a", has_text="live.jsonl").click()
         assert page.locator("#rows tr").count() == 1
         with live.open("ab") as f:
@@ -442,6 +447,7 @@ def test_calibration_page_shows_kappa_and_confusion(runs, tmp_path, page):
     expected = orjson.loads(report.stdout)["comparisons"][0]
     (sheet.parent / "report.json").write_bytes(report.stdout)  # the CalibrationReport, shown as it is
     with viewer(sheet.parent) as (url, _), leaving(page):
+        settled(url, "sheet.jsonl", "results.jsonl", "report.json")
         page.goto(url)
         page.locator("#runs a", has_text="sheet.jsonl").click()
         page.wait_for_url(re.compile(r"/calibration\?"))
@@ -461,6 +467,7 @@ def test_paging_over_a_large_file(tmp_path, page):
     row = read_jsonl(hostile_rows_file(tmp_path))[0]
     write_jsonl(tmp_path / "big.jsonl", ({**row, "id": f"p{n:04d}"} for n in range(250)))
     with viewer(tmp_path / "big.jsonl") as (url, _), leaving(page):
+        settled(url, "big.jsonl")
         page.goto(url)
         page.locator("#runs a", has_text="big.jsonl").click()
         assert page.locator("#rows tr").count() == 100
