@@ -102,7 +102,7 @@ def _last_pid() -> int | None:
 def started_at(pid: int) -> int | None:
     """When process ``pid`` started, in clock ticks since boot (the 22nd field of /proc/PID/stat), None
     where that cannot be read. With its id it names one process for good: the kernel gives ids out
-    again, never twice within one tick."""
+    again, but only after going round the whole id space, which takes far longer than a tick."""
     try:
         fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
         try:
