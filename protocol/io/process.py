@@ -99,19 +99,24 @@ def _last_pid() -> int | None:
         return None
 
 
+def _stat(pid: int) -> list[bytes]:
+    """The fields of /proc/PID/stat after the command's name (state first); empty when it cannot be read."""
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return os.read(fd, 4096).rpartition(b")")[2].split()
+        finally:
+            os.close(fd)
+    except OSError:
+        return []
+
+
 def started_at(pid: int) -> int | None:
     """When process ``pid`` started, in clock ticks since boot (the 22nd field of /proc/PID/stat), None
     where that cannot be read. With its id it names one process for good: the kernel gives ids out
     again, but only after going round the whole id space, which takes far longer than a tick."""
-    try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            stat = os.read(fd, 4096)
-        finally:
-            os.close(fd)
-        return int(stat.rpartition(b")")[2].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
+    fields = _stat(pid)
+    return int(fields[19]) if len(fields) > 19 and fields[19].isdigit() else None
 
 
 #: This process's id and start time, read once per process (a forked child reads its own).
@@ -233,32 +238,24 @@ def kill_orphans(owner: int, started: int, grace: float = 0.0) -> int:
     me = os.getpid()
     killed: set[int] = set()
     deadline = time.monotonic() + grace
-
-    def living() -> bool:
-        return _alive(owner) and started_at(owner) == started
-
     for _ in range(_ORPHAN_ROUNDS):
         try:
             found = [pid for name in os.listdir("/proc") if name.isdigit() and (pid := int(name)) != me]
         except OSError:
             break
         found = [pid for pid in found if _carries(pid, needle)]
-        while found and living() and time.monotonic() < deadline:
+        while found and _alive(owner, started) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if not found or living():
+        if not found or _alive(owner, started):
             break
         killed |= _kill_carrying(found, needle)
     return len(killed)
 
 
-def _alive(pid: int) -> bool:
-    """Whether a process that is not a zombie has id ``pid`` (Linux: its state in /proc/PID/stat)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            state = stat.read(4096).rpartition(b")")[2].split()[:1]
-    except OSError:
-        return False
-    return state not in ([b"Z"], [b"X"])
+def _alive(pid: int, started: int) -> bool:
+    """Whether the process with id ``pid`` that started at ``started`` lives (a zombie is dead)."""
+    fields = _stat(pid)
+    return len(fields) > 19 and fields[0] not in (b"Z", b"X") and fields[19] == str(started).encode()
 
 
 def exit_parts(returncode: int | None) -> tuple[int | None, int | None]:

@@ -9,8 +9,9 @@ temporary directory.
 
 So each task leaves a track on its own node, where nothing can lose it: the private directory it
 makes first of all in the node's temporary directory is named after the run, the task, the node id
-and the worker's pid and start time (``waza-task-RUN-KEY-NODE-PID.START-...``, :class:`Mark`), and when its workspace is a
-fresh one the task removes itself, a link to it is put there before the agent starts. Both are
+and the worker's pid and start time (``waza-task-RUN-KEY-NODE-PID.START-...``, :class:`Mark`), and
+when its workspace is a fresh one the task removes itself, a link to it is put there before the
+agent starts. Both are
 made before anything can kill the worker, and cost the task nothing it did not do before but one
 symlink. When the driver gets ``WorkerCrashedError`` or Ray's ``OutOfMemoryError`` for a task, it
 runs a small task on every alive node (``_sweep``, no CPU, pinned with
@@ -157,12 +158,10 @@ def _sweep(run: str, keys: list[int]) -> dict[int, Track]:
             link = private / _WORKSPACE
             made = os.readlink(link) if link.is_symlink() else ""
             found[key] = track = Track(named[1], host, int(named[2]), int(named[3]))
-            if (
-                track.pid,
-                track.started,
-            ) not in swept:  # first what its agents left running: then nothing writes to the workspace
-                swept.add((track.pid, track.started))
-                kill_orphans(track.pid, track.started, grace=_DYING)
+            # First what its worker's agents left running: then nothing writes to the workspace.
+            if (worker := (track.pid, track.started)) not in swept:
+                swept.add(worker)
+                kill_orphans(*worker, grace=_DYING)
             _remove(tmp, made)
             shutil.rmtree(private, ignore_errors=True)
     return found
