@@ -1,5 +1,9 @@
 """waza beside the peer harness and the floor, one table: ``python bench/run.py [--runs N] [--prompts N] [--quick]``.
 
+The capture workloads also run ``floor.py --anyio`` (the same runner on anyio's
+processes, a task per slot): what the process library itself allows, reported
+under the main table.
+
 Installs the peer (``@plaited/agent-eval-harness`` 0.12 and Bun, from npm) into
 bench/.data/peer once, skipping it with a note where npm or the registry cannot
 be reached; writes the inputs (``fixtures.py``); then runs every workload's
@@ -25,6 +29,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixtures import generate
@@ -137,9 +142,10 @@ class Workload:
     peer_note: str = "—"
     once: bool = False  # peak RSS: one run is enough (and grading 1 GB takes a while)
     reference: Command | None = None  # run alongside, reported under the table (not a competitor)
+    anyio: Command | None = None  # the floor on anyio's processes (capture workloads), reported under the table
 
     def commands(self) -> list[Command]:
-        return [c for c in (self.waza, self.peer, self.floor, self.reference) if c is not None]
+        return [c for c in (self.waza, self.peer, self.floor, self.reference, self.anyio) if c is not None]
 
     def figure(self, c: Command | None, note: str = "—") -> str:
         if c is None or not c.samples:
@@ -208,7 +214,9 @@ def main() -> None:
     with open(f["small"], "rb") as lines:
         small_records = sum(1 for _ in lines)
 
-    def capture(prompts_file: Path, lang: str, jobs: int, worker: bool = False) -> tuple[Command, Command | None, Command]:
+    def capture(
+        prompts_file: Path, lang: str, jobs: int, worker: bool = False
+    ) -> tuple[Command, Command | None, Command, Command]:
         agent, schema = f[f"agent.{lang}"], f[f"schema-agent.{lang}"]
         grader = f["worker.py"] if worker else f[f"grader.{lang}"]
         j = ["-j", str(jobs)]
@@ -236,23 +244,24 @@ def main() -> None:
         fl = Command(
             "floor", [*floor, "capture", str(prompts_file), str(agent), str(grader), *j, *(["--worker"] if worker else [])]
         )
-        return w, p, fl
+        return w, p, fl, Command("anyio floor", [*fl.argv, "--anyio"])
 
-    py1 = Workload(f"Python agent + Python grader, one-shot, `-j 2`, {prompts} prompts", "s", *capture(f["prompts"], "py", 2))
-    pyw = Workload(
-        f"same, grader in worker mode, {prompts} prompts",
-        "s",
-        *capture(f["prompts"], "py", 2, worker=True),
-        peer_note="no worker mode",
+    def capture_workload(title: str, *args: Any, peer_note: str = "—") -> Workload:
+        w, p, fl, a = capture(*args)
+        return Workload(title, "s", w, p, fl, peer_note=peer_note, anyio=a)
+
+    py1 = capture_workload(f"Python agent + Python grader, one-shot, `-j 2`, {prompts} prompts", f["prompts"], "py", 2)
+    pyw = capture_workload(
+        f"same, grader in worker mode, {prompts} prompts", f["prompts"], "py", 2, True, peer_note="no worker mode"
     )
-    sh4 = Workload(f"sh agent + sh grader, `-j 4`, {prompts} prompts", "s", *capture(f["prompts"], "sh", 4))
+    sh4 = capture_workload(f"sh agent + sh grader, `-j 4`, {prompts} prompts", f["prompts"], "sh", 4)
     # What a capture imports before any of waza's code runs: the reference of target 1 (a one-prompt capture
     # at most 1.5 times the import of these base libraries alone), on this machine, in this run.
     libraries = Command(
         "libraries alone",
         [PY, "-c", "import asyncio, anyio, anyio._backends._asyncio, orjson, typer, typer.main"],
     )
-    one = Workload("one prompt, sh agent + sh grader", "s", *capture(f["prompt-1"], "sh", 1), reference=libraries)
+    one = Workload("one prompt, sh agent + sh grader", "s", *capture(f["prompt-1"], "sh", 1)[:3], reference=libraries)
     hlp = Workload(
         "`waza --help` (floor: `python -c pass`)",
         "s",
@@ -314,6 +323,13 @@ def main() -> None:
         f"| waza's own CPU per record, sh workload (beyond its fixed cost; with it) | {own_per_record:.2f} ms ({total_own_per_record:.2f} ms) | — | {floor_per_record:.2f} ms | — | — |"
     )
     print("\n(ratios are time over waza's time: above 1 means waza is faster, i.e. waza's throughput against it)\n")
+    print("The floor on anyio's processes (`floor.py --anyio`), beside the floor and waza:\n")
+    print("| workload | anyio floor | anyio floor / floor | anyio floor / waza |")
+    print("|---|---|---|---|")
+    for w in (sh4, py1, pyw):
+        assert w.anyio is not None and w.floor is not None
+        print(f"| {w.title} | {w.figure(w.anyio)} | {w.floor.median() / w.anyio.median():.2f} | {ratio_text(w.ratio(w.anyio))} |")
+    print()
 
     def met(ok: bool) -> str:
         return "**met**" if ok else "**missed**"
