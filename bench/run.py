@@ -29,7 +29,6 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixtures import generate
@@ -215,8 +214,15 @@ def main() -> None:
         small_records = sum(1 for _ in lines)
 
     def capture(
-        prompts_file: Path, lang: str, jobs: int, worker: bool = False
-    ) -> tuple[Command, Command | None, Command, Command]:
+        title: str,
+        prompts_file: Path,
+        lang: str,
+        jobs: int,
+        worker: bool = False,
+        *,
+        reference: Command | None = None,
+        with_anyio: bool = True,
+    ) -> Workload:
         agent, schema = f[f"agent.{lang}"], f[f"schema-agent.{lang}"]
         grader = f["worker.py"] if worker else f[f"grader.{lang}"]
         j = ["-j", str(jobs)]
@@ -244,24 +250,20 @@ def main() -> None:
         fl = Command(
             "floor", [*floor, "capture", str(prompts_file), str(agent), str(grader), *j, *(["--worker"] if worker else [])]
         )
-        return w, p, fl, Command("anyio floor", [*fl.argv, "--anyio"])
+        anyio_floor = Command("anyio floor", [*fl.argv, "--anyio"]) if with_anyio else None
+        peer_note = "no worker mode" if worker else "—"
+        return Workload(title, "s", w, p, fl, peer_note=peer_note, reference=reference, anyio=anyio_floor)
 
-    def capture_workload(title: str, *args: Any, peer_note: str = "—") -> Workload:
-        w, p, fl, a = capture(*args)
-        return Workload(title, "s", w, p, fl, peer_note=peer_note, anyio=a)
-
-    py1 = capture_workload(f"Python agent + Python grader, one-shot, `-j 2`, {prompts} prompts", f["prompts"], "py", 2)
-    pyw = capture_workload(
-        f"same, grader in worker mode, {prompts} prompts", f["prompts"], "py", 2, True, peer_note="no worker mode"
-    )
-    sh4 = capture_workload(f"sh agent + sh grader, `-j 4`, {prompts} prompts", f["prompts"], "sh", 4)
+    py1 = capture(f"Python agent + Python grader, one-shot, `-j 2`, {prompts} prompts", f["prompts"], "py", 2)
+    pyw = capture(f"same, grader in worker mode, {prompts} prompts", f["prompts"], "py", 2, worker=True)
+    sh4 = capture(f"sh agent + sh grader, `-j 4`, {prompts} prompts", f["prompts"], "sh", 4)
     # What a capture imports before any of waza's code runs: the reference of target 1 (a one-prompt capture
     # at most 1.5 times the import of these base libraries alone), on this machine, in this run.
     libraries = Command(
         "libraries alone",
         [PY, "-c", "import asyncio, anyio, anyio._backends._asyncio, orjson, typer, typer.main"],
     )
-    one = Workload("one prompt, sh agent + sh grader", "s", *capture(f["prompt-1"], "sh", 1)[:3], reference=libraries)
+    one = capture("one prompt, sh agent + sh grader", f["prompt-1"], "sh", 1, reference=libraries, with_anyio=False)
     hlp = Workload(
         "`waza --help` (floor: `python -c pass`)",
         "s",
