@@ -45,6 +45,9 @@ class SuiteTask(Record, kw_only=True):
     pass_rate: Annotated[Unit | None, Meta(description="Passed trials / judged trials (pending ones are not judged).")]
     score: Annotated[Unit | None, Meta(description="Mean weighted score of the trials that have one.")]
     weight: Annotated[float, Meta(ge=0, description="The task's weight in task_completion.")] = 1.0
+    golden: Annotated[bool, Meta(description="The task file marks it golden: waza gate --golden-must-pass needs it passed.")] = (
+        False
+    )
     tags: list[str] = []
     description: str = ""
     trials: Annotated[list[CaptureResult], Meta(description="One CaptureResult per trial, in trial order.")] = []

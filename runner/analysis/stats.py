@@ -118,3 +118,18 @@ def bootstrap_ci(
     low = estimates[math.floor(alpha * (resamples - 1))]
     high = estimates[math.ceil((1.0 - alpha) * (resamples - 1))]
     return Interval(estimate=statistic(values), low=low, high=high, level=level)
+
+
+def wilson(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval on a proportion: it stays inside [0, 1] and keeps its coverage at the
+    handful of trials an agent eval runs, where the normal approximation comes out too narrow."""
+    if n < 1 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n and n >= 1, got {successes} of {n}")
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    p = successes / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)

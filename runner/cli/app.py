@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "review": ("review", "Label the outputs queued by the human graders, pass or fail."),
     "validate-refs": ("validate_refs", "Grade each prompt's reference as if it were the agent's output."),
     "compare": ("compare", "Compare runs of the same prompts against the first (the baseline)."),
+    "gate": ("gate", "Gate a run's results against a baseline for CI (the original waza's exit codes)."),
     "summarize": ("summarize", "Summarize results: status, score, duration, tool calls, tokens, steps."),
     "export": ("export", "Write results in acp-harness's shapes."),
     "balance": ("balance", "Count prompts per value of a metadata key; flag the under-represented."),

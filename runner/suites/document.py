@@ -47,6 +47,7 @@ def task_result(task: Task, trials: list[CaptureResult]) -> SuiteTask:
         pass_rate=judged.count("passed") / len(judged) if judged else None,
         score=sum(scores) / len(scores) if scores else None,
         weight=task.weight,
+        golden=task.golden,
         tags=task.tags,
         description=task.description,
         trials=trials,

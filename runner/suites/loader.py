@@ -196,6 +196,7 @@ def _task(path: Path, fixtures_root: Path, suite: Suite) -> Task:
         tags=list(raw.get("tags", [])),
         timeout=raw.get("timeout_seconds"),
         weight=float(raw.get("weight", 1.0)),
+        golden=raw.get("golden", False),
         files=[FixtureFile(f["path"], f.get("content")) for f in inputs.get("files", [])],
         context=inputs.get("context"),
         mock=raw.get("mock"),

@@ -67,6 +67,7 @@ class Task(msgspec.Struct):
     tags: list[str] = msgspec.field(default_factory=list)
     timeout: float | None = None
     weight: float = 1.0
+    golden: bool = False
     files: list[FixtureFile] = msgspec.field(default_factory=list)
     context: dict[str, Any] | None = None
     graders: list[GraderSpec] = msgspec.field(default_factory=list)

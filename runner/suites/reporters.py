@@ -1,4 +1,5 @@
-"""The result document on disk: JSON, JUnit XML (for CI test tabs) and Markdown (for people).
+"""The result document on disk: JSON, JUnit XML (for CI test tabs), Markdown (for people) and the
+original waza's results.json (for ``waza gate`` and the original's own tools).
 
 ``--reporter KIND:FILE`` picks them (repeatable; ``FILE`` ``-`` is stdout,
 which must then not also carry the JSONL stream). Every reporter renders the
@@ -23,9 +24,12 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.io.secrets import Redactor
 from waza.protocol.records import CaptureResult
 from waza.protocol.suite_records import SuiteResult, SuiteTask
+from waza.runner.analysis.outcome_format import TaskStats, encode
+from waza.runner.analysis.outcome_inputs import from_suite
+from waza.runner.analysis.passk import pass_hat_k
 from waza.runner.reports.markdown import cell, num, table
 
-KINDS = ("json", "junit", "markdown")
+KINDS = ("json", "junit", "markdown", "results")
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
@@ -52,7 +56,7 @@ def parse(specs: list[str], *, jsonl_on_stdout: bool) -> list[Reporter]:
     for spec in specs:
         kind, sep, path = spec.partition(":")
         if not sep or kind not in KINDS or not path:
-            raise ConfigError(f"--reporter takes json:FILE, junit:FILE or markdown:FILE, got {spec!r}")
+            raise ConfigError(f"--reporter takes json:FILE, junit:FILE, markdown:FILE or results:FILE, got {spec!r}")
         if path == "-" and (jsonl_on_stdout or any(r.path == "-" for r in out)):
             raise ConfigError(f"--reporter {spec}: stdout already carries another output; write one of them to a file")
         if path != "-" and not Path(path).parent.is_dir():
@@ -165,8 +169,16 @@ def to_markdown(result: SuiteResult) -> bytes:
         ]
         out.append(table(["metric", "value", "threshold", "result", "how"], metric_rows))
     out.append("## Tasks\n")
-    rows = [(t.id, t.status, num(t.pass_rate), num(t.score), len(t.trials)) for t in result.tasks]
-    out.append(table(["task", "status", "pass rate", "score", "trials"], rows))
+    outcome = from_suite(result)
+    rows = [
+        (t.id, t.status, num(t.pass_rate), _ci(o.stats), _curve(o.stats), num(t.score), len(t.trials))
+        for t, o in zip(result.tasks, outcome.tasks, strict=True)
+    ]
+    out.append(table(["task", "status", "pass rate", "95% CI", "pass^k (k = 1, 2, ...)", "score", "trials"], rows))
+    statistics = outcome.summary.statistics
+    if statistics is not None and statistics.pass_hat_k:
+        curve = "  ".join(f"pass^{k}={v:.0%}" for k, v in enumerate(statistics.pass_hat_k, 1))
+        out.append(f"Reliability over tasks: {curve}.\n")
     broken = [t for t in result.tasks if t.status in ("failed", "error")]
     if broken:
         out.append("## What went wrong\n")
@@ -187,6 +199,19 @@ def to_markdown(result: SuiteResult) -> bytes:
     return ("\n".join(out).rstrip("\n") + "\n").encode()
 
 
+def _ci(stats: TaskStats | None) -> str:
+    """The task's 95 % Wilson interval on its pass rate (n/a with fewer than two judged trials)."""
+    ci = stats.pass_rate_ci if stats is not None else None
+    return "n/a" if ci is None else f"{ci.lower:.2f}-{ci.upper:.2f}"
+
+
+def _curve(stats: TaskStats | None) -> str:
+    """pass^k for k = 1 .. the task's judged trials: how often k fresh trials would all pass."""
+    if stats is None or not stats.total_runs:
+        return "n/a"
+    return " ".join(f"{pass_hat_k(stats.total_runs, stats.passed_runs, k) or 0.0:.2f}" for k in range(1, stats.total_runs + 1))
+
+
 def _bullet(text: str, limit: int = 300) -> str:
     """One list item: a single line, bounded, with HTML-looking text kept literal."""
     line = " ".join(text.split())
@@ -204,8 +229,14 @@ def _verdict(passed: bool | None, enabled: bool) -> str:
     return {True: "pass", False: "FAIL", None: "n/a"}[passed]
 
 
+def to_results(result: SuiteResult) -> bytes:
+    """The original waza's results.json, with its Wilson intervals and pass^k curve."""
+    return encode(from_suite(result))
+
+
 RENDERERS: dict[str, Callable[[SuiteResult], bytes]] = {
     "json": to_json,
     "junit": to_junit,
     "markdown": to_markdown,
+    "results": to_results,
 }

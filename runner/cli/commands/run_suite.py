@@ -90,7 +90,7 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             opt(
                 "--reporter",
-                help="Also write a report file, besides the -o results: json:FILE, junit:FILE or markdown:FILE (repeatable; FILE - is stdout).",
+                help="Also write a report file, besides the -o results: json:FILE, junit:FILE, markdown:FILE or results:FILE (the original waza's results.json) (repeatable; FILE - is stdout).",
                 panel=OUTPUT,
             ),
         ] = None,
