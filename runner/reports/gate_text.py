@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from waza.runner.analysis.gate import GateIssue, GateReport
 
-__all__ = ["FORMATS", "annotations", "human", "markdown"]
+__all__ = ["FORMATS", "human", "markdown", "workflow_commands"]
 
 FORMATS = ("human", "json", "markdown", "github-actions")
 
@@ -71,7 +71,7 @@ def _escape(text: str) -> str:
     return text
 
 
-def annotations(report: GateReport) -> str:
+def workflow_commands(report: GateReport) -> str:
     """One ``::warning`` / ``::error`` workflow command per issue, warnings first."""
     lines = [f"::warning title=Waza gate::{_escape(i.message)}" for i in report.warnings]
     lines += [f"::error title=Waza gate::{_escape(i.message)}" for i in report.failures]

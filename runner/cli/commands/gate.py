@@ -15,7 +15,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, cast
+from typing import Annotated
 
 import msgspec
 import typer
@@ -25,7 +25,7 @@ from waza.runner.analysis.gate import POLICIES, GateOptions, GateReport, Policy,
 from waza.runner.analysis.outcome_inputs import load
 from waza.runner.cli.api_terms import in_cli_terms
 from waza.runner.cli.metavars import option
-from waza.runner.reports.gate_text import FORMATS, annotations, human, markdown
+from waza.runner.reports.gate_text import FORMATS, human, markdown, workflow_commands
 
 EXIT_CONFIG = 3
 
@@ -93,7 +93,7 @@ def _policy(name: str, value: str) -> Policy:
     value = value.strip().lower()
     if value not in POLICIES:
         raise ValueError(f"{name}: unsupported policy {value!r}: must be allow, warn, or fail")
-    return cast(Policy, value)
+    return value
 
 
 def _options(max_regression_pct: str, golden: bool, on_new: str, on_removed: str) -> GateOptions:
@@ -145,7 +145,7 @@ def _print(report: GateReport, fmt: str) -> None:
     elif fmt == "markdown":
         text = markdown(report)
     elif fmt == "github-actions":
-        text = annotations(report)
+        text = workflow_commands(report)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:
             with Path(summary).open("a", encoding="utf-8") as out:  # the step summary file is appended to
