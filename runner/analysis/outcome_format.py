@@ -43,7 +43,7 @@ Status = Literal["passed", "failed", "error", "skipped"]
 LEVEL = 0.95
 
 
-class Interval(msgspec.Struct, omit_defaults=True):
+class Interval(msgspec.Struct):
     """The original's ``ConfidenceInterval`` (lower, upper, the point estimate and the level)."""
 
     lower: float
@@ -52,7 +52,7 @@ class Interval(msgspec.Struct, omit_defaults=True):
     confidence_level: float = LEVEL
 
 
-class TaskStats(msgspec.Struct, omit_defaults=True):
+class TaskStats(msgspec.Struct):
     pass_rate: float = 0.0
     passed_runs: int = 0
     failed_runs: int = 0
@@ -67,23 +67,24 @@ class TaskStats(msgspec.Struct, omit_defaults=True):
 
 
 class TaskOutcome(msgspec.Struct, omit_defaults=True):
-    """One entry of ``tasks``: the gate keys tasks by ``test_id``."""
+    """One entry of ``tasks``: the gate keys tasks by ``test_id``. The keys the original leaves out when
+    empty (golden, group, stats) are left out here too; the others it always writes, and requires."""
 
     test_id: str
-    display_name: str = ""
-    status: str = "failed"
+    display_name: str
+    status: str
     golden: bool = False
     group: str = ""
     stats: TaskStats | None = None
     runs: list[dict[str, object]] = []
 
 
-class OutcomeStatistics(msgspec.Struct, omit_defaults=True):
+class OutcomeStatistics(msgspec.Struct):
     success_rate_ci: Interval | None = None
     pass_hat_k: list[float] = []
 
 
-class OutcomeSummary(msgspec.Struct, omit_defaults=True):
+class OutcomeSummary(msgspec.Struct):
     total_tests: int = 0
     succeeded: int = 0
     failed: int = 0
@@ -99,14 +100,14 @@ class OutcomeSummary(msgspec.Struct, omit_defaults=True):
     statistics: OutcomeStatistics | None = None
 
 
-class OutcomeSetup(msgspec.Struct, omit_defaults=True):
+class OutcomeSetup(msgspec.Struct):
     runs_per_test: int = 0
     model_id: str = ""
     engine_type: str = ""
     timeout_sec: int = 0
 
 
-class Outcome(msgspec.Struct, omit_defaults=True):
+class Outcome(msgspec.Struct):
     """The document: ``summary.success_rate`` and ``tasks`` are what the gate decides on."""
 
     eval_id: str = ""

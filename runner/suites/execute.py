@@ -88,6 +88,8 @@ def case_for(task: Task, suite: Suite, model: str | None) -> PromptCase:
         metadata["context"] = task.context
     if model:
         metadata["model"] = model
+    if task.golden:
+        metadata["golden"] = True  # so the JSONL alone tells waza gate --golden-must-pass which tasks must pass
     unknown = {"mock": task.mock} if task.mock is not None else {}
     return PromptCase(id=task.id, input=task.prompt, metadata=metadata, timeout=task.timeout, unknown=unknown)
 
