@@ -164,7 +164,7 @@ def test_junit_and_markdown_reports_render_the_same_run(showcase: Any) -> None:
     assert metrics.get("name") == "grader-showcase.metrics" and metrics.get("failures") == "3"
     markdown = (tmp / "report.md").read_text()
     assert markdown.startswith("# grader-showcase: failed\n")
-    assert "| code-demo-001 | passed | 1.000 | 1.000 | 1 |" in markdown
+    assert "| code-demo-001 | passed | 1.000 | n/a | 1.00 | 1.000 | 1 |" in markdown
     assert "| task_completion | 0.167 | 0.8 | FAIL |" in markdown
 
 
@@ -200,7 +200,7 @@ def test_our_suite_in_the_original_format_runs_and_reports(tmp_path: Path) -> No
     assert markdown.startswith("# snippet-explainer-eval: failed\n")
     assert (
         "| task_completion | 0.500 | 0.5 | pass |" in markdown
-        and "| shell-pipeline-001 | passed | 1.000 | 1.000 | 2 |" in markdown
+        and "| shell-pipeline-001 | passed | 1.000 | 0.34-1.00 | 1.00 1.00 | 1.000 | 2 |" in markdown
     )
 
 
