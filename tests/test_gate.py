@@ -412,3 +412,9 @@ def test_golden_must_be_a_boolean_in_a_task_file(tmp_path: Path) -> None:
     (tmp_path / "s" / "tasks" / "a.yaml").write_text(TASK.format(id="a", golden='"yes"', said="ok"))
     done = run_waza("check", eval_yaml)
     assert done.returncode == 2 and b"golden" in done.stderr
+
+
+def test_golden_is_a_key_waza_honours_not_one_it_reports_as_ignored(tmp_path: Path) -> None:
+    done = run_waza("check", suite(tmp_path / "s", {"a": "ok"}))
+    assert done.returncode == 0, done.stderr
+    assert b"not supported" not in done.stderr and done.stderr.decode().endswith("ok: 1 tasks, 1 graders, 0 metrics\n")

@@ -45,6 +45,7 @@ TASK_KEYS = frozenset(
         "timeout_seconds",
         "context_dir",
         "weight",
+        "golden",
         "inputs",
         "expected",
         "graders",
