@@ -418,3 +418,21 @@ def test_golden_is_a_key_waza_honours_not_one_it_reports_as_ignored(tmp_path: Pa
     done = run_waza("check", suite(tmp_path / "s", {"a": "ok"}))
     assert done.returncode == 0, done.stderr
     assert b"not supported" not in done.stderr and done.stderr.decode().endswith("ok: 1 tasks, 1 graders, 0 metrics\n")
+
+
+def test_jsonl_trials_are_grouped_by_id_and_trigger_prompts_are_not_tasks(tmp_path: Path) -> None:
+    def line(case: str, status: str, **metadata: Any) -> bytes:
+        return orjson.dumps({"id": case, "input": "p", "output": "o", "status": status, "metadata": metadata}) + b"\n"
+
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(
+        line("a", "passed", golden=True) + line("a", "failed", golden=True) + line("b", "passed")
+        + line("trigger-001", "ungraded", trigger={"shouldTrigger": True, "confidence": "high"})
+    )  # fmt: skip
+    outcome = load(str(path))
+    assert [(t.test_id, t.status, t.golden) for t in outcome.tasks] == [("a", "failed", True), ("b", "passed", False)]
+    assert outcome.summary.success_rate == 0.5 and outcome.config.runs_per_test == 2
+    only_triggers = tmp_path / "triggers.jsonl"
+    only_triggers.write_bytes(line("trigger-001", "ungraded", trigger={"shouldTrigger": False, "confidence": "high"}))
+    with pytest.raises(ConfigError, match="no task results"):
+        load(str(only_triggers))

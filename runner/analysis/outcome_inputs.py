@@ -6,7 +6,8 @@ Four kinds, told apart by their content, not their name:
   ``success_rate``), as ``waza run --reporter results:FILE`` also writes it;
 - waza's suite document (``waza run --reporter json:FILE``: a SuiteResult);
 - CaptureResult lines (``waza capture``, ``waza run``'s JSONL): the lines of
-  one id are that task's trials;
+  one id are that task's trials (``waza run``'s trigger-test lines, marked by
+  ``metadata.trigger``, are not tasks and are left out);
 - TrialResult lines (``waza trials``): one task per line.
 
 A document is read whole but bounded (``MAX_DOCUMENT`` bytes); lines are
@@ -93,6 +94,8 @@ def _from_lines(path: str) -> Outcome:
     most = 0
     for _, record in ResultsFile(path):
         if isinstance(record, CaptureResult):
+            if "trigger" in record.metadata:
+                continue  # a trigger-test prompt of waza run, not a task
             task = tasks.setdefault(record.id, TaskRuns(id=record.id, name=record.id, statuses=[]))
             task.statuses.append(record.status)
             task.golden = task.golden or _golden(record.metadata)
@@ -108,6 +111,8 @@ def _from_lines(path: str) -> Outcome:
                 golden=_golden(record.metadata),
             )
         most = max(most, len(tasks[record.id].statuses))
+    if not tasks:
+        raise ConfigError(f"{path}: no task results in it")
     return build(list(tasks.values()), name=path, runs_per_test=most)
 
 
