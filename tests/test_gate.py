@@ -436,3 +436,17 @@ def test_jsonl_trials_are_grouped_by_id_and_trigger_prompts_are_not_tasks(tmp_pa
     only_triggers.write_bytes(line("trigger-001", "ungraded", trigger={"shouldTrigger": False, "confidence": "high"}))
     with pytest.raises(ConfigError, match="no task results"):
         load(str(only_triggers))
+
+
+def test_trials_awaiting_review_count_as_skipped_runs_and_unscored_trials_score_zero() -> None:
+    """As the original counts skipped runs: in total_runs and the pass rate, neither passed nor failed."""
+    runs = [
+        TaskRuns(id="a", name="a", statuses=["passed", "pending"], scores=[1.0]),
+        TaskRuns(id="b", name="b", statuses=["pending"]),
+    ]
+    a, b = build(runs, name="s", runs_per_test=2).tasks
+    assert a.status == "passed" and a.stats is not None
+    assert (a.stats.passed_runs, a.stats.total_runs, a.stats.pass_rate, a.stats.avg_score) == (1, 2, 0.5, 0.5)
+    assert b.status == "skipped"
+    summary = build(runs, name="s", runs_per_test=2).summary
+    assert (summary.succeeded, summary.skipped, summary.success_rate, summary.aggregate_score) == (1, 1, 0.5, 0.25)

@@ -126,20 +126,24 @@ class TaskRuns(msgspec.Struct):
     id: str
     name: str
     statuses: list[str]
+    #: The scores of the trials that have one; the others score 0.
     scores: list[float] = []
     golden: bool = False
 
 
 def _task(runs: TaskRuns) -> tuple[TaskOutcome, int, int]:
-    """The task's entry and its (passes, judged trials) for the suite's pass^k."""
+    """The task's entry and its (passes, trials) for the suite's pass^k.
+
+    As in the original, every trial counts in ``total_runs`` and the pass rate, a skipped one (waza's
+    pending or ungraded) as neither passed nor failed, and a trial without a score scores 0."""
     c = runs.statuses.count("passed")
     failed = runs.statuses.count("failed")
     errors = runs.statuses.count("error")
-    n = c + failed + errors
+    n = len(runs.statuses)
     status: Status = "error" if errors else "failed" if failed else "passed" if c else "skipped"
     rate = c / n if n else 0.0
-    scores = runs.scores
-    avg = math.fsum(scores) / len(scores) if scores else 0.0
+    scores = [*runs.scores, *[0.0] * (n - len(runs.scores))]
+    avg = math.fsum(scores) / n if n else 0.0
     stats = TaskStats(
         pass_rate=rate,
         passed_runs=c,
@@ -179,7 +183,8 @@ def build(
     counted = [(c, n) for _, c, n in entries if n]
     succeeded = sum(1 for o in outcomes if o.status == "passed")
     total = len(outcomes)
-    averages = [o.stats.avg_score for o in outcomes if o.stats is not None and o.stats.total_runs]
+    # every task counts in the suite's scores, as in the original (one that ran no trial scores 0)
+    averages = [o.stats.avg_score if o.stats is not None else 0.0 for o in outcomes]
     mean = math.fsum(averages) / len(averages) if averages else 0.0
     statistics = None
     if runs_per_test > 1 and len(counted) >= 2:
