@@ -175,14 +175,24 @@ def check_source(source: str, model_path: Path | None = None) -> Script | Path:
 
 
 def serve(
-    source: str, *, port: int = 0, context: int = DEFAULT_CONTEXT, model_path: Path | None = None, lifeline: bool = False
+    source: str,
+    *,
+    port: int = 0,
+    context: int = DEFAULT_CONTEXT,
+    model_path: Path | None = None,
+    lifeline: bool = False,
+    allowed_hosts: tuple[str, ...] = (),
 ) -> None:
-    """Serve until interrupted (or, with ``lifeline``, until stdin closes); prints the URL and env first."""
+    """Serve until interrupted (or, with ``lifeline``, until stdin closes); prints the URL and env first.
+
+    Connections, request heads, bodies and idle time are bounded (:mod:`.connection`, :mod:`.guard`);
+    ``allowed_hosts`` are Host names answered besides loopback's."""
     checked = check_source(source, model_path)
     try:
         import uvicorn
 
         from .app import build_app, stderr_log
+        from .connection import config_options
     except ImportError:
         raise ConfigError(f"serve-model needs starlette and uvicorn; install them with: {INSTALL}") from None
 
@@ -218,8 +228,8 @@ def serve(
             announce()
             yield
 
-    app = build_app(backend, log=None if lifeline else stderr_log, lifespan=lifespan)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False))
+    app = build_app(backend, log=None if lifeline else stderr_log, lifespan=lifespan, allowed_hosts=allowed_hosts)
+    server = uvicorn.Server(uvicorn.Config(app, lifespan="on", **config_options()))
     if lifeline:
 
         def watch() -> None:
