@@ -193,3 +193,51 @@ def test_a_reply_script_that_is_not_a_small_regular_file_is_refused_without_read
         assert why in str(caught.value), path
     proc = run_waza("serve-model", fifo, timeout=60)
     assert proc.returncode == 2 and proc.stderr.decode().count("\n") == 1 and "FIFO" in proc.stderr.decode()
+
+
+SANDBOXED_AGENT = """\
+#!{python}
+# A real agent program (standard library only): asks the model at OPENAI_BASE_URL with its key, writes the file
+# the scripted tool call names, sends the result back, prints the final answer.
+import json, os, sys, urllib.request
+base, key = os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"]
+messages = [{{"role": "user", "content": sys.stdin.read()}}]
+while True:
+    body = json.dumps({{"model": "m", "messages": messages}}).encode()
+    request = urllib.request.Request(base + "/chat/completions", data=body, headers={{"Authorization": "Bearer " + key}})
+    message = json.load(urllib.request.urlopen(request, timeout=30))["choices"][0]["message"]
+    messages.append(message)
+    if not message.get("tool_calls"):
+        print(message["content"])
+        break
+    for call in message["tool_calls"]:
+        args = json.loads(call["function"]["arguments"])
+        with open(args["path"], "w") as f:
+            f.write(args["content"])
+        messages.append({{"role": "tool", "tool_call_id": call["id"], "content": "written"}})
+"""
+
+
+def test_capture_serve_model_reaches_a_sandboxed_agent_through_the_relay(tmp_path):
+    from waza.protocol.io.sandbox import _probe
+
+    if not sys.platform.startswith("linux") or _probe() is not None:
+        pytest.skip(f"no bubblewrap sandbox here ({_probe() if sys.platform.startswith('linux') else 'not Linux'})")
+    from .conftest import executable, read_jsonl, write_jsonl
+
+    script = tmp_path / "replies.yaml"
+    script.write_text(
+        '- text: "writing"\n  tool_calls:\n    - {name: write_file, input: {path: out.txt, content: "hi"}}\n- text: "Done."\n'
+    )
+    agent = executable(tmp_path / "agent.py", SANDBOXED_AGENT.format(python=sys.executable))
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "w", "input": "Write out.txt"}])
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    proc = run_waza(
+        "capture", prompts, "--adapter", "exec", "--serve-model", script, "--sandbox", "bwrap", "--cwd", workspace,
+        "--", agent, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    [result] = read_jsonl(proc.stdout)
+    assert result["output"] == "Done." and result["errors"] == [], result
+    assert (workspace / "out.txt").read_text() == "hi"  # the scripted tool call, run by the agent in the sandbox
