@@ -38,6 +38,7 @@ __all__ = [
     "StreamMasker",
     "is_secret_name",
     "mark_secret_env",
+    "marked_names",
     "scrubbed_env",
     "scrubbed_env_bytes",
 ]
@@ -77,6 +78,11 @@ _marked: set[str] = set()
 def mark_secret_env(name: str) -> None:
     """Treat ``name``'s value as a secret from now on (masked even when short, hidden from graders)."""
     _marked.add(name)
+
+
+def marked_names() -> tuple[str, ...]:
+    """The names given to :func:`mark_secret_env` in this process (a Ray job carries them to its node)."""
+    return tuple(sorted(_marked))
 
 
 def is_secret_name(name: str) -> bool:
