@@ -137,8 +137,9 @@ def test_idle_and_slow_connections_are_closed_so_they_cannot_starve_real_request
         idle = [socket.create_connection(("127.0.0.1", port), timeout=60) for _ in range(connection.MAX_CONNECTIONS + 6)]
         for sock in idle[::2]:
             sock.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # a head that never ends
-        for sock in idle:  # each is closed by the server (EOF) within the deadline, not held for ever
-            assert sock.recv(65536) == b"" or sock.recv(65536) == b""
+        for sock in idle:  # each is closed by the server (EOF) after the deadline, not held for ever
+            while sock.recv(65536):  # a 503 for one over the cap may come first; a timeout here fails the test
+                pass
             sock.close()
         reply = httpx.post(f"http://127.0.0.1:{port}/v1/messages", json=ASK, timeout=30)
         assert reply.status_code == 200 and reply.json()["content"][0]["text"] == "served"
