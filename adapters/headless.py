@@ -9,7 +9,8 @@ A turn ends when the CLI exits; once the result line is seen the CLI gets a
 short grace to exit before its process group is killed. Whatever the CLI
 started is killed with the turn, even in a session of its own (found by the
 turn's process tag in its environment). With ``--raw-log``
-every stdout line is appended to the file with its prompt id, turn and time.
+every stdout line is appended to the file with its prompt id, turn and time,
+secret values masked in it as in records (however the CLI escaped them).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import orjson
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.agent_command import resolve_agent_command
 from waza.protocol.io.process import TAG_VAR, Child, LineReader, LineTooLong, Tail, exit_parts, kill_tagged, new_tag
+from waza.protocol.io.secrets import Redactor
 from waza.protocol.records import Exit
 from waza.protocol.trajectory import RawUpdate
 
@@ -77,6 +79,7 @@ class HeadlessAdapter(Adapter):
         self.schema = load_schema(opts.schema)
         self.program = resolve_agent_command(list(self.schema.command))
         self._raw: IO[bytes] | None = None
+        self._redact = Redactor()
 
     @classmethod
     def check(cls, command: list[str], opts: AdapterOptions) -> None:
@@ -241,7 +244,7 @@ class HeadlessAdapter(Adapter):
             return
         entry = {"time": int(time.time() * 1000), "ms": at, "id": task.case.id, "turn": turn, "trial": task.trial}
         entry["line" if parsed else "text"] = line
-        self._raw.write(orjson.dumps(entry) + b"\n")
+        self._raw.write(self._redact(orjson.dumps(entry), decode=True) + b"\n")
         self._raw.flush()
 
 

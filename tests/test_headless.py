@@ -377,6 +377,20 @@ def test_raw_log_has_every_line_with_its_prompt(fake_clis, tmp_path):
     assert lines[0]["line"] == {"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"}
 
 
+def test_raw_log_masks_secret_values_the_cli_printed(fake_clis, tmp_path):
+    """A CLI that prints the value of a secret-like variable: the raw log holds the mask, never the value."""
+    raw = tmp_path / "raw.jsonl"
+    secret = "a.txt has 3 lines"  # what the fixture's CLI says, as if it were a key it read
+    proc = run_waza(
+        "capture", write_jsonl(tmp_path / "prompts.jsonl", ONE), "--adapter", "headless", "--schema", "codex",
+        "--raw-log", raw, cwd=tmp_path, env={"FAKE_CLI_FIXTURE": fixture_env("codex.jsonl"), "CODEX_SECRET": secret},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    data = raw.read_bytes()
+    assert secret.encode() not in data and b"[REDACTED]" in data
+    assert read_jsonl(raw)[0]["line"]["type"] == "thread.started"  # lines are still whole records
+
+
 def test_bad_schemas_are_usage_errors_naming_file_and_field(fake_clis, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_bytes(

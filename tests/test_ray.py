@@ -418,6 +418,29 @@ def test_a_node_with_another_waza_refuses_every_job(tmp_path):
         run_job(job, node_id="n1")
 
 
+def test_a_job_carries_the_driver_s_key_variables_to_its_node(tmp_path, monkeypatch):
+    """A variable named with --judge-api-key-env (any name) is secret on the node too: its graders run without it."""
+    from waza import ExecAgent, Executable, PromptCase, Timeouts, Workspace
+    from waza.runner.executors.jobs import Job, run_job
+
+    from .conftest import executable
+
+    monkeypatch.setenv("WAZA_TEST_JUDGE_ACCESS", "zq9")  # no secret word in the name, and short
+    grader = executable(
+        tmp_path / "grader.py",
+        f"#!{sys.executable}\nimport json, os, sys\njson.load(sys.stdin)\n"
+        "print(json.dumps({'pass': True, 'score': 1, 'reasoning': 'judge key ' + os.environ.get('WAZA_TEST_JUDGE_ACCESS', 'absent')}))\n",
+    )
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    job = Job(
+        PromptCase(id="a", input="x"), None, ExecAgent(command=("cat",)), (Executable(argv=[str(grader)]),),
+        Timeouts(), Workspace(cwd=workspace), secrets=("WAZA_TEST_JUDGE_ACCESS",),
+    )  # fmt: skip
+    result = run_job(job, node_id="n1")
+    assert [(g.status, g.reasoning) for g in result.grades] == [("passed", "judge key absent")], result.grades
+
+
 def test_warm_agents_start_once_per_slot_and_an_item_that_kills_its_worker_runs_twice(tmp_path, address, node_tmp):
     starts, kills = tmp_path / "starts.log", tmp_path / "kills.log"
     before = made_by_waza(node_tmp)

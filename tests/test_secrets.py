@@ -188,6 +188,32 @@ def test_a_secret_split_across_message_chunks_is_not_in_the_raw_log(tmp_path):
         assert secret.encode() not in data
 
 
+def test_a_secret_streamed_a_character_a_chunk_is_in_no_line_of_the_raw_log(tmp_path):
+    """An agent trickles a key one character a message: no line, and no joining of lines, gives it back."""
+    secret = "sk-trickle-0123456789"
+    agent = [PY, str(Path(__file__).parent / "agents" / "scripted_acp_agent.py")]
+    text = f"the key is {secret} and sk-t again {secret}."
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": f"trickle {text}"}, {"id": "b", "input": "trickle sk-"}])
+    raw, out = tmp_path / "raw.jsonl", tmp_path / "out.jsonl"
+    proc = run_waza("capture", prompts, "--raw-log", raw, "-o", out, "-j", "1", "--", *agent, env={"TRICKLE_TOKEN": secret})
+    assert proc.returncode == 0, proc.stderr
+    lines = read_jsonl(raw)
+    chunks = {
+        prompt: [
+            m["message"]["params"]["update"]["content"]["text"]
+            for m in lines
+            if m["promptId"] == prompt and m.get("message", {}).get("method") == "session/update"
+        ]
+        for prompt in ("a", "b")
+    }
+    # Every chunk is still written (one line a message), and joined they read as the message with the mask.
+    assert len(chunks["a"]) == len(text) and "".join(chunks["a"]) == text.replace(secret, "[REDACTED]")
+    assert "".join(chunks["b"]) == "sk-"  # a secret's start that never went on is written when the prompt ends
+    assert [m["ts"] for m in lines] == sorted(m["ts"] for m in lines)  # held lines kept their place
+    for data in (raw.read_bytes(), out.read_bytes(), proc.stderr):
+        assert secret.encode() not in data
+
+
 def test_a_secret_whose_value_is_a_record_word_never_changes_waza_s_own_fields(tmp_path):
     """DB_PASSWORD=passed: the agent's text is masked, the verdicts, grade names and step types are not."""
     env = {"DB_PASSWORD": "passed", "STEP_TOKEN": "message", "GRADER_SECRET": "text:hint"}

@@ -193,7 +193,7 @@ def test_a_bad_reply_file_is_one_line_naming_file_line_and_field(tmp_path):
     typo = tmp_path / "typo.yaml"
     typo.write_text("- txt: hello\n")
     proc = run_waza("serve-model", typo, timeout=60)
-    assert proc.returncode == 2 and "field 'txt': entry 1: unknown key" in proc.stderr.decode()
+    assert proc.returncode == 2 and f"waza: {typo}:1: field 'txt': unknown key" in proc.stderr.decode()
 
 
 AGENT = """\

@@ -16,6 +16,7 @@ relay in :mod:`waza.protocol.io.sandbox_relay` (standard library only).
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import pwd
@@ -176,6 +177,31 @@ async def _relay_one(port: int, client: anyio.abc.ByteStream) -> None:
             await _copy(upstream, client)
 
 
+#: Longest pause, in seconds, between tries to accept while the process is out of file descriptors.
+ACCEPT_BACKOFF = 1.0
+
+
+async def _accepting(listener: anyio.abc.SocketListener, port: int) -> None:
+    """Relay each connection to ``listener``; out of descriptors (EMFILE, ENFILE, ENOBUFS, ENOMEM), wait and try
+    again, doubling the pause up to ACCEPT_BACKOFF: the agent's connection waits or fails, the run goes on."""
+    import anyio
+
+    pause = 0.01
+    async with listener, anyio.create_task_group() as tg:
+        while True:
+            try:
+                client = await listener.accept()
+            except (OSError, anyio.BrokenResourceError) as exc:  # anyio's listener: Broken, caused by the OSError
+                cause = exc if isinstance(exc, OSError) else exc.__cause__
+                if not isinstance(cause, OSError) or cause.errno not in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    raise
+                await anyio.sleep(pause)
+                pause = min(pause * 2, ACCEPT_BACKOFF)
+                continue
+            pause = 0.01
+            tg.start_soon(_relay_one, port, client)
+
+
 @asynccontextmanager
 async def relayed(policy: Sandbox) -> AsyncIterator[Path | None]:
     """With network ``loopback`` and ports: a fresh folder holding a Unix socket per port, each
@@ -191,7 +217,7 @@ async def relayed(policy: Sandbox) -> AsyncIterator[Path | None]:
         async with anyio.create_task_group() as tg:
             for port in policy.ports:
                 listener = await anyio.create_unix_listener(folder / str(port))
-                tg.start_soon(listener.serve, functools.partial(_relay_one, port))
+                tg.start_soon(_accepting, listener, port)
             try:
                 yield folder
             finally:

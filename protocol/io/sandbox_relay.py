@@ -8,12 +8,14 @@ same port of the host's loopback. Then it runs the agent with the same standard
 streams, passes on the signals that stop it, and exits as the agent did.
 """
 
+import errno
 import os
 import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 
 
 def _pipe(source: socket.socket, sink: socket.socket, done: threading.Semaphore, pair: tuple[socket.socket, ...]) -> None:
@@ -28,19 +30,37 @@ def _pipe(source: socket.socket, sink: socket.socket, done: threading.Semaphore,
             s.close()
 
 
+#: Out of these, wait and try again: the process (or the system) has no descriptor or memory to spare now.
+_SCARCE = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
+
+
 def _serve(listener: socket.socket, path: str) -> None:
+    """Relay each connection; short of descriptors, back off (up to a second) or refuse that one connection,
+    never end: the agent's other connections, and the run, go on."""
+    pause = 0.01
     while True:
-        conn, _ = listener.accept()
-        upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn, _ = listener.accept()
+        except OSError as exc:
+            if exc.errno not in _SCARCE:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
+            continue
+        pause = 0.01
+        try:
+            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        except OSError:
+            conn.close()  # refused: this connection only
+            continue
         try:
             upstream.connect(path)
-        except OSError:
+            done = threading.Semaphore(1)
+            for a, b in ((conn, upstream), (upstream, conn)):
+                threading.Thread(target=_pipe, args=(a, b, done, (conn, upstream)), daemon=True).start()
+        except (OSError, RuntimeError):  # RuntimeError: no thread can be started now
             conn.close()
             upstream.close()
-            continue
-        done = threading.Semaphore(1)
-        for a, b in ((conn, upstream), (upstream, conn)):
-            threading.Thread(target=_pipe, args=(a, b, done, (conn, upstream)), daemon=True).start()
 
 
 def main(argv: list[str]) -> int:

@@ -31,7 +31,17 @@ from typing import Any, TypeAlias
 
 import orjson
 
-__all__ = ["MASK", "OWN_FIELDS", "Redactor", "is_secret_name", "mark_secret_env", "scrubbed_env", "scrubbed_env_bytes"]
+__all__ = [
+    "MASK",
+    "OWN_FIELDS",
+    "Redactor",
+    "StreamMasker",
+    "is_secret_name",
+    "mark_secret_env",
+    "marked_names",
+    "scrubbed_env",
+    "scrubbed_env_bytes",
+]
 
 #: A name holding one of these (in any case, as ``str.upper`` sees it) is secret-like. Checked with
 #: ``str.find`` on the upper-cased name: a case-insensitive regex took 1 µs a name.
@@ -68,6 +78,11 @@ _marked: set[str] = set()
 def mark_secret_env(name: str) -> None:
     """Treat ``name``'s value as a secret from now on (masked even when short, hidden from graders)."""
     _marked.add(name)
+
+
+def marked_names() -> tuple[str, ...]:
+    """The names given to :func:`mark_secret_env` in this process (a Ray job carries them to its node)."""
+    return tuple(sorted(_marked))
 
 
 def is_secret_name(name: str) -> bool:
@@ -132,6 +147,11 @@ class Redactor:
         self._refresh()
         return len(self._texts[0]) if self._texts else 0
 
+    def texts(self) -> list[str]:
+        """The secret texts masked (values and their lines), longest first."""
+        self._refresh()
+        return self._texts
+
     def mask_text(self, value: str) -> str:
         """``value`` with every secret (and every line of a multi-line one) replaced by the mask."""
         self._refresh()
@@ -186,14 +206,94 @@ class Redactor:
     def text(self, value: str) -> str:
         return self.mask_text(value)
 
-    def continuing(self, before: str, text: str) -> str:
-        """``text`` with the end of any secret that began in ``before`` (the previous chunk) masked."""
-        self._refresh()
-        joined = before + text
-        cut = 0
-        for secret in self._texts:
-            start = joined.find(secret, max(0, len(before) - len(secret) + 1))
-            while 0 <= start < len(before):
-                cut = max(cut, start + len(secret) - len(before))
-                start = joined.find(secret, start + 1)
-        return _MASK_TEXT + text[cut:] if cut else text
+
+class StreamMasker:
+    """Masks secrets in a stream of text chunks written one by one (an agent's streamed message), a secret split
+    across chunks included: each chunk is handed back masked once no later chunk can complete a secret in it.
+
+    Chunks are held back while the stream's end could be the start of a secret (at most the longest secret's
+    length of text, so memory stays flat); a secret's first chunk gets the mask, its other chunks lose their part
+    of it, so the chunks joined read ``[REDACTED]``. :meth:`drain` hands back what is held when the stream ends.
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redact = redactor
+        #: Held chunks, unmasked; a NUL (in no secret: environment values cannot hold one) marks a character
+        #: already masked in a chunk handed back before.
+        self._held: list[str] = []
+
+    def push(self, text: str) -> list[str]:
+        """Add a chunk; the masked chunks that can be written now, oldest first (maybe none, maybe several)."""
+        self._held.append(text)
+        joined = "".join(self._held)
+        secrets = self._redact.texts()
+        spans = _spans(joined, secrets)
+        hold = len(joined) - _open_prefix(joined, secrets)
+        out: list[str] = []
+        start = 0
+        while self._held and start + len(self._held[0]) <= hold:
+            chunk = self._held.pop(0)
+            out.append(_masked(chunk, start, spans))
+            start += len(chunk)
+        if out and self._held:  # a secret handed back in part: its rest in the held chunk is masked already
+            ends = [end for begin, end in spans if begin < start < end]
+            if ends:
+                covered = max(ends) - start
+                self._held[0] = "\0" * covered + self._held[0][covered:]
+        return out
+
+    def drain(self) -> list[str]:
+        """The held chunks, masked (the stream ended: what they hold can no longer become a secret)."""
+        joined = "".join(self._held)
+        spans = _spans(joined, self._redact.texts())
+        out, start = [], 0
+        for chunk in self._held:
+            out.append(_masked(chunk, start, spans))
+            start += len(chunk)
+        self._held = []
+        return out
+
+
+def _spans(text: str, secrets: list[str]) -> list[tuple[int, int]]:
+    """Where the secrets are in ``text``, as merged (start, end) spans."""
+    found = []
+    for secret in secrets:
+        at = text.find(secret)
+        while at >= 0:
+            found.append((at, at + len(secret)))
+            at = text.find(secret, at + 1)
+    merged: list[tuple[int, int]] = []
+    for begin, end in sorted(found):
+        if merged and begin <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((begin, end))
+    return merged
+
+
+def _open_prefix(text: str, secrets: list[str]) -> int:
+    """The length of the longest end of ``text`` that a secret starts with (but does not end with)."""
+    longest = 0
+    for secret in secrets:
+        tail = text[-(len(secret) - 1) :] if len(secret) > 1 else ""
+        for i in range(len(tail) - longest):
+            if secret.startswith(tail[i:]):
+                longest = len(tail) - i
+                break
+    return longest
+
+
+def _masked(chunk: str, start: int, spans: list[tuple[int, int]]) -> str:
+    """``chunk`` (at ``start`` of the joined stream) with the spans' parts in it masked: the mask where a span
+    begins, nothing where it goes on; characters already masked (NUL) dropped."""
+    end = start + len(chunk)
+    out, at = [], start
+    for begin, stop in spans:
+        if stop <= start or begin >= end:
+            continue
+        out.append(chunk[at - start : max(begin, start) - start])
+        if begin >= start:
+            out.append(_MASK_TEXT)
+        at = min(stop, end)
+    out.append(chunk[at - start :])
+    return "".join(out).replace("\0", "")

@@ -12,6 +12,7 @@ import sys
 from collections import Counter
 from typing import TextIO
 
+from waza.protocol.inert import inert
 from waza.protocol.io.secrets import Redactor
 from waza.protocol.records import CaptureResult
 from waza.runner.wording import count
@@ -71,7 +72,8 @@ class ErrorDigest:
         return out
 
     def print(self, stream: TextIO | None = None) -> None:
-        """The lines on stderr, with secrets from the environment masked as in the output."""
+        """The lines on stderr, with secrets from the environment masked as in the output and escape
+        sequences made inert (agent text goes to the user's terminal)."""
         redact = Redactor()
         for line in self.lines():
-            print(f"waza: {redact.text(line)}", file=stream or sys.stderr)
+            print(f"waza: {inert(redact.text(line))}", file=stream or sys.stderr)

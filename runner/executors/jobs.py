@@ -30,6 +30,7 @@ import msgspec
 import msgspec.structs
 
 from waza.protocol.errors import WazaError
+from waza.protocol.io.secrets import mark_secret_env
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.runner.engine.capture import run_one
 from waza.runner.engine.pipeline import Settings, failed_result
@@ -63,6 +64,9 @@ class Job(msgspec.Struct, frozen=True):
     workspace: Workspace
     #: The driver's waza version: a node running another one refuses the job (:class:`NodeMismatch`).
     version: str = ""
+    #: Variables the driver was told hold keys (``--api-key-env``, ``--judge-api-key-env``): secret on the
+    #: node too, whatever their names, so masked there and kept from graders and sandboxed agents.
+    secrets: tuple[str, ...] = ()
 
 
 class NodeMismatch(Exception):
@@ -158,12 +162,16 @@ def run_job(job: Job, seed: bytes | None = None, node_id: str = "", made: Callab
 
 
 def check_node(job: Job, node_id: str) -> str:
-    """This node's host name; :class:`NodeMismatch` when it runs another waza than the driver."""
+    """This node's host name; :class:`NodeMismatch` when it runs another waza than the driver.
+
+    The driver's key variables are marked secret here first (:attr:`Job.secrets`)."""
     from waza import __version__
 
     host = socket.gethostname()
     if job.version and job.version != __version__:
         raise NodeMismatch(f"node {host} ({node_id}) runs waza {__version__}, the driver {job.version}")
+    for name in job.secrets:
+        mark_secret_env(name)
     return host
 
 

@@ -42,6 +42,7 @@ import msgspec
 from waza import __version__
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.process import identity
+from waza.protocol.io.secrets import marked_names
 from waza.protocol.records import CaptureResult
 from waza.runner.engine.pipeline import Settings, Sink, WorkItem, failed_result
 from waza.runner.engine.specs import AgentSpec, GraderSpecT, Timeouts
@@ -345,7 +346,8 @@ class _Jobs:
             if id(item.prepare) not in self.seeds:
                 self.seeds[id(item.prepare)] = (item.prepare, self.ray.put(pack(item.prepare)))
             seed = self.seeds[id(item.prepare)][1]
-        return Job(item.case, item.trial, self.agent, graders, self.timeouts, self.workspace, __version__), seed
+        job = Job(item.case, item.trial, self.agent, graders, self.timeouts, self.workspace, __version__, marked_names())
+        return job, seed
 
 
 def _ready(ray: Any, refs: list[Any]) -> list[Any]:

@@ -17,13 +17,21 @@ An entry with ``match`` answers every request whose last user message (its
 text, or the output of the tool results it carries) the pattern is found in;
 the first such entry wins and it can answer again. Any other request takes the
 next entry without ``match``, in file order, each once. A request nothing
-answers gets an HTTP 500 saying so, so a script that runs out fails the agent's
+answers gets an HTTP 400 saying so, so a script that runs out fails the agent's
 turn visibly instead of inventing an answer.
+
+The file is read as untrusted input: opened without following a symlink,
+a regular file only (not a FIFO or ``/dev/zero``), at most
+:data:`MAX_SCRIPT_BYTES`; YAML aliases and nesting are bounded as in suite
+files (:func:`waza.runner.suites.located.parse_yaml`). A ``match`` pattern is
+at most :data:`MAX_PATTERN` characters and each search gets
+:data:`MATCH_SECONDS` (the ``regex`` module's timeout), so a pattern that
+backtracks catastrophically fails that request, not the server.
 """
 
 from __future__ import annotations
 
-import re
+import os
 import secrets
 import threading
 from pathlib import Path
@@ -31,8 +39,11 @@ from typing import Any, Literal
 
 import msgspec
 import orjson
+import regex
 
 from waza.protocol.errors import ConfigError
+from waza.protocol.io.confined import open_regular
+from waza.runner.suites.located import parse_yaml
 
 __all__ = ["Reply", "Request", "Script", "ToolCall", "estimate_tokens", "load_script"]
 
@@ -44,6 +55,12 @@ TITLE = "waza run"
 ENTRY_KEYS = frozenset({"match", "text", "tool_calls", "stop", "usage"})
 TOOL_KEYS = frozenset({"name", "input", "id"})
 USAGE_KEYS = frozenset({"input_tokens", "output_tokens"})
+#: The largest reply script read.
+MAX_SCRIPT_BYTES = 16 << 20
+#: The longest ``match`` pattern, in characters.
+MAX_PATTERN = 1000
+#: Seconds one ``match`` search may take before the request fails.
+MATCH_SECONDS = 0.5
 
 
 def estimate_tokens(chars: int) -> int:
@@ -98,7 +115,7 @@ class Reply(msgspec.Struct):
 
 
 class Entry(msgspec.Struct):
-    pattern: re.Pattern[str] | None
+    pattern: Any  # a compiled regex.Pattern (the regex module is untyped), or None
     text: str
     tool_calls: list[dict[str, Any]]
     stop: Stop | None
@@ -128,8 +145,14 @@ class Script:
 
     def answer(self, request: Request) -> Reply:
         text = request.last_user
-        for entry in self.entries:
-            if entry.pattern is not None and entry.pattern.search(text):
+        for number, entry in enumerate(self.entries, 1):
+            if entry.pattern is None:
+                continue
+            try:
+                found = entry.pattern.search(text, timeout=MATCH_SECONDS)
+            except TimeoutError:
+                raise LookupError(f"{self.source}: reply {number}'s match pattern ran over {MATCH_SECONDS:g}s") from None
+            if found:
                 return entry.reply(request)
         with self._lock:
             while self._next < len(self.entries) and self.entries[self._next].pattern is not None:
@@ -142,24 +165,19 @@ class Script:
 
 
 def load_script(path: Path) -> Script:
-    """Read and check a reply file; ConfigError naming the file, entry and field on any mistake."""
+    """Read and check a reply file; ConfigError naming the file, line and field on any mistake."""
     source = str(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot be read: {exc.strerror or exc}", source=source) from None
+    data = _read_bounded(path, source)
     raw: list[tuple[int, Any]]
     if path.suffix in (".yaml", ".yml"):
-        import yaml
-
         try:
-            loaded = yaml.safe_load(data)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"invalid YAML: {' '.join(str(exc).split())}", source=source) from None
-        if not isinstance(loaded, list):
-            raise ConfigError("must be a list of replies", source=source)
-        raw = [(0, item) for item in loaded]
-        where = "entry"
+            text = data.decode()
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"not UTF-8 (byte {exc.start})", source=source) from None
+        doc = parse_yaml(text, source)
+        if not isinstance(doc.value, list):
+            raise ConfigError("must be a list of replies", source=source, line=doc.line(()))
+        raw = [(doc.line((index,)), item) for index, item in enumerate(doc.value)]
     else:
         raw = []
         for number, line in enumerate(data.splitlines(), 1):
@@ -169,18 +187,27 @@ def load_script(path: Path) -> Script:
                 raw.append((number, orjson.loads(line)))
             except orjson.JSONDecodeError as exc:
                 raise ConfigError(f"invalid JSON ({exc.msg})", source=source, line=number) from None
-        where = "line"
     if not raw:
         raise ConfigError("has no replies", source=source)
-    entries = []
-    for index, (number, item) in enumerate(raw, 1):
-        entries.append(_entry(item, source, number or None, "" if number else f"{where} {index}: "))
-    return Script(entries, source)
+    return Script([_entry(item, source, number) for number, item in raw], source)
 
 
-def _entry(item: Any, source: str, line: int | None, prefix: str) -> Entry:
+def _read_bounded(path: Path, source: str) -> bytes:
+    """The file's bytes: a regular file reached without a symlink at its last step, at most MAX_SCRIPT_BYTES."""
+    try:
+        fd = open_regular(path.parent, [path.name])
+    except OSError as exc:
+        raise ConfigError(f"cannot be read: {exc.strerror or exc}", source=source) from None
+    with os.fdopen(fd, "rb") as file:
+        data = file.read(MAX_SCRIPT_BYTES + 1)
+    if len(data) > MAX_SCRIPT_BYTES:
+        raise ConfigError(f"is larger than {MAX_SCRIPT_BYTES >> 20} MiB; a reply script is read whole", source=source)
+    return data
+
+
+def _entry(item: Any, source: str, line: int) -> Entry:
     def fail(message: str, key: str | None = None) -> ConfigError:
-        return ConfigError(prefix + message, source=source, line=line, field=key)
+        return ConfigError(message, source=source, line=line, field=key)
 
     if not isinstance(item, dict):
         raise fail("a reply must be a mapping")
@@ -191,9 +218,11 @@ def _entry(item: Any, source: str, line: int | None, prefix: str) -> Entry:
     if "match" in item:
         if not isinstance(item["match"], str):
             raise fail("must be a string (a regular expression)", "match")
+        if len(item["match"]) > MAX_PATTERN:
+            raise fail(f"is longer than {MAX_PATTERN} characters", "match")
         try:
-            pattern = re.compile(item["match"])
-        except re.error as exc:
+            pattern = regex.compile(item["match"])
+        except regex.error as exc:
             raise fail(f"invalid regular expression: {exc}", "match") from None
     text = item.get("text", "")
     if not isinstance(text, str):

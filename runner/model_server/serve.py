@@ -27,7 +27,7 @@ import tempfile
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import anyio
 import httpx
@@ -40,7 +40,7 @@ from waza.runner.install_hints import pip_install
 
 from .replies import TITLE_MODEL, Reply, Request, Script, ToolCall, load_script
 
-__all__ = ["DEFAULT_CONTEXT", "LOCAL", "agent_env", "check_source", "serve", "started"]
+__all__ = ["DEFAULT_CONTEXT", "LOCAL", "SandboxReach", "agent_env", "check_source", "sandbox_reach", "serve", "started"]
 
 #: ``--serve-model local``: the embedded local model instead of a reply file.
 LOCAL = "local"
@@ -99,6 +99,21 @@ def agent_env(base: str, config_dir: Path) -> dict[str, str]:
         "OPENCODE_DISABLE_MODELS_FETCH": "1",
         "OPENCODE_DISABLE_AUTOUPDATE": "1",
     }
+
+
+class SandboxReach(NamedTuple):
+    """What a sandboxed agent needs to reach the server whose environment it was given."""
+
+    port: int  #: relayed into the sandbox's own loopback (network ``loopback``)
+    config: Path  #: the agents' config files (Codex, Gemini), shown read-only
+    keys: tuple[str, ...]  #: the dummy key variables, kept although their names look secret
+
+
+def sandbox_reach(env: dict[str, str]) -> SandboxReach:
+    """How a sandbox lets an agent reach the server that printed ``env`` (see :func:`agent_env`)."""
+    port = int(env["ANTHROPIC_BASE_URL"].rsplit(":", 1)[1])
+    keys = tuple(name for name, value in env.items() if value == DUMMY_KEY)
+    return SandboxReach(port, Path(env["CODEX_HOME"]).parent, keys)
 
 
 def config_root() -> Path:
@@ -175,14 +190,24 @@ def check_source(source: str, model_path: Path | None = None) -> Script | Path:
 
 
 def serve(
-    source: str, *, port: int = 0, context: int = DEFAULT_CONTEXT, model_path: Path | None = None, lifeline: bool = False
+    source: str,
+    *,
+    port: int = 0,
+    context: int = DEFAULT_CONTEXT,
+    model_path: Path | None = None,
+    lifeline: bool = False,
+    allowed_hosts: tuple[str, ...] = (),
 ) -> None:
-    """Serve until interrupted (or, with ``lifeline``, until stdin closes); prints the URL and env first."""
+    """Serve until interrupted (or, with ``lifeline``, until stdin closes); prints the URL and env first.
+
+    Connections, request heads, bodies and idle time are bounded (:mod:`.connection`, :mod:`.guard`);
+    ``allowed_hosts`` are Host names answered besides loopback's."""
     checked = check_source(source, model_path)
     try:
         import uvicorn
 
         from .app import build_app, stderr_log
+        from .connection import config_options
     except ImportError:
         raise ConfigError(f"serve-model needs starlette and uvicorn; install them with: {INSTALL}") from None
 
@@ -218,8 +243,8 @@ def serve(
             announce()
             yield
 
-    app = build_app(backend, log=None if lifeline else stderr_log, lifespan=lifespan)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False))
+    app = build_app(backend, log=None if lifeline else stderr_log, lifespan=lifespan, allowed_hosts=allowed_hosts)
+    server = uvicorn.Server(uvicorn.Config(app, lifespan="on", **config_options()))
     if lifeline:
 
         def watch() -> None:

@@ -1,13 +1,16 @@
 """Small Markdown writers shared by the analysis commands.
 
 Values come from agents and graders, so anything put in a table cell is made
-safe for it: pipes escaped, newlines folded, length bounded. Numbers print the
+safe for it: pipes escaped, newlines folded, length bounded, control
+characters (terminal escape sequences) made inert. Numbers print the
 same way everywhere ("n/a" for a value that is not defined, never 0).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+
+from waza.protocol.inert import inert
 
 
 def shorten(text: str, width: int) -> str:
@@ -18,8 +21,9 @@ def shorten(text: str, width: int) -> str:
 
 
 def one_line(value: object, limit: int = 120) -> str:
-    """Whitespace folded to single spaces, shortened to ``limit`` characters ("n/a" for None)."""
-    return shorten(" ".join(("n/a" if value is None else str(value)).split()), limit)
+    """Whitespace folded to single spaces, control characters made inert, shortened to ``limit`` characters
+    ("n/a" for None)."""
+    return shorten(inert(" ".join(("n/a" if value is None else str(value)).split())), limit)
 
 
 def cell(value: object, limit: int = 120) -> str:

@@ -59,6 +59,11 @@ def load_yaml(path: Path, display: str | None = None) -> Located:
         raise ConfigError("file not found", source=source) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read: {exc}", source=source) from None
+    return parse_yaml(text, source)
+
+
+def parse_yaml(text: str, source: str) -> Located:
+    """One YAML document already read (by a caller that bounded the read), checked as :func:`load_yaml` does."""
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
@@ -66,7 +71,7 @@ def load_yaml(path: Path, display: str | None = None) -> Located:
         if node is not None:
             located.value = _build(loader, node, (), located, [MAX_NODES])
     except RecursionError:
-        raise ConfigError("nested too deeply to be a suite file", source=source) from None
+        raise ConfigError("nested too deeply to be read", source=source) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None

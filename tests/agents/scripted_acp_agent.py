@@ -6,6 +6,7 @@ so tests (and users trying waza) can drive every part of the protocol:
 
   say TEXT            message in three chunks without messageId
   say@ID TEXT         message in two chunks with messageId ID
+  trickle TEXT        message one character a chunk
   think TEXT          thought chunk
   tool ID [fail]      tool_call pending -> in_progress -> completed (or failed)
   plan                two plan updates (full replacements)
@@ -155,6 +156,9 @@ class Agent:
     def do_say(self, sid, session, verb, rest, result):
         _, _, mid = verb.partition("@")
         self.say(sid, rest, mid or None, parts=2 if mid else 3)
+
+    def do_trickle(self, sid, session, verb, rest, result):
+        self.say(sid, rest, parts=len(rest))
 
     def do_think(self, sid, session, verb, rest, result):
         self.update(sid, {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": rest}})

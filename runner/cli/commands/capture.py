@@ -65,20 +65,31 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(
             run(
                 lambda interrupt: _served(
-                    serve_model, _capture(prompts, command or [], agent, graders, out, execution, interrupt)
+                    serve_model, agent, _capture(prompts, command or [], agent, graders, out, execution, interrupt)
                 )
             )
         )
 
 
-async def _served(source: str | None, body: Coroutine[Any, Any, int]) -> int:
-    """``body`` with the model server for ``source`` running and its environment set for the agents it starts."""
+async def _served(source: str | None, agent: AgentOptions, body: Coroutine[Any, Any, int]) -> int:
+    """``body`` with the model server for ``source`` running and its environment set for the agents it starts.
+
+    With --sandbox, the agent reaches the server through the relay: its port is relayed (network loopback,
+    unless the user chose host), the agents' config folder shown read-only, the dummy keys kept."""
     if source is None:
         return await body
-    from waza.runner.model_server.serve import started
+    from waza.runner.model_server.serve import sandbox_reach, started
 
     try:
         async with started(source) as env:
+            if agent.sandbox is not None:
+                reach = sandbox_reach(env)
+                if agent.sandbox_net == "none":
+                    agent.sandbox_net = "loopback"
+                if agent.sandbox_net == "loopback":
+                    agent.sandbox_port = [*(agent.sandbox_port or []), reach.port]
+                agent.sandbox_ro = [*(agent.sandbox_ro or []), reach.config]
+                agent.sandbox_env = [*(agent.sandbox_env or []), *reach.keys]
             saved = {name: os.environ.get(name) for name in env}
             os.environ.update(env)
             try:

@@ -24,6 +24,10 @@ points each agent at it (ANTHROPIC_BASE_URL, OPENAI_BASE_URL,
 GOOGLE_GEMINI_BASE_URL, dummy keys), and one line per request on stderr.
 Ctrl-C stops it. `waza capture --serve-model SOURCE` starts it for a run.
 
+Only requests naming a loopback host (127.0.0.1, localhost, [::1]; more with
+--allow-host) and sent by no web page (no Origin header) are answered; bodies,
+request heads, connections and idle time are bounded.
+
 Examples:
 
   waza serve-model replies.yaml
@@ -44,11 +48,15 @@ def register(app: typer.Typer) -> None:
         model_path: Annotated[
             Path | None, option("--model-path", help="local: a GGUF model file instead of the bundled one.")
         ] = None,
+        allow_host: Annotated[
+            list[str] | None,
+            option("--allow-host", metavar="NAME", help="Also answer requests whose Host is NAME (repeatable)."),
+        ] = None,
     ) -> None:
         from waza.runner.model_server.serve import serve
 
         def body() -> int:
-            serve(source, port=port, context=context, model_path=model_path)
+            serve(source, port=port, context=context, model_path=model_path, allowed_hosts=tuple(allow_host or ()))
             return 0
 
         raise typer.Exit(run_sync(body))
