@@ -33,6 +33,7 @@ from .conftest import process_cmdlines, read_jsonl, write_jsonl
 
 pytest.importorskip("starlette", reason="waza serve-model needs the serve extra: pip install '.[serve]'")
 pytest.importorskip("uvicorn", reason="waza serve-model needs the serve extra: pip install '.[serve]'")
+pytest.importorskip("regex", reason="waza serve-model needs the serve extra: pip install '.[serve]'")
 
 CACHE = Path(os.environ.get("WAZA_TEST_CACHE") or Path.home() / ".cache" / "waza-tests")
 QUESTION = "Capitalise input.txt into out.txt"

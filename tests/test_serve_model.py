@@ -21,6 +21,7 @@ from .conftest import executable, process_cmdlines, read_jsonl, run_waza, write_
 
 pytest.importorskip("starlette", reason="waza serve-model needs the serve extra: pip install '.[serve]'")
 pytest.importorskip("uvicorn", reason="waza serve-model needs the serve extra: pip install '.[serve]'")
+pytest.importorskip("regex", reason="waza serve-model needs the serve extra: pip install '.[serve]'")
 
 SCRIPT = """\
 - match: "weather"

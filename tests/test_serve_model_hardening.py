@@ -22,6 +22,7 @@ from .conftest import run_waza
 
 pytest.importorskip("starlette", reason="waza serve-model needs the serve extra: pip install '.[serve]'")
 pytest.importorskip("uvicorn", reason="waza serve-model needs the serve extra: pip install '.[serve]'")
+pytest.importorskip("regex", reason="waza serve-model needs the serve extra: pip install '.[serve]'")
 
 from waza.protocol.errors import ConfigError
 from waza.runner.model_server import connection

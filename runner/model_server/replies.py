@@ -39,7 +39,6 @@ from typing import Any, Literal
 
 import msgspec
 import orjson
-import regex
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.confined import open_regular
@@ -220,6 +219,8 @@ def _entry(item: Any, source: str, line: int) -> Entry:
             raise fail("must be a string (a regular expression)", "match")
         if len(item["match"]) > MAX_PATTERN:
             raise fail(f"is longer than {MAX_PATTERN} characters", "match")
+        import regex  # the serve extra's, checked before a script is loaded (serve.check_source)
+
         try:
             pattern = regex.compile(item["match"])
         except regex.error as exc:

@@ -178,8 +178,8 @@ class LocalBackend:
 
 def check_source(source: str, model_path: Path | None = None) -> Script | Path:
     """The reply script, or the local model file for ``local``; ConfigError (exit 2) before anything starts."""
-    if importlib.util.find_spec("uvicorn") is None or importlib.util.find_spec("starlette") is None:
-        raise ConfigError(f"serve-model needs starlette and uvicorn; install them with: {INSTALL}")
+    if any(importlib.util.find_spec(name) is None for name in ("uvicorn", "starlette", "regex")):
+        raise ConfigError(f"serve-model needs starlette, uvicorn and regex; install them with: {INSTALL}")
     if source == LOCAL:
         from waza.runner.local_model.server import resolve_model
 
