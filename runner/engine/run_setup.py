@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
+import msgspec
 
 from waza.adapters import adapter_class
 from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.agent_command import resolve_agent_command
-from waza.protocol.io.sandbox import check_available
+from waza.protocol.io.sandbox import check_available, plan
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.runner.analysis.error_digest import ErrorDigest
 from waza.runner.engine.blocking import run_blocking, single_error
@@ -68,6 +69,8 @@ def resolve_agent(agent: AgentSpec) -> tuple[type[Adapter], list[str], AdapterOp
     cls.check(command, opts)
     if opts.sandbox is not None:
         check_available()  # no bubblewrap or no namespaces here: one clear line before anything runs
+        # what every sandbox of the run shows, decided once from this command line, before any agent runs
+        opts = msgspec.structs.replace(opts, sandbox=plan(opts.sandbox, cls.agent_command(command, opts)))
     if opts.local_model:  # HttpAgent's: the runner owns the server, the adapter only sees its URL
         from waza.runner.local_model.server import resolve_model, with_local_model
 
