@@ -37,7 +37,17 @@ from .secrets import is_secret_name
 if TYPE_CHECKING:
     import anyio.abc
 
-__all__ = ["NETWORKS", "Sandbox", "check_available", "plan", "relayed", "sandbox_env", "too_high", "wrap_command"]
+__all__ = [
+    "NETWORKS",
+    "Sandbox",
+    "check_available",
+    "hidden_places",
+    "plan",
+    "relayed",
+    "sandbox_env",
+    "too_high",
+    "wrap_command",
+]
 
 Network = Literal["none", "loopback", "host"]
 NETWORKS: tuple[Network, ...] = ("none", "loopback", "host")
@@ -128,7 +138,7 @@ def _homes() -> list[str]:
     return sorted({p for h in homes for p in (os.path.abspath(h), os.path.realpath(h))} - {"/"})
 
 
-def _hidden() -> list[str]:
+def hidden_places() -> list[str]:
     """What the sandbox hides (the homes, and the host's ``/tmp``, ``/var/tmp`` and ``/run``), as real paths."""
     return sorted({*_homes(), *(os.path.realpath(p) for p in TEMPORARY)})
 
@@ -225,7 +235,7 @@ def plan(policy: Sandbox, command: Sequence[str]) -> Sandbox:
     policy's own paths: real paths, links resolved now, so nothing an agent writes later changes what a
     later sandbox shows. ConfigError for a listed path that would show ``/``, a home, ``/tmp``,
     ``/var/tmp``, ``/run`` or a folder holding one."""
-    hidden = _hidden()
+    hidden = hidden_places()
     read_only = [os.path.realpath(p) for p in policy.read_only]
     read_write = [os.path.realpath(p) for p in policy.read_write]
     for name, paths in (("read_only", read_only), ("read_write", read_write)):
@@ -326,7 +336,7 @@ def wrap_command(
     if not policy.planned:
         raise ValueError("plan(policy, command) decides what a sandbox shows; wrap_command takes a planned policy")
     real = os.path.realpath(workspace)
-    if too_high(real, _hidden()):
+    if too_high(real, hidden_places()):
         raise ConfigError(f"workspace {workspace} is or holds / , a home, /tmp, /var/tmp or /run", field="workspace")
     bwrap = shutil.which("bwrap") or "bwrap"
     out = [bwrap, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
