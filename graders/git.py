@@ -18,6 +18,12 @@ workspace, a bare name on PATH) must exit 0, and running past
 ``timeout`` (default 300 s) fails it, since the agent's code is what hangs.
 Score = passed checks / all checks; with no checks configured the grade
 passes and only records the outcome.
+
+The agent may have written the repository's config: git runs with no system
+or global config and with every setting that makes it run a command
+(``core.fsmonitor``, hooks, an external diff, textconv, filter drivers)
+cleared. ``test_command`` runs on the host: it is the check of code the agent
+wrote, with the user's rights.
 """
 
 from __future__ import annotations
