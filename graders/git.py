@@ -22,8 +22,9 @@ passes and only records the outcome.
 The agent may have written the repository's config: git runs with no system
 or global config and with every setting that makes it run a command
 (``core.fsmonitor``, hooks, an external diff, textconv, filter drivers)
-cleared. ``test_command`` runs on the host: it is the check of code the agent
-wrote, with the user's rights.
+cleared. ``test_command`` runs what the agent wrote: after a sandboxed capture,
+in a sandbox with the agent's view (run on its own, as ``waza grade`` does, on
+the host).
 """
 
 from __future__ import annotations
@@ -186,7 +187,7 @@ async def grade(request: GraderRequest) -> GraderResult:
     if "test_command" in config:
         timeout = float(config.get("timeout", DEFAULT_TIMEOUT))
         argv = command_argv(config["test_command"], {**config, "base_dir": root}, "test_command")
-        out = await run_command(argv, request, b"", timeout)
+        out = await run_command(argv, request, b"", timeout, agents_code=True)
         outcome["testExitCode"] = out.code
         if out.timed_out:
             why = f"timed out after {timeout:g}s"

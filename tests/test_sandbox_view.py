@@ -253,3 +253,24 @@ def test_as_an_ordinary_user_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
             (host.workspace / "answer.txt").unlink()
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_git_test_command_runs_the_agents_work_inside_the_sandbox(host: Host) -> None:
+    subprocess.run(["git", "init", "-q", str(host.workspace)], check=True)
+    agent = host.base / "agents" / "writes-check.sh"
+    agent.parent.mkdir(parents=True, exist_ok=True)
+    check = f"#!/bin/sh\\ncat {host.home}/secret.txt {host.base}/tmp-secret.txt 2>/dev/null\\necho pwned > {host.outside}\\necho checked\\n"
+    agent.write_text(f"#!/bin/sh\ncat > /dev/null\nprintf '{check}' > check.sh\nchmod +x check.sh\necho wrote\n")
+    agent.chmod(0o755)
+    grader = waza.Builtin(grader="git", config={"test_command": "./check.sh", "expect_created": ["check.sh"]})
+    (result,) = waza.capture(
+        [{"id": "p", "input": "go"}],
+        waza.ExecAgent(command=(str(agent),), sandbox=waza.Sandbox()),
+        (grader,),
+        workspace=waza.Workspace(cwd=host.workspace),
+        timeouts=waza.Timeouts(prompt=120),
+    )
+    (grade,) = result.grades
+    assert grade.status == "passed", grade
+    assert "checked" in grade.details["testOutput"] and "s3cr3t" not in grade.details["testOutput"], grade.details
+    assert not host.outside.exists()  # its write outside failed, inside the sandbox

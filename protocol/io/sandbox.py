@@ -26,6 +26,7 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -58,6 +59,10 @@ SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 
 #: Hidden inside behind an empty folder of the sandbox's own (with the homes), never shown.
 TEMPORARY = ("/tmp", "/var/tmp", "/run")
+
+#: The sandbox the agent being graded ran in (planned, waza's interpreter shown too), set by the runner
+#: around grading a sandboxed agent's result: a grader command that runs the agent's work runs in it.
+GRADING_SANDBOX: ContextVar[Sandbox | None] = ContextVar("waza_grading_sandbox", default=None)
 
 #: Where the relay's sockets appear inside the sandbox (``loopback`` network).
 RELAY_MOUNT = "/run/waza-relay"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import (
     AsyncGenerator,
     Awaitable,
@@ -154,6 +155,7 @@ def run_settings(
         timeout=timeouts.prompt,
         workspaces=workspaces,
         limits=limits,
+        grading_sandbox=None if opts.sandbox is None else plan(opts.sandbox, [sys.executable]),
     )
 
 
