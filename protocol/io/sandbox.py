@@ -340,9 +340,14 @@ def wrap_command(
     """
     if not policy.planned:
         raise ValueError("plan(policy, command) decides what a sandbox shows; wrap_command takes a planned policy")
-    real = os.path.realpath(workspace)
-    if too_high(real, hidden_places()):
+    real, hidden = os.path.realpath(workspace), hidden_places()
+    if too_high(real, hidden):
         raise ConfigError(f"workspace {workspace} is or holds / , a home, /tmp, /var/tmp or /run", field="workspace")
+    for listed in (*policy.read_only, *policy.read_write):
+        if too_high(str(listed), hidden):  # a policy marked planned by hand gets the same refusal plan() gives
+            raise ConfigError(
+                f"{listed} is or holds / , a home, /tmp, /var/tmp or /run, which the sandbox never shows", field="Sandbox"
+            )
     bwrap = shutil.which("bwrap") or "bwrap"
     out = [bwrap, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     out += ["--unshare-pid", "--unshare-ipc", "--unshare-uts"]
