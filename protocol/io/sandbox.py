@@ -9,6 +9,12 @@ listed, a private ``/tmp``, its own process and IPC namespaces, and the network
 ``none`` (a loopback of its own), ``loopback`` (only the listed TCP ports of the
 host's loopback, relayed in by waza) or ``host``.
 
+Two steps, kept apart: :func:`plan` decides what the sandbox shows, once per
+run, from the evaluator's command line (real paths, never ``/``, a home or a
+temporary folder of the host); :func:`wrap_command` builds each ``bwrap``
+command line from that planned policy alone, so nothing a turn, a terminal or
+an agent's session id carries can widen it.
+
 bubblewrap is the tool Flatpak and Claude Code's own sandbox use: waza builds its
 command line and runs nothing of its own inside but, for ``loopback``, the small
 relay in :mod:`waza.protocol.io.sandbox_relay` (standard library only).
