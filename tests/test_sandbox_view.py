@@ -148,10 +148,10 @@ def test_a_hostile_agent_reads_no_secret_and_writes_nothing_outside(
 def test_the_view_never_shows_root_a_home_or_tmp(host: Host) -> None:
     """/bin/sh on merged /usr once showed the whole host; a script in the home showed the home."""
     (host.home / "agent.sh").write_text("#!/bin/sh\n")
-    policy = plan(Sandbox(), ["/bin/sh", str(host.home / "agent.sh"), "/tmp", str(host.home)])
+    policy = plan(Sandbox(), ["/bin/sh", str(host.home / "agent.sh"), "/tmp", str(host.home), "/home", "/var"])
     argv = wrap_command(["/bin/sh"], policy, host.workspace)
     shown = [argv[i + 1] for i, arg in enumerate(argv) if arg in ("--ro-bind", "--ro-bind-try", "--bind")]
-    for never in ("/", "/tmp", "/var/tmp", "/run", str(host.home), str(Path(host.home).parent), "/root"):
+    for never in ("/", "/tmp", "/var/tmp", "/run", "/var", "/home", str(host.home), str(Path(host.home).parent), "/root"):
         assert never not in shown, (never, shown)
     assert str(host.home / "agent.sh") in shown  # the script alone, not the home that holds it
     assert "--cap-drop" in argv and argv[argv.index("--cap-drop") + 1] == "ALL"

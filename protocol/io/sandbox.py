@@ -66,6 +66,9 @@ SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 #: Hidden inside behind an empty folder of the sandbox's own (with the homes), never shown.
 TEMPORARY = ("/tmp", "/var/tmp", "/run")
 
+#: Where other accounts' homes live: a folder of the view is never one of them or above them.
+OTHER_HOMES = ("/home", "/root")
+
 #: The sandbox the agent being graded ran in (planned, waza's interpreter shown too), set by the runner
 #: around grading a sandboxed agent's result: a grader command that runs the agent's work runs in it.
 GRADING_SANDBOX: ContextVar[Sandbox | None] = ContextVar("waza_grading_sandbox", default=None)
@@ -150,8 +153,9 @@ def _homes() -> list[str]:
 
 
 def hidden_places() -> list[str]:
-    """What the sandbox hides (the homes, and the host's ``/tmp``, ``/var/tmp`` and ``/run``), as real paths."""
-    return sorted({*_homes(), *(os.path.realpath(p) for p in TEMPORARY)})
+    """What the sandbox hides (the homes, and the host's ``/tmp``, ``/var/tmp`` and ``/run``), as real paths,
+    with every account's home folder (``/home/*``, ``/root``): never shown whole, even when not the user's."""
+    return sorted({*_homes(), *(os.path.realpath(p) for p in (*TEMPORARY, *OTHER_HOMES))})
 
 
 def too_high(path: str, hidden: Sequence[str]) -> bool:
