@@ -30,7 +30,9 @@ from .acp_fs import confine_dir
 from .acp_rpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError, Spawn
 
 #: Puts a command line and its environment in the agent's sandbox (``Adapter.sandboxed``).
-Prepare: TypeAlias = Callable[[Sequence[str], Path, Mapping[str, str]], tuple[Sequence[str], Mapping[str, str]]]
+Prepare: TypeAlias = Callable[
+    [Sequence[str], Path, Mapping[str, str], Mapping[str, str]], tuple[Sequence[str], Mapping[str, str]]
+]
 
 _ids = itertools.count(1)
 
@@ -103,19 +105,22 @@ class Terminals:
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise RpcError(INVALID_PARAMS, "args must be a list of strings")
         cwd = confine_dir(self.workspace, params["cwd"]) if params.get("cwd") else self.workspace
-        env = dict(os.environ)
+        asked: dict[str, str] = {}  # the agent's variables: set inside its sandbox, never on a process on the host
         for var in params.get("env") or []:
             if not (isinstance(var, dict) and isinstance(var.get("name"), str) and isinstance(var.get("value"), str)):
                 raise RpcError(INVALID_PARAMS, "env must be a list of {name, value} strings")
-            env[var["name"]] = var["value"]
+            if not var["name"] or "=" in var["name"] or "\0" in var["name"] + var["value"]:
+                raise RpcError(INVALID_PARAMS, f"env: {var['name'][:80]!r} is not a variable name and value")
+            asked[var["name"]] = var["value"]
+        asked.pop(TAG_VAR, None)  # the prompt's tag is waza's: what carries it dies with the prompt
         limit = params.get("outputByteLimit")
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
             raise RpcError(INVALID_PARAMS, "outputByteLimit must be a non-negative integer")
-        env[TAG_VAR] = self._tag.value
+        env = {**os.environ, TAG_VAR: self._tag.value}
         argv: Sequence[str] = [command, *args] if args else ["/bin/sh", "-c", command]
-        run_env: Mapping[str, str] = env
+        run_env: Mapping[str, str] = {**env, **asked}
         if self._prepare is not None:
-            argv, run_env = self._prepare(argv, self.workspace, env)
+            argv, run_env = self._prepare(argv, self.workspace, env, asked)
         try:
             terminal = Terminal(argv, cwd, run_env, STDOUT_LIMIT if limit is None else min(limit, STDOUT_LIMIT))
         except OSError as exc:

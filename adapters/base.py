@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from waza.protocol.io.sandbox import Sandbox, relayed, sandbox_env, wrap_command
+from waza.protocol.io.sandbox import Sandbox, plan, relayed, sandbox_env, wrap_command
 from waza.protocol.records import Exit, PromptCase
 from waza.protocol.trajectory import TrajectoryBuilder
 
@@ -95,6 +95,8 @@ class Adapter(abc.ABC):
 
     def __init__(self, command: list[str], opts: AdapterOptions) -> None:
         self.command = command
+        if opts.sandbox is not None and not opts.sandbox.planned:  # the runner plans it once per run; the API may not have
+            opts = msgspec.structs.replace(opts, sandbox=plan(opts.sandbox, self.agent_command(command, opts)))
         self.opts = opts
         self._sandbox_stack = AsyncExitStack()
         self._relay: Path | None = None
@@ -102,6 +104,11 @@ class Adapter(abc.ABC):
     @classmethod  # noqa: B027 - a hook, not abstract: an adapter with nothing to check inherits this no-op
     def check(cls, command: list[str], opts: AdapterOptions) -> None:
         """Raise ConfigError for options this adapter cannot honour; runs once, before any prompt."""
+
+    @classmethod
+    def agent_command(cls, command: list[str], opts: AdapterOptions) -> list[str]:
+        """The command line the agent is started with: what its sandbox's view is planned from."""
+        return command
 
     async def __aenter__(self) -> Adapter:
         if self.opts.sandbox is not None:
@@ -111,13 +118,17 @@ class Adapter(abc.ABC):
     async def __aexit__(self, *exc: object) -> None:
         await self._sandbox_stack.aclose()
 
-    def sandboxed(self, argv: Sequence[str], workspace: Path, env: Mapping[str, str]) -> tuple[Sequence[str], Mapping[str, str]]:
-        """The command line and environment that start ``argv`` for ``workspace``: as they are, or inside
-        the sandbox the options ask for (with its environment less secret-like variables)."""
+    def sandboxed(
+        self, argv: Sequence[str], workspace: Path, env: Mapping[str, str], setenv: Mapping[str, str] | None = None
+    ) -> tuple[Sequence[str], Mapping[str, str]]:
+        """The command line and environment that start ``argv`` for ``workspace``: as they are (``setenv``
+        added to ``env``), or inside the sandbox the options ask for, its view planned once from the
+        agent's command line, with ``env`` less secret-like variables and ``setenv`` (what the agent
+        asked for) set inside only, never on the ``bwrap`` process that runs on the host."""
         policy = self.opts.sandbox
         if policy is None:
-            return argv, env
-        return wrap_command(argv, policy, workspace, self._relay), sandbox_env(policy, env)
+            return argv, {**env, **(setenv or {})}
+        return wrap_command(argv, policy, workspace, self._relay, setenv), sandbox_env(policy, env)
 
     @abc.abstractmethod
     async def run(self, task: AgentTask) -> AgentRun:

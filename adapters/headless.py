@@ -82,6 +82,11 @@ class HeadlessAdapter(Adapter):
         self._redact = Redactor()
 
     @classmethod
+    def agent_command(cls, command: list[str], opts: AdapterOptions) -> list[str]:
+        assert opts.schema is not None, "check() runs first"
+        return resolve_agent_command(list(load_schema(opts.schema).command))
+
+    @classmethod
     def check(cls, command: list[str], opts: AdapterOptions) -> None:
         if opts.schema is None:
             names = ", ".join(shipped())

@@ -6,6 +6,9 @@ current directory) when it has a slash or exists there, else on PATH; a
 Python file runs with the interpreter running waza. Not found, or not
 executable, is a config error before anything runs. Commands run with the
 secret-free environment graders get, in the result's workspace when it has one.
+A command that runs what the agent wrote (git's ``test_command``) runs, while
+the agent's sandbox is :data:`~waza.protocol.io.sandbox.GRADING_SANDBOX` (a capture with ``--sandbox``), in a
+sandbox with the agent's view and that workspace.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.process import ProcessOutcome, run_once
+from waza.protocol.io.sandbox import GRADING_SANDBOX, wrap_command
 from waza.protocol.io.secrets import scrubbed_env
 from waza.protocol.records import GraderRequest
 
@@ -47,9 +51,18 @@ def command_argv(value: str | list[str], config: dict[str, Any], where: str) -> 
 
 
 async def run_command(
-    argv: list[str], request: GraderRequest, stdin: bytes, timeout: float, extra_env: dict[str, str] | None = None
+    argv: list[str],
+    request: GraderRequest,
+    stdin: bytes,
+    timeout: float,
+    extra_env: dict[str, str] | None = None,
+    *,
+    agents_code: bool = False,
 ) -> ProcessOutcome:
     cwd = request.cwd if request.cwd and Path(request.cwd).is_dir() else None
+    policy = GRADING_SANDBOX.get() if agents_code else None
+    if policy is not None and cwd is not None:
+        argv = wrap_command(argv, policy, Path(cwd))
     return await run_once(argv, stdin=stdin, cwd=cwd, env={**scrubbed_env(), **(extra_env or {})}, timeout=timeout)
 
 

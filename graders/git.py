@@ -18,13 +18,23 @@ workspace, a bare name on PATH) must exit 0, and running past
 ``timeout`` (default 300 s) fails it, since the agent's code is what hangs.
 Score = passed checks / all checks; with no checks configured the grade
 passes and only records the outcome.
+
+The agent may have written the repository's config: git runs with no system
+or global config and with every setting that makes it run a command
+(``core.fsmonitor``, hooks, an external diff, textconv, filter drivers)
+cleared. ``test_command`` runs what the agent wrote: after a sandboxed capture,
+in a sandbox with the agent's view (run on its own, as ``waza grade`` does, on
+the host).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import os
+import re
 import shlex
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from waza.protocol.io.process import run_once
@@ -65,28 +75,78 @@ def check_config(config: dict[str, Any]) -> None:
             command_argv(command, config, "test_command")
 
 
-async def _git(root: str, *args: str) -> tuple[int | None, str]:
-    env = {**scrubbed_env(), "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
-    out = await run_once(["git", "-C", root, *args], env=env, timeout=GIT_TIMEOUT)
+#: Git's own settings, never the user's or the machine's: the agent may have written the repository's config,
+#: and settings that run commands (fsmonitor, hooks, external diff) are cleared on every call.
+GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_SYSTEM": os.devnull,
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_ATTR_NOSYSTEM": "1",
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_OPTIONAL_LOCKS": "0",
+    "LC_ALL": "C",
+}
+SAFE_CONFIG = ("core.fsmonitor=false", f"core.hooksPath={os.devnull}", "diff.external=", "core.untrackedCache=false")
+#: Driver settings the repository's config may name (``filter.NAME.clean``...): each is cleared, as it runs a command.
+_DRIVER = re.compile(r"(filter|diff)\.(.+)\.(clean|smudge|process|textconv|command)", re.IGNORECASE | re.DOTALL)
+
+
+async def _run_git(root: str, config: Sequence[str], *args: str) -> tuple[int | None, str]:
+    env = {k: v for k, v in scrubbed_env().items() if not k.startswith("GIT_")} | GIT_ENV
+    argv = ["git", "-C", root, *(f for c in config for f in ("-c", c)), *args]
+    out = await run_once(argv, env=env, timeout=GIT_TIMEOUT)
     if out.timed_out:
         raise RuntimeError(f"git {args[0]} timed out")
     return out.code, out.stdout.decode("utf-8", "surrogateescape") if out.code == 0 else out.stderr_tail
 
 
+async def _safe_config(root: str) -> list[str]:
+    """The ``-c`` settings that clear every command the repository's config could make git run here: the
+    fixed ones, and each filter and diff driver its config defines (it reads as config only, running none)."""
+    code, listed = await _run_git(root, SAFE_CONFIG, "config", "--includes", "-z", "--name-only", "--list")
+    if code != 0:
+        raise ValueError(f"cannot read the git config of workspace {root}: {last_line(listed)}")
+    config = list(SAFE_CONFIG)
+    for key in listed.split("\0"):
+        found = _DRIVER.fullmatch(key)
+        if found is None:
+            continue
+        kind, name = found.group(1).lower(), found.group(2)
+        if "=" in name or "\n" in name:
+            raise ValueError(f"the workspace's git config names a {kind} driver {name[:80]!r} that cannot be cleared")
+        keys = ("clean", "smudge", "process") if kind == "filter" else ("textconv", "command")
+        config += [f"{kind}.{name}.{k}=" for k in keys]
+        if kind == "filter":
+            config.append(f"filter.{name}.required=false")
+    return list(dict.fromkeys(config))
+
+
 async def changes(root: str, base: str) -> dict[str, list[str]]:
-    """Created, modified and deleted files under ``root`` since ``base``, relative to ``root``."""
-    code, text = await _git(root, "rev-parse", "--is-inside-work-tree")
+    """Created, modified and deleted files under ``root`` since ``base``, relative to ``root``.
+
+    git runs with waza's settings over the repository's own (the agent may have written ``.git/config``):
+    no system or global config, and nothing that runs a command (fsmonitor, hooks, external diff,
+    textconv, clean/smudge filters)."""
+    config = await _safe_config(root)
+
+    async def _git(*args: str) -> tuple[int | None, str]:
+        return await _run_git(root, config, *args)
+
+    code, text = await _git("rev-parse", "--is-inside-work-tree")
     if code != 0:
         raise ValueError(f"workspace {root} is not inside a git work tree: {last_line(text)}")
-    code, _ = await _git(root, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
+    code, _ = await _git("rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
     if code != 0:
         if base != "HEAD":
             raise ValueError(f"git base {base!r} is not a commit in the workspace's repository")
         base = EMPTY_TREE
-    code, diff = await _git(root, "diff", "--name-status", "-z", "--no-renames", "--relative", base, "--", ".")
+    code, diff = await _git(
+        "diff", "--no-ext-diff", "--no-textconv", "--name-status", "-z", "--no-renames", "--relative", base, "--", "."
+    )
     if code != 0:
         raise RuntimeError(f"git diff failed: {last_line(diff)}")
-    code, untracked = await _git(root, "ls-files", "--others", "--exclude-standard", "-z", "--", ".")
+    code, untracked = await _git("ls-files", "--others", "--exclude-standard", "-z", "--", ".")
     if code != 0:
         raise RuntimeError(f"git ls-files failed: {last_line(untracked)}")
     out: dict[str, list[str]] = {"created": [], "modified": [], "deleted": []}
@@ -127,7 +187,7 @@ async def grade(request: GraderRequest) -> GraderResult:
     if "test_command" in config:
         timeout = float(config.get("timeout", DEFAULT_TIMEOUT))
         argv = command_argv(config["test_command"], {**config, "base_dir": root}, "test_command")
-        out = await run_command(argv, request, b"", timeout)
+        out = await run_command(argv, request, b"", timeout, agents_code=True)
         outcome["testExitCode"] = out.code
         if out.timed_out:
             why = f"timed out after {timeout:g}s"

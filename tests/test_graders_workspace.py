@@ -209,6 +209,35 @@ def test_git_test_command_decides_and_its_exit_code_is_in_outcome(repo):
     assert (passing.passed, passing.score, passing.outcome["testExitCode"]) == (True, 1.0, 0)
 
 
+def test_git_runs_nothing_a_hostile_repository_config_names(repo, tmp_path):
+    # What an agent can write in its workspace's .git/config: each of these makes a plain git run a command.
+    pwned = tmp_path / "pwned"
+    hooks = repo / ".git" / "evil-hooks"
+    hooks.mkdir()
+    for hook in ("post-index-change", "reference-transaction"):
+        (hooks / hook).write_text(f"#!/bin/sh\ntouch {pwned}-hook\n")
+        (hooks / hook).chmod(0o755)
+    settings = {
+        "core.fsmonitor": f"touch {pwned}-fsmonitor; echo",
+        "core.hooksPath": str(hooks),
+        "diff.external": f"touch {pwned}-external",
+        "filter.Evil.clean": f"touch {pwned}-clean; cat",
+        "filter.Evil.smudge": f"touch {pwned}-smudge; cat",
+        "filter.Evil.process": f"touch {pwned}-process",
+        "filter.Evil.required": "true",
+        "diff.Evil.textconv": f"touch {pwned}-textconv; cat",
+        "diff.Evil.command": f"touch {pwned}-command",
+    }
+    for key, value in settings.items():
+        git(repo, "config", key, value)
+    write_files(repo, {".gitattributes": "*.py filter=Evil diff=Evil\n", "app.py": "print(2)\n", "new.py": "x\n"})
+    os.utime(repo / "app.py", (946684800, 946684800))  # an old mtime: git must hash the file, through a filter if any
+    grade = grade_both("git", {"expect_modified": ["app.py"]}, cwd=repo)
+    assert grade.passed, grade
+    assert grade.outcome["filesCreated"] == [".gitattributes", "new.py"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("pwned")) == []
+
+
 def test_git_expectations_that_fail(repo):
     write_files(repo, {"README.md": "# changed\n"})
     grade = grade_both(

@@ -286,7 +286,9 @@ def test_an_acp_agent_and_the_terminals_it_asks_for_run_inside(tmp_path: Path) -
     workspace.mkdir()
     prompt = "\n".join(
         [
-            f"run echo changed > {victim} 2>/dev/null && echo terminal-escaped || echo terminal-contained",
+            # the host's /tmp is hidden: the file is not there to read, and a write lands in the sandbox's own /tmp
+            f"run grep -q untouched {victim} 2>/dev/null && echo terminal-escaped || echo terminal-contained",
+            f"run echo changed > {victim}",
             "run echo made-here > inside.txt && cat inside.txt",
             "symlink out " + str(victim),
             "say done",

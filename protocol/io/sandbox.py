@@ -9,6 +9,12 @@ listed, a private ``/tmp``, its own process and IPC namespaces, and the network
 ``none`` (a loopback of its own), ``loopback`` (only the listed TCP ports of the
 host's loopback, relayed in by waza) or ``host``.
 
+Two steps, kept apart: :func:`plan` decides what the sandbox shows, once per
+run, from the evaluator's command line (real paths, never ``/``, a home or a
+temporary folder of the host); :func:`wrap_command` builds each ``bwrap``
+command line from that planned policy alone, so nothing a turn, a terminal or
+an agent's session id carries can widen it.
+
 bubblewrap is the tool Flatpak and Claude Code's own sandbox use: waza builds its
 command line and runs nothing of its own inside but, for ``loopback``, the small
 relay in :mod:`waza.protocol.io.sandbox_relay` (standard library only).
@@ -21,11 +27,13 @@ import functools
 import os
 import pwd
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -37,7 +45,17 @@ from .secrets import is_secret_name
 if TYPE_CHECKING:
     import anyio.abc
 
-__all__ = ["NETWORKS", "Sandbox", "check_available", "relayed", "sandbox_env", "wrap_command"]
+__all__ = [
+    "NETWORKS",
+    "Sandbox",
+    "check_available",
+    "hidden_places",
+    "plan",
+    "relayed",
+    "sandbox_env",
+    "too_high",
+    "wrap_command",
+]
 
 Network = Literal["none", "loopback", "host"]
 NETWORKS: tuple[Network, ...] = ("none", "loopback", "host")
@@ -45,6 +63,16 @@ NETWORKS: tuple[Network, ...] = ("none", "loopback", "host")
 #: What the sandbox shows of the system, read-only, where it exists (a symlink, such as /bin -> usr/bin on
 #: merged-/usr systems, is made again as the same symlink).
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+
+#: Hidden inside behind an empty folder of the sandbox's own (with the homes), never shown.
+TEMPORARY = ("/tmp", "/var/tmp", "/run")
+
+#: Where other accounts' homes live: a folder of the view is never one of them or above them.
+OTHER_HOMES = ("/home", "/root")
+
+#: The sandbox the agent being graded ran in (planned, waza's interpreter shown too), set by the runner
+#: around grading a sandboxed agent's result: a grader command that runs the agent's work runs in it.
+GRADING_SANDBOX: ContextVar[Sandbox | None] = ContextVar("waza_grading_sandbox", default=None)
 
 #: Where the relay's sockets appear inside the sandbox (``loopback`` network).
 RELAY_MOUNT = "/run/waza-relay"
@@ -65,6 +93,8 @@ class Sandbox(msgspec.Struct, frozen=True):
     network: Network = "none"
     ports: tuple[int, ...] = ()
     keep_env: tuple[str, ...] = ()
+    #: Set by :func:`plan`: ``read_only`` holds real paths and the program's installation, decided once.
+    planned: bool = False
 
     def __post_init__(self) -> None:
         if self.network not in NETWORKS:
@@ -115,37 +145,136 @@ def check_available() -> None:
 
 
 def _homes() -> list[str]:
-    """The user's home (``$HOME``) and the account's home when it differs: hidden inside."""
+    """The user's home (``$HOME``) and the account's home when it differs, as given and as real paths: hidden inside."""
     homes = [os.environ.get("HOME") or ""]
     with suppress(KeyError):
         homes.append(pwd.getpwuid(os.getuid()).pw_dir)
-    return sorted({h for h in homes if h and h != "/"})
+    homes = [h for h in homes if h]
+    return sorted({p for h in homes for p in (os.path.abspath(h), os.path.realpath(h))} - {"/"})
+
+
+def hidden_places() -> list[str]:
+    """What the sandbox hides (the homes, and the host's ``/tmp``, ``/var/tmp`` and ``/run``), as real paths,
+    with every account's home folder (``/home/*``, ``/root``): never shown whole, even when not the user's."""
+    return sorted({*_homes(), *(os.path.realpath(p) for p in (*TEMPORARY, *OTHER_HOMES))})
+
+
+def too_high(path: str, hidden: Sequence[str]) -> bool:
+    """Whether showing ``path`` (a real path) would show ``/``, a hidden place or a folder holding one."""
+    return path == "/" or any(h == path or h.startswith(path.rstrip("/") + "/") for h in hidden)
+
+
+def _under_system(path: str) -> bool:
+    return any(path == s or path.startswith(s + "/") for s in _system_real())
+
+
+@functools.cache
+def _system_real() -> tuple[str, ...]:
+    return tuple(os.path.realpath(p) for p in SYSTEM_PATHS if os.path.exists(p))
+
+
+def _real(path: str) -> str:
+    """``path`` with the links of its folders resolved, its own name kept (a link stays the link)."""
+    path = os.path.abspath(path)
+    return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
 
 
 def _installation(path: str) -> list[str]:
-    """The folders a program needs to run, for each link of its path: the folder above ``bin/`` when it
-    is an installation (it has ``lib/`` or ``pyvenv.cfg``: a Python or Node installation, a virtual
-    environment), the outermost ``node_modules`` (a Node CLI and its packages), or else the program's
-    own folder (``~/bin/agent`` shows ``~/bin``, not the home)."""
-    found: list[str] = []
-    seen: set[str] = set()
-    current = os.path.abspath(path)
-    while current not in seen:
-        seen.add(current)
-        parts = Path(current).parts
-        if "node_modules" in parts:
-            found.append(str(Path(*parts[: parts.index("node_modules") + 1])))
-        else:
-            folder = os.path.dirname(current)
-            above = os.path.dirname(folder)
-            installed = os.path.basename(folder) == "bin" and any(
-                os.path.exists(os.path.join(above, marker)) for marker in ("pyvenv.cfg", "lib")
-            )
-            found.append(above if installed else folder)
-        if not os.path.islink(current):
-            break
-        current = os.path.join(os.path.dirname(current), os.readlink(current))
-    return found
+    """The folders a program at ``path`` (a real path) needs: a virtual environment (``pyvenv.cfg``
+    above its ``bin/``) whole; of an installation (``lib/`` beside ``bin/``: a Python, a Node, ``~/.local``)
+    only ``bin/`` and ``lib/``; the outermost ``node_modules`` (a Node CLI and its packages); else the
+    program's own folder (``~/bin/agent`` shows ``~/bin``, not the home)."""
+    parts = Path(path).parts
+    if "node_modules" in parts:
+        return [str(Path(*parts[: parts.index("node_modules") + 1]))]
+    folder = os.path.dirname(path)
+    above = os.path.dirname(folder)
+    if os.path.basename(folder) == "bin":
+        if os.path.isfile(os.path.join(above, "pyvenv.cfg")):
+            return [above]
+        if os.path.isdir(os.path.join(above, "lib")):
+            return [folder, *(os.path.join(above, lib) for lib in ("lib", "lib64") if os.path.isdir(os.path.join(above, lib)))]
+    return [folder]
+
+
+def _hops(path: str) -> list[str]:
+    """``path`` and each link it goes through to the program file, each as a real path (at most 40 links)."""
+    hops = [_real(path)]
+    while os.path.islink(hops[-1]) and len(hops) < 40:
+        hops.append(_real(os.path.join(os.path.dirname(hops[-1]), os.readlink(hops[-1]))))
+    return hops
+
+
+def _interpreter(path: str) -> str | None:
+    """The program a script's ``#!`` line runs (through ``/usr/bin/env NAME`` too), resolved on ``PATH``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        head = os.read(fd, 256)
+    finally:
+        os.close(fd)
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    if words and os.path.basename(words[0]) == "env":
+        words = [w for w in words[1:] if not w.startswith("-")]
+    if not words:
+        return None
+    return words[0] if os.path.isabs(words[0]) else shutil.which(words[0])
+
+
+def _shown_for(path: str, hidden: Sequence[str]) -> list[str]:
+    """What to show for an existing path the evaluator named: a folder itself; a program, each link
+    on its way, and its interpreter with their installations. A folder that would be too high is
+    narrowed to the file itself; a file that is itself too high (a home) is not shown."""
+    if os.path.isdir(path):
+        real = os.path.realpath(path)
+        return [] if too_high(real, hidden) else [real]
+    hops = _hops(path)
+    interpreter = _interpreter(os.path.realpath(path))
+    if interpreter is not None and os.path.exists(interpreter):
+        hops += _hops(interpreter)
+    shown: list[str] = []
+    for hop in hops:
+        folders = _installation(hop)
+        shown += [hop] if any(too_high(f, hidden) for f in folders) else folders
+    return [p for p in shown if not _under_system(p) and not too_high(p, hidden)]
+
+
+def plan(policy: Sandbox, command: Sequence[str]) -> Sandbox:
+    """``policy`` with what its sandbox shows decided, once, from the evaluator's command line (the
+    agent's program, resolved on ``PATH``, the existing absolute paths among its arguments) and the
+    policy's own paths: real paths, links resolved now, so nothing an agent writes later changes what a
+    later sandbox shows. ConfigError for a listed path that would show ``/``, a home, ``/tmp``,
+    ``/var/tmp``, ``/run`` or a folder holding one."""
+    hidden = hidden_places()
+    read_only = [os.path.realpath(p) for p in policy.read_only]
+    read_write = [os.path.realpath(p) for p in policy.read_write]
+    for name, paths in (("read_only", read_only), ("read_write", read_write)):
+        for path in paths:
+            if too_high(path, hidden):
+                raise ConfigError(
+                    f"{path} is or holds / , a home, /tmp, /var/tmp or /run, which the sandbox never shows",
+                    field=f"Sandbox.{name}",
+                )
+    shown: list[str] = []
+    if command:
+        program = command[0] if os.sep in command[0] else (shutil.which(command[0]) or command[0])
+        for arg in [program, *command[1:]]:
+            if os.path.isabs(arg) and os.path.exists(arg):
+                shown += _shown_for(arg, hidden)
+    if policy.network == "loopback" and policy.ports:
+        shown += _shown_for(sys.executable, hidden)  # the relay runs on waza's own interpreter, standard library only
+    return msgspec.structs.replace(
+        policy,
+        read_only=tuple(Path(p) for p in dict.fromkeys([*shown, *read_only])),
+        read_write=tuple(Path(p) for p in dict.fromkeys(read_write)),
+        planned=True,
+    )
 
 
 def sandbox_env(policy: Sandbox, env: Mapping[str, str]) -> dict[str, str]:
@@ -226,20 +355,38 @@ async def relayed(policy: Sandbox) -> AsyncIterator[Path | None]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def wrap_command(argv: Sequence[str], policy: Sandbox, workspace: Path, relay: Path | None = None) -> list[str]:
+def wrap_command(
+    argv: Sequence[str],
+    policy: Sandbox,
+    workspace: Path,
+    relay: Path | None = None,
+    setenv: Mapping[str, str] | None = None,
+) -> list[str]:
     """``argv`` as run inside a sandbox whose read-write place is ``workspace`` (``relay``: the folder
-    :func:`relayed` gave, for network ``loopback``).
+    :func:`relayed` gave, for network ``loopback``); ``setenv``: variables set inside only (a terminal's
+    ``env`` as the agent sent it), never in the environment of ``bwrap`` itself on the host.
 
-    The program (``argv[0]``, resolved on ``PATH``), each argument that names an
-    existing absolute path (a script), and their installations are made visible
-    read-only, so ``python agent.py`` and ``npx``-installed CLIs start as they do
-    outside. Mounts are applied in order, so a later, more specific one wins: the
-    home is hidden after the system is shown, the workspace shown after that. The
-    command starts in the directory it is started in outside (bubblewrap keeps the
-    working directory), which must be the workspace or a folder inside it.
+    What is shown comes from ``policy`` alone, planned once (:func:`plan`): nothing of ``argv`` adds to
+    it, so a turn's, a terminal's or a session's arguments cannot widen it. Mounts are applied in order,
+    so a later, more specific one wins: the homes and the temporary folders are hidden after the
+    system is shown, the program's installation and the workspace shown after that. Every capability
+    is dropped (run as root too), so nothing inside can remount a read-only bind writable. The command
+    starts in the directory it is started in outside (bubblewrap keeps the working directory), which
+    must be the workspace or a folder inside it.
     """
+    if not policy.planned:
+        raise ValueError("plan(policy, command) decides what a sandbox shows; wrap_command takes a planned policy")
+    real, hidden = os.path.realpath(workspace), hidden_places()
+    if too_high(real, hidden):
+        raise ConfigError(f"workspace {workspace} is or holds / , a home, /tmp, /var/tmp or /run", field="workspace")
+    for listed in (*policy.read_only, *policy.read_write):
+        if too_high(str(listed), hidden):  # a policy marked planned by hand gets the same refusal plan() gives
+            raise ConfigError(
+                f"{listed} is or holds / , a home, /tmp, /var/tmp or /run, which the sandbox never shows", field="Sandbox"
+            )
     bwrap = shutil.which("bwrap") or "bwrap"
-    out = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    out = [bwrap, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    out += ["--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     if policy.network != "host":
         out.append("--unshare-net")
     for path in SYSTEM_PATHS:
@@ -247,26 +394,25 @@ def wrap_command(argv: Sequence[str], policy: Sandbox, workspace: Path, relay: P
             out += ["--symlink", os.readlink(path), path]
         elif os.path.exists(path):
             out += ["--ro-bind", path, path]
-    out += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+    out += ["--dev", "/dev", "--proc", "/proc"]
+    for path in TEMPORARY:
+        out += ["--tmpfs", path]
     for home in _homes():
         out += ["--tmpfs", home]  # an empty, writable home: configuration an agent writes stays inside
-    program = argv[0] if os.sep in argv[0] else (shutil.which(argv[0]) or argv[0])
-    visible: list[str] = []
-    for arg in [program, *argv[1:]]:
-        if os.path.isabs(arg) and os.path.exists(arg):
-            visible += _installation(arg)
-    if relay is not None:
-        visible += _installation(sys.executable)  # the relay runs on waza's own interpreter, standard library only
-    for path in dict.fromkeys([*visible, *map(str, policy.read_only)]):
+    for path in dict.fromkeys(map(str, policy.read_only)):
         out += ["--ro-bind-try", path, path]
-    for path in dict.fromkeys([*map(str, policy.read_write), str(workspace)]):
+    for path in dict.fromkeys([*map(str, policy.read_write), real]):
         out += ["--bind", path, path]
+    if real != str(workspace):
+        out += ["--bind", real, str(workspace)]  # the folder the command starts in, as the caller named it
+    for name, value in (setenv or {}).items():
+        out += ["--setenv", name, value]
     if relay is not None:
         from . import sandbox_relay
 
         out += ["--ro-bind", str(relay), RELAY_MOUNT, "--ro-bind", sandbox_relay.__file__, "/run/waza-relay.py"]
         ports = ",".join(str(p) for p in policy.ports)
-        out += ["--", sys.executable, "-I", "-S", "/run/waza-relay.py", RELAY_MOUNT, ports, "--"]
+        out += ["--", _real(sys.executable), "-I", "-S", "/run/waza-relay.py", RELAY_MOUNT, ports, "--"]
     else:
         out.append("--")
-    return [*out, program, *argv[1:]]
+    return [*out, *argv]

@@ -23,6 +23,8 @@ FLAGS: dict[str, str] = {
     "Output.resume": "--resume",
     "Output.retry_errors": "--retry-errors",
     "Workspace.template": "--cwd",
+    "Workspace.cwd": "--cwd",
+    "Workspace.root": "--workspace-dir",
     "TableOptions.columns": "--map",
     "TableOptions.format": "--prompts-format",
     "Limits.line_mb": "--max-line-mb",

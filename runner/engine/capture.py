@@ -52,6 +52,7 @@ from waza.runner.engine.run_setup import (
     as_case,
     as_stream,
     build_graders,
+    check_sandbox_workspaces,
     collect,
     counted,
     discard,
@@ -101,8 +102,9 @@ class CaptureRun(msgspec.Struct):
         if output is not None:
             output.check()
         source = PromptSource(prompts, timeouts, table, limits)
-        settings = run_settings(agent, [], timeouts, concurrency, workspaces_of(workspace), limits)
+        settings = run_settings(agent, [], timeouts, concurrency, workspaces_of(workspace, agent=agent), limits)
         settings.graders = build_graders(graders, timeouts)
+        check_sandbox_workspaces(settings, {"results file": output.path if output else None, "prompts file": source.path})
         done: set[str] = set()
         rerun = ErrorRecords(output.path, limits.line_bytes) if output and output.retry_errors else None
         if output and output.resume:
@@ -226,7 +228,8 @@ async def arun_one(
     ``workspace.template``: a suite task's fixtures, or files shipped to a worker).
     """
     prompt = as_case(case, "case")
-    settings = run_settings(agent, build_graders(graders, timeouts), timeouts, 1, workspaces_of(workspace), limits)
+    settings = run_settings(agent, build_graders(graders, timeouts), timeouts, 1, workspaces_of(workspace, agent=agent), limits)
+    check_sandbox_workspaces(settings, {})
     if prepare is None:
         from waza.runner.engine.trial_runs import seeder
 

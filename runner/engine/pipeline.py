@@ -29,6 +29,7 @@ from waza.adapters.base import Adapter, AdapterOptions, AgentRun, AgentTask
 from waza.protocol.errors import AgentError, ConfigError, GraderError, WazaError
 from waza.protocol.grader_protocol import request_for, settle
 from waza.protocol.io.logs import get_logger
+from waza.protocol.io.sandbox import GRADING_SANDBOX, Sandbox
 from waza.protocol.records import CaptureResult, Exit, Grade, PromptCase, Timing
 from waza.protocol.trajectory import TrajectoryBuilder
 from waza.runner.engine.fanout import fan_out
@@ -162,6 +163,8 @@ class Settings(msgspec.Struct):
     timeout: float | None = None
     workspaces: Workspaces = msgspec.field(default_factory=Workspaces)
     limits: Limits = msgspec.field(default_factory=Limits)
+    #: The agent's sandbox with waza's interpreter shown too: where git's test_command runs.
+    grading_sandbox: Sandbox | None = None
 
 
 T = TypeVar("T")
@@ -306,7 +309,12 @@ async def run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> Capt
         return failed_result(item.case, item.trial, adapter.name, f"cannot prepare workspace: {exc}")
     try:
         result = await capture_one(adapter, item, workspace, settings)
-        return await grade_result(result, settings.graders if item.graders is None else item.graders)
+        # a grader command that runs the agent's work (git's test_command) runs in a sandbox like the agent's
+        confined = GRADING_SANDBOX.set(settings.grading_sandbox)
+        try:
+            return await grade_result(result, settings.graders if item.graders is None else item.graders)
+        finally:
+            GRADING_SANDBOX.reset(confined)
     finally:
         if remove:
             shutil.rmtree(workspace, ignore_errors=True)

@@ -8,6 +8,8 @@ iterator, its writer, the blocking form's collection).
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 from collections.abc import (
     AsyncGenerator,
     Awaitable,
@@ -19,12 +21,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
+import msgspec
 
 from waza.adapters import adapter_class
 from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.agent_command import resolve_agent_command
-from waza.protocol.io.sandbox import check_available
+from waza.protocol.io.sandbox import check_available, hidden_places, plan, too_high
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.runner.analysis.error_digest import ErrorDigest
 from waza.runner.engine.blocking import run_blocking, single_error
@@ -68,6 +71,8 @@ def resolve_agent(agent: AgentSpec) -> tuple[type[Adapter], list[str], AdapterOp
     cls.check(command, opts)
     if opts.sandbox is not None:
         check_available()  # no bubblewrap or no namespaces here: one clear line before anything runs
+        # what every sandbox of the run shows, decided once from this command line, before any agent runs
+        opts = msgspec.structs.replace(opts, sandbox=plan(opts.sandbox, cls.agent_command(command, opts)))
     if opts.local_model:  # HttpAgent's: the runner owns the server, the adapter only sees its URL
         from waza.runner.local_model.server import resolve_model, with_local_model
 
@@ -91,10 +96,43 @@ def build_graders(graders: Graders, timeouts: Timeouts) -> list[GraderRunner]:
     ]
 
 
-def workspaces_of(workspace: Workspace, *, fresh: bool = False) -> Workspaces:
+def workspaces_of(workspace: Workspace, *, fresh: bool = False, agent: AgentSpec | None = None) -> Workspaces:
+    """Where the prompts run. A sandboxed ``agent`` with no workspace chosen gets a fresh temporary one
+    per prompt: the current directory (the home, the prompts, the graders) is never its default."""
+    if getattr(agent, "sandbox", None) is not None and workspace.cwd is None and workspace.root is None:
+        fresh = True
     if workspace.root is not None:
         workspace.root.mkdir(parents=True, exist_ok=True)
     return Workspaces(cwd=workspace.cwd or Path.cwd(), root=workspace.root, fresh=workspace.fresh or fresh, keep=workspace.keep)
+
+
+def check_sandbox_workspaces(settings: Settings, files: Mapping[str, str | Path | None]) -> None:
+    """ConfigError when a sandboxed agent's workspace would be, or hold, ``/``, a home, a temporary
+    folder of the host, or one of ``files`` (the results, the prompts) or a grader's file: the agent
+    could read or rewrite them."""
+    if settings.opts.sandbox is None:
+        return
+    places = [("Workspace.root", settings.workspaces.root)] if settings.workspaces.root is not None else []
+    if not places and not settings.workspaces.fresh:
+        places = [("Workspace.cwd", settings.workspaces.cwd)]
+    graders = [p for g in settings.graders for p in (g.spec.target, *g.spec.argv) if os.path.isfile(p)]
+    named = [(what, f) for what, f in files.items() if f and str(f) != "-"] + [("grader", g) for g in graders]
+    for field, place in places:
+        real = os.path.realpath(place)
+        if too_high(real, hidden_places()):
+            raise ConfigError(
+                f"{place} is or holds a home or a temporary folder of the host; with a sandbox, "
+                "give the agent a workspace of its own",
+                field=field,
+            )
+        for what, path in named:
+            target = os.path.realpath(path)
+            if target == real or target.startswith(real.rstrip("/") + "/"):
+                raise ConfigError(
+                    f"{place} holds the {what} {path}; with a sandbox the agent could rewrite it: "
+                    "give the agent a workspace of its own",
+                    field=field,
+                )
 
 
 def run_settings(
@@ -117,6 +155,7 @@ def run_settings(
         timeout=timeouts.prompt,
         workspaces=workspaces,
         limits=limits,
+        grading_sandbox=None if opts.sandbox is None else plan(opts.sandbox, [sys.executable]),
     )
 
 
@@ -246,6 +285,7 @@ __all__ = [
     "as_case",
     "as_stream",
     "build_graders",
+    "check_sandbox_workspaces",
     "collect",
     "counted",
     "discard",

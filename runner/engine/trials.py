@@ -23,7 +23,16 @@ from waza.runner.engine.datasets import TableOptions
 from waza.runner.engine.pipeline import Executor, Settings, Sink, WorkItem, entered, run_items
 from waza.runner.engine.progress import Progress, wanted
 from waza.runner.engine.rerun import ErrorRecords
-from waza.runner.engine.run_setup import Prompts, PromptSource, as_stream, build_graders, collect, run_settings, workspaces_of
+from waza.runner.engine.run_setup import (
+    Prompts,
+    PromptSource,
+    as_stream,
+    build_graders,
+    check_sandbox_workspaces,
+    collect,
+    run_settings,
+    workspaces_of,
+)
 from waza.runner.engine.specs import AgentSpec, Graders, Limits, Output, Timeouts, Workspace, grader_specs
 from waza.runner.engine.trial_runs import (
     Plan,
@@ -91,6 +100,8 @@ class TrialsRun(msgspec.Struct):
         if not graders:
             raise ConfigError("trials needs at least one grader in graders=: pass@k counts the trials that pass")
         settings.graders = build_graders(graders, timeouts)
+        files = {"results file": output.path if output else None, "prompts file": source.path, "summary file": summary}
+        check_sandbox_workspaces(settings, files)
         if output is not None and summary is not None and str(summary) == output.path:
             raise ConfigError("summary= must be another file than Output.path")
         prepare = seeder(workspace.template)

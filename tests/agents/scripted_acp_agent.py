@@ -16,6 +16,7 @@ so tests (and users trying waza) can drive every part of the protocol:
   read PATH           fs/read_text_file          write PATH TEXT   fs/write_text_file
   run CMD             terminal create, wait, output, release
   runin DIR CMD       ... with cwd DIR           runlimit N CMD    ... with outputByteLimit N
+  runenv NAME=VALUE CMD   ... with env NAME=VALUE (how an agent asks for LD_PRELOAD)
   spawn CMD           a terminal left running
   flood KB            write KB kilobytes to stderr
   crash               exit 3 mid-prompt          malformed          print a non-JSON line
@@ -261,6 +262,11 @@ class Agent:
     def do_runin(self, sid, session, verb, rest, result):
         cwd, _, command = rest.partition(" ")
         self.say(sid, self.terminal(sid, command, cwd=cwd))
+
+    def do_runenv(self, sid, session, verb, rest, result):
+        pair, _, command = rest.partition(" ")
+        name, _, value = pair.partition("=")
+        self.say(sid, self.terminal(sid, command, env=[{"name": name, "value": value}]))
 
     def do_runlimit(self, sid, session, verb, rest, result):
         limit, _, command = rest.partition(" ")
