@@ -15,7 +15,6 @@ import contextlib
 import math
 import os
 import re
-import shutil
 import stat
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -33,6 +32,7 @@ from waza.protocol.records import CaptureResult, Exit, Grade, PromptCase, Timing
 from waza.protocol.trajectory import TrajectoryBuilder
 from waza.runner.engine.fanout import fan_out
 from waza.runner.engine.specs import Limits
+from waza.runner.engine.trees import remove_tree
 from waza.runner.grading.grader_runners import GraderRunner
 
 log = get_logger("waza")
@@ -108,7 +108,7 @@ def make_workspace(root: Path, name: str) -> Path:
     Nothing here follows a symlink: the entry is looked at with ``lstat``
     relative to a descriptor of ``root``, so a symlink planted at ``name`` (even
     one to a directory holding a ``.waza-workspace`` marker) is refused, never
-    wiped or used; removal goes through ``shutil.rmtree``'s descriptor-based walk.
+    wiped or used; removal goes through ``remove_tree``'s descriptor-based walk, however deep the tree.
     """
     root.mkdir(parents=True, exist_ok=True)
     root = root.resolve()
@@ -123,7 +123,7 @@ def make_workspace(root: Path, name: str) -> Path:
                 raise FileExistsError(f"workspace {root / name} exists and is not a directory (a symlink?); refusing to use it")
             if not _has_mark(root_fd, name):
                 raise FileExistsError(f"workspace {root / name} exists and was not made by waza; refusing to reuse it")
-            shutil.rmtree(name, dir_fd=root_fd)
+            remove_tree(root / name)
         os.mkdir(name, 0o777, dir_fd=root_fd)
         dir_fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root_fd)
         try:
@@ -299,9 +299,9 @@ Executor: TypeAlias = Callable[[AsyncIterator[WorkItem], Settings, Sink[CaptureR
 async def run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> CaptureResult:
     """One item in its workspace through an open adapter, graded; a fault is this record's error."""
     try:
-        workspace, remove = settings.workspaces.create(item)
-        if item.prepare is not None:
-            item.prepare(workspace)
+        # Making and filling a workspace reads and writes whole trees: in a worker thread, so the
+        # event loop keeps running every other trial's agent, graders and timeouts meanwhile.
+        workspace, remove = await anyio.to_thread.run_sync(prepared, settings.workspaces, item)
     except Exception as exc:  # a workspace problem is this item's error, not the run's end
         return failed_result(item.case, item.trial, adapter.name, f"cannot prepare workspace: {exc}")
     try:
@@ -309,7 +309,29 @@ async def run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> Capt
         return await grade_result(result, settings.graders if item.graders is None else item.graders)
     finally:
         if remove:
-            shutil.rmtree(workspace, ignore_errors=True)
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(discard, workspace)
+
+
+def prepared(workspaces: Workspaces, item: WorkItem) -> tuple[Path, bool]:
+    """``item``'s workspace, made and filled (blocking: run in a worker thread); a half-filled one is removed."""
+    workspace, remove = workspaces.create(item)
+    if item.prepare is not None:
+        try:
+            item.prepare(workspace)
+        except BaseException:
+            if remove:
+                discard(workspace)
+            raise
+    return workspace, remove
+
+
+def discard(workspace: Path) -> None:
+    """Remove a finished workspace however deep the agent made it; a failure is logged, never the record's."""
+    try:
+        remove_tree(workspace)
+    except OSError as exc:
+        log.warning("cannot remove workspace", path=str(workspace), error=str(exc))
 
 
 def failed_result(case: PromptCase, trial: int | None, adapter: str, message: str) -> CaptureResult:
