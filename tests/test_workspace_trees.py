@@ -108,9 +108,12 @@ def test_a_deep_tree_left_by_an_agent_does_not_block_the_next_run(tmp_path):
     agent = executable(tmp_path / "agent.py", DEEP_AGENT.format(python=sys.executable))
     spec = waza.ExecAgent(command=(str(agent),))
     root = tmp_path / "workspaces"
-    for _ in range(2):  # the second run removes the first's workspace before making its own
-        [result] = waza.capture([{"id": "p", "input": "x"}], spec, workspace=waza.Workspace(root=root))
-        assert result.status != "error", result.errors
+    try:
+        for _ in range(2):  # the second run removes the first's workspace before making its own
+            [result] = waza.capture([{"id": "p", "input": "x"}], spec, workspace=waza.Workspace(root=root))
+            assert result.status != "error", result.errors
+    finally:
+        remove_tree(root)  # pytest's own clean-up of old temporary folders would hit Python's recursion limit
     [fresh] = waza.capture([{"id": "p", "input": "x"}], spec, workspace=waza.Workspace(fresh=True))
     assert fresh.status != "error" and fresh.cwd and not Path(fresh.cwd).exists()
 

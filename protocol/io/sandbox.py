@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Literal
 import msgspec
 
 from ..errors import ConfigError
+from .sandbox_limits import SandboxLimits, limited
 from .secrets import is_secret_name
 
 if TYPE_CHECKING:
@@ -64,6 +65,8 @@ class Sandbox(msgspec.Struct, frozen=True):
     network: Network = "none"
     ports: tuple[int, ...] = ()
     keep_env: tuple[str, ...] = ()
+    #: Memory, processes, CPU time and disk of the agent (:mod:`waza.protocol.io.sandbox_limits`).
+    limits: SandboxLimits = SandboxLimits()
 
     def __post_init__(self) -> None:
         if self.network not in NETWORKS:
@@ -243,4 +246,4 @@ def wrap_command(argv: Sequence[str], policy: Sandbox, workspace: Path, relay: P
         out += ["--", sys.executable, "-I", "-S", "/run/waza-relay.py", RELAY_MOUNT, ports, "--"]
     else:
         out.append("--")
-    return [*out, program, *argv[1:]]
+    return limited([*out, program, *argv[1:]], policy.limits)

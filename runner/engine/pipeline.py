@@ -28,11 +28,12 @@ from waza.adapters.base import Adapter, AdapterOptions, AgentRun, AgentTask
 from waza.protocol.errors import AgentError, ConfigError, GraderError, WazaError
 from waza.protocol.grader_protocol import request_for, settle
 from waza.protocol.io.logs import get_logger
+from waza.protocol.io.sandbox_limits import SandboxLimits, limit_errors
 from waza.protocol.records import CaptureResult, Exit, Grade, PromptCase, Timing
 from waza.protocol.trajectory import TrajectoryBuilder
 from waza.runner.engine.fanout import fan_out
 from waza.runner.engine.specs import Limits
-from waza.runner.engine.trees import remove_tree
+from waza.runner.engine.trees import remove_tree, tree_bytes
 from waza.runner.grading.grader_runners import GraderRunner
 
 log = get_logger("waza")
@@ -306,11 +307,31 @@ async def run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> Capt
         return failed_result(item.case, item.trial, adapter.name, f"cannot prepare workspace: {exc}")
     try:
         result = await capture_one(adapter, item, workspace, settings)
+        policy = settings.opts.sandbox
+        if policy is not None and policy.limits:
+            result.errors.extend(await anyio.to_thread.run_sync(reached_limits, result, workspace, policy.limits))
         return await grade_result(result, settings.graders if item.graders is None else item.graders)
     finally:
         if remove:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(discard, workspace)
+
+
+def reached_limits(result: CaptureResult, workspace: Path, limits: SandboxLimits) -> list[str]:
+    """The sandbox limits the agent reached, as errors naming them: those the launcher reported on the
+    agent's stderr, and a workspace left larger than ``disk_mb`` (measured now, blocking)."""
+    errors = limit_errors(result.stderr, limits)
+    if limits.disk_mb is not None:
+        try:
+            used = tree_bytes(workspace)
+        except OSError as exc:
+            return [*errors, f"cannot measure the workspace against Sandbox.limits.disk_mb: {exc}"]
+        if used >= limits.disk_mb << 20:
+            errors.append(
+                f"the workspace holds {used / (1 << 20):.1f} MB, at or over its sandbox disk limit"
+                f" (Sandbox.limits.disk_mb = {limits.disk_mb})"
+            )
+    return errors
 
 
 def prepared(workspaces: Workspaces, item: WorkItem) -> tuple[Path, bool]:

@@ -8,6 +8,8 @@ iterator, its writer, the blocking form's collection).
 from __future__ import annotations
 
 import contextlib
+import functools
+import sys
 from collections.abc import (
     AsyncGenerator,
     Awaitable,
@@ -25,6 +27,7 @@ from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.agent_command import resolve_agent_command
 from waza.protocol.io.sandbox import check_available
+from waza.protocol.io.sandbox_limits import SandboxLimits, describe
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.runner.analysis.error_digest import ErrorDigest
 from waza.runner.engine.blocking import run_blocking, single_error
@@ -68,11 +71,19 @@ def resolve_agent(agent: AgentSpec) -> tuple[type[Adapter], list[str], AdapterOp
     cls.check(command, opts)
     if opts.sandbox is not None:
         check_available()  # no bubblewrap or no namespaces here: one clear line before anything runs
+        if opts.sandbox.limits:
+            say_limits(opts.sandbox.limits)
     if opts.local_model:  # HttpAgent's: the runner owns the server, the adapter only sees its URL
         from waza.runner.local_model.server import resolve_model, with_local_model
 
         cls = with_local_model(resolve_model(Path(opts.model) if opts.model else None, option="HttpAgent.model"))
     return cls, command, opts
+
+
+@functools.cache
+def say_limits(limits: SandboxLimits) -> None:
+    """Say once on stderr which mechanism holds the sandbox's limits on this machine."""
+    print(describe(limits), file=sys.stderr)
 
 
 def build_graders(graders: Graders, timeouts: Timeouts) -> list[GraderRunner]:

@@ -29,7 +29,7 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["MAX_DEPTH", "MAX_ENTRIES", "TreeError", "copy_tree", "remove_tree"]
+__all__ = ["MAX_DEPTH", "MAX_ENTRIES", "TreeError", "copy_tree", "remove_tree", "tree_bytes"]
 
 #: The deepest directory a copy descends into (one descriptor open per level).
 MAX_DEPTH = 256
@@ -248,3 +248,29 @@ def _empty(top: int, max_entries: int) -> None:
     finally:
         for fd, _, _ in stack[1:]:
             os.close(fd)
+
+
+def tree_bytes(path: Path, *, max_entries: int = MAX_ENTRIES) -> int:
+    """The disk space (allocated blocks, as ``du``) the files under the directory ``path`` use; links not followed."""
+    total = 0
+    count = 0
+    pending = [os.open(path, _DIR_FLAGS)]
+    try:
+        while pending:
+            fd = pending.pop()
+            try:
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        count += 1
+                        if count > max_entries:
+                            raise TreeError(f"{path} holds more than {max_entries} entries")
+                        st = entry.stat(follow_symlinks=False)
+                        total += st.st_blocks * 512
+                        if stat.S_ISDIR(st.st_mode):
+                            pending.append(os.open(entry.name, _DIR_FLAGS, dir_fd=fd))
+            finally:
+                os.close(fd)
+    finally:
+        for fd in pending:
+            os.close(fd)
+    return total
