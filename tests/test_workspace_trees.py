@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -18,7 +19,7 @@ from waza.runner.engine.run_setup import run_settings
 from waza.runner.engine.specs import ExecAgent, Timeouts
 from waza.runner.engine.trees import TreeError, copy_tree, remove_tree
 
-from .conftest import executable
+from .conftest import executable, run_waza
 
 
 def _tree(root: Path) -> Path:
@@ -165,3 +166,36 @@ def test_a_workspace_that_cannot_be_filled_is_that_prompts_error(tmp_path):
     assert (
         waza.run_one({"id": "b", "input": "y"}, spec, workspace=waza.Workspace(fresh=True, template=template)).status != "error"
     )
+
+
+def test_a_suite_fixture_directory_is_copied_per_trial_and_the_agent_never_writes_into_it(tmp_path):
+    suite = tmp_path / "suite"
+    repo = suite / "fixtures" / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "a.txt").write_text("original")
+    (repo / "src" / "alias.txt").symlink_to("a.txt")
+    for n in range(300):  # a fixture of many files
+        (repo / f"f{n}.txt").write_text(str(n))
+    (suite / "tasks").mkdir()
+    (suite / "eval.yaml").write_text(
+        "name: fx\ngraders:\n  - type: text\n    config: {contains: [done]}\ntasks: ['tasks/*.yaml']\n"
+    )
+    (suite / "tasks" / "edit.yaml").write_text("id: edit\ninputs:\n  prompt: 'edit'\n  files: [{path: repo}]\n")
+    agent = executable(
+        tmp_path / "agent.py",
+        f"#!{sys.executable}\nimport sys\nsys.stdin.read()\n"
+        "open('repo/src/alias.txt', 'a').write(' + edited through the link')\nopen('repo/new.txt', 'w').write('new')\n"
+        "print('done')\n",
+    )
+    out = tmp_path / "trials.jsonl"
+    done = run_waza(
+        "run", suite, "--adapter", "exec", "--trials", "2", "--keep-workspaces", "-o", out, "--no-triggers", "--", agent
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 2 and len({r["cwd"] for r in rows}) == 2
+    for row in rows:
+        ws = Path(row["cwd"]) / "repo"
+        assert (ws / "src" / "a.txt").read_text() == "original + edited through the link"
+        assert os.readlink(ws / "src" / "alias.txt") == "a.txt" and (ws / "f299.txt").read_text() == "299"
+    assert (repo / "src" / "a.txt").read_text() == "original" and not (repo / "new.txt").exists()

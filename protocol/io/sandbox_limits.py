@@ -110,8 +110,8 @@ def mechanism() -> dict[str, str]:
     return found
 
 
-def describe(limits: SandboxLimits) -> str:
-    """One line for stderr: which mechanism holds ``limits`` on this machine."""
+def describe() -> str:
+    """One line for stderr: which mechanism holds the sandbox limits on this machine."""
     groups = mechanism()
     if "v2" in groups:
         how = "a cgroup v2 group per agent for memory and processes"

@@ -27,7 +27,7 @@ from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.agent_command import resolve_agent_command
 from waza.protocol.io.sandbox import check_available
-from waza.protocol.io.sandbox_limits import SandboxLimits, describe
+from waza.protocol.io.sandbox_limits import describe
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.runner.analysis.error_digest import ErrorDigest
 from waza.runner.engine.blocking import run_blocking, single_error
@@ -72,7 +72,7 @@ def resolve_agent(agent: AgentSpec) -> tuple[type[Adapter], list[str], AdapterOp
     if opts.sandbox is not None:
         check_available()  # no bubblewrap or no namespaces here: one clear line before anything runs
         if opts.sandbox.limits:
-            say_limits(opts.sandbox.limits)
+            say_limits()
     if opts.local_model:  # HttpAgent's: the runner owns the server, the adapter only sees its URL
         from waza.runner.local_model.server import resolve_model, with_local_model
 
@@ -81,9 +81,9 @@ def resolve_agent(agent: AgentSpec) -> tuple[type[Adapter], list[str], AdapterOp
 
 
 @functools.cache
-def say_limits(limits: SandboxLimits) -> None:
+def say_limits() -> None:
     """Say once on stderr which mechanism holds the sandbox's limits on this machine."""
-    print(describe(limits), file=sys.stderr)
+    print(describe(), file=sys.stderr)
 
 
 def build_graders(graders: Graders, timeouts: Timeouts) -> list[GraderRunner]:
