@@ -199,3 +199,15 @@ def test_a_suite_fixture_directory_is_copied_per_trial_and_the_agent_never_write
         assert (ws / "src" / "a.txt").read_text() == "original + edited through the link"
         assert os.readlink(ws / "src" / "alias.txt") == "a.txt" and (ws / "f299.txt").read_text() == "299"
     assert (repo / "src" / "a.txt").read_text() == "original" and not (repo / "new.txt").exists()
+
+
+def test_capture_fills_each_fresh_workspace_from_its_template_and_refuses_one_without_fresh(tmp_path):
+    template = _tree(tmp_path / "template")
+    agent = executable(tmp_path / "agent.sh", "#!/bin/sh\ncat >/dev/null\ncat src/pkg/mod.py\necho edit >> src/pkg/mod.py\n")
+    spec = waza.ExecAgent(command=(str(agent),))
+    prompts = [{"id": f"p{n}", "input": "x"} for n in range(3)]
+    results = waza.capture(prompts, spec, concurrency=3, workspace=waza.Workspace(fresh=True, template=template))
+    assert [r.output.strip() for r in results] == ["x = 1"] * 3  # each saw the template, none another's edit
+    assert (template / "src" / "pkg" / "mod.py").read_text() == "x = 1\n"
+    with pytest.raises(waza.ConfigError, match="Workspace.template needs Workspace.fresh or Workspace.root"):
+        waza.capture(prompts, spec, workspace=waza.Workspace(cwd=tmp_path, template=template))

@@ -1,10 +1,11 @@
 """The launcher that puts a sandbox under its limits: run as a script, standard library only.
 
 Usage (waza builds it, :func:`waza.protocol.io.sandbox_limits.limited`):
-``python -I -S sandbox_limiter.py SPEC_JSON -- BWRAP ARGV...``. SPEC_JSON holds
-the limits (``memory_mb``, ``pids``, ``cpu_seconds``, ``disk_mb``, each a
-number or null) and ``groups``: where this launcher may make its control
-group (``{"v2": folder}``, ``{"memory": folder, "pids": folder}``, or ``{}``).
+``python -I -S sandbox_limiter.py [FIELD=N ...] [group.KIND=FOLDER ...] -- BWRAP ARGV...``:
+the limits that are set (``memory_mb``, ``pids``, ``cpu_seconds``, ``disk_mb``)
+and where this launcher may make its control group (``group.v2``, or
+``group.memory`` and ``group.pids``; none: ``setrlimit`` only). It imports
+nothing it can do without, as it starts once per sandboxed process.
 
 It makes the group ``waza-limit-PID`` there, sets its limits and moves itself
 in, so bubblewrap and every process of the sandbox are counted together;
@@ -17,15 +18,11 @@ removes its group and exits as the command did. A group left by a launcher
 that was killed is removed by the next launcher that starts.
 """
 
-import json
 import os
 import resource
 import signal
-import subprocess
 import sys
 import time
-from contextlib import suppress
-from typing import Any
 
 PREFIX = "waza-limit-"
 
@@ -63,15 +60,17 @@ def _reap(parent: str) -> None:
     for name in names:
         pid = name[len(PREFIX) :]
         if name.startswith(PREFIX) and pid.isdigit() and not _alive(int(pid)):
-            with suppress(OSError):  # still holding a process, or gone already
+            try:  # noqa: SIM105 - contextlib would cost an import at every sandbox start
                 os.rmdir(os.path.join(parent, name))
+            except OSError:
+                pass  # still holding a process, or gone already
 
 
-def _groups(spec: dict[str, Any]) -> dict[str, str]:
+def _groups(spec: dict[str, int | None], parents: dict[str, str]) -> dict[str, str]:
     """Make this launcher's groups, set their limits and move it in; {controller or 'v2': folder}."""
     made: dict[str, str] = {}
     name = f"{PREFIX}{os.getpid()}"
-    for kind, parent in spec["groups"].items():
+    for kind, parent in parents.items():
         _reap(parent)
         folder = os.path.join(parent, name)
         os.mkdir(folder)
@@ -92,7 +91,7 @@ def _groups(spec: dict[str, Any]) -> dict[str, str]:
     return made
 
 
-def _rlimits(spec: dict[str, Any], grouped: bool) -> None:
+def _rlimits(spec: dict[str, int | None], grouped: bool) -> None:
     def cap(which: int, value: int, slack: int = 0) -> None:
         resource.setrlimit(which, (value, value + slack))
 
@@ -107,7 +106,7 @@ def _rlimits(spec: dict[str, Any], grouped: bool) -> None:
             cap(resource.RLIMIT_NPROC, spec["pids"])
 
 
-def _reached(spec: dict[str, Any], groups: dict[str, str], code: int) -> list[str]:
+def _reached(spec: dict[str, int | None], groups: dict[str, str], code: int) -> list[str]:
     """The limits the command's end shows were reached."""
     found: list[str] = []
     for kind, folder in groups.items():
@@ -144,25 +143,34 @@ def _leave(groups: dict[str, str]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) < 3 or argv[1] != "--":
-        print("usage: sandbox_limiter.py SPEC_JSON -- COMMAND...", file=sys.stderr)
+    split = argv.index("--") if "--" in argv else len(argv)
+    if split + 1 >= len(argv):
+        print("usage: sandbox_limiter.py [FIELD=N ...] [group.KIND=FOLDER ...] -- COMMAND...", file=sys.stderr)
         return 2
-    spec, command = json.loads(argv[0]), argv[2:]
+    spec: dict[str, int | None] = dict.fromkeys(("memory_mb", "pids", "cpu_seconds", "disk_mb"))
+    parents: dict[str, str] = {}
+    for item in argv[:split]:
+        key, _, value = item.partition("=")
+        if key.startswith("group."):
+            parents[key[len("group.") :]] = value
+        else:
+            spec[key] = int(value)
+    command = argv[split + 1 :]
     try:
-        groups = _groups(spec)
+        groups = _groups(spec, parents)
     except OSError as exc:
         print(f"waza: cannot make the sandbox's control group: {exc}", file=sys.stderr)
         return 125
     try:
         _rlimits(spec, grouped=bool(groups))
         try:
-            child = subprocess.Popen(command)
+            child = os.posix_spawnp(command[0], command, os.environ)
         except OSError as exc:
             print(f"cannot start {command[0]!r}: {exc.strerror or exc}", file=sys.stderr)
             return 127
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, lambda number, _frame: child.send_signal(number))
-        code = child.wait()
+            signal.signal(sig, lambda number, _frame: os.kill(child, number))
+        code = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])  # retried by Python after a signal passed on
         for field in _reached(spec, groups, code):
             print(f"waza-limit: {field}", file=sys.stderr, flush=True)
         return code if code >= 0 else 128 - code

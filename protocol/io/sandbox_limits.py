@@ -18,7 +18,6 @@ turns it into that prompt's error naming the limit (:func:`limit_errors`).
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
 from pathlib import Path
@@ -131,8 +130,9 @@ def limited(argv: list[str], limits: SandboxLimits) -> list[str]:
         return argv
     from . import sandbox_limiter
 
-    spec = {"groups": mechanism(), **msgspec.structs.asdict(limits)}
-    return [sys.executable, "-I", "-S", sandbox_limiter.__file__, json.dumps(spec), "--", *argv]
+    fields = [f"{name}={value}" for name, value in msgspec.structs.asdict(limits).items() if value is not None]
+    groups = [f"group.{kind}={folder}" for kind, folder in mechanism().items()]
+    return [sys.executable, "-I", "-S", sandbox_limiter.__file__, *fields, *groups, "--", *argv]
 
 
 #: A limit the launcher reports, as the option that sets it.

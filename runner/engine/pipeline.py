@@ -314,7 +314,7 @@ async def run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> Capt
     finally:
         if remove:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(discard, workspace)
+                await anyio.to_thread.run_sync(remove_workspace, workspace)
 
 
 def reached_limits(result: CaptureResult, workspace: Path, limits: SandboxLimits) -> list[str]:
@@ -342,12 +342,12 @@ def prepared(workspaces: Workspaces, item: WorkItem) -> tuple[Path, bool]:
             item.prepare(workspace)
         except BaseException:
             if remove:
-                discard(workspace)
+                remove_workspace(workspace)
             raise
     return workspace, remove
 
 
-def discard(workspace: Path) -> None:
+def remove_workspace(workspace: Path) -> None:
     """Remove a finished workspace however deep the agent made it; a failure is logged, never the record's."""
     try:
         remove_tree(workspace)
