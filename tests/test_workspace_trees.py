@@ -209,5 +209,5 @@ def test_capture_fills_each_fresh_workspace_from_its_template_and_refuses_one_wi
     results = waza.capture(prompts, spec, concurrency=3, workspace=waza.Workspace(fresh=True, template=template))
     assert [r.output.strip() for r in results] == ["x = 1"] * 3  # each saw the template, none another's edit
     assert (template / "src" / "pkg" / "mod.py").read_text() == "x = 1\n"
-    with pytest.raises(waza.ConfigError, match="Workspace.template needs Workspace.fresh or Workspace.root"):
+    with pytest.raises(waza.ConfigError, match=r"Workspace\.template needs Workspace\.fresh or Workspace\.root"):
         waza.capture(prompts, spec, workspace=waza.Workspace(cwd=tmp_path, template=template))
