@@ -6,15 +6,17 @@ measures, alternating the commands forward then backward ``--runs`` times:
 
 * **setup**: one trial's workspace filled from the fixture: ``cp -a`` (the
   floor), waza's copy (``trees.copy_tree``, the kernel's copy, reflinks where
-  the filesystem has them), and ``shutil.copytree`` (what templates used
-  before); whether this filesystem reflinks is printed, and the overlay row says
+  the filesystem has them), ``shutil.copytree`` (what templates used
+  before) and a per-file copy resolving each path (what suite fixtures used before); whether this filesystem reflinks is printed, and the overlay row says
   whether this machine's bubblewrap has ``--overlay-src``;
 * **sandbox start**: ``true`` run directly, through waza's bubblewrap command
   line, and through it with limits (the launcher and its control group);
 * **-j 16**: 16 prompts of an agent that sleeps ``--sleep`` seconds, each in a
   fresh workspace from the large fixture against an empty one (waza's Python
-  API, ``Workspace(fresh=True, template=...)``): the difference is what filling
-  workspaces costs a run, with the copies in worker threads beside the agents.
+  API, ``Workspace(fresh=True, template=...)``), beside 16 ``cp -a`` of the
+  fixture at once (what the disk allows for the copies alone); a ticker on the
+  run's event loop reports the longest the loop went without running it (the
+  stall every other trial's agent, grader and timeout would see).
 
 Prints medians. Not a test: nothing here asserts, and CI does not run it.
 """
@@ -32,6 +34,8 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import anyio
 
 import waza
 from waza.protocol.io.sandbox import Sandbox, wrap_command
@@ -120,11 +124,34 @@ def setup_rows(source: Path, runs: int) -> dict[str, float]:
     def copytree() -> None:
         shutil.copytree(source, fresh(), symlinks=True)
 
+    def per_file() -> None:  # the suites' copy before: a walk, then every file's path resolved and checked
+        target = fresh()
+        root = source.resolve()
+        for top, _, names in os.walk(source):
+            for name in names:
+                relative = Path(top, name).relative_to(root)
+                src = (root / relative).resolve()
+                dst = (target / relative).resolve()
+                if not (src.is_relative_to(root) and dst.is_relative_to(target.resolve() if target.exists() else target)):
+                    raise RuntimeError(f"{relative} escapes")
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, dst)
+
     def empty() -> None:
         fresh().mkdir()
 
     try:
-        return measure({"cp -a": cp_a, "waza copy": waza_copy, "shutil.copytree": copytree, "empty": empty}, runs, clear)
+        return measure(
+            {
+                "cp -a": cp_a,
+                "waza copy": waza_copy,
+                "shutil.copytree": copytree,
+                "per-file copy (suites before)": per_file,
+                "empty": empty,
+            },
+            runs,
+            clear,
+        )
     finally:
         remove_tree(scratch)
 
@@ -149,7 +176,8 @@ def start_rows(runs: int) -> dict[str, float]:
         remove_tree(workspace)
 
 
-def parallel_rows(source: Path, runs: int, sleep: float) -> dict[str, float]:
+def parallel_rows(source: Path, runs: int, sleep: float) -> tuple[dict[str, float], dict[str, float]]:
+    """Wall time of each run, and the longest the event loop went without running a 10 ms ticker beside it."""
     empty = DATA / "empty-fixture"
     empty.mkdir(parents=True, exist_ok=True)
     agent = DATA / "sleepy-agent.sh"
@@ -157,12 +185,51 @@ def parallel_rows(source: Path, runs: int, sleep: float) -> dict[str, float]:
     agent.chmod(0o755)
     prompts = [{"id": f"p{i}", "input": "x"} for i in range(16)]
     spec = waza.ExecAgent(command=(str(agent),))
+    stalls: dict[str, list[float]] = {}
 
-    def run(template: Path) -> None:
-        results = waza.capture(prompts, spec, concurrency=16, workspace=waza.Workspace(fresh=True, template=template))
-        assert all(r.output == "done" for r in results), [r.errors for r in results if r.output != "done"]
+    def run(name: str, template: Path) -> None:
+        async def main() -> None:
+            worst = 0.0
+            stop = anyio.Event()
 
-    return measure({"-j 16, empty fixture": lambda: run(empty), "-j 16, large fixture": lambda: run(source)}, runs)
+            async def ticker() -> None:
+                nonlocal worst
+                last = time.perf_counter()
+                while not stop.is_set():
+                    await anyio.sleep(0.01)
+                    now = time.perf_counter()
+                    worst = max(worst, now - last - 0.01)
+                    last = now
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ticker)
+                workspace = waza.Workspace(fresh=True, template=template)
+                results = [r async for r in waza.acapture(prompts, spec, concurrency=16, workspace=workspace)]
+                stop.set()
+            assert all(r.output == "done" for r in results), [r.errors for r in results if r.output != "done"]
+            stalls.setdefault(name, []).append(worst)
+
+        anyio.run(main)
+
+    def parallel_cp() -> None:
+        scratch = DATA / "scratch-cp"
+        remove_tree(scratch)
+        scratch.mkdir(parents=True)
+        children = [subprocess.Popen(["cp", "-a", f"{source}/.", str(scratch / str(n))]) for n in range(16)]
+        for child in children:
+            child.wait()
+        remove_tree(scratch)
+
+    walls = measure(
+        {
+            "-j 16, empty fixture": lambda: run("-j 16, empty fixture", empty),
+            "-j 16, large fixture": lambda: run("-j 16, large fixture", source),
+            "16 × cp -a at once (floor of the copies alone)": parallel_cp,
+        },
+        runs,
+        os.sync,
+    )
+    return walls, {name: max(values) for name, values in stalls.items()}
 
 
 def main() -> None:
@@ -192,10 +259,11 @@ def main() -> None:
     print("\n| sandbox start | median ms |\n|---|---|")
     for name, value in start.items():
         print(f"| {name} | {value * 1000:.1f} |")
-    par = parallel_rows(source, args.runs, args.sleep)
-    print(f"\n| 16 prompts, -j 16, agents sleep {args.sleep:g} s | median s |\n|---|---|")
-    for name, value in par.items():
-        print(f"| {name} | {value:.2f} |")
+    walls, stalls = parallel_rows(source, args.runs, args.sleep)
+    print(f"\n| 16 prompts, -j 16, agents sleep {args.sleep:g} s | median s | longest event-loop stall |\n|---|---|---|")
+    for name, value in walls.items():
+        stall = f"{stalls[name] * 1000:.0f} ms" if name in stalls else "—"
+        print(f"| {name} | {value:.2f} | {stall} |")
 
 
 if __name__ == "__main__":

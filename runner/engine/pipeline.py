@@ -16,6 +16,7 @@ import math
 import os
 import re
 import stat
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
@@ -334,12 +335,18 @@ def reached_limits(result: CaptureResult, workspace: Path, limits: SandboxLimits
     return errors
 
 
+#: How many workspaces are filled at once: copies are bound by the disk, and more threads walking trees
+#: at once only take the interpreter lock from the event loop more often (threads wait here without it).
+FILLING = threading.BoundedSemaphore(2)
+
+
 def prepared(workspaces: Workspaces, item: WorkItem) -> tuple[Path, bool]:
     """``item``'s workspace, made and filled (blocking: run in a worker thread); a half-filled one is removed."""
     workspace, remove = workspaces.create(item)
     if item.prepare is not None:
         try:
-            item.prepare(workspace)
+            with FILLING:
+                item.prepare(workspace)
         except BaseException:
             if remove:
                 remove_workspace(workspace)
