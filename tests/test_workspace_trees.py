@@ -17,7 +17,7 @@ from waza.protocol.records import PromptCase
 from waza.runner.engine.pipeline import WorkItem, Workspaces, run_items
 from waza.runner.engine.run_setup import run_settings
 from waza.runner.engine.specs import ExecAgent, Timeouts
-from waza.runner.engine.trees import TreeError, copy_tree, remove_tree
+from waza.runner.engine.trees import MAX_DEPTH, TreeError, copy_tree, remove_tree, tree_bytes
 
 from .conftest import executable, run_waza
 
@@ -89,7 +89,7 @@ def test_remove_tree_handles_depth_past_path_and_descriptor_limits_without_follo
     keep.write_text("still here")
     tree = tmp_path / "tree"
     tree.mkdir()
-    _deep(tree, 6000)  # far past PATH_MAX, the recursion limit and a 1024-descriptor ulimit
+    _deep(tree, 3000)  # far past PATH_MAX, the recursion limit and a 1024-descriptor ulimit
     (tree / "link-out").symlink_to(tmp_path)
     remove_tree(tree)
     assert not tree.exists() and keep.read_text() == "still here"
@@ -98,7 +98,7 @@ def test_remove_tree_handles_depth_past_path_and_descriptor_limits_without_follo
 DEEP_AGENT = """#!{python}
 import os, sys
 sys.stdin.read()
-for _ in range(5000):
+for _ in range(3000):
     os.mkdir("d")
     os.chdir("d")
 print("made a deep tree")
@@ -211,3 +211,15 @@ def test_capture_fills_each_fresh_workspace_from_its_template_and_refuses_one_wi
     assert (template / "src" / "pkg" / "mod.py").read_text() == "x = 1\n"
     with pytest.raises(waza.ConfigError, match=r"Workspace\.template needs Workspace\.fresh or Workspace\.root"):
         waza.capture(prompts, spec, workspace=waza.Workspace(cwd=tmp_path, template=template))
+
+
+def test_tree_bytes_counts_allocated_space_and_refuses_a_tree_too_deep_to_measure(tmp_path):
+    tree = tmp_path / "tree"
+    (tree / "a").mkdir(parents=True)
+    (tree / "a" / "data").write_bytes(os.urandom(1 << 20))
+    (tree / "link").symlink_to("/usr")  # not followed: /usr is not counted
+    assert (1 << 20) <= tree_bytes(tree) < (2 << 20)
+    _deep(tree / "a", MAX_DEPTH + 5)
+    with pytest.raises(TreeError, match="folders deep"):
+        tree_bytes(tree)
+    remove_tree(tree)

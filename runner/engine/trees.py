@@ -251,26 +251,44 @@ def _empty(top: int, max_entries: int) -> None:
 
 
 def tree_bytes(path: Path, *, max_entries: int = MAX_ENTRIES) -> int:
-    """The disk space (allocated blocks, as ``du``) the files under the directory ``path`` use; links not followed."""
+    """The disk space (allocated blocks, as ``du``) the files under the directory ``path`` use; links not
+    followed. One descriptor is open per level: a tree more than ``MAX_DEPTH`` folders deep is a TreeError."""
     total = 0
     count = 0
-    pending = [os.open(path, _DIR_FLAGS)]
+
+    def scan(fd: int) -> list[str]:
+        nonlocal total, count
+        folders: list[str] = []
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                count += 1
+                if count > max_entries:
+                    raise TreeError(f"{path} holds more than {max_entries} entries")
+                st = entry.stat(follow_symlinks=False)
+                total += st.st_blocks * 512
+                if stat.S_ISDIR(st.st_mode):
+                    folders.append(entry.name)
+        return folders
+
+    top = os.open(path, _DIR_FLAGS)
+    stack: list[tuple[int, list[str]]] = []
     try:
-        while pending:
-            fd = pending.pop()
+        stack.append((top, []))
+        stack[0] = (top, scan(top))
+        while stack:
+            fd, folders = stack[-1]
+            if not folders:
+                os.close(stack.pop()[0])
+                continue
+            if len(stack) >= MAX_DEPTH:
+                raise TreeError(f"{path} is more than {MAX_DEPTH} folders deep")
+            child = os.open(folders.pop(), _DIR_FLAGS, dir_fd=fd)
             try:
-                with os.scandir(fd) as entries:
-                    for entry in entries:
-                        count += 1
-                        if count > max_entries:
-                            raise TreeError(f"{path} holds more than {max_entries} entries")
-                        st = entry.stat(follow_symlinks=False)
-                        total += st.st_blocks * 512
-                        if stat.S_ISDIR(st.st_mode):
-                            pending.append(os.open(entry.name, _DIR_FLAGS, dir_fd=fd))
-            finally:
-                os.close(fd)
+                stack.append((child, scan(child)))
+            except BaseException:
+                os.close(child)
+                raise
     finally:
-        for fd in pending:
+        for fd, _ in stack:
             os.close(fd)
     return total
