@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Literal
 import msgspec
 
 from ..errors import ConfigError
+from .sandbox_limits import SandboxLimits, limited
 from .secrets import is_secret_name
 
 if TYPE_CHECKING:
@@ -95,6 +96,8 @@ class Sandbox(msgspec.Struct, frozen=True):
     keep_env: tuple[str, ...] = ()
     #: Set by :func:`plan`: ``read_only`` holds real paths and the program's installation, decided once.
     planned: bool = False
+    #: Memory, processes, CPU time and disk of the agent (:mod:`waza.protocol.io.sandbox_limits`).
+    limits: SandboxLimits = SandboxLimits()
 
     def __post_init__(self) -> None:
         if self.network not in NETWORKS:
@@ -415,4 +418,4 @@ def wrap_command(
         out += ["--", _real(sys.executable), "-I", "-S", "/run/waza-relay.py", RELAY_MOUNT, ports, "--"]
     else:
         out.append("--")
-    return [*out, *argv]
+    return limited([*out, *argv], policy.limits)

@@ -36,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["TrialResult", "TrialsSummary", "CalibrationReport"], "waza.protocol.trial_records"),
     **dict.fromkeys(["AgentError", "ConfigError", "GraderError", "UsageError", "WazaError"], "waza.protocol.errors"),
     "Sandbox": "waza.protocol.io.sandbox",
+    "SandboxLimits": "waza.protocol.io.sandbox_limits",
 }  # fmt: skip
 
 # A literal list, so type checkers (mypy --strict) see every ``waza.X`` as exported; tests/test_api_edges.py
@@ -69,6 +70,7 @@ __all__ = [
     "PythonGrader",
     "ReplayAgent",
     "Sandbox",
+    "SandboxLimits",
     "SuiteRun",
     "Timeouts",
     "TrialResult",
@@ -106,6 +108,7 @@ if TYPE_CHECKING:
         WazaError,
     )
     from waza.protocol.io.sandbox import Sandbox
+    from waza.protocol.io.sandbox_limits import SandboxLimits
     from waza.protocol.records import CaptureResult, Grade, GraderRequest, PromptCase
     from waza.protocol.trial_records import (
         CalibrationReport,

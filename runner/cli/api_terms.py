@@ -35,6 +35,10 @@ FLAGS: dict[str, str] = {
     "Sandbox.network": "--sandbox-net",
     "Sandbox.ports": "--sandbox-port",
     "Sandbox.keep_env": "--sandbox-env",
+    "Sandbox.limits.memory_mb": "--sandbox-memory",
+    "Sandbox.limits.pids": "--sandbox-pids",
+    "Sandbox.limits.cpu_seconds": "--sandbox-cpu-time",
+    "Sandbox.limits.disk_mb": "--sandbox-disk",
     "Sandbox": "--sandbox bwrap",
     # agents: a spec is an adapter, its fields are that adapter's options
     **{f"{spec}.command": _AGENT_COMMAND for spec in ("ExecAgent", "AcpAgent", "HeadlessAgent", "HttpAgent", "ReplayAgent", "MockAgent")},

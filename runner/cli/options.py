@@ -191,12 +191,38 @@ class AgentOptions(msgspec.Struct):
         ),
     ] = None
 
+    sandbox_memory: Annotated[
+        int | None,
+        opt("--sandbox-memory", help="Memory (MB) of the sandboxed agent and all it starts.", panel=SANDBOX, metavar="MB"),
+    ] = None
+    sandbox_pids: Annotated[
+        int | None,
+        opt("--sandbox-pids", help="Processes and threads the sandboxed agent may have at once.", panel=SANDBOX, metavar="N"),
+    ] = None
+    sandbox_cpu_time: Annotated[
+        int | None,
+        opt("--sandbox-cpu-time", help="CPU seconds each process of the sandboxed agent may use.", panel=SANDBOX, metavar="S"),
+    ] = None
+    sandbox_disk: Annotated[
+        int | None,
+        opt(
+            "--sandbox-disk",
+            help="Largest file (MB) the sandboxed agent may write; a workspace this large after a prompt is its error.",
+            panel=SANDBOX,
+            metavar="MB",
+        ),
+    ] = None
+
     def sandbox_policy(self) -> "Sandbox | None":
         """The --sandbox options as the adapters' Sandbox; one given without --sandbox is a usage error."""
         from waza.protocol.io.sandbox import Sandbox
+        from waza.protocol.io.sandbox_limits import SandboxLimits
 
         extras = [flag for flag, value in (("--sandbox-ro", self.sandbox_ro), ("--sandbox-rw", self.sandbox_rw),
-                  ("--sandbox-port", self.sandbox_port), ("--sandbox-env", self.sandbox_env)) if value]  # fmt: skip
+                  ("--sandbox-port", self.sandbox_port), ("--sandbox-env", self.sandbox_env),
+                  ("--sandbox-memory", self.sandbox_memory), ("--sandbox-pids", self.sandbox_pids),
+                  ("--sandbox-cpu-time", self.sandbox_cpu_time), ("--sandbox-disk", self.sandbox_disk))
+                  if value is not None and value != []]  # fmt: skip
         if self.sandbox_net != "none":
             extras.append("--sandbox-net")
         if self.sandbox is None:
@@ -211,6 +237,12 @@ class AgentOptions(msgspec.Struct):
             network=self.sandbox_net,  # type: ignore[arg-type]  # checked by Sandbox
             ports=tuple(self.sandbox_port or []),
             keep_env=tuple(self.sandbox_env or []),
+            limits=SandboxLimits(
+                memory_mb=self.sandbox_memory,
+                pids=self.sandbox_pids,
+                cpu_seconds=self.sandbox_cpu_time,
+                disk_mb=self.sandbox_disk,
+            ),
         )
 
     def adapter_options(self) -> AdapterOptions:

@@ -30,6 +30,7 @@ from typing import Any
 
 import msgspec
 
+from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.runner.analysis.error_digest import ErrorDigest
 from waza.runner.engine.blocking import run_blocking
@@ -83,6 +84,8 @@ class CaptureRun(msgspec.Struct):
     errors: ErrorDigest = msgspec.field(default_factory=ErrorDigest)
     #: With ``Output.retry_errors``: the output's error records, run again (removed at the first result).
     rerun: ErrorRecords | None = None
+    #: Fills each fresh workspace: a copy of ``Workspace.template`` (``seeder``), or None.
+    seed: Callable[[Path], None] | None = None
 
     @classmethod
     def prepare(
@@ -113,7 +116,12 @@ class CaptureRun(msgspec.Struct):
             source.check_resumed(output.path, done, rerun)
         if rerun is not None:
             rerun.announce("result")
-        return cls(source, settings, settings.graders, output, done, executor=executor, rerun=rerun)
+        if workspace.template is not None and not (workspace.fresh or workspace.root):
+            raise ConfigError("Workspace.template needs Workspace.fresh or Workspace.root: it is copied into fresh workspaces")
+        from waza.runner.engine.trial_runs import seeder  # as arun_one: only a run with a template needs it
+
+        seed = seeder(workspace.template)
+        return cls(source, settings, settings.graders, output, done, executor=executor, rerun=rerun, seed=seed)
 
     @property
     def todo(self) -> int | None:
@@ -137,7 +145,7 @@ class CaptureRun(msgspec.Struct):
 
         async def items() -> AsyncGenerator[WorkItem, None]:
             async for case in self.prompts.stream(keep):
-                yield WorkItem(case=case)
+                yield WorkItem(case=case, prepare=self.seed)
 
         each = counted(writer, self.tally, self.errors, sink)
 

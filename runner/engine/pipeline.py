@@ -15,8 +15,8 @@ import contextlib
 import math
 import os
 import re
-import shutil
 import stat
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
@@ -30,10 +30,12 @@ from waza.protocol.errors import AgentError, ConfigError, GraderError, WazaError
 from waza.protocol.grader_protocol import request_for, settle
 from waza.protocol.io.logs import get_logger
 from waza.protocol.io.sandbox import GRADING_SANDBOX, Sandbox
+from waza.protocol.io.sandbox_limits import SandboxLimits, limit_errors
 from waza.protocol.records import CaptureResult, Exit, Grade, PromptCase, Timing
 from waza.protocol.trajectory import TrajectoryBuilder
 from waza.runner.engine.fanout import fan_out
 from waza.runner.engine.specs import Limits
+from waza.runner.engine.trees import remove_tree, tree_bytes
 from waza.runner.grading.grader_runners import GraderRunner
 
 log = get_logger("waza")
@@ -109,7 +111,7 @@ def make_workspace(root: Path, name: str) -> Path:
     Nothing here follows a symlink: the entry is looked at with ``lstat``
     relative to a descriptor of ``root``, so a symlink planted at ``name`` (even
     one to a directory holding a ``.waza-workspace`` marker) is refused, never
-    wiped or used; removal goes through ``shutil.rmtree``'s descriptor-based walk.
+    wiped or used; removal goes through ``remove_tree``'s descriptor-based walk, however deep the tree.
     """
     root.mkdir(parents=True, exist_ok=True)
     root = root.resolve()
@@ -124,7 +126,7 @@ def make_workspace(root: Path, name: str) -> Path:
                 raise FileExistsError(f"workspace {root / name} exists and is not a directory (a symlink?); refusing to use it")
             if not _has_mark(root_fd, name):
                 raise FileExistsError(f"workspace {root / name} exists and was not made by waza; refusing to reuse it")
-            shutil.rmtree(name, dir_fd=root_fd)
+            remove_tree(root / name)
         os.mkdir(name, 0o777, dir_fd=root_fd)
         dir_fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root_fd)
         try:
@@ -302,13 +304,16 @@ Executor: TypeAlias = Callable[[AsyncIterator[WorkItem], Settings, Sink[CaptureR
 async def run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> CaptureResult:
     """One item in its workspace through an open adapter, graded; a fault is this record's error."""
     try:
-        workspace, remove = settings.workspaces.create(item)
-        if item.prepare is not None:
-            item.prepare(workspace)
+        # Making and filling a workspace reads and writes whole trees: in a worker thread, so the
+        # event loop keeps running every other trial's agent, graders and timeouts meanwhile.
+        workspace, remove = await anyio.to_thread.run_sync(prepared, settings.workspaces, item)
     except Exception as exc:  # a workspace problem is this item's error, not the run's end
         return failed_result(item.case, item.trial, adapter.name, f"cannot prepare workspace: {exc}")
     try:
         result = await capture_one(adapter, item, workspace, settings)
+        policy = settings.opts.sandbox
+        if policy is not None and policy.limits:
+            result.errors.extend(await anyio.to_thread.run_sync(reached_limits, result, workspace, policy.limits))
         # a grader command that runs the agent's work (git's test_command) runs in a sandbox like the agent's
         confined = GRADING_SANDBOX.set(settings.grading_sandbox)
         try:
@@ -317,7 +322,52 @@ async def run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> Capt
             GRADING_SANDBOX.reset(confined)
     finally:
         if remove:
-            shutil.rmtree(workspace, ignore_errors=True)
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(remove_workspace, workspace)
+
+
+def reached_limits(result: CaptureResult, workspace: Path, limits: SandboxLimits) -> list[str]:
+    """The sandbox limits the agent reached, as errors naming them: those the launcher reported on the
+    agent's stderr, and a workspace left larger than ``disk_mb`` (measured now, blocking)."""
+    errors = limit_errors(result.stderr, limits)
+    if limits.disk_mb is not None:
+        try:
+            used = tree_bytes(workspace)
+        except OSError as exc:
+            return [*errors, f"cannot measure the workspace against Sandbox.limits.disk_mb: {exc}"]
+        if used >= limits.disk_mb << 20:
+            errors.append(
+                f"the workspace holds {used / (1 << 20):.1f} MB, at or over its sandbox disk limit"
+                f" (Sandbox.limits.disk_mb = {limits.disk_mb})"
+            )
+    return errors
+
+
+#: How many workspaces are filled at once: copies are bound by the disk, and more threads walking trees
+#: at once only take the interpreter lock from the event loop more often (threads wait here without it).
+FILLING = threading.BoundedSemaphore(2)
+
+
+def prepared(workspaces: Workspaces, item: WorkItem) -> tuple[Path, bool]:
+    """``item``'s workspace, made and filled (blocking: run in a worker thread); a half-filled one is removed."""
+    workspace, remove = workspaces.create(item)
+    if item.prepare is not None:
+        try:
+            with FILLING:
+                item.prepare(workspace)
+        except BaseException:
+            if remove:
+                remove_workspace(workspace)
+            raise
+    return workspace, remove
+
+
+def remove_workspace(workspace: Path) -> None:
+    """Remove a finished workspace however deep the agent made it; a failure is logged, never the record's."""
+    try:
+        remove_tree(workspace)
+    except OSError as exc:
+        log.warning("cannot remove workspace", path=str(workspace), error=str(exc))
 
 
 def failed_result(case: PromptCase, trial: int | None, adapter: str, message: str) -> CaptureResult:

@@ -8,6 +8,7 @@ iterator, its writer, the blocking form's collection).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 from collections.abc import (
@@ -28,6 +29,7 @@ from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.agent_command import resolve_agent_command
 from waza.protocol.io.sandbox import check_available, hidden_places, plan, too_high
+from waza.protocol.io.sandbox_limits import describe
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.runner.analysis.error_digest import ErrorDigest
 from waza.runner.engine.blocking import run_blocking, single_error
@@ -73,11 +75,19 @@ def resolve_agent(agent: AgentSpec) -> tuple[type[Adapter], list[str], AdapterOp
         check_available()  # no bubblewrap or no namespaces here: one clear line before anything runs
         # what every sandbox of the run shows, decided once from this command line, before any agent runs
         opts = msgspec.structs.replace(opts, sandbox=plan(opts.sandbox, cls.agent_command(command, opts)))
+        if opts.sandbox.limits:
+            say_limits()
     if opts.local_model:  # HttpAgent's: the runner owns the server, the adapter only sees its URL
         from waza.runner.local_model.server import resolve_model, with_local_model
 
         cls = with_local_model(resolve_model(Path(opts.model) if opts.model else None, option="HttpAgent.model"))
     return cls, command, opts
+
+
+@functools.cache
+def say_limits() -> None:
+    """Say once on stderr which mechanism holds the sandbox's limits on this machine."""
+    print(describe(), file=sys.stderr)
 
 
 def build_graders(graders: Graders, timeouts: Timeouts) -> list[GraderRunner]:

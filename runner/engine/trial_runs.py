@@ -13,7 +13,6 @@ which keeps its other trials) and only the errored (id, trial) pairs run again.
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -39,6 +38,7 @@ from waza.runner.analysis.error_digest import ErrorDigest
 from waza.runner.analysis.trial_stats import SummaryBuilder, trial_entry, trial_result
 from waza.runner.engine.progress import Progress
 from waza.runner.engine.rerun import ErrorRecords
+from waza.runner.engine.trees import copy_tree
 
 SIDECAR_SUFFIX = ".trials.jsonl"
 
@@ -164,7 +164,10 @@ def _repair(path: Path) -> None:
 
 
 def seeder(template: Path | None) -> Callable[[Path], None] | None:
-    """Each trial's fresh workspace starts as a copy of ``template`` (--cwd) (when given), so no trial sees another's changes."""
+    """Each trial's fresh workspace starts as a copy of ``template`` (--cwd) (when given), so no trial sees another's changes.
+
+    The copy follows no link (links are copied as links, as ``shutil.copytree(symlinks=True)`` did) and
+    refuses FIFOs, devices and sockets (``trees.copy_tree``)."""
     if template is None:
         return None
     source = template.resolve()
@@ -172,7 +175,7 @@ def seeder(template: Path | None) -> Callable[[Path], None] | None:
         raise ConfigError(f"Workspace.template {str(template)!r} is not a directory")
 
     def prepare(workspace: Path) -> None:
-        shutil.copytree(source, workspace, symlinks=True, dirs_exist_ok=True)
+        copy_tree(source, workspace, links_outside=True)
 
     return prepare
 

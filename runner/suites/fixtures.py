@@ -5,8 +5,11 @@ A task names files relative to its fixture root (``--context-dir``, the task's
 relative place in the workspace, or written there from inline ``content``.
 Paths are checked twice: when the suite loads (relative, no ``..`` climbing
 out, present, and every entry of a fixture directory resolving inside the
-root), and again when copying, with symlinks resolved, so a fixture tree
-cannot smuggle in a link to a file outside its root. A task graded by
+root), and again when copying: a named file with symlinks resolved, a
+directory in one descriptor-based walk (``trees.copy_tree``: links made again
+as links and refused if they lead outside the directory, nothing but regular
+files, directories and links), so a fixture tree cannot smuggle in a file
+from outside its root. A task graded by
 the ``git`` grader also gets its starting state committed, so the grader sees
 exactly what the agent changed.
 """
@@ -21,6 +24,7 @@ from pathlib import Path
 
 from waza.graders._paths import PathEscape, check_relative, inside
 from waza.protocol.errors import ConfigError
+from waza.runner.engine.trees import copy_tree
 from waza.runner.suites.models import FixtureFile, Task
 
 
@@ -80,9 +84,7 @@ def copy_one(root: Path, item: FixtureFile, workspace: Path) -> None:
         return
     source = inside(root, item.path)
     if source.is_dir():
-        for top, _, names in os.walk(source):
-            for name in names:
-                relative = Path(top, name).relative_to(root.resolve()).as_posix()
-                copy_one(root, FixtureFile(relative), workspace)
+        target.mkdir(exist_ok=True)
+        copy_tree(source, target)
         return
     shutil.copyfile(source, target)
