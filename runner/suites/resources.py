@@ -67,11 +67,12 @@ def check_fixture(root: Path, relative: str) -> None:
 
 
 def read_text_file(root: Path, relative: str, what: str) -> str:
-    """The UTF-8 text of a prompt or instruction file inside ``root``, bounded by TEXT_LIMIT."""
-    try:
-        path = inside(root, relative)
-    except PathEscape as exc:
-        raise ConfigError(f"{what}: {exc}") from None
+    """The UTF-8 text of a prompt or instruction file, relative to ``root``, bounded by TEXT_LIMIT.
+
+    The suite's author wrote the path, so it may lead out of ``root`` (a shared
+    prompts folder beside the tasks, as the original allows); it is not an agent's.
+    """
+    path = (root / relative).resolve()
     if not path.is_file():
         raise ConfigError(f"{what}: {relative!r} is not a file (looked for {path})")
     with path.open("rb") as fh:
