@@ -12,6 +12,7 @@ only tool names are matched case-insensitively.
 
 from __future__ import annotations
 
+import operator
 import re
 from typing import Any
 
@@ -64,13 +65,8 @@ def _one(kind: str, expected: Any, value: Any) -> str | None:
     if kind == "range":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return f"range: value {_text(value)!r} is not numeric"
-        for bound, holds in (
-            ("gte", lambda b: value >= b),
-            ("gt", lambda b: value > b),
-            ("lte", lambda b: value <= b),
-            ("lt", lambda b: value < b),
-        ):
-            if bound in expected and not holds(expected[bound]):
+        for bound, holds in (("gte", operator.ge), ("gt", operator.gt), ("lte", operator.le), ("lt", operator.lt)):
+            if bound in expected and not holds(value, expected[bound]):
                 return f"range: {value} is outside {bound} {expected[bound]}"
         return None
     error = next(iter(Draft202012Validator(expected).iter_errors(value)), None)
