@@ -115,3 +115,64 @@ def test_tool_constraint_args_and_allow_only(config: dict[str, Any], passed: boo
 
 def test_an_empty_allow_list_passes_when_no_tool_is_called() -> None:
     assert grade_both("tool_constraint", {"allow_only": []}, trajectory=[]).passed
+
+
+# --- skill_invocation: forbidden skills ---------------------------------------------------------------
+def skill_events(*names: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "event",
+            "stepId": f"e{i}",
+            "timestamp": i,
+            "name": "skill.invoked",
+            "extra": {"kind": "skill.invoked", "data": {"name": n}},
+        }
+        for i, n in enumerate(names, 1)
+    ]
+
+
+# (config, invoked, pass, score)
+FORBIDDEN: list[tuple[dict[str, Any], list[str], bool, float]] = [
+    ({"forbidden_skills": ["azure-delete"]}, ["azure-prepare"], True, 1.0),
+    ({"forbidden_skills": ["azure-delete", "azure-nuke"]}, ["azure-delete"], False, 0.5),
+    ({"forbidden_skills": ["azure-delete"]}, [], True, 1.0),
+    (
+        {"mode": "in_order", "required_skills": ["azure-prepare"], "forbidden_skills": ["azure-delete"]},
+        ["azure-prepare"],
+        True,
+        1.0,
+    ),
+    (
+        {"mode": "in_order", "required_skills": ["azure-prepare"], "forbidden_skills": ["azure-delete"]},
+        ["azure-prepare", "azure-delete"],
+        False,
+        0.0,
+    ),
+]
+
+
+@pytest.mark.parametrize("config,invoked,passed,score", FORBIDDEN)
+def test_skill_invocation_forbidden_skills(config: dict[str, Any], invoked: list[str], passed: bool, score: float) -> None:
+    grade = grade_both("skill_invocation", config, trajectory=skill_events(*invoked))
+    assert (grade.passed, grade.score) == (passed, pytest.approx(score)), grade.reasoning
+
+
+# --- json_schema: extract_json ------------------------------------------------------------------------
+SCHEMA = {"type": "object", "required": ["name"]}
+# (output, pass, reason fragment)
+EXTRACT: list[tuple[str, bool, str]] = [
+    ('{"name": "waza"}', True, ""),
+    ('Here it is: {"name": "waza"} as asked.', True, ""),
+    ('Result:\n```json\n{"name": "waza"}\n```\nAlso {"other": 1} in prose.', True, ""),  # the fenced block wins
+    ('First {"name": "a"} then {"name": "b"}.', False, "2 JSON values"),
+    ("No JSON here.", False, "no JSON object"),
+    ('Here: {"title": "waza"}', False, "name"),
+    ("A list [1, 2] of things", False, "not of type"),  # an array is a JSON value too
+]
+
+
+@pytest.mark.parametrize("output,passed,why", EXTRACT)
+def test_json_schema_extract_json(output: str, passed: bool, why: str) -> None:
+    grade = grade_both("json_schema", {"schema": SCHEMA, "extract_json": True}, output=output)
+    assert grade.passed is passed, grade.reasoning
+    assert why in (grade.reasoning or "")
