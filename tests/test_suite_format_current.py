@@ -250,3 +250,21 @@ def test_a_repository_ref_that_does_not_exist_is_refused_by_check(tmp_path: Path
     done = run_waza("check", suite)
     assert done.returncode == 2
     assert "inputs.repos[0].commit" in done.stderr.decode() and "'v9'" in done.stderr.decode()
+
+
+def test_an_mcp_scenario_suite_is_judged_by_the_current_grader_keys(tmp_path: Path) -> None:
+    """The original's MCP example layout: a 2.0 scenario, a mocked tracker (named as not applied), and
+    tool_calls / tool_constraint / skill_invocation / json_schema with their current keys on what the agent did."""
+    out = tmp_path / "out.jsonl"
+    done = run_waza("run", SUITES / "mcp-scenario", "-o", out)
+    err = done.stderr.decode()
+    assert done.returncode == 1, err  # one task is meant to fail
+    assert "mcp_mocks: not supported by waza" in err
+    grades = {r["id"]: {g["name"]: (g["status"], g["score"]) for g in r["grades"]} for r in read_jsonl(out)}
+    assert all(status == "passed" for status, _ in grades["summary"].values()), grades["summary"]
+    assert grades["wrong"] == {
+        "asked_the_tracker": ("failed", 0.75),  # the expect entry's limit and state fail on the one call
+        "only_the_tracker": ("failed", 0.0),  # bash and skill are not on the allow-list
+        "no_destructive_skill": ("failed", 0.0),
+        "answers_with_json": ("failed", 0.0),  # two JSON objects in the prose
+    }
