@@ -176,3 +176,38 @@ def test_json_schema_extract_json(output: str, passed: bool, why: str) -> None:
     grade = grade_both("json_schema", {"schema": SCHEMA, "extract_json": True}, output=output)
     assert grade.passed is passed, grade.reasoning
     assert why in (grade.reasoning or "")
+
+
+# --- trigger: the original's keyword heuristic over SKILL.md ------------------------------------------
+SKILL_MD = """---
+name: azure-deploy
+description: "Deploys web apps to Azure App Service. USE FOR: deploy my app to azure, publish a web app. DO NOT USE FOR: billing questions."
+---
+# Azure deploy
+
+Build the container, push it to the registry and roll out the web app.
+"""
+
+
+@pytest.mark.parametrize(
+    "prompt,mode,passed,score",
+    [
+        ("Please deploy my app to Azure today", "positive", True, 1.0),  # a trigger phrase, whole
+        ("publish the web app", "positive", True, 1.0),  # every word of 'publish a web app'
+        ("What is the weather in Paris?", "negative", True, 0.0),
+        ("What is the weather in Paris?", "positive", False, 0.0),
+        ("Explain my billing questions", "negative", True, 0.0),  # DO NOT USE FOR words are not skill words
+        ("push the container", "positive", True, 1.0),  # body words count
+    ],
+)
+def test_trigger_heuristic(tmp_path, prompt: str, mode: str, passed: bool, score: float) -> None:
+    (tmp_path / "SKILL.md").write_text(SKILL_MD)
+    grade = grade_both("trigger", {"skill_path": str(tmp_path), "mode": mode}, input=prompt, output="")
+    assert (grade.passed, grade.score) == (passed, pytest.approx(score)), grade.reasoning
+
+
+def test_trigger_needs_a_readable_skill_file(tmp_path) -> None:
+    from waza.protocol.records import GraderRequest
+
+    with pytest.raises(ConfigError, match="skill_path"):
+        in_process("trigger", {"skill_path": str(tmp_path / "missing"), "mode": "positive"}, GraderRequest(input="x"))
