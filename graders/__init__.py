@@ -25,6 +25,7 @@ CATALOGUE: dict[str, str] = {
     "file": "waza.graders.file",
     "diff": "waza.graders.diff",
     "tool_calls": "waza.graders.tool_calls",
+    "trigger": "waza.graders.trigger",
     "behavior": "waza.graders.behavior",
     "action_sequence": "waza.graders.action_sequence",
     "skill_invocation": "waza.graders.skill_invocation",

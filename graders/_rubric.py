@@ -13,6 +13,11 @@ scale). waza shows the judge the description, criteria, levels and steps, and
 asks for ``{"reasoning": ..., "rating": <one level value>}``; the level's
 normalised score is the grade's score. The file's own ``output_format`` is not
 used: one reply shape for every rubric is what makes the reply checkable.
+
+A one-word (or hyphenated) ``rubric`` is the name of a built-in rubric
+(``groundedness``, ``helpfulness``, ``instruction-following``,
+``refusal-correctness``, ``tool-use-appropriateness``: :mod:`._rubric_presets`);
+any other such word is a config error.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ import msgspec
 import yaml
 
 from waza.protocol.errors import ConfigError
+
+from ._rubric_presets import PRESETS, looks_like_name
 
 FILE_SUFFIXES = (".md", ".txt", ".yaml", ".yml")
 
@@ -64,6 +71,14 @@ def is_file_reference(value: str) -> bool:
 def load(value: str) -> Rubric:
     """The rubric a config's ``rubric`` names (ConfigError for a missing or malformed file)."""
     if not is_file_reference(value):
+        if looks_like_name(value):
+            if value.strip() not in PRESETS:
+                raise ConfigError(
+                    f"unknown rubric {value.strip()!r}: the built-in rubrics are {', '.join(PRESETS)} "
+                    "(or give the rubric's text, or a .md/.txt/.yaml file)",
+                    field="rubric",
+                )
+            return Rubric(text=PRESETS[value.strip()], source=f"built-in rubric {value.strip()}")
         return Rubric(text=value.strip())
     path = Path(value.strip())
     try:

@@ -8,10 +8,16 @@ first fenced code block (```json or bare ```); ``auto`` the whole output when
 it parses, else the first fenced block that does. Pass = parses and validates
 (score 1), otherwise fail (score 0) with the parse error or the first
 validation errors (path: message) in the reasoning and details.
+
+``extract_json: true`` (the original's key, instead of ``extract``) finds
+exactly one JSON object or array in the output: the output itself, the fenced
+code blocks that hold one, else the objects and arrays written in the prose;
+none, or more than one, fails the grade.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from typing import Any
@@ -64,6 +70,42 @@ def _schema(config: dict[str, Any]) -> dict[str, Any] | bool:
 
 def check_config(config: dict[str, Any]) -> None:
     _schema(config)
+    if config.get("extract_json") and "extract" in config:
+        raise ConfigError("grader 'json_schema' config: give extract or extract_json, not both")
+
+
+def _values_in(text: str) -> list[Any]:
+    """The JSON objects and arrays written one after another in ``text`` (a value inside another is not counted)."""
+    decoder = json.JSONDecoder()
+    found: list[Any] = []
+    at = 0
+    while True:
+        starts = [i for i in (text.find("{", at), text.find("[", at)) if i >= 0]
+        if not starts:
+            return found
+        start = min(starts)
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            at = start + 1
+            continue
+        found.append(value)
+        at = end
+
+
+def extract_one(output: str) -> tuple[Any, str]:
+    """The one JSON object or array of ``output`` and "" , or None and why there is not exactly one."""
+    whole = _values_in(output.strip())
+    if len(whole) == 1 and output.strip().startswith(("{", "[")) and output.strip().endswith(("}", "]")):
+        return whole[0], ""
+    blocks = [v for m in FENCE.finditer(output) for v in _values_in(m.group(2))]
+    found = blocks or whole
+    if len(found) == 1:
+        return found[0], ""
+    return (
+        None,
+        "the output holds no JSON object or array" if not found else f"the output holds {len(found)} JSON values, not one",
+    )
 
 
 def candidates(output: str, extract: str) -> list[str]:
@@ -78,6 +120,11 @@ def candidates(output: str, extract: str) -> list[str]:
 
 def grade(request: GraderRequest) -> GraderResult:
     schema = _schema(request.config)
+    if request.config.get("extract_json"):
+        extracted, why = extract_one(request.output)
+        if why:
+            return GraderResult(passed=False, score=0.0, reasoning=why)
+        return _validated(schema, extracted)
     extract = request.config.get("extract", "output")
     texts = candidates(request.output, extract)
     if not texts:
@@ -93,6 +140,10 @@ def grade(request: GraderRequest) -> GraderResult:
             problem = problem or f"not valid JSON: {exc}"
     if problem:
         return GraderResult(passed=False, score=0.0, reasoning=f"output is {problem}")
+    return _validated(schema, value)
+
+
+def _validated(schema: dict[str, Any] | bool, value: Any) -> GraderResult:
     errors = sorted(Draft202012Validator(schema).iter_errors(value), key=lambda e: list(e.absolute_path))
     if errors:
         lines = [f"{'.'.join(map(str, e.absolute_path)) or '(top level)'}: {e.message}" for e in errors]

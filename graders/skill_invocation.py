@@ -15,6 +15,11 @@ true): when false and more skills were invoked than required, the score is
 F1 x (1 - 0.6 x extra / invoked), where extra = invoked - required counts, as
 in the original; the verdict is the mode's alone, so extras lower the score
 but never fail the grade.
+
+``forbidden_skills`` (the original's current key; a config may have only
+these): any of them invoked fails the grade, and the score is multiplied by
+the share of forbidden skills that were not invoked (a forbidden-only config
+scores that share alone).
 """
 
 from __future__ import annotations
@@ -53,10 +58,34 @@ EXAMPLE = Example(
 
 
 def check_config(config: dict[str, Any]) -> None:
-    mode_of(config, "mode", SKILL_MODES)
+    if config.get("required_skills"):
+        mode_of(config, "mode", SKILL_MODES)
+
+
+def _forbidden(result: GraderResult, forbidden: list[str], invoked: list[str]) -> GraderResult:
+    """``result`` with the forbidden skills applied: failed if one was invoked, score scaled by those not invoked."""
+    hit = [s for s in forbidden if s in invoked]
+    share = 1 - len(hit) / len(forbidden)
+    why = f"forbidden skills invoked: {hit}" if hit else f"no forbidden skill {forbidden} invoked"
+    return GraderResult(
+        passed=result.passed and not hit,
+        score=round((result.score or 0.0) * share, 6),
+        reasoning=f"{result.reasoning}; {why}" if result.reasoning else why,
+        details={**(result.details or {}), "forbidden": forbidden, "forbidden_invoked": hit},
+    )
 
 
 def grade(request: GraderRequest) -> GraderResult:
+    forbidden = list(request.config.get("forbidden_skills", []))
+    if not request.config.get("required_skills"):
+        invoked, source = skills(request.trajectory)
+        base = GraderResult(passed=True, score=1.0, reasoning="", details={"invoked": invoked, "source": source})
+        return _forbidden(base, forbidden, invoked)
+    result = _required(request)
+    return _forbidden(result, forbidden, (result.details or {}).get("invoked", [])) if forbidden else result
+
+
+def _required(request: GraderRequest) -> GraderResult:
     mode = mode_of(request.config, "mode", SKILL_MODES)
     required = list(request.config["required_skills"])
     allow_extra = request.config.get("allow_extra", True)

@@ -11,6 +11,12 @@ must match the same call; a call without the field is matched as empty text,
 as in the original (``.*`` matches it, ``pytest`` does not). Each
 entry is one check: an expect entry passes when some call matches, a reject
 entry when none does. Score = passed checks / all checks; pass = all passed.
+
+An entry may also carry ``args``, the original's argument matchers
+(:mod:`._arg_matchers`), which must all hold on the same call. ``allow_only``
+(the original's allow-list) is one more check: every call must match one of
+its entries, whose ``tool`` is an exact name (case-insensitive, not a regex:
+``bash`` does not allow ``bashful``); an empty list allows no call at all.
 """
 
 from __future__ import annotations
@@ -23,12 +29,13 @@ import msgspec
 
 from waza.protocol.records import GraderRequest, GraderResult
 
+from ._arg_matchers import check_args, failures
 from ._checks import Check, from_checks
 from ._example import Example
 from ._patterns import compile_one, require_any
 from ._trajectory import COMMAND_KEYS, SKILL_KEYS, ToolCall, tool_calls
 
-SUMMARY = "Tools that must / must not be called, narrowed by command, path or skill patterns."
+SUMMARY = "Tools that must / must not / only may be called, narrowed by command, path, skill patterns and argument matchers."
 
 EXAMPLE = Example(
     config={
@@ -54,9 +61,17 @@ class Constraint(msgspec.Struct):
     command: re.Pattern[str] | None
     path: re.Pattern[str] | None
     skill: re.Pattern[str] | None
+    args: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: allow_only: ``tool`` is the whole name, not a search.
+    exact: bool = False
+
+    def _named(self, call: ToolCall) -> bool:
+        if self.exact:
+            return self.tool.fullmatch(call.name) is not None
+        return bool(self.tool.search(call.name) or (call.kind and self.tool.search(call.kind)))
 
     def matches(self, call: ToolCall) -> bool:
-        if not (self.tool.search(call.name) or (call.kind and self.tool.search(call.kind))):
+        if not self._named(call) or failures(self.args, call.input):
             return False
         parts = (
             (self.command, call.input_field(COMMAND_KEYS)),
@@ -72,13 +87,19 @@ def _constraints(config: dict[str, Any], key: str) -> list[Constraint]:
     for i, entry in enumerate(config.get(key, [])):
         where = f"{key}[{i}]"
         label = ", ".join(f"{k}={v!r}" for k, v in entry.items())
+        exact = key == "allow_only"
+        check_args(entry.get("args", {}), f"{where}.args")
         out.append(
             Constraint(
                 label,
-                compile_one(entry["tool"], f"{where}.tool", re.IGNORECASE),
+                re.compile(re.escape(entry["tool"]), re.IGNORECASE)
+                if exact
+                else compile_one(entry["tool"], f"{where}.tool", re.IGNORECASE),
                 _optional(entry, where, "command_pattern"),
                 _optional(entry, where, "path_pattern"),
                 _optional(entry, where, "skill_pattern"),
+                args=entry.get("args", {}),
+                exact=exact,
             )
         )
     return out
@@ -90,9 +111,10 @@ def _optional(entry: dict[str, Any], where: str, name: str) -> re.Pattern[str] |
 
 
 def check_config(config: dict[str, Any]) -> None:
-    require_any(config, ("expect_tools", "reject_tools"), "tool_constraint")
-    _constraints(config, "expect_tools")
-    _constraints(config, "reject_tools")
+    if "allow_only" not in config:  # an empty allow-list is a constraint: no call allowed
+        require_any(config, ("expect_tools", "reject_tools", "allow_only"), "tool_constraint")
+    for key in ("expect_tools", "reject_tools", "allow_only"):
+        _constraints(config, key)
 
 
 def grade(request: GraderRequest) -> GraderResult:
@@ -103,6 +125,12 @@ def grade(request: GraderRequest) -> GraderResult:
     for c in _constraints(request.config, "reject_tools"):
         hits = [call.text()[:80] for call in calls if c.matches(call)]
         checks.append(Check(f"reject {c.label}", not hits, f"matched {hits[0]!r}" if hits else ""))
+    if "allow_only" in request.config:
+        allowed = _constraints(request.config, "allow_only")
+        outside = [call.text()[:80] for call in calls if not any(c.matches(call) for c in allowed)]
+        checks.append(
+            Check("allow_only", not outside, f"{len(outside)} call(s) not allowed, first {outside[0]!r}" if outside else "")
+        )
     return from_checks(checks, details={"tool_calls": len(calls)})
 
 

@@ -84,7 +84,7 @@ def test_bad_suite_through_the_cli_exits_2_with_one_line(tmp_path: Path) -> None
         assert done.returncode == 2, done.stderr.decode()
         lines = done.stderr.decode().strip().splitlines()
         assert lines == [
-            f"waza: {path}:9: field 'retries': unknown key 'retries' (allowed here: baseline, config, description, graders, hooks, inputs, metrics, name, range, skill, tasks, tasks_from, version)"
+            f"waza: {path}:9: field 'retries': unknown key 'retries' (allowed here: baseline, command_mocks, config, description, graders, hooks, inputs, mcp_mocks, metrics, name, range, scenario, schemaVersion, skill, tasks, tasks_from, version)"
         ]
         assert done.stdout == b""
     assert not out.exists()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import fnmatch
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -26,6 +27,7 @@ from waza.runner.grading.build import make_runner
 from waza.runner.grading.grader_runners import GraderRunner
 from waza.runner.grading.grader_specs import GraderSpec
 from waza.runner.grading.judge_setup import finish as finish_judge
+from waza.runner.suites import resources
 from waza.runner.suites import triggers as trigger_tests
 from waza.runner.suites.document import RunRecord
 from waza.runner.suites.fixtures import preparer
@@ -84,6 +86,10 @@ def case_for(task: Task, suite: Suite, model: str | None) -> PromptCase:
     metadata: dict[str, Any] = {"suite": suite.name, "task": task.name, "tags": task.tags}
     if suite.skill:
         metadata["skill"] = suite.skill
+    if suite.scenario:
+        metadata["scenario"] = suite.scenario
+    if task.golden:
+        metadata["golden"] = True
     if task.context is not None:
         metadata["context"] = task.context
     if model:
@@ -92,6 +98,11 @@ def case_for(task: Task, suite: Suite, model: str | None) -> PromptCase:
         metadata["golden"] = True  # so the JSONL alone tells waza gate --golden-must-pass which tasks must pass
     unknown = {"mock": task.mock} if task.mock is not None else {}
     return PromptCase(id=task.id, input=task.prompt, metadata=metadata, timeout=task.timeout, unknown=unknown)
+
+
+def fixture_of(task: Task) -> tuple[Path, str] | None:
+    """Where a task's ``context.fixture`` is copied from, if it has one."""
+    return None if task.fixture is None else (task.fixture_root, task.fixture)
 
 
 class _Runners:
@@ -119,7 +130,9 @@ async def execute(plan: Plan, out: Sink[CaptureResult], record: RunRecord) -> No
     async def items() -> AsyncIterator[WorkItem]:
         for task in plan.tasks:
             case = case_for(task, plan.suite, plan.model)
-            prepare = preparer(task)  # one hook per task, so an executor can pack its fixtures once
+            prepare = resources.prepare(
+                preparer(task), fixture_of(task), task.repos
+            )  # one hook per task, so an executor can pack its fixtures once
             for trial in range(1, plan.trials + 1):
                 yield WorkItem(case=case, trial=trial, prepare=prepare, graders=graders[task.id])
         for item in trigger_items:

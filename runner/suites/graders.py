@@ -36,7 +36,7 @@ FOLDED_IF_KNOWN = ("model", "script")
 #: Graders whose ``rubric`` may name a file and whose judge ``command`` may be a relative program.
 JUDGES = ("llm", "llm_comparison", "prompt")
 #: Graders that resolve their relative files and programs against ``base_dir``.
-BASE_DIR_GRADERS = ("json_schema", "script", "program", "git")
+BASE_DIR_GRADERS = ("json_schema", "script", "program", "git", "trigger")
 
 
 class Roots(msgspec.Struct, frozen=True):

@@ -11,16 +11,18 @@ computed from what the suite contains.
 from __future__ import annotations
 
 import glob
+import os
 import shlex
 from pathlib import Path
 from typing import Any
 
 from waza.adapters import adapter_class
 from waza.adapters.mock import ScriptError, parse_script
+from waza.graders._paths import check_relative
 from waza.protocol.errors import ConfigError
 from waza.runner.grading.build import make_runner
 from waza.runner.grading.grader_specs import GraderSpec
-from waza.runner.suites import csv_tasks, fixtures, unsupported, validate
+from waza.runner.suites import csv_tasks, fixtures, resources, unsupported, validate
 from waza.runner.suites.expected import expected_graders
 from waza.runner.suites.graders import JUDGES, Roots, build
 from waza.runner.suites.located import Located, PathKey, load_yaml
@@ -41,6 +43,8 @@ EVAL_FILE = "eval.yaml"
 ORIGINAL_EXECUTOR = "copilot-sdk"
 TRIGGER_FILES = ("trigger_tests.yaml", "trigger_tests.yml")
 FIXTURES_DIR = "fixtures"
+#: config keys the loader reads itself rather than copying into SuiteConfig.
+OWN_CONFIG_KEYS = frozenset({"command", "workers", "instruction_files"})
 
 
 def eval_path(path: Path) -> Path:
@@ -56,13 +60,15 @@ def load_suite(path: Path, *, context_dir: Path | None = None) -> Suite:
     here = path.resolve().parent
     fixtures_root = (context_dir or here / FIXTURES_DIR).resolve()
     notices = unsupported.suite_notices(doc)
-    config = _config(doc, raw.get("config", {}), here, notices)
+    config_raw: dict[str, Any] = raw.get("config", {})
+    config = _config(doc, config_raw, here, notices)
     suite = Suite(
         name=raw["name"],
         file=path,
         config=config,
         description=raw.get("description", "").strip(),
         skill=raw.get("skill"),
+        scenario=raw.get("scenario"),
         version=None if raw.get("version") is None else str(raw["version"]),
         metrics=_metrics(doc, raw.get("metrics", [])),
         notices=notices,
@@ -71,8 +77,9 @@ def load_suite(path: Path, *, context_dir: Path | None = None) -> Suite:
         build(doc, ("graders", i), g, Roots(here, fixtures_root), notices) for i, g in enumerate(raw.get("graders", []))
     ]
     _unique_names(doc, ("graders",), suite.graders, [])
+    instructions = _instructions(doc, ("config", "instruction_files"), fixtures_root, config_raw.get("instruction_files", []))
     for task_file in _task_files(doc, here):
-        suite.tasks.append(_task(task_file, fixtures_root, suite))
+        suite.tasks.append(_task(task_file, fixtures_root, suite, instructions))
     rows = raw.get("range")
     if rows is not None and rows[0] > rows[1]:
         raise doc.error(("range",), f"range start {rows[0]} is after its end {rows[1]}")
@@ -87,8 +94,16 @@ def load_suite(path: Path, *, context_dir: Path | None = None) -> Suite:
 
 
 def _config(doc: Located, raw: dict[str, Any], here: Path, notices: list[str]) -> SuiteConfig:
-    ours = {k: v for k, v in raw.items() if k != "command" and k not in unsupported.CONFIG_KEYS}
+    ours = {k: v for k, v in raw.items() if k not in OWN_CONFIG_KEYS and k not in unsupported.CONFIG_KEYS}
     config = SuiteConfig(**ours)
+    if "workers" in raw and "max_workers" in raw:
+        raise doc.error(("config", "max_workers"), "give workers or its older name max_workers, not both")
+    if "max_workers" in raw:
+        notices.append(
+            f"{doc.source}:{doc.line(('config', 'max_workers'))}: config.max_workers: the older name of workers; read as workers"
+        )
+    if "workers" in raw:
+        config.max_workers = raw["workers"] or os.cpu_count() or 1
     if config.executor == ORIGINAL_EXECUTOR:
         notices.append(
             f"{doc.source}:{doc.line(('config', 'executor'))}: config.executor: {ORIGINAL_EXECUTOR} is the original waza's "
@@ -172,7 +187,45 @@ def shown(path: Path) -> str:
         return str(path)
 
 
-def _task(path: Path, fixtures_root: Path, suite: Suite) -> Task:
+def _instructions(doc: Located, where: PathKey, root: Path, files: list[str]) -> str:
+    """The text of instruction files (relative to the fixtures directory), each ending with a blank line."""
+    texts = []
+    for i, name in enumerate(files):
+        try:
+            texts.append(resources.read_text_file(root, name, "instruction file").strip() + "\n\n")
+        except ConfigError as exc:
+            raise doc.error((*where, i), exc.message) from None
+    return "".join(texts)
+
+
+def _resources(doc: Located, inputs: dict[str, Any], here: Path, root: Path, task: Task) -> None:
+    """prompt_file, context.fixture and repos of a task's inputs, checked and set on ``task``."""
+    if "prompt_file" in inputs:
+        try:
+            task.prompt = resources.read_text_file(here, inputs["prompt_file"], "prompt_file")
+        except ConfigError as exc:
+            raise doc.error(("inputs", "prompt_file"), exc.message) from None
+    fixture = (inputs.get("context") or {}).get("fixture")
+    if fixture is not None:
+        try:
+            resources.check_fixture(root, fixture)
+        except ConfigError as exc:
+            raise doc.error(("inputs", "context", "fixture"), exc.message) from None
+        task.fixture = fixture
+    for i, repo in enumerate(inputs.get("repos", [])):
+        try:
+            task.repos.append(resources.check_repo(here, repo))
+        except ConfigError as exc:
+            field, _, message = exc.message.partition(": ")
+            raise doc.error(("inputs", "repos", i, field), message) from None
+    if "workdir" in inputs:
+        try:
+            check_relative(inputs["workdir"], "workdir")
+        except ConfigError as exc:
+            raise doc.error(("inputs", "workdir"), exc.message) from None
+
+
+def _task(path: Path, fixtures_root: Path, suite: Suite, instructions: str = "") -> Task:
     doc = load_yaml(path, shown(path))
     validate.check(doc, "eval-task")
     raw: dict[str, Any] = doc.value
@@ -189,7 +242,7 @@ def _task(path: Path, fixtures_root: Path, suite: Suite) -> Task:
         id=raw["id"],
         name=raw.get("name", raw["id"]),
         file=doc.source,
-        prompt=inputs["prompt"],
+        prompt=inputs.get("prompt", ""),
         fixture_root=root,
         description=raw.get("description", "").strip(),
         enabled=raw.get("enabled", True),
@@ -200,7 +253,11 @@ def _task(path: Path, fixtures_root: Path, suite: Suite) -> Task:
         files=[FixtureFile(f["path"], f.get("content")) for f in inputs.get("files", [])],
         context=inputs.get("context"),
         mock=raw.get("mock"),
+        golden=raw.get("golden", False),
     )
+    _resources(doc, inputs, here, root, task)
+    own_instructions = _instructions(doc, ("instruction_files",), root, raw.get("instruction_files", []))
+    task.prompt = instructions + own_instructions + task.prompt
     for i, item in enumerate(task.files):
         try:
             fixtures.check(root, item, "fixture")

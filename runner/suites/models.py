@@ -29,6 +29,7 @@ class SuiteConfig(msgspec.Struct):
     trials_per_task: int = 1
     timeout_seconds: float | None = None
     parallel: bool = False
+    #: Trials at once when parallel: the suite's ``workers`` (or its older name ``max_workers``).
     max_workers: int = 4
     fail_fast: bool = False
     executor: str | None = None
@@ -54,6 +55,14 @@ class FixtureFile(msgspec.Struct):
     content: str | None = None
 
 
+class RepoCheckout(msgspec.Struct, frozen=True):
+    """One entry of a task's ``inputs.repos``: a local repository checked out at ``commit`` into ``dest``."""
+
+    source: Path
+    dest: str
+    commit: str
+
+
 class Task(msgspec.Struct):
     """One task file: the prompt, its starting workspace and the graders that judge the agent's attempt."""
 
@@ -72,6 +81,11 @@ class Task(msgspec.Struct):
     context: dict[str, Any] | None = None
     graders: list[GraderSpec] = msgspec.field(default_factory=list)
     mock: list[Any] | None = None
+    #: ``inputs.context.fixture``: a file or folder under ``fixture_root`` copied to the workspace root.
+    fixture: str | None = None
+    repos: list[RepoCheckout] = msgspec.field(default_factory=list)
+    #: The original's golden task (its gate requires it to pass); recorded in the case's metadata.
+    golden: bool = False
 
     def grader_type(self, name: str) -> str | None:
         """The built-in type of this task's grader ``name`` (None for a command-line grader)."""
@@ -111,6 +125,8 @@ class Suite(msgspec.Struct):
     config: SuiteConfig
     description: str = ""
     skill: str | None = None
+    #: A 2.0 suite's workflow (the original's ``scenario``), recorded in each case's metadata.
+    scenario: str | None = None
     version: str | None = None
     graders: list[GraderSpec] = msgspec.field(default_factory=list)
     metrics: list[Metric] = msgspec.field(default_factory=list)

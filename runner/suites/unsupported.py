@@ -20,6 +20,8 @@ SUITE_KEYS = {
     "hooks": "run the commands yourself around waza run",
     "inputs": "write the values into the task prompts",
     "baseline": "compare runs with waza compare",
+    "mcp_mocks": "not applied yet: give the agent an MCP server of your own",
+    "command_mocks": "not applied yet: put a fake command first on the agent's PATH yourself",
 }
 #: eval.yaml config keys, and why.
 CONFIG_KEYS = {
@@ -28,11 +30,29 @@ CONFIG_KEYS = {
     "skill_directories": "give the agent its skills through its own options",
     "required_skills": "skills are not checked before the run",
     "mcp_servers": "configure MCP servers in the agent (acp adapters pass theirs)",
+    "first_event_timeout_seconds": "a Copilot SDK session watchdog; timeout_seconds bounds the whole trial",
+    "reasoning_effort": "a Copilot SDK session setting; set it in the agent's own options",
+    "judge_reasoning_effort": "a Copilot SDK judge setting; waza's judges take their model's options",
+    "inject_skill_body": "the original's Copilot system prompt; waza's adapters run the agent with its own prompt",
+    "trigger_skill_routing": "the original's Copilot system prompt; waza's adapters run the agent with its own prompt",
+    "disabled_skills": "the agent's skills are configured in the agent, not by waza",
 }
 #: Task expected.* keys, and why.
 EXPECTED_KEYS = {
     "tool_calls": "use a tool_calls or tool_constraint grader",
     "should_trigger": "use trigger_tests.yaml",
+}
+#: Task keys of the original waza's 1.x format that waza checks but does not act on, and why.
+TASK_KEYS_NOT_APPLIED = {
+    "first_event_timeout_seconds": "a Copilot SDK session watchdog; timeout_seconds bounds the whole trial",
+    "skill_directories": "give the agent its skills through its own options",
+}
+#: Task inputs.* keys waza checks but does not act on, and why.
+INPUT_KEYS = {
+    "environment": "set the variables in the agent's environment",
+    "follow_up_prompts": "not applied yet: the task runs its first prompt only",
+    "responder": "not applied yet: the task runs its first prompt only",
+    "workdir": "the agent starts at the workspace root",
 }
 #: Task keys waza reads (anything else in a task file is the original's open schema).
 TASK_KEYS = frozenset(
@@ -50,6 +70,9 @@ TASK_KEYS = frozenset(
         "expected",
         "graders",
         "mock",
+        "golden",
+        "instruction_files",
+        *TASK_KEYS_NOT_APPLIED,
     }
 )
 
@@ -71,8 +94,9 @@ def suite_notices(doc: Located) -> list[str]:
 def task_notices(doc: Located) -> list[str]:
     raw: dict[str, Any] = doc.value
     out = [_notice(doc, (key,), "not a key of waza's task files") for key in raw if key not in TASK_KEYS]
-    if "environment" in (raw.get("inputs") or {}):
-        out.append(_notice(doc, ("inputs", "environment"), "set the variables in the agent's environment"))
+    out += [_notice(doc, (key,), why) for key, why in TASK_KEYS_NOT_APPLIED.items() if key in raw]
+    inputs = raw.get("inputs") or {}
+    out += [_notice(doc, ("inputs", key), why) for key, why in INPUT_KEYS.items() if key in inputs]
     expected = raw.get("expected") or {}
     out += [_notice(doc, ("expected", key), why) for key, why in EXPECTED_KEYS.items() if key in expected]
     if "max_iterations" in (expected.get("behavior") or {}):
