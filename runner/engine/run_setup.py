@@ -74,8 +74,9 @@ def resolve_agent(agent: AgentSpec) -> tuple[type[Adapter], list[str], AdapterOp
     if opts.sandbox is not None:
         check_available()  # no bubblewrap or no namespaces here: one clear line before anything runs
         # what every sandbox of the run shows, decided once from this command line, before any agent runs
-        opts = msgspec.structs.replace(opts, sandbox=plan(opts.sandbox, cls.agent_command(command, opts)))
-        if opts.sandbox.limits:
+        planned = plan(opts.sandbox, cls.agent_command(command, opts))
+        opts = msgspec.structs.replace(opts, sandbox=planned)
+        if planned.limits:
             say_limits()
     if opts.local_model:  # HttpAgent's: the runner owns the server, the adapter only sees its URL
         from waza.runner.local_model.server import resolve_model, with_local_model

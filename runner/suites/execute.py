@@ -88,8 +88,6 @@ def case_for(task: Task, suite: Suite, model: str | None) -> PromptCase:
         metadata["skill"] = suite.skill
     if suite.scenario:
         metadata["scenario"] = suite.scenario
-    if task.golden:
-        metadata["golden"] = True
     if task.context is not None:
         metadata["context"] = task.context
     if model:

@@ -253,7 +253,6 @@ def _task(path: Path, fixtures_root: Path, suite: Suite, instructions: str = "")
         files=[FixtureFile(f["path"], f.get("content")) for f in inputs.get("files", [])],
         context=inputs.get("context"),
         mock=raw.get("mock"),
-        golden=raw.get("golden", False),
     )
     _resources(doc, inputs, here, root, task)
     own_instructions = _instructions(doc, ("instruction_files",), root, raw.get("instruction_files", []))

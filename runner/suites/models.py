@@ -84,8 +84,6 @@ class Task(msgspec.Struct):
     #: ``inputs.context.fixture``: a file or folder under ``fixture_root`` copied to the workspace root.
     fixture: str | None = None
     repos: list[RepoCheckout] = msgspec.field(default_factory=list)
-    #: The original's golden task (its gate requires it to pass); recorded in the case's metadata.
-    golden: bool = False
 
     def grader_type(self, name: str) -> str | None:
         """The built-in type of this task's grader ``name`` (None for a command-line grader)."""

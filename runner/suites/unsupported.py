@@ -70,7 +70,6 @@ TASK_KEYS = frozenset(
         "expected",
         "graders",
         "mock",
-        "golden",
         "instruction_files",
         *TASK_KEYS_NOT_APPLIED,
     }
