@@ -12,9 +12,11 @@ How it is used, for one trial::
     env = ENVIRONMENTS["host"](spec, trial_dir)   # a class per kind, see register()
     await env.start()                            # build / check; EnvironmentUnsatisfied names what is missing
     try:
-        done = await env.exec(["bash", "/solution/solve.sh"], phase="oracle", env={}, timeout=600)
+        done = await env.exec(["bash", "/solution/solve.sh"], phase="oracle", env={}, timeout=600,
+                              mounts={"/solution": staged_solution})
         # or: an adapter starts its agent with env.command(argv, phase="agent", env=...)
-        done = await env.exec(["bash", "/tests/test.sh"], phase="verifier", env=..., timeout=600)
+        done = await env.exec(["bash", "/tests/test.sh"], phase="verifier", env=..., timeout=600,
+                              mounts={"/tests": staged_tests})
         reward_dir = env.logs / "verifier"        # the host's view of /logs/verifier
     finally:
         await env.stop()
@@ -79,7 +81,11 @@ class EnvironmentSpec(msgspec.Struct, frozen=True):
     ``network`` is what the user allows for this task (the task's own need
     narrowed by the run's options), ``ports`` the host loopback ports relayed
     in with ``loopback`` (``waza serve-model``). ``read_only`` lists host paths
-    shown read-only at the same place (an agent's installation).
+    shown read-only at the same place (an agent's installation). ``dockerfile``
+    is its text (for environments that read rather than build it);
+    ``verifier_needs`` the packages the verifier's scripts install at test time,
+    as ``(manager, name)`` (``apt``, ``pip``, ``npm``, ``uv``): offline, each
+    must already be there.
     """
 
     task_dir: Path
@@ -93,6 +99,8 @@ class EnvironmentSpec(msgspec.Struct, frozen=True):
     storage_mb: int | None = None
     build_timeout_sec: float = 600.0
     env: Mapping[str, str] = msgspec.field(default_factory=dict)
+    dockerfile: str | None = None
+    verifier_needs: tuple[tuple[str, str], ...] = ()
 
 
 class Completed(msgspec.Struct, frozen=True):
@@ -137,14 +145,27 @@ class Environment(abc.ABC):
         """Make the machine ready (check or build); raise :class:`EnvironmentUnsatisfied` naming what is missing."""
 
     @abc.abstractmethod
-    def command(self, argv: Sequence[str], *, phase: Phase, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    def command(
+        self, argv: Sequence[str], *, phase: Phase, env: Mapping[str, str], mounts: Mapping[str, Path] | None = None
+    ) -> tuple[list[str], dict[str, str]]:
         """The host command line and environment that run ``argv`` inside, in ``WORKDIR``, with the phase's
         mounts: for an adapter that starts (and talks to) its agent itself."""
 
     @abc.abstractmethod
-    async def exec(self, argv: Sequence[str], *, phase: Phase, env: Mapping[str, str], timeout: float | None) -> Completed:
+    async def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        phase: Phase,
+        env: Mapping[str, str],
+        timeout: float | None,
+        mounts: Mapping[str, Path] | None = None,
+    ) -> Completed:
         """Run ``argv`` inside to the end of its whole process tree, or kill it all at ``timeout`` seconds.
-        Before a ``verifier`` phase, ``logs/verifier`` is emptied."""
+
+        ``mounts`` shows host folders (staged copies waza made) at absolute places
+        for this command only: ``/tests`` for the verifier, ``/solution`` for the
+        oracle. Before a ``verifier`` phase, ``logs/verifier`` is emptied."""
 
     @abc.abstractmethod
     async def stop(self) -> None:
