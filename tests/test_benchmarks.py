@@ -8,10 +8,12 @@ writes no reward, a verifier that installs a package at test time) and a Termina
 
 from __future__ import annotations
 
+import http.server
 import json
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import anyio
@@ -214,6 +216,38 @@ def test_the_agent_sees_workdir_but_neither_tests_nor_solution(tmp_path: Path) -
 def test_an_exec_agent_runs_inside_the_environment_and_is_graded(tmp_path: Path) -> None:
     result = _trial(FIXTURES / "harbor" / "py-sum", "exec", tmp_path, (str(AGENT),))
     assert (result.status, result.steps[0].agent_exit) == ("passed", 0)
+
+
+@needs_bwrap
+def test_a_loopback_port_of_the_host_is_reachable_from_inside_as_serve_model_is(tmp_path: Path) -> None:
+    class Hello(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"hello, world")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Hello)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    agent = tmp_path / "agent.py"
+    agent.write_text(
+        "#!/usr/bin/python3\nimport sys, urllib.request\nsys.stdin.read()\n"
+        f"body = urllib.request.urlopen('http://127.0.0.1:{port}/', timeout=30).read().decode()\n"
+        "open('hello.txt', 'w').write(body + '\\n')\n"
+    )
+    agent.chmod(0o755)
+    task = load_task(FIXTURES / "harbor" / "hello-sh")
+    try:
+        result = anyio.run(
+            lambda: run_trial(task, AgentChoice("exec", (str(agent),)), env_kind="host", trial_dir=tmp_path / "t", ports=(port,))
+        )
+    finally:
+        server.shutdown()
+    assert result.status == "passed", result.steps
+    assert result.environment["kind"] == "host"
 
 
 @needs_bwrap

@@ -70,7 +70,10 @@ class HostEnvironment(Environment):
         self._facts: dict[str, str] = {"kind": self.kind, "workdir": spec.workdir}
         self._env: dict[str, str] = {}
         self.policy = Sandbox(
-            network=spec.network, ports=spec.ports if spec.network == "loopback" else (), read_only=spec.read_only
+            network=spec.network,
+            ports=spec.ports if spec.network == "loopback" else (),
+            read_only=spec.read_only,
+            keep_env=spec.keep_env,
         )
 
     @classmethod

@@ -73,6 +73,7 @@ async def run_benchmark(
     allow_network: bool = False,
     ports: tuple[int, ...] = (),
     read_only: tuple[Path, ...] = (),
+    keep_env: tuple[str, ...] = (),
     skip: set[Key] | None = None,
 ) -> AsyncIterator[TrialResult]:
     """Yield each result as its trial ends (after writing it to ``out`` and flushing)."""
@@ -93,6 +94,7 @@ async def run_benchmark(
                 allow_network=allow_network,
                 ports=ports,
                 read_only=read_only,
+                keep_env=keep_env,
             )
         out.write(msgspec.json.encode(result) + b"\n")
         out.flush()

@@ -88,7 +88,12 @@ class TrialResult(msgspec.Struct, omit_defaults=True):
 
 
 def spec_for(
-    task: BenchTask, *, allow_network: bool = False, ports: tuple[int, ...] = (), read_only: tuple[Path, ...] = ()
+    task: BenchTask,
+    *,
+    allow_network: bool = False,
+    ports: tuple[int, ...] = (),
+    read_only: tuple[Path, ...] = (),
+    keep_env: tuple[str, ...] = (),
 ) -> tuple[EnvironmentSpec, list[str]]:
     """The environment a task asks for, narrowed to what the run allows, and each change made to run it so."""
     changed: list[str] = []
@@ -114,6 +119,7 @@ def spec_for(
         network=network,
         ports=ports if network == "loopback" else (),
         read_only=read_only,
+        keep_env=keep_env,
         cpus=task.cpus,
         memory_mb=task.memory_mb,
         storage_mb=task.storage_mb,
@@ -213,11 +219,13 @@ async def run_trial(
     allow_network: bool = False,
     ports: tuple[int, ...] = (),
     read_only: tuple[Path, ...] = (),
+    keep_env: tuple[str, ...] = (),
 ) -> TrialResult:
     """Run one trial of ``task`` in a fresh ``trial_dir``; every fault is this result's error. ``ports`` are
-    host loopback ports the agent may reach (``waza serve-model``), ``read_only`` host paths it sees."""
+    host loopback ports the agent may reach (``waza serve-model``), ``read_only`` host paths it sees,
+    ``keep_env`` secret-like variables it keeps."""
     clock = time.perf_counter()
-    spec, offline = spec_for(task, allow_network=allow_network, ports=ports, read_only=read_only)
+    spec, offline = spec_for(task, allow_network=allow_network, ports=ports, read_only=read_only, keep_env=keep_env)
     env = ENVIRONMENTS[env_kind](spec, trial_dir)
     first = task.steps[0]
     result = TrialResult(
