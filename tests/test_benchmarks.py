@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -108,6 +109,13 @@ def test_a_symlinked_instruction_is_refused_not_followed(tmp_path: Path) -> None
     with pytest.raises(ConfigError) as caught:
         load_task(task)
     assert "instruction.md" in str(caught.value) and "do not read" not in str(caught.value)
+
+
+def test_a_fifo_in_a_task_is_refused_before_anything_reads_it(tmp_path: Path) -> None:
+    task = _copy_task(tmp_path)
+    os.mkfifo(task / "tests" / "pipe")
+    with pytest.raises(ConfigError, match="is not a regular file, folder or symlink"):
+        load_task(task)
 
 
 def test_the_dockerfile_gives_workdir_env_and_the_packages_asked_for() -> None:
@@ -216,6 +224,8 @@ def test_the_agent_sees_workdir_but_neither_tests_nor_solution(tmp_path: Path) -
 def test_an_exec_agent_runs_inside_the_environment_and_is_graded(tmp_path: Path) -> None:
     result = _trial(FIXTURES / "harbor" / "py-sum", "exec", tmp_path, (str(AGENT),))
     assert (result.status, result.steps[0].agent_exit) == ("passed", 0)
+    assert result.steps[0].output == "working in /app"  # its answer, recorded as its trajectory
+    assert [s.type for s in result.steps[0].trajectory] == ["message", "message"]
 
 
 @needs_bwrap
@@ -291,6 +301,12 @@ def test_run_writes_a_result_per_trial_and_resume_skips_them(tmp_path: Path) -> 
     again = _waza("run", FIXTURES / "harbor", "--adapter", "oracle", "--tags", "python", "--trials", "3", "-o", out, "--resume")
     assert again.returncode == 0, again.stderr
     assert len(out.read_text().splitlines()) == 6  # only the third trials ran
+
+
+def test_run_refuses_options_a_benchmark_does_not_use(tmp_path: Path) -> None:
+    done = _waza("run", FIXTURES / "harbor", "--adapter", "oracle", "--grader", "builtin:x", "-o", tmp_path / "r.jsonl")
+    assert done.returncode == 2 and "--grader: not used with benchmark task folders" in done.stderr
+    assert not (tmp_path / "r.jsonl").exists()
 
 
 def test_check_exits_2_with_one_line_per_problem(tmp_path: Path) -> None:

@@ -26,9 +26,9 @@ import msgspec
 import waza.runner.benchmarks.host  # noqa: F401 - importing it registers --env host
 from waza.adapters import adapter_class
 from waza.adapters.base import AdapterOptions, AgentTask
-from waza.protocol.records import PromptCase
-from waza.protocol.trajectory import TrajectoryBuilder
-from waza.runner.benchmarks import dockerfile
+from waza.protocol.records import PromptCase, TrajectoryStep, Usage
+from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_MB, TrajectoryBuilder
+from waza.runner.benchmarks import dockerfile, task_files
 from waza.runner.benchmarks.environment import ENVIRONMENTS, Environment, EnvironmentSpec, EnvironmentUnsatisfied, Network
 from waza.runner.benchmarks.rewards import Reward, RewardError, pytest_reward, read_reward
 from waza.runner.benchmarks.tasks import BenchTask, TaskStep
@@ -49,6 +49,9 @@ class AgentChoice(msgspec.Struct, frozen=True):
     name: str
     command: tuple[str, ...] = ()
     options: AdapterOptions = msgspec.field(default_factory=AdapterOptions)
+    #: The trajectory kept per step (as ``--max-steps`` and ``--max-trajectory-mb``).
+    max_steps: int = DEFAULT_MAX_STEPS
+    max_trajectory_mb: int = DEFAULT_MAX_TRAJECTORY_MB
 
 
 class StepResult(msgspec.Struct, omit_defaults=True):
@@ -59,6 +62,11 @@ class StepResult(msgspec.Struct, omit_defaults=True):
     agent_exit: int | None = None
     agent_timed_out: bool = False
     agent_errors: list[str] = msgspec.field(default_factory=list)
+    #: What an adapter's agent did (oracle and nop have none): its trajectory, last answer and usage.
+    trajectory: list[TrajectoryStep] = msgspec.field(default_factory=list)
+    output: str | None = None
+    usage: Usage | None = None
+    dropped_events: int = 0
     verifier_exit: int | None = None
     verifier_seconds: float | None = None
     verifier_output: str = ""
@@ -107,11 +115,10 @@ def spec_for(
         network = "loopback"
     needs: list[tuple[str, str]] = []
     for step in task.steps:
-        for folder in step.tests:
-            if (task.path / folder / step.test_script).is_file():
-                needs += dockerfile.installs((task.path / folder / step.test_script).read_text("utf-8", "replace"))
-        for name in step.extra_tests.values():
-            needs += dockerfile.installs((task.path / name).read_text("utf-8", "replace"))
+        scripts = [f"{folder}/{step.test_script}" for folder in step.tests] + list(step.extra_tests.values())
+        for rel in scripts:
+            if task_files.exists(task.path, rel):
+                needs += dockerfile.installs(task_files.read_text(task.path, rel))
     spec = EnvironmentSpec(
         task_dir=task.path,
         environment_dir=task.environment_dir,
@@ -176,12 +183,13 @@ async def _agent(
 
     options = msgspec.structs.replace(agent.options, confine=confine)
     adapter = adapter_class(agent.name)(list(agent.command), options)
+    recorder = TrajectoryBuilder(max_steps=agent.max_steps, max_bytes=agent.max_trajectory_mb << 20)
     async with adapter:
         case = PromptCase(id=task.id if step.name is None else f"{task.id}/{step.name}", input=step.instruction)
-        run = await adapter.run(
-            AgentTask(case=case, workspace=env.workspace, recorder=TrajectoryBuilder(), timeout=step.agent_timeout)
-        )
+        run = await adapter.run(AgentTask(case=case, workspace=env.workspace, recorder=recorder, timeout=step.agent_timeout))
     out.agent_exit, out.agent_timed_out, out.agent_errors = run.exit.code, run.exit.timed_out, list(run.errors)
+    reduced = recorder.finish()
+    out.trajectory, out.output, out.usage, out.dropped_events = reduced.steps, reduced.output, reduced.usage, reduced.dropped
 
 
 async def _verify(env: Environment, task: BenchTask, step: TaskStep, tests: Path, out: StepResult) -> Reward:

@@ -85,7 +85,8 @@ def agent_choice(agent: AgentOptions, command: list[str]) -> tuple[AgentChoice, 
     cls, opts, resolved = plain.resolve(command)
     if "confine" not in cls.options:
         raise ConfigError(f"the {cls.name} adapter cannot run inside a task's environment (exec, headless and acp can)")
-    return AgentChoice(cls.name, tuple(resolved), opts), reach
+    limits = {"max_steps": agent.max_steps, "max_trajectory_mb": agent.max_trajectory_mb}
+    return AgentChoice(cls.name, tuple(resolved), opts, **limits), reach
 
 
 def check_benchmark(path: Path) -> int:
