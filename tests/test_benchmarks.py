@@ -20,6 +20,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from waza.adapters.base import AdapterOptions
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.sandbox import _probe
 from waza.runner.benchmarks.dockerfile import installs, parse
@@ -30,6 +31,7 @@ from waza.runner.benchmarks.validate import validate_task
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
 AGENT = FIXTURES / "agents" / "shell_agent.sh"
+ACP_AGENT = Path(__file__).parent / "agents" / "scripted_acp_agent.py"
 
 needs_bwrap = pytest.mark.skipif(
     not sys.platform.startswith("linux") or _probe() is not None,
@@ -226,6 +228,16 @@ def test_an_exec_agent_runs_inside_the_environment_and_is_graded(tmp_path: Path)
     assert (result.status, result.steps[0].agent_exit) == ("passed", 0)
     assert result.steps[0].output == "working in /app"  # its answer, recorded as its trajectory
     assert [s.type for s in result.steps[0].trajectory] == ["message", "message"]
+
+
+@needs_bwrap
+def test_an_acp_agent_and_the_terminals_it_asks_for_run_inside_the_environment(tmp_path: Path) -> None:
+    task_dir = _copy_task(tmp_path)
+    (task_dir / "instruction.md").write_text('run sh -c "pwd > where.txt; echo hello, world > hello.txt"\n')
+    agent = AgentChoice("acp", ("/usr/bin/python3", str(ACP_AGENT)), AdapterOptions(permission="allow"))
+    result = anyio.run(lambda: run_trial(load_task(task_dir), agent, env_kind="host", trial_dir=tmp_path / "t"))
+    assert result.status == "passed", result.steps
+    assert (tmp_path / "t" / "workspace" / "where.txt").read_text() == "/app\n"  # the terminal ran in WORKDIR
 
 
 @needs_bwrap
