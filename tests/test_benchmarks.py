@@ -321,6 +321,11 @@ def test_run_refuses_options_a_benchmark_does_not_use(tmp_path: Path) -> None:
     assert not (tmp_path / "r.jsonl").exists()
 
 
+def test_an_unknown_environment_is_a_usage_error_naming_the_known_ones(tmp_path: Path) -> None:
+    done = _waza("run", FIXTURES / "harbor", "--adapter", "nop", "--env", "vm", "-o", tmp_path / "r.jsonl")
+    assert done.returncode == 2 and "unknown environment 'vm' (known: host" in done.stderr
+
+
 def test_check_exits_2_with_one_line_per_problem(tmp_path: Path) -> None:
     task = _copy_task(tmp_path)
     (task / "task.toml").write_text("[environment]\ncpus = 'many'\n")
