@@ -52,6 +52,7 @@ __all__ = [
     "check_available",
     "hidden_places",
     "plan",
+    "program_as_shown",
     "relayed",
     "sandbox_env",
     "too_high",
@@ -180,6 +181,15 @@ def _real(path: str) -> str:
     """``path`` with the links of its folders resolved, its own name kept (a link stays the link)."""
     path = os.path.abspath(path)
     return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+
+
+def program_as_shown(command: Sequence[str]) -> list[str]:
+    """``command`` with its program named as a planned sandbox shows it: a path's folders' links resolved
+    (``plan`` binds real paths, so a program reached through a linked folder, such as a checkout linked
+    into ``/tmp``, is not there under the name the link gave it); a bare name is found on ``PATH`` inside."""
+    if not command or os.sep not in command[0]:
+        return list(command)
+    return [_real(command[0]), *command[1:]]
 
 
 def _installation(path: str) -> list[str]:
@@ -364,10 +374,16 @@ def wrap_command(
     workspace: Path,
     relay: Path | None = None,
     setenv: Mapping[str, str] | None = None,
+    *,
+    mounts: Sequence[tuple[Path, str, bool]] = (),
+    chdir: str | None = None,
 ) -> list[str]:
     """``argv`` as run inside a sandbox whose read-write place is ``workspace`` (``relay``: the folder
     :func:`relayed` gave, for network ``loopback``); ``setenv``: variables set inside only (a terminal's
-    ``env`` as the agent sent it), never in the environment of ``bwrap`` itself on the host.
+    ``env`` as the agent sent it), never in the environment of ``bwrap`` itself on the host. ``mounts``
+    shows more host folders at other places, as ``(host path, place inside, writable)``, after
+    everything else (a benchmark task's ``/app`` or ``/tests``); ``chdir`` is the directory the command
+    starts in instead of the current one.
 
     What is shown comes from ``policy`` alone, planned once (:func:`plan`): nothing of ``argv`` adds to
     it, so a turn's, a terminal's or a session's arguments cannot widen it. Mounts are applied in order,
@@ -410,6 +426,10 @@ def wrap_command(
         out += ["--bind", real, str(workspace)]  # the folder the command starts in, as the caller named it
     for name, value in (setenv or {}).items():
         out += ["--setenv", name, value]
+    for source, place, writable in mounts:
+        out += ["--bind" if writable else "--ro-bind", str(source), place]
+    if chdir is not None:
+        out += ["--chdir", chdir]
     if relay is not None:
         from . import sandbox_relay
 

@@ -28,7 +28,7 @@ from waza.adapters import adapter_class
 from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.agent_command import resolve_agent_command
-from waza.protocol.io.sandbox import check_available, hidden_places, plan, too_high
+from waza.protocol.io.sandbox import check_available, hidden_places, plan, program_as_shown, too_high
 from waza.protocol.io.sandbox_limits import describe
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.runner.analysis.error_digest import ErrorDigest
@@ -76,6 +76,7 @@ def resolve_agent(agent: AgentSpec) -> tuple[type[Adapter], list[str], AdapterOp
         # what every sandbox of the run shows, decided once from this command line, before any agent runs
         planned = plan(opts.sandbox, cls.agent_command(command, opts))
         opts = msgspec.structs.replace(opts, sandbox=planned)
+        command = program_as_shown(command)
         if planned.limits:
             say_limits()
     if opts.local_model:  # HttpAgent's: the runner owns the server, the adapter only sees its URL

@@ -11,9 +11,10 @@ import msgspec
 import typer
 
 from waza.protocol.errors import ConfigError
+from waza.runner.cli.commands.benchmarks import is_benchmark, run_benchmarks
 from waza.runner.cli.metavars import argument
 from waza.runner.cli.options import OUTPUT, AgentOptions, GraderOptions, opt, with_groups
-from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
+from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, fail, run
 from waza.runner.cli.strict import AGENT_COMMAND
 from waza.runner.engine.specs import AgentSpec, Output
 from waza.runner.executors import executor_for
@@ -36,9 +37,22 @@ Examples:
   waza run examples/snippet-explainer/eval.yaml --adapter mock --reporter json:result.json -o trials.jsonl
 
   waza run eval.yaml --task 'explain-*' --tags python --trials 1 --reporter markdown:report.md -- python agent.py
+
+DIR may also be a Harbor task folder, a dataset of them, or Terminal-Bench 1.x
+task folders (see the Benchmarks guide): each trial runs in --env, graded by
+the task's verifier, one result line per trial.
+
+  waza run my-dataset/ --env host --adapter oracle -o oracle.jsonl
 """
 
 RUN = "Suite"
+#: The options a run of benchmark task folders honours (the adapter checks its own); any other given is refused.
+BENCHMARK_OPTIONS = frozenset(
+    {"suite", "command", "task", "tags", "trials", "env", "resume", "output", "reporter", "adapter", "concurrency"}
+    | {"workspace_dir", "max_steps", "max_trajectory_mb", "events", "schema", "raw_log", "mcp_server", "mcp_config"}
+    | {"permission", "permission_rules", "auth_method", "sandbox", "sandbox_ro", "sandbox_rw", "sandbox_net"}
+    | {"sandbox_port", "sandbox_env"}
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -85,6 +99,16 @@ def register(app: typer.Typer) -> None:
             bool, opt("--keep-workspaces", help="Keep each trial's workspace; its path is the result's cwd.", panel=RUN)
         ] = False,
         triggers: Annotated[bool, opt("--triggers/--no-triggers", help="Run trigger_tests.yaml when present.", panel=RUN)] = True,
+        env: Annotated[
+            str | None,
+            opt(
+                "--env",
+                help="Benchmark tasks: the environment they run in, host (default: the best one here).",
+                panel=RUN,
+                metavar="KIND",
+            ),
+        ] = None,
+        resume: Annotated[bool, opt("--resume", help="Benchmark tasks: skip the trials already in -o FILE.", panel=RUN)] = False,
         output: Annotated[str, opt("-o", "--output", help="Per-trial CaptureResult JSONL, or - for stdout.", panel=OUTPUT)] = "-",
         reporter: Annotated[
             list[str] | None,
@@ -124,6 +148,29 @@ def register(app: typer.Typer) -> None:
             adapter_given=_given(ctx, "adapter"),
             workers_given=_given(ctx, "concurrency"),
         )
+        if is_benchmark(suite):  # Harbor / Terminal-Bench 1.x task folders: the one dispatch point
+            ignored = [name for name in ctx.params if _given(ctx, name) and name not in BENCHMARK_OPTIONS]
+            if ignored:
+                flags = ", ".join("--" + name.replace("_", "-") for name in ignored)
+                raise typer.Exit(fail(f"{flags}: not used with benchmark task folders (see the Benchmarks guide)"))
+            raise typer.Exit(
+                run(
+                    lambda _: run_benchmarks(
+                        suite,
+                        command or [],
+                        agent,
+                        names=options.task,
+                        tags=options.tags,
+                        trials=trials or 1,
+                        env=env,
+                        resume=resume,
+                        output=output,
+                        reporters=options.reporters,
+                    )
+                )
+            )
+        if env is not None or resume:
+            raise typer.Exit(fail("--env and --resume apply to benchmark task folders, not to an eval suite"))
         raise typer.Exit(run(lambda interrupt: _run(suite, command or [], options, agent, graders, execution, interrupt)))
 
 
