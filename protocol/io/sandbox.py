@@ -200,9 +200,19 @@ async def relayed(policy: Sandbox) -> AsyncIterator[Path | None]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def wrap_command(argv: Sequence[str], policy: Sandbox, workspace: Path, relay: Path | None = None) -> list[str]:
+def wrap_command(
+    argv: Sequence[str],
+    policy: Sandbox,
+    workspace: Path,
+    relay: Path | None = None,
+    *,
+    mounts: Sequence[tuple[Path, str, bool]] = (),
+    chdir: str | None = None,
+) -> list[str]:
     """``argv`` as run inside a sandbox whose read-write place is ``workspace`` (``relay``: the folder
-    :func:`relayed` gave, for network ``loopback``).
+    :func:`relayed` gave, for network ``loopback``). ``mounts`` shows more host folders at other places,
+    as ``(host path, place inside, writable)``, after everything else (a benchmark task's ``/app`` or
+    ``/tests``); ``chdir`` is the directory the command starts in instead of the current one.
 
     The program (``argv[0]``, resolved on ``PATH``), each argument that names an
     existing absolute path (a script), and their installations are made visible
@@ -235,6 +245,10 @@ def wrap_command(argv: Sequence[str], policy: Sandbox, workspace: Path, relay: P
         out += ["--ro-bind-try", path, path]
     for path in dict.fromkeys([*map(str, policy.read_write), str(workspace)]):
         out += ["--bind", path, path]
+    for source, place, writable in mounts:
+        out += ["--bind" if writable else "--ro-bind", str(source), place]
+    if chdir is not None:
+        out += ["--chdir", chdir]
     if relay is not None:
         from . import sandbox_relay
 

@@ -1,0 +1,177 @@
+"""``--env host``: a trial under bubblewrap over the host's own system.
+
+No image is built: the host's ``/usr``, ``/etc`` and the like are shown
+read-only, the trial's workspace at the task's ``WORKDIR``, ``/logs/agent`` and
+``/logs/verifier`` from the trial's folder, ``/tests`` and ``/solution`` only
+for the commands that may see them; each command gets its own process and IPC
+namespaces, a private ``/tmp`` and home, and no network unless the spec allows
+it. The Dockerfile is read, not run (see :mod:`.dockerfile`): its ``WORKDIR``,
+``ENV`` and ``COPY`` of the build context into the workspace are honoured, the
+packages it and the verifier install are checked on the host (a missing one
+makes :meth:`HostEnvironment.start` raise :class:`EnvironmentUnsatisfied`), and
+what cannot be honoured (the base image, other ``RUN`` steps) is listed in
+:meth:`HostEnvironment.facts`. This is as isolated as the bubblewrap sandbox
+(see :mod:`waza.protocol.io.sandbox`) and no more: same kernel, the host's
+programs.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import posixpath
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+from waza.protocol.errors import ConfigError
+from waza.protocol.io.process import run_once
+from waza.protocol.io.sandbox import Sandbox, check_available, relayed, sandbox_env, wrap_command
+from waza.runner.benchmarks import dockerfile
+from waza.runner.benchmarks.environment import (
+    Completed,
+    Environment,
+    EnvironmentSpec,
+    EnvironmentUnsatisfied,
+    Phase,
+    register,
+)
+
+__all__ = ["HostEnvironment", "installed"]
+
+#: The most output of a command kept as evidence (its last bytes).
+OUTPUT_LIMIT = 10 * 1024 * 1024
+
+
+@functools.cache
+def installed(manager: str, name: str) -> bool:
+    """Whether the host has package ``name`` of ``manager`` (apt: dpkg's status; pip: the host's python3;
+    npm and uv: a program of that name on PATH)."""
+    if manager == "apt":
+        query = ["dpkg-query", "-W", "-f=${Status}", name]
+        done = subprocess.run(query, capture_output=True, text=True, check=False) if shutil.which("dpkg-query") else None
+        return done is not None and done.stdout.endswith("installed") and "not-installed" not in done.stdout
+    if manager == "pip":
+        python = shutil.which("python3")
+        code = "import importlib.metadata as m, sys; m.version(sys.argv[1])"
+        return python is not None and subprocess.run([python, "-c", code, name], capture_output=True, check=False).returncode == 0
+    return shutil.which(name) is not None
+
+
+class HostEnvironment(Environment):
+    kind = "host"
+
+    def __init__(self, spec: EnvironmentSpec, trial_dir: Path) -> None:
+        super().__init__(spec, trial_dir)
+        self._stack = AsyncExitStack()
+        self._relay: Path | None = None
+        self._facts: dict[str, str] = {"kind": self.kind, "workdir": spec.workdir}
+        self._env: dict[str, str] = {}
+        self.policy = Sandbox(
+            network=spec.network, ports=spec.ports if spec.network == "loopback" else (), read_only=spec.read_only
+        )
+
+    @classmethod
+    def available(cls) -> str | None:
+        try:
+            check_available()
+        except ConfigError as exc:
+            return exc.message
+        return None
+
+    def facts(self) -> dict[str, str]:
+        return dict(self._facts)
+
+    async def start(self) -> None:
+        for folder in (self.workspace, self.logs / "agent", self.logs / "verifier"):
+            folder.mkdir(parents=True, exist_ok=True)
+        missing: list[str] = []
+        not_run: list[str] = []
+        if self.spec.dockerfile is not None:
+            parsed = dockerfile.parse(self.spec.dockerfile, self.spec.workdir)
+            self._env.update(parsed.env)
+            if parsed.base:
+                self._facts["base_image"] = f"{parsed.base} (replaced by the host's system)"
+            for step in parsed.instructions:
+                if step.keyword == "RUN":
+                    wanted = dockerfile.installs(step.args)
+                    missing += [f"Dockerfile:{step.line}: {m} package {n!r}" for m, n in wanted if not installed(m, n)]
+                    if not wanted:
+                        not_run.append(f"{step.line}")
+                elif step.keyword in ("COPY", "ADD"):
+                    problem = self._copy(step)
+                    if problem:
+                        missing.append(f"Dockerfile:{step.line}: {problem}")
+        if not_run:
+            self._facts["dockerfile_not_run"] = "RUN at line " + ", ".join(not_run) + " (not run on the host)"
+        if self.spec.network != "host":
+            for manager, name in self.spec.verifier_needs:
+                if manager == "uv" or not installed(manager, name):
+                    what = "uvx (fetches its tools at test time)" if manager == "uv" else f"{manager} package {name!r}"
+                    missing.append(f"tests: {what}, and the network is {self.spec.network}")
+        self._env.update(self.spec.env)
+        if missing:
+            raise EnvironmentUnsatisfied(missing)
+        self._relay = await self._stack.enter_async_context(relayed(self.policy))
+
+    def _copy(self, step: dockerfile.Instruction) -> str | None:
+        """Copy a COPY/ADD of the build context into the workspace; what stops it, or None."""
+        found = dockerfile.copies(step)
+        context = self.spec.environment_dir
+        if found is None or context is None:
+            return f"{step.keyword} {step.args!r} cannot be honoured on the host"
+        sources, dest = found
+        target = posixpath.normpath(posixpath.join(self.spec.workdir, dest))
+        if target != self.spec.workdir and not target.startswith(self.spec.workdir.rstrip("/") + "/"):
+            return f"{step.keyword} to {target}, outside WORKDIR {self.spec.workdir}"
+        inside = self.workspace / posixpath.relpath(target, self.spec.workdir)
+        for source in sources:
+            origin = (context / source).resolve()
+            if not origin.is_relative_to(context.resolve()) or not origin.exists():
+                return f"{step.keyword} source {source!r} is not in the build context"
+            into_dir = dest.endswith("/") or len(sources) > 1 or origin.is_dir()
+            if origin.is_dir():
+                shutil.copytree(origin, inside, symlinks=True, dirs_exist_ok=True)
+            else:
+                (inside if into_dir else inside.parent).mkdir(parents=True, exist_ok=True)
+                shutil.copy2(origin, inside / origin.name if into_dir else inside, follow_symlinks=False)
+        return None
+
+    def command(
+        self, argv: Sequence[str], *, phase: Phase, env: Mapping[str, str], mounts: Mapping[str, Path] | None = None
+    ) -> tuple[list[str], dict[str, str]]:
+        binds: list[tuple[Path, str, bool]] = [
+            (self.workspace, self.spec.workdir, True),
+            (self.logs / "agent", "/logs/agent", True),
+        ]
+        if phase == "verifier":
+            binds.append((self.logs / "verifier", "/logs/verifier", True))
+        binds += [(source, place, True) for place, source in (mounts or {}).items()]
+        wrapped = wrap_command(argv, self.policy, self.workspace, self._relay, mounts=binds, chdir=self.spec.workdir)
+        merged = {**sandbox_env(self.policy, os.environ), **self._env, **env}
+        return wrapped, merged
+
+    async def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        phase: Phase,
+        env: Mapping[str, str],
+        timeout: float | None,
+        mounts: Mapping[str, Path] | None = None,
+    ) -> Completed:
+        if phase == "verifier":
+            shutil.rmtree(self.logs / "verifier", ignore_errors=True)
+            (self.logs / "verifier").mkdir(parents=True)
+        wrapped, merged = self.command(argv, phase=phase, env=env, mounts=mounts)
+        done = await run_once(wrapped, cwd=self.workspace, env=merged, timeout=timeout, stdout_limit=OUTPUT_LIMIT)
+        output = done.stdout.decode("utf-8", "replace") + done.stderr_tail
+        return Completed(exit_code=done.code, timed_out=done.timed_out, output=output, seconds=round(done.duration_ms / 1000, 3))
+
+    async def stop(self) -> None:
+        await self._stack.aclose()
+
+
+register(HostEnvironment)

@@ -1,0 +1,262 @@
+"""Reading benchmark folders: a Harbor task, a dataset of them, Terminal-Bench 1.x tasks; every problem located.
+
+A folder is a Harbor task when it holds ``task.toml``, a Terminal-Bench 1.x
+task when it holds ``task.yaml``, and a dataset when it holds neither but its
+sub-folders are tasks (one level, as Harbor's datasets). Each problem is a
+ConfigError naming the file and the key; :func:`check_folder` collects them all
+(``waza check``), :func:`load_folder` stops at the first (``waza run``).
+"""
+
+from __future__ import annotations
+
+import re
+import stat
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+from waza.protocol.errors import ConfigError
+from waza.runner.benchmarks import dockerfile, task_files
+from waza.runner.benchmarks.formats import HarborConfig, HarborStep, TerminalBenchConfig, known_keys
+from waza.runner.benchmarks.tasks import BenchTask, TaskStep
+
+__all__ = ["HARBOR_FILE", "TB1_FILE", "check_folder", "is_benchmark", "load_folder", "load_task"]
+
+HARBOR_FILE = "task.toml"
+TB1_FILE = "task.yaml"
+DEFAULT_WORKDIR = "/app"
+_FIELD = re.compile(r"at `\$\.?(?P<path>[^`]*)`")
+
+
+def is_benchmark(path: Path) -> bool:
+    """Whether ``path`` is a folder ``waza run`` reads as a benchmark (not an eval suite)."""
+    if not path.is_dir() or (path / "eval.yaml").exists():
+        return False
+    if _kind(path) is not None:
+        return True
+    return any(_kind(path / name) is not None for name, mode in task_files.entries(path) if stat.S_ISDIR(mode))
+
+
+def _kind(path: Path) -> str | None:
+    for name, kind in ((HARBOR_FILE, "harbor"), (TB1_FILE, "terminal-bench-1")):
+        if (path / name).exists() or (path / name).is_symlink():
+            return kind
+    return None
+
+
+def _convert(raw: Any, model: type[msgspec.Struct], source: Path) -> Any:
+    try:
+        return msgspec.convert(raw, model, strict=True)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        match = _FIELD.search(text)
+        field = match["path"] if match else None
+        message = _FIELD.sub("", text).strip().rstrip("-").strip() or text
+        raise ConfigError(message, source=str(source), field=field) from None
+
+
+def _harbor(path: Path) -> BenchTask:
+    source = path / HARBOR_FILE
+    try:
+        raw = tomllib.loads(task_files.read_text(path, HARBOR_FILE))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not TOML: {exc}", source=str(source)) from None
+    config: HarborConfig = _convert(raw, HarborConfig, source)
+    env = config.environment
+    if env.os != "linux":
+        raise ConfigError(f"only linux tasks run here, got {env.os!r}", source=str(source), field="environment.os")
+    network = env.network_mode
+    if "network_mode" not in raw.get("environment", {}) and env.allow_internet is not None:
+        network = "public" if env.allow_internet else "no-network"
+    environment_dir: Path | None = None
+    text: str | None = None
+    if task_files.is_dir(path, "environment"):
+        environment_dir = path / "environment"
+        if task_files.exists(path, "environment/Dockerfile"):
+            text = task_files.read_text(path, "environment/Dockerfile")
+        elif not env.docker_image:
+            raise ConfigError(
+                "environment/ holds no Dockerfile (compose-only environments are not supported)",
+                source=str(path / "environment"),
+            )
+    elif not env.docker_image:
+        raise ConfigError("is missing (and task.toml names no [environment].docker_image)", source=str(path / "environment"))
+    workdir = env.workdir or (dockerfile.parse(text).workdir if text is not None else DEFAULT_WORKDIR)
+    steps = _harbor_steps(path, config)
+    tags = config.metadata.get("tags", [])
+    return BenchTask(
+        id=path.name,
+        path=path,
+        format="harbor",
+        checksum=task_files.checksum(path),
+        grading="reward",
+        steps=steps,
+        environment_dir=environment_dir,
+        dockerfile=text,
+        workdir=workdir,
+        network=network,
+        tags=tuple(str(t) for t in tags) if isinstance(tags, list) else (),
+        metadata=config.metadata,
+        docker_image=env.docker_image,
+        cpus=env.cpus,
+        memory_mb=env.memory_mb,
+        storage_mb=env.storage_mb,
+        build_timeout_sec=env.build_timeout_sec,
+        environment_env=env.env,
+        solution_env=config.solution.env,
+        reward_strategy=config.multi_step_reward_strategy or "mean",
+        unknown_keys=tuple(known_keys(raw, HarborConfig)),
+    )
+
+
+def _script(path: Path, folder: str, name: str, *, required: bool) -> str | None:
+    rel = f"{folder}/{name}"
+    if task_files.exists(path, rel):
+        return name
+    if required:
+        raise ConfigError("is missing", source=str(path / rel))
+    return None
+
+
+def _harbor_steps(path: Path, config: HarborConfig) -> tuple[TaskStep, ...]:
+    if not config.steps:
+        _script(path, "tests", "test.sh", required=True)
+        has_solution = _script(path, "solution", "solve.sh", required=False)
+        return (
+            TaskStep(
+                name=None,
+                instruction=task_files.read_text(path, "instruction.md"),
+                tests=("tests",),
+                test_script="test.sh",
+                solution="solution" if has_solution else None,
+                solve_script=has_solution,
+                agent_timeout=config.agent.timeout_sec,
+                verifier_timeout=config.verifier.timeout_sec,
+                verifier_env=config.verifier.env,
+            ),
+        )
+    seen: set[str] = set()
+    steps: list[TaskStep] = []
+    for index, step in enumerate(config.steps):
+        steps.append(_harbor_step(path, config, step, index, seen))
+    return tuple(steps)
+
+
+def _harbor_step(path: Path, config: HarborConfig, step: HarborStep, index: int, seen: set[str]) -> TaskStep:
+    field = f"steps[{index}].name"
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", step.name) or step.name.casefold() in seen:
+        raise ConfigError(f"{step.name!r} is not a unique, portable folder name", source=str(path / HARBOR_FILE), field=field)
+    seen.add(step.name.casefold())
+    base = f"steps/{step.name}"
+    if not task_files.is_dir(path, base):
+        raise ConfigError("is missing", source=str(path / base))
+    tests = tuple(t for t in ("tests", f"{base}/tests") if task_files.is_dir(path, t))
+    script = next((t for t in reversed(tests) if task_files.exists(path, f"{t}/test.sh")), None)
+    if script is None:
+        raise ConfigError("is missing (nor is tests/test.sh)", source=str(path / base / "tests/test.sh"))
+    solution = next((s for s in (f"{base}/solution", "solution") if task_files.exists(path, f"{s}/solve.sh")), None)
+    return TaskStep(
+        name=step.name,
+        instruction=task_files.read_text(path, f"{base}/instruction.md"),
+        tests=tests,
+        test_script="test.sh",
+        solution=solution,
+        solve_script="solve.sh" if solution else None,
+        agent_timeout=step.agent.timeout_sec if step.agent.timeout_sec is not None else config.agent.timeout_sec,
+        verifier_timeout=step.verifier.timeout_sec,
+        verifier_env={**config.verifier.env, **step.verifier.env},
+    )
+
+
+def _tb1(path: Path) -> BenchTask:
+    source = path / TB1_FILE
+    try:
+        raw = yaml.safe_load(task_files.read_text(path, TB1_FILE))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"not YAML: {str(exc).splitlines()[0]}", source=str(source)) from None
+    if isinstance(raw, dict) and "instruction" not in raw and isinstance(raw.get("descriptions"), list):
+        first = raw["descriptions"][0] if raw["descriptions"] else {}
+        raw = {**{k: v for k, v in raw.items() if k != "descriptions"}, "instruction": (first or {}).get("description")}
+    config: TerminalBenchConfig = _convert(raw, TerminalBenchConfig, source)
+    if config.parser_name != "pytest":
+        raise ConfigError(
+            f"only the pytest parser is supported, got {config.parser_name!r}", source=str(source), field="parser_name"
+        )
+    text = task_files.read_text(path, "Dockerfile")
+    _script(path, ".", "run-tests.sh", required=True)
+    solution = "solution.sh" if task_files.exists(path, "solution.sh") else None
+    step = TaskStep(
+        name=None,
+        instruction=config.instruction,
+        tests=("tests",) if task_files.is_dir(path, "tests") else (),
+        test_script="run-tests.sh",
+        solution="." if solution else None,
+        solve_script=solution,
+        agent_timeout=config.max_agent_timeout_sec,
+        verifier_timeout=config.max_test_timeout_sec,
+        verifier_env={"TEST_DIR": "/tests"},
+        extra_tests={"run-tests.sh": "run-tests.sh"},
+    )
+    return BenchTask(
+        id=path.name,
+        path=path,
+        format="terminal-bench-1",
+        checksum=task_files.checksum(path),
+        grading="pytest",
+        steps=(step,),
+        environment_dir=path,
+        dockerfile=text,
+        workdir=dockerfile.parse(text).workdir,
+        network="public",
+        tags=tuple(config.tags),
+        metadata={"difficulty": config.difficulty, "category": config.category, "tags": config.tags},
+        unknown_keys=tuple(known_keys(raw, TerminalBenchConfig)),
+    )
+
+
+def load_task(path: Path) -> BenchTask:
+    """One task folder of either format."""
+    kind = _kind(path)
+    if kind is None:
+        raise ConfigError(f"holds neither {HARBOR_FILE} nor {TB1_FILE}", source=str(path))
+    return _harbor(path) if kind == "harbor" else _tb1(path)
+
+
+def _task_dirs(path: Path) -> Iterator[Path]:
+    if _kind(path) is not None:
+        yield path
+        return
+    for name, mode in task_files.entries(path):
+        if stat.S_ISDIR(mode) and _kind(path / name) is not None:
+            yield path / name
+
+
+def load_folder(path: Path) -> list[BenchTask]:
+    """Every task of a task folder or a dataset folder; the first problem raised as a ConfigError."""
+    tasks = [load_task(p) for p in _task_dirs(path)]
+    if not tasks:
+        raise ConfigError(f"holds no task folder ({HARBOR_FILE} or {TB1_FILE})", source=str(path))
+    return tasks
+
+
+def check_folder(path: Path) -> tuple[list[BenchTask], list[ConfigError], list[str]]:
+    """Every task that loads, every problem (one per task folder that does not) and every unknown key."""
+    tasks: list[BenchTask] = []
+    problems: list[ConfigError] = []
+    notices: list[str] = []
+    for folder in _task_dirs(path):
+        try:
+            task = load_task(folder)
+        except ConfigError as exc:
+            problems.append(exc)
+            continue
+        tasks.append(task)
+        source = folder / (HARBOR_FILE if task.format == "harbor" else TB1_FILE)
+        notices += [f"{source}: field {key!r}: unknown key (ignored, as Harbor does)" for key in task.unknown_keys]
+    if not tasks and not problems:
+        problems.append(ConfigError(f"holds no task folder ({HARBOR_FILE} or {TB1_FILE})", source=str(path)))
+    return tasks, problems, notices

@@ -1,0 +1,61 @@
+"""A benchmark task as waza runs it, whatever folder format it came from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+__all__ = ["BenchTask", "Grading", "TaskStep"]
+
+#: ``reward``: Harbor's verifier writes /logs/verifier/reward.txt or reward.json;
+#: ``pytest``: Terminal-Bench 1.x, pass when pytest's summary shows every test passed.
+Grading = Literal["reward", "pytest"]
+
+
+class TaskStep(msgspec.Struct, frozen=True):
+    """One prompt and its verifier (a single-step task has one, named None).
+
+    ``tests`` lists task-relative folders copied, in order, to ``/tests``
+    (Harbor: ``tests/`` then the step's own); ``extra_tests`` maps a file name
+    in ``/tests`` to a task-relative file (Terminal-Bench 1.x's ``run-tests.sh``).
+    """
+
+    name: str | None
+    instruction: str
+    tests: tuple[str, ...]
+    test_script: str
+    solution: str | None
+    solve_script: str | None
+    agent_timeout: float | None
+    verifier_timeout: float
+    verifier_env: dict[str, str] = msgspec.field(default_factory=dict)
+    extra_tests: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class BenchTask(msgspec.Struct, frozen=True):
+    """One task folder, read and checked: everything a trial needs but the files it copies."""
+
+    id: str
+    path: Path
+    format: Literal["harbor", "terminal-bench-1"]
+    checksum: str
+    grading: Grading
+    steps: tuple[TaskStep, ...]
+    environment_dir: Path | None
+    dockerfile: str | None
+    workdir: str
+    network: Literal["no-network", "public", "allowlist"]
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    docker_image: str | None = None
+    cpus: float | None = None
+    memory_mb: int | None = None
+    storage_mb: int | None = None
+    build_timeout_sec: float = 600.0
+    environment_env: dict[str, str] = msgspec.field(default_factory=dict)
+    solution_env: dict[str, str] = msgspec.field(default_factory=dict)
+    reward_strategy: Literal["mean", "final"] = "mean"
+    #: task.toml / task.yaml keys waza does not know (Harbor ignores them too): reported by ``waza check``.
+    unknown_keys: tuple[str, ...] = ()
