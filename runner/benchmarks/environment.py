@@ -85,7 +85,8 @@ class EnvironmentSpec(msgspec.Struct, frozen=True):
     is its text (for environments that read rather than build it);
     ``verifier_needs`` the packages the verifier's scripts install at test time,
     as ``(manager, name)`` (``apt``, ``pip``, ``npm``, ``uv``): offline, each
-    must already be there.
+    must already be there. ``base_images`` maps a ``FROM`` image to a local one
+    that replaces it, for engines that build (``--base-image``).
     """
 
     task_dir: Path
@@ -101,6 +102,7 @@ class EnvironmentSpec(msgspec.Struct, frozen=True):
     env: Mapping[str, str] = msgspec.field(default_factory=dict)
     dockerfile: str | None = None
     verifier_needs: tuple[tuple[str, str], ...] = ()
+    base_images: Mapping[str, str] = msgspec.field(default_factory=dict)
 
 
 class Completed(msgspec.Struct, frozen=True):

@@ -1,0 +1,199 @@
+"""``--env docker``: a task's image built by the real engine (cached by content), a container per trial,
+the phases' mounts, limits, no network, and nothing of the agent's left running when the verifier starts.
+
+Needs a Docker (or podman) engine and the small offline base image ``waza-test/busybox:1``, which
+tests/images/busybox-image.sh builds with ``docker import`` (``.ci/run`` runs it; so does the fixture
+when the engine is there and the image is not). Skips, saying why, where there is no engine.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+import pytest
+
+from waza.protocol.errors import ConfigError
+from waza.runner.benchmarks.docker import DockerEnvironment, engine, parse_base_images
+from waza.runner.benchmarks.environment import ENVIRONMENTS, EnvironmentSpec, EnvironmentUnsatisfied, best_available
+
+BASE = "waza-test/busybox:1"
+IMAGES = Path(__file__).parent / "images"
+T = TypeVar("T")
+
+
+@pytest.fixture(scope="module")
+def base_image() -> str:
+    program, why = engine()
+    if program is None:
+        pytest.skip(f"no container engine answers here: {why}")
+    done = subprocess.run(
+        ["sh", str(IMAGES / "busybox-image.sh"), BASE],
+        capture_output=True,
+        timeout=300,
+        check=False,
+        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "ENGINE": Path(program).name},
+    )
+    if done.returncode != 0:
+        pytest.skip(f"the offline base image {BASE} cannot be built here: {done.stderr.decode(errors='replace')[-300:]}")
+    return BASE
+
+
+def task(tmp: Path, dockerfile: str, **files: str) -> Path:
+    env_dir = tmp / "task" / "environment"
+    env_dir.mkdir(parents=True)
+    (env_dir / "Dockerfile").write_text(dockerfile)
+    for name, text in files.items():
+        (env_dir / name).write_text(text)
+    return env_dir
+
+
+def run(fn: Callable[[], Awaitable[T]]) -> T:
+    return anyio.run(fn)
+
+
+DOCKERFILE = "FROM ubuntu:24.04\nWORKDIR /app\nCOPY hello.txt /app/\nENV GREETING=hi\n"
+
+
+def spec(env_dir: Path, **kw: object) -> EnvironmentSpec:
+    return EnvironmentSpec(
+        task_dir=env_dir.parent,
+        environment_dir=env_dir,
+        workdir="/app",
+        base_images={"ubuntu:24.04": BASE},
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_image_built_once_with_the_mapped_base_and_limits(tmp_path: Path, base_image: str) -> None:
+    unique = uuid.uuid4().hex  # a new build context: the first trial builds
+    env_dir = task(tmp_path, DOCKERFILE, **{"hello.txt": f"hello {unique}\n"})
+    the_spec = spec(env_dir, cpus=0.5, memory_mb=256, env={"TASK_VAR": "from-task"})
+
+    async def trial(number: int) -> tuple[dict[str, str], str]:
+        env = DockerEnvironment(the_spec, tmp_path / f"trial-{number}")
+        await env.start()
+        try:
+            probe = (
+                "cat hello.txt; echo $GREETING $TASK_VAR $EXTRA; pwd; ls /sys/class/net; "
+                "cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null; true"
+            )
+            done = await env.exec(["sh", "-c", probe], phase="agent", env={"EXTRA": "from-waza"}, timeout=120)
+            assert done.exit_code == 0, done.output
+            return env.facts(), done.output
+        finally:
+            await env.stop()
+
+    facts, output = run(lambda: trial(1))
+    lines = output.split()
+    assert ["hello", unique] == lines[:2]
+    assert lines[2:6] == ["hi", "from-task", "from-waza", "/app"]
+    assert lines[6:7] == ["lo"]  # network none: loopback only
+    assert str(256 * 1024 * 1024) in lines
+    assert facts["image_built"] == "yes"
+    assert facts["base_image ubuntu:24.04"] == f"replaced by {BASE} (--base-image)"
+    assert (facts["cpus"], facts["memory_mb"], facts["network"]) == ("0.5", "256", "none")
+
+    try:
+        again, _ = run(lambda: trial(2))
+        assert again["image_built"] == "no (cached)"
+        assert again["image"] == facts["image"]
+    finally:
+        subprocess.run(["docker", "rmi", facts["image"]], capture_output=True, check=False)
+
+
+def test_phases_see_their_own_mounts_and_nothing_of_the_agent_survives(tmp_path: Path, base_image: str) -> None:
+    env_dir = task(tmp_path, DOCKERFILE, **{"hello.txt": "x\n"})
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test.sh").write_text(
+        "ls /logs/verifier; ps -o args | grep -c -e '^sleep 0.2' -e '^sh -c (while'; cat /app/bg >/dev/null && echo 0.5 > /logs/verifier/reward.txt\n"
+    )
+    trial_dir = tmp_path / "trial"
+
+    async def go() -> tuple[str, str, str, list[str]]:
+        env = DockerEnvironment(spec(env_dir), trial_dir)
+        await env.start()
+        try:
+            # the agent leaves a writer behind, and a file where the verifier's logs go
+            agent = "(while :; do date >> /app/bg; sleep 0.2; done) & echo stale > /logs/verifier/old.txt; ls /tests 2>&1"
+            a = await env.exec(["sh", "-c", agent], phase="agent", env={}, timeout=60)
+            v = await env.exec(["bash", "/tests/test.sh"], phase="verifier", env={}, timeout=60, mounts={"/tests": tests})
+            after = await env.exec(["sh", "-c", "ls /tests 2>&1; echo done"], phase="agent", env={}, timeout=60)
+            return a.output, v.output, after.output, sorted(p.name for p in (env.logs / "verifier").iterdir())
+        finally:
+            await env.stop()
+
+    agent_out, verifier_out, after_out, logs = run(go)
+    assert "No such file" in agent_out  # /tests is not there while the agent works
+    seen = verifier_out.split()
+    assert "old.txt" not in seen  # /logs/verifier emptied before the verifier
+    assert seen[0] == "0"  # the agent's writer was killed before the verifier started
+    assert logs == ["reward.txt"]
+    assert (trial_dir / "logs" / "verifier" / "reward.txt").read_text() == "0.5\n"
+    assert "No such file" in after_out  # /tests is gone again after the verifier
+
+
+def test_timeout_kills_everything_the_command_started(tmp_path: Path, base_image: str) -> None:
+    env_dir = task(tmp_path, DOCKERFILE, **{"hello.txt": "x\n"})
+
+    async def go() -> tuple[bool, str]:
+        env = DockerEnvironment(spec(env_dir), tmp_path / "trial")
+        await env.start()
+        try:
+            slow = await env.exec(["sh", "-c", "sleep 600 & sleep 600"], phase="agent", env={}, timeout=3)
+            left = await env.exec(["sh", "-c", "ps -o args | grep -c '^sleep 600'"], phase="agent", env={}, timeout=60)
+            return slow.timed_out, left.output
+        finally:
+            await env.stop()
+
+    timed_out, left = run(go)
+    assert timed_out
+    assert left.split()[0] == "0"
+
+
+def test_an_unmapped_base_image_is_named_not_pulled(tmp_path: Path, base_image: str) -> None:
+    env_dir = task(tmp_path, "FROM example.invalid/nowhere:1\nWORKDIR /app\n")
+
+    async def go() -> None:
+        env = DockerEnvironment(EnvironmentSpec(task_dir=env_dir.parent, environment_dir=env_dir), tmp_path / "t")
+        try:
+            await env.start()
+        finally:
+            await env.stop()
+
+    with pytest.raises(EnvironmentUnsatisfied) as caught:
+        run(go)
+    assert "example.invalid/nowhere:1" in str(caught.value)
+    assert "--base-image example.invalid/nowhere:1=LOCAL" in str(caught.value)
+
+
+def test_a_failing_build_is_unsatisfied_with_the_engine_output(tmp_path: Path, base_image: str) -> None:
+    env_dir = task(tmp_path, "FROM ubuntu:24.04\nRUN echo building-fails && false\n")
+
+    async def go() -> None:
+        env = DockerEnvironment(spec(env_dir), tmp_path / "t")
+        try:
+            await env.start()
+        finally:
+            await env.stop()
+
+    with pytest.raises(EnvironmentUnsatisfied) as caught:
+        run(go)
+    assert "building-fails" in str(caught.value) or "returned a non-zero code" in str(caught.value)
+
+
+def test_docker_is_preferred_where_an_engine_answers(base_image: str) -> None:
+    assert next(iter(ENVIRONMENTS)) == "docker"
+    assert best_available()[0] == "docker"
+
+
+def test_base_image_map_is_checked() -> None:
+    assert parse_base_images(["ubuntu:24.04=local/debian:12"]) == {"ubuntu:24.04": "local/debian:12"}
+    for bad in ("ubuntu:24.04", "=x", "a=", "a b=c"):
+        with pytest.raises(ConfigError, match="--base-image takes IMAGE=LOCAL_IMAGE"):
+            parse_base_images([bad])
