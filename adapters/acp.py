@@ -168,7 +168,7 @@ class _PromptStderr(Tail):
 class AcpAdapter(Adapter):
     name: ClassVar[str] = "acp"
     options: ClassVar[frozenset[str]] = frozenset(
-        {"mcp_servers", "mcp_config", "permission", "permission_rules", "raw_log", "auth_method", "sandbox"}
+        {"mcp_servers", "mcp_config", "permission", "permission_rules", "raw_log", "auth_method", "sandbox", "confine"}
     )
 
     @classmethod
@@ -220,7 +220,7 @@ class AcpAdapter(Adapter):
         """The worker's agent, started when there is none alive. A sandboxed agent sees only the workspace
         it was started for: a prompt in another workspace gets an agent started for that one."""
         agent = self._agent
-        if agent is not None and agent.alive and (self.opts.sandbox is None or agent.workspace == workspace):
+        if agent is not None and agent.alive and (not self.confined or agent.workspace == workspace):
             return agent
         await self._stop_agent()
         assert self._tg is not None, "use the adapter as an async context manager"
@@ -230,7 +230,7 @@ class AcpAdapter(Adapter):
         argv, env = self.sandboxed(self.command, workspace, {**os.environ, TAG_VAR: tag.value})
         try:
             child = await Child.start(
-                argv, env=env, cwd=workspace if self.opts.sandbox is not None else None, stderr=self._stderr, keep_stdin=True
+                argv, env=env, cwd=workspace if self.confined else None, stderr=self._stderr, keep_stdin=True
             )
         except OSError as exc:
             raise AgentFault(f"cannot start agent {self.command[0]!r}: {exc.strerror or exc}") from None
@@ -363,7 +363,7 @@ class AcpAdapter(Adapter):
         if self._raw is not None:
             self._raw.prompt_id = task.case.id
         assert self._tg is not None, "use the adapter as an async context manager"
-        prepare = self.sandboxed if self.opts.sandbox is not None else None
+        prepare = self.sandboxed if self.confined else None
         session = ClientSession(None, task.workspace, task.recorder, self._policy, self._tg.start_soon, prepare)
         self._session = session
         deadline = math.inf if task.timeout is None else anyio.current_time() + task.timeout

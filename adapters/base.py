@@ -12,7 +12,7 @@ itself, because only it knows how to stop its agent politely.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, ClassVar
@@ -22,6 +22,9 @@ import msgspec
 from waza.protocol.io.sandbox import Sandbox, relayed, sandbox_env, wrap_command
 from waza.protocol.records import Exit, PromptCase
 from waza.protocol.trajectory import TrajectoryBuilder
+
+#: A runner-given mapping of an agent's command line and environment to those that start it somewhere else.
+Confine = Callable[[Sequence[str], Mapping[str, str]], tuple[list[str], dict[str, str]]]
 
 
 class AgentTask(msgspec.Struct):
@@ -75,6 +78,9 @@ class AdapterOptions(msgspec.Struct):
     cache: bool = False
     # exec, headless, acp: run the agent (and all it starts) in a bubblewrap sandbox
     sandbox: Sandbox | None = None
+    # exec, headless, acp: run the agent inside a benchmark task's environment (set by the runner, not a flag):
+    # maps the agent's command line and environment to the ones that start it there
+    confine: Confine | None = None
 
     def given(self) -> set[str]:
         """Names of the options set to something other than their default."""
@@ -111,9 +117,17 @@ class Adapter(abc.ABC):
     async def __aexit__(self, *exc: object) -> None:
         await self._sandbox_stack.aclose()
 
+    @property
+    def confined(self) -> bool:
+        """Whether the agent starts somewhere else than the host as it is (a sandbox or a task's environment)."""
+        return self.opts.sandbox is not None or self.opts.confine is not None
+
     def sandboxed(self, argv: Sequence[str], workspace: Path, env: Mapping[str, str]) -> tuple[Sequence[str], Mapping[str, str]]:
-        """The command line and environment that start ``argv`` for ``workspace``: as they are, or inside
-        the sandbox the options ask for (with its environment less secret-like variables)."""
+        """The command line and environment that start ``argv`` for ``workspace``: as they are, inside
+        the sandbox the options ask for (with its environment less secret-like variables), or inside the
+        benchmark environment the runner confines the agent to."""
+        if self.opts.confine is not None:
+            return self.opts.confine(argv, env)
         policy = self.opts.sandbox
         if policy is None:
             return argv, env

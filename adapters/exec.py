@@ -102,7 +102,7 @@ def event_from_line(value: Any, number: int) -> Event:
 
 class ExecAdapter(Adapter):
     name: ClassVar[str] = "exec"
-    options: ClassVar[frozenset[str]] = frozenset({"events", "sandbox"})
+    options: ClassVar[frozenset[str]] = frozenset({"events", "sandbox", "confine"})
 
     @classmethod
     def check(cls, command: list[str], opts: AdapterOptions) -> None:

@@ -68,7 +68,7 @@ def build_argv(schema: HeadlessSchema, command: list[str], prompt: str, session_
 
 class HeadlessAdapter(Adapter):
     name: ClassVar[str] = "headless"
-    options: ClassVar[frozenset[str]] = frozenset({"schema", "raw_log", "sandbox"})
+    options: ClassVar[frozenset[str]] = frozenset({"schema", "raw_log", "sandbox", "confine"})
     needs_command: ClassVar[bool] = False
 
     def __init__(self, command: list[str], opts: AdapterOptions) -> None:
@@ -157,7 +157,7 @@ class HeadlessAdapter(Adapter):
         tag = new_tag()  # finds what the CLI started in a session of its own (Gemini CLI's shell commands)
         env: Mapping[str, str] = {**os.environ, TAG_VAR: tag.value}
         run_argv: Sequence[str] = argv
-        if self.opts.sandbox is not None:
+        if self.confined:
             run_argv, env = self.sandboxed(argv, task.workspace, env)
         try:
             child = await Child.start(

@@ -90,10 +90,10 @@ def parse(text: str, default_workdir: str = "/app") -> Dockerfile:
     return Dockerfile(tuple(instructions), base, workdir if saw_workdir else default_workdir, env)
 
 
-_APT = re.compile(r"\bapt(?:-get)?\s+(?:-\S+\s+)*install\b(?P<rest>[^;&|]*)")
-_PIP = re.compile(r"\b(?:pip3?|python3?\s+-m\s+pip|uv\s+pip)\s+install\b(?P<rest>[^;&|]*)")
-_NPM = re.compile(r"\bnpm\s+(?:install|i)\s+(?:-g\s+|--global\s+)(?P<rest>[^;&|]*)")
-_UVX = re.compile(r"\buvx\s+(?P<rest>[^;&|]*)")
+_APT = re.compile(r"\bapt(?:-get)?\s+(?:-\S+\s+)*install\b(?P<rest>[^;&|\n]*)")
+_PIP = re.compile(r"\b(?:pip3?|python3?\s+-m\s+pip|uv\s+pip)\s+install\b(?P<rest>[^;&|\n]*)")
+_NPM = re.compile(r"\bnpm\s+(?:install|i)\s+(?:-g\s+|--global\s+)(?P<rest>[^;&|\n]*)")
+_UVX = re.compile(r"\buvx\s+(?P<rest>[^;&|\n]*)")
 
 
 def _names(rest: str) -> list[str]:
@@ -101,7 +101,7 @@ def _names(rest: str) -> list[str]:
         words = shlex.split(rest)
     except ValueError:
         words = rest.split()
-    return [w for w in words if not w.startswith("-") and not w.startswith("$") and w not in {"install"}]
+    return [w for w in words if w and not w.startswith(("-", "$")) and w != "install"]
 
 
 def installs(script: str) -> list[tuple[str, str]]:

@@ -150,7 +150,8 @@ class HostEnvironment(Environment):
             binds.append((self.logs / "verifier", "/logs/verifier", True))
         binds += [(source, place, True) for place, source in (mounts or {}).items()]
         wrapped = wrap_command(argv, self.policy, self.workspace, self._relay, mounts=binds, chdir=self.spec.workdir)
-        merged = {**sandbox_env(self.policy, os.environ), **self._env, **env}
+        # secret-like variables are dropped from what the caller passes too (an adapter passes os.environ)
+        merged = {**sandbox_env(self.policy, os.environ), **self._env, **sandbox_env(self.policy, env)}
         return wrapped, merged
 
     async def exec(

@@ -1,0 +1,266 @@
+"""One trial of a benchmark task: its environment started, each step's agent then verifier, the reward read.
+
+Every fault costs this trial an error, never a score: an environment that
+cannot give what the task asks (``environment-unsatisfied``), one that fails to
+start or run (``environment-failed``), a verifier past its timeout
+(``verifier-timeout``) or one that leaves no readable reward
+(``reward-missing``). The verifier runs only after the agent's command has
+ended with every process it started (the environment's guarantee), with a
+fresh ``/logs/verifier`` and ``/tests`` staged from the task; its output is
+kept in the result (its last bytes) and in the trial folder.
+
+The agent is ``oracle`` (the task's reference solution, run in the
+environment with ``/solution`` shown), ``nop`` (nothing), or any adapter whose
+agent the environment confines (exec, headless CLIs, ACP).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+import waza.runner.benchmarks.host  # noqa: F401 - importing it registers --env host
+from waza.adapters import adapter_class
+from waza.adapters.base import AdapterOptions, AgentTask
+from waza.protocol.records import PromptCase
+from waza.protocol.trajectory import TrajectoryBuilder
+from waza.runner.benchmarks import dockerfile
+from waza.runner.benchmarks.environment import ENVIRONMENTS, Environment, EnvironmentSpec, EnvironmentUnsatisfied, Network
+from waza.runner.benchmarks.rewards import Reward, RewardError, pytest_reward, read_reward
+from waza.runner.benchmarks.tasks import BenchTask, TaskStep
+
+__all__ = ["CONTROL_AGENTS", "AgentChoice", "StepResult", "TrialResult", "run_trial", "spec_for"]
+
+#: The agents that are not agents: the reference solution, and doing nothing.
+CONTROL_AGENTS = ("oracle", "nop")
+#: The last bytes of the verifier's output kept in a result (all of it stays in the trial folder).
+EVIDENCE_LIMIT = 16 * 1024
+
+ErrorKind = Literal["environment-unsatisfied", "environment-failed", "verifier-timeout", "reward-missing"]
+
+
+class AgentChoice(msgspec.Struct, frozen=True):
+    """``name`` is ``oracle``, ``nop`` or an adapter's name (then ``command`` and ``options`` are its own)."""
+
+    name: str
+    command: tuple[str, ...] = ()
+    options: AdapterOptions = msgspec.field(default_factory=AdapterOptions)
+
+
+class StepResult(msgspec.Struct, omit_defaults=True):
+    name: str | None
+    score: float | None = None
+    subscores: dict[str, float] = msgspec.field(default_factory=dict)
+    reward_source: str | None = None
+    agent_exit: int | None = None
+    agent_timed_out: bool = False
+    agent_errors: list[str] = msgspec.field(default_factory=list)
+    verifier_exit: int | None = None
+    verifier_seconds: float | None = None
+    verifier_output: str = ""
+
+
+class TrialResult(msgspec.Struct, omit_defaults=True):
+    """One line of a benchmark run's output (JSONL)."""
+
+    task: str
+    format: str
+    checksum: str
+    trial: int
+    agent: str
+    status: Literal["passed", "failed", "error"]
+    score: float | None
+    environment: dict[str, str]
+    timeouts: dict[str, float | None]
+    subscores: dict[str, float] = msgspec.field(default_factory=dict)
+    error_kind: ErrorKind | None = None
+    error: str | None = None
+    missing: list[str] = msgspec.field(default_factory=list)
+    offline: list[str] = msgspec.field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
+    steps: list[StepResult] = msgspec.field(default_factory=list)
+    trial_dir: str | None = None
+    seconds: float = 0.0
+
+
+def spec_for(
+    task: BenchTask, *, allow_network: bool = False, ports: tuple[int, ...] = (), read_only: tuple[Path, ...] = ()
+) -> tuple[EnvironmentSpec, list[str]]:
+    """The environment a task asks for, narrowed to what the run allows, and each change made to run it so."""
+    changed: list[str] = []
+    network: Network = "none"
+    if task.network != "no-network":
+        if allow_network:
+            network = "host"
+        else:
+            changed.append(f"network: the task asks {task.network!r}; run with none (allow it with --allow-network)")
+    if network == "none" and ports:
+        network = "loopback"
+    needs: list[tuple[str, str]] = []
+    for step in task.steps:
+        for folder in step.tests:
+            if (task.path / folder / step.test_script).is_file():
+                needs += dockerfile.installs((task.path / folder / step.test_script).read_text("utf-8", "replace"))
+        for name in step.extra_tests.values():
+            needs += dockerfile.installs((task.path / name).read_text("utf-8", "replace"))
+    spec = EnvironmentSpec(
+        task_dir=task.path,
+        environment_dir=task.environment_dir,
+        workdir=task.workdir,
+        network=network,
+        ports=ports if network == "loopback" else (),
+        read_only=read_only,
+        cpus=task.cpus,
+        memory_mb=task.memory_mb,
+        storage_mb=task.storage_mb,
+        build_timeout_sec=task.build_timeout_sec,
+        env=task.environment_env,
+        dockerfile=task.dockerfile,
+        verifier_needs=tuple(dict.fromkeys(needs)),
+    )
+    return spec, changed
+
+
+def _stage(task: BenchTask, step: TaskStep, stage: Path) -> tuple[Path, Path | None]:
+    """Fresh copies of what ``/tests`` and ``/solution`` show for this step (symlinks copied as symlinks)."""
+    shutil.rmtree(stage, ignore_errors=True)
+    tests = stage / "tests"
+    tests.mkdir(parents=True)
+    for folder in step.tests:
+        shutil.copytree(task.path / folder, tests, symlinks=True, dirs_exist_ok=True)
+    for name, source in step.extra_tests.items():
+        shutil.copy2(task.path / source, tests / name, follow_symlinks=False)
+    if step.solution is None or step.solve_script is None:
+        return tests, None
+    solution = stage / "solution"
+    if step.solution == ".":
+        solution.mkdir()
+        shutil.copy2(task.path / step.solve_script, solution / step.solve_script, follow_symlinks=False)
+    else:
+        shutil.copytree(task.path / step.solution, solution, symlinks=True)
+    return tests, solution
+
+
+async def _agent(
+    env: Environment, task: BenchTask, step: TaskStep, agent: AgentChoice, solution: Path | None, out: StepResult
+) -> None:
+    if agent.name == "nop":
+        return
+    if agent.name == "oracle":
+        if solution is None or step.solve_script is None:
+            out.agent_errors.append("the task has no reference solution")
+            return
+        done = await env.exec(
+            ["bash", f"/solution/{step.solve_script}"],
+            phase="oracle",
+            env=task.solution_env,
+            timeout=step.agent_timeout,
+            mounts={"/solution": solution},
+        )
+        out.agent_exit, out.agent_timed_out = done.exit_code, done.timed_out
+        (env.logs / "agent" / "oracle.txt").write_text(done.output)
+        return
+
+    def confine(argv: Any, environ: Any) -> tuple[list[str], dict[str, str]]:
+        return env.command(argv, phase="agent", env=environ)
+
+    options = msgspec.structs.replace(agent.options, confine=confine)
+    adapter = adapter_class(agent.name)(list(agent.command), options)
+    async with adapter:
+        case = PromptCase(id=task.id if step.name is None else f"{task.id}/{step.name}", input=step.instruction)
+        run = await adapter.run(
+            AgentTask(case=case, workspace=env.workspace, recorder=TrajectoryBuilder(), timeout=step.agent_timeout)
+        )
+    out.agent_exit, out.agent_timed_out, out.agent_errors = run.exit.code, run.exit.timed_out, list(run.errors)
+
+
+async def _verify(env: Environment, task: BenchTask, step: TaskStep, tests: Path, out: StepResult) -> Reward:
+    done = await env.exec(
+        ["bash", f"/tests/{step.test_script}"],
+        phase="verifier",
+        env=step.verifier_env,
+        timeout=step.verifier_timeout,
+        mounts={"/tests": tests},
+    )
+    (env.logs / "verifier-output.txt").write_text(done.output)
+    out.verifier_exit, out.verifier_seconds = done.exit_code, done.seconds
+    out.verifier_output = done.output[-EVIDENCE_LIMIT:]
+    if done.timed_out:
+        raise _Failed("verifier-timeout", f"the verifier ran past its timeout of {step.verifier_timeout:g} s")
+    try:
+        return pytest_reward(done.output) if task.grading == "pytest" else read_reward(env.logs / "verifier")
+    except RewardError as exc:
+        raise _Failed("reward-missing", str(exc)) from None
+
+
+class _Failed(Exception):
+    def __init__(self, kind: ErrorKind, message: str, missing: list[str] | None = None) -> None:
+        self.kind, self.message, self.missing = kind, message, missing or []
+        super().__init__(message)
+
+
+async def run_trial(
+    task: BenchTask,
+    agent: AgentChoice,
+    *,
+    env_kind: str,
+    trial_dir: Path,
+    trial: int = 1,
+    allow_network: bool = False,
+    ports: tuple[int, ...] = (),
+) -> TrialResult:
+    """Run one trial of ``task`` in a fresh ``trial_dir``; every fault is this result's error."""
+    clock = time.perf_counter()
+    read_only = tuple(Path(p) for p in agent.command[:1] if Path(p).is_absolute())
+    spec, offline = spec_for(task, allow_network=allow_network, ports=ports, read_only=read_only)
+    env = ENVIRONMENTS[env_kind](spec, trial_dir)
+    first = task.steps[0]
+    result = TrialResult(
+        task=task.id,
+        format=task.format,
+        checksum=task.checksum,
+        trial=trial,
+        agent=agent.name,
+        status="error",
+        score=None,
+        environment=env.facts(),
+        timeouts={"agent": first.agent_timeout, "verifier": first.verifier_timeout, "build": task.build_timeout_sec},
+        offline=offline,
+        trial_dir=str(trial_dir),
+    )
+    rewards: list[Reward] = []
+    try:
+        try:
+            await env.start()
+        except EnvironmentUnsatisfied as exc:
+            raise _Failed("environment-unsatisfied", str(exc), exc.missing) from None
+        for step in task.steps:
+            out = StepResult(name=step.name)
+            result.steps.append(out)
+            tests, solution = _stage(task, step, trial_dir / "stage")
+            await _agent(env, task, step, agent, solution, out)
+            reward = await _verify(env, task, step, tests, out)
+            out.score, out.subscores, out.reward_source = reward.score, reward.subscores, reward.source
+            result.warnings += reward.warnings
+            rewards.append(reward)
+    except _Failed as exc:
+        result.error_kind, result.error, result.missing = exc.kind, exc.message, exc.missing
+    except OSError as exc:
+        result.error_kind, result.error = "environment-failed", f"the environment failed: {exc}"
+    finally:
+        await env.stop()
+        result.environment = env.facts()
+        result.seconds = round(time.perf_counter() - clock, 3)
+    if result.error_kind is None:
+        if task.reward_strategy == "final" or len(rewards) == 1:
+            result.score, result.subscores = rewards[-1].score, rewards[-1].subscores
+        else:
+            keys = dict.fromkeys(k for r in rewards for k in r.subscores)
+            result.subscores = {k: sum(r.subscores.get(k, 0.0) for r in rewards) / len(rewards) for k in keys}
+            result.score = sum(r.score for r in rewards) / len(rewards)
+        result.status = "passed" if result.score is not None and result.score >= 1.0 else "failed"
+    return result
