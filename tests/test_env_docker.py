@@ -8,6 +8,7 @@ when the engine is there and the image is not). Skips, saying why, where there i
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import uuid
 from collections.abc import Awaitable, Callable
@@ -20,6 +21,8 @@ import pytest
 from waza.protocol.errors import ConfigError
 from waza.runner.benchmarks.docker import DockerEnvironment, engine, parse_base_images
 from waza.runner.benchmarks.environment import ENVIRONMENTS, EnvironmentSpec, EnvironmentUnsatisfied, best_available
+from waza.runner.benchmarks.loader import load_task
+from waza.runner.benchmarks.trial import AgentChoice, run_trial
 
 BASE = "waza-test/busybox:1"
 IMAGES = Path(__file__).parent / "images"
@@ -187,9 +190,9 @@ def test_a_failing_build_is_unsatisfied_with_the_engine_output(tmp_path: Path, b
     assert "building-fails" in str(caught.value) or "returned a non-zero code" in str(caught.value)
 
 
-def test_docker_is_preferred_where_an_engine_answers(base_image: str) -> None:
-    assert next(iter(ENVIRONMENTS)) == "docker"
-    assert best_available()[0] == "docker"
+def test_docker_is_registered_after_host(base_image: str) -> None:
+    assert list(ENVIRONMENTS)[-2:] == ["host", "docker"]
+    assert best_available()[0] in ("host", "docker")
 
 
 def test_base_image_map_is_checked() -> None:
@@ -197,3 +200,39 @@ def test_base_image_map_is_checked() -> None:
     for bad in ("ubuntu:24.04", "=x", "a=", "a b=c"):
         with pytest.raises(ConfigError, match="--base-image takes IMAGE=LOCAL_IMAGE"):
             parse_base_images([bad])
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
+
+
+@pytest.mark.parametrize(
+    ("name", "oracle", "nop"),
+    [
+        ("harbor/hello-sh", "passed 1.0", "failed 0.0"),
+        ("broken/wrong-solution", "failed 0.0", "failed 0.0"),
+        ("broken/no-reward", "error reward-missing", "error reward-missing"),
+        ("broken/needs-package", "error environment-unsatisfied", "error environment-unsatisfied"),
+    ],
+)
+def test_harbor_tasks_run_in_docker_with_the_control_agents(
+    tmp_path: Path, base_image: str, name: str, oracle: str, nop: str
+) -> None:
+    task = load_task(FIXTURES / name)
+    seen: dict[str, str] = {}
+    for agent in ("oracle", "nop"):
+        result = anyio.run(
+            functools.partial(
+                run_trial,
+                task,
+                AgentChoice(agent),
+                env_kind="docker",
+                trial_dir=tmp_path / agent,
+                base_images={"debian:12-slim": base_image},
+            )
+        )
+        seen[agent] = " ".join(str(x) for x in (result.status, result.score if result.status != "error" else result.error_kind))
+        assert result.environment["kind"] == "docker"
+        assert result.environment["base_image debian:12-slim"] == f"replaced by {base_image} (--base-image)"
+        if name == "broken/needs-package":
+            assert result.missing == ["tests: pip package 'waza-fixture-checker' (not in the image, and the network is none)"]
+    assert seen == {"oracle": oracle, "nop": nop}

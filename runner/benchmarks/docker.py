@@ -20,6 +20,7 @@ in (``docker cp``) just before the command that may see them and removed
 after it, since a running container cannot take new mounts. After a command
 (and before the next) every process left in the container but its first is
 killed, so the verifier starts with nothing of the agent's still running.
+It is registered after ``host`` (see the registration below for why).
 ``storage_mb`` is not enforced (the engines' storage limits depend on the
 storage driver) and says so in the facts; a ``loopback`` network (a relayed
 ``waza serve-model``) is not offered here.
@@ -38,6 +39,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+import waza.runner.benchmarks.host  # noqa: F401 - registered first, so that docker comes after it
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.process import run_once
 from waza.runner.benchmarks import dockerfile
@@ -206,6 +208,23 @@ class DockerEnvironment(Environment):
         if code != 0:
             raise EnvironmentUnsatisfied([f"a container of {self.image}: {output.strip()[-500:]}"])
         self._container = output.strip().splitlines()[-1]
+        if self.spec.network != "host":
+            missing = [need for need in self.spec.verifier_needs if not await self._has(*need)]
+            if missing:
+                raise EnvironmentUnsatisfied(
+                    [f"tests: {m} package {n!r} (not in the image, and the network is {self.spec.network})" for m, n in missing]
+                )
+
+    async def _has(self, manager: str, name: str) -> bool:
+        """Whether the image has what a verifier installs at test time (offline it must already be there)."""
+        assert self._container is not None
+        if manager == "apt":
+            probe = ["dpkg-query", "-W", name]
+        elif manager == "pip":
+            probe = ["python3", "-c", "import importlib.metadata as m, sys; m.version(sys.argv[1])", name]
+        else:  # npm and uv: a program of that name
+            probe = ["sh", "-c", 'command -v "$1"', "sh", name]
+        return (await self._engine("exec", self._container, *probe))[0] == 0
 
     async def _image(self) -> str:
         """The task's image, built (or found built) by content hash."""
@@ -310,4 +329,6 @@ def _empty(folder: Path) -> None:
             entry.unlink(missing_ok=True)
 
 
-register(DockerEnvironment, preference=0)
+#: After ``host``: most tasks' base images are not in a fresh engine offline, and the host's system runs them
+#: without one; ``--env docker`` is asked for by name (with ``--base-image`` where needed).
+register(DockerEnvironment)

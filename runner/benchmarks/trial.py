@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
+import waza.runner.benchmarks.docker
 import waza.runner.benchmarks.host  # noqa: F401 - importing it registers --env host
 from waza.adapters import adapter_class
 from waza.adapters.base import AdapterOptions, AgentTask
@@ -88,7 +90,12 @@ class TrialResult(msgspec.Struct, omit_defaults=True):
 
 
 def spec_for(
-    task: BenchTask, *, allow_network: bool = False, ports: tuple[int, ...] = (), read_only: tuple[Path, ...] = ()
+    task: BenchTask,
+    *,
+    allow_network: bool = False,
+    ports: tuple[int, ...] = (),
+    read_only: tuple[Path, ...] = (),
+    base_images: Mapping[str, str] | None = None,
 ) -> tuple[EnvironmentSpec, list[str]]:
     """The environment a task asks for, narrowed to what the run allows, and each change made to run it so."""
     changed: list[str] = []
@@ -121,6 +128,7 @@ def spec_for(
         env=task.environment_env,
         dockerfile=task.dockerfile,
         verifier_needs=tuple(dict.fromkeys(needs)),
+        base_images=dict(base_images or {}),
     )
     return spec, changed
 
@@ -212,11 +220,12 @@ async def run_trial(
     trial: int = 1,
     allow_network: bool = False,
     ports: tuple[int, ...] = (),
+    base_images: Mapping[str, str] | None = None,
 ) -> TrialResult:
     """Run one trial of ``task`` in a fresh ``trial_dir``; every fault is this result's error."""
     clock = time.perf_counter()
     read_only = tuple(Path(p) for p in agent.command[:1] if Path(p).is_absolute())
-    spec, offline = spec_for(task, allow_network=allow_network, ports=ports, read_only=read_only)
+    spec, offline = spec_for(task, allow_network=allow_network, ports=ports, read_only=read_only, base_images=base_images)
     env = ENVIRONMENTS[env_kind](spec, trial_dir)
     first = task.steps[0]
     result = TrialResult(
