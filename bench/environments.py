@@ -9,7 +9,7 @@ stop. ``docker`` is measured twice: the first trial after the task's image was
 removed (it builds) and then trials on the cached image (a prepared task builds
 nothing). Medians of N trials, in seconds; run it on a quiet machine.
 
-    python bench/environments.py [-n 5] [--base-image debian:12-slim=waza-test/busybox:1]
+    python bench/environments.py [-n 5] [--base-image waza-test/busybox:1]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import anyio
 
-from waza.runner.benchmarks.docker import engine, parse_base_images
+from waza.runner.benchmarks.docker import engine
 from waza.runner.benchmarks.environment import ENVIRONMENTS
 from waza.runner.benchmarks.loader import load_task
 from waza.runner.benchmarks.trial import AgentChoice, run_trial
@@ -64,9 +64,9 @@ def trial(kind: str, base_images: dict[str, str]) -> tuple[float, dict[str, str]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=5, help="trials per row (default 5)")
-    parser.add_argument("--base-image", action="append", help="IMAGE=LOCAL (default debian:12-slim=waza-test/busybox:1)")
+    parser.add_argument("--base-image", default="waza-test/busybox:1", help="the local image debian:12-slim is built on")
     args = parser.parse_args()
-    base_images = parse_base_images(args.base_image or ["debian:12-slim=waza-test/busybox:1"])
+    base_images = {"debian:12-slim": args.base_image}
     rows: list[tuple[str, list[float]]] = [("unsandboxed (floor)", [unsandboxed() for _ in range(args.n)])]
     if ENVIRONMENTS["host"].available() is None:
         rows.append(("host (bubblewrap)", [trial("host", base_images)[0] for _ in range(args.n)]))

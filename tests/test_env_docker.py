@@ -19,10 +19,13 @@ import anyio
 import pytest
 
 from waza.protocol.errors import ConfigError
-from waza.runner.benchmarks.docker import DockerEnvironment, engine, parse_base_images
+from waza.runner.benchmarks.docker import DockerEnvironment, engine
 from waza.runner.benchmarks.environment import ENVIRONMENTS, EnvironmentSpec, EnvironmentUnsatisfied, best_available
 from waza.runner.benchmarks.loader import load_task
 from waza.runner.benchmarks.trial import AgentChoice, run_trial
+from waza.runner.cli.commands.benchmarks import parse_base_images
+
+from .conftest import read_jsonl, run_waza
 
 BASE = "waza-test/busybox:1"
 IMAGES = Path(__file__).parent / "images"
@@ -236,3 +239,23 @@ def test_harbor_tasks_run_in_docker_with_the_control_agents(
         if name == "broken/needs-package":
             assert result.missing == ["tests: pip package 'waza-fixture-checker' (not in the image, and the network is none)"]
     assert seen == {"oracle": oracle, "nop": nop}
+
+
+def test_waza_run_with_env_docker_records_the_base_image_map(tmp_path: Path, base_image: str) -> None:
+    out = tmp_path / "results.jsonl"
+    hello = FIXTURES / "harbor" / "hello-sh"
+    mapped = ("--env", "docker", "--base-image", f"debian:12-slim={base_image}")
+    proc = run_waza("run", hello, "--adapter", "oracle", *mapped, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    (result,) = read_jsonl(out)
+    assert (result["status"], result["score"]) == ("passed", 1.0)
+    assert result["environment"]["base_image debian:12-slim"] == f"replaced by {base_image} (--base-image)"
+    # without the map, offline: the base image is named, the trial is an error (exit 1), never a 0
+    proc = run_waza("run", hello, "--adapter", "oracle", "--env", "docker")
+    assert proc.returncode == 1
+    (result,) = read_jsonl(proc.stdout)
+    assert (result["status"], result["error_kind"]) == ("error", "environment-unsatisfied")
+    assert "--base-image debian:12-slim=LOCAL" in result["missing"][0]
+    proc = run_waza("run", hello, "--adapter", "oracle", "--env", "host", "--base-image", "a=b")
+    assert proc.returncode == 2
+    assert b"--base-image applies to --env docker" in proc.stderr

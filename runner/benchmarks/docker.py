@@ -36,11 +36,10 @@ import shutil
 import stat
 import subprocess
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import waza.runner.benchmarks.host  # noqa: F401 - registered first, so that docker comes after it
-from waza.protocol.errors import ConfigError
 from waza.protocol.io.process import run_once
 from waza.runner.benchmarks import dockerfile
 from waza.runner.benchmarks.environment import (
@@ -52,7 +51,7 @@ from waza.runner.benchmarks.environment import (
     register,
 )
 
-__all__ = ["DockerEnvironment", "engine", "parse_base_images"]
+__all__ = ["DockerEnvironment", "engine"]
 
 #: The most output of a command kept as evidence (its last bytes).
 OUTPUT_LIMIT = 10 * 1024 * 1024
@@ -61,17 +60,6 @@ ENGINE_TIMEOUT = 120.0
 #: Images waza builds are tagged here, by content hash.
 IMAGE_REPOSITORY = "waza-env"
 _FROM = re.compile(r"^(?P<lead>\s*FROM\s+(?:--\S+\s+)*)(?P<image>\S+)(?P<rest>.*)$", re.IGNORECASE)
-
-
-def parse_base_images(values: Iterable[str]) -> dict[str, str]:
-    """``IMAGE=LOCAL`` pairs (``--base-image``) as a map; a malformed one is a ConfigError naming it."""
-    out: dict[str, str] = {}
-    for value in values:
-        image, sep, local = value.partition("=")
-        if not sep or not image.strip() or not local.strip() or any(c.isspace() for c in value):
-            raise ConfigError(f"--base-image takes IMAGE=LOCAL_IMAGE (e.g. ubuntu:24.04=local/debian:12), got {value!r}")
-        out[image] = local
-    return out
 
 
 @functools.cache

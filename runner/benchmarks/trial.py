@@ -104,7 +104,7 @@ def spec_for(
         if allow_network:
             network = "host"
         else:
-            changed.append(f"network: the task asks {task.network!r}; run with none (allow it with --allow-network)")
+            changed.append(f"network: the task asks {task.network!r}; run with none (allow it with --sandbox-net host)")
     if network == "none" and ports:
         network = "loopback"
     needs: list[tuple[str, str]] = []
@@ -220,11 +220,13 @@ async def run_trial(
     trial: int = 1,
     allow_network: bool = False,
     ports: tuple[int, ...] = (),
+    read_only: tuple[Path, ...] = (),
     base_images: Mapping[str, str] | None = None,
 ) -> TrialResult:
-    """Run one trial of ``task`` in a fresh ``trial_dir``; every fault is this result's error."""
+    """Run one trial of ``task`` in a fresh ``trial_dir``; every fault is this result's error. ``ports`` are
+    host loopback ports the agent may reach (``waza serve-model``), ``read_only`` host paths it sees,
+    ``base_images`` a map of ``FROM`` images to local ones for engines that build (``--base-image``)."""
     clock = time.perf_counter()
-    read_only = tuple(Path(p) for p in agent.command[:1] if Path(p).is_absolute())
     spec, offline = spec_for(task, allow_network=allow_network, ports=ports, read_only=read_only, base_images=base_images)
     env = ENVIRONMENTS[env_kind](spec, trial_dir)
     first = task.steps[0]

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "grade": ("grade", "Grade CaptureResult lines again with other graders."),
     "run": ("run_suite", "Run an eval suite: every task's trials in fresh workspaces, graded."),
     "check": ("check_suite", "Check an eval suite's files, graders and fixtures without running an agent."),
+    "validate-tasks": ("validate_tasks", "Run benchmark tasks with their reference solution and with no agent; classify each."),
     "calibrate": ("calibrate", "Check a grader against human labels (or another grader)."),
     "review": ("review", "Label the outputs queued by the human graders, pass or fail."),
     "validate-refs": ("validate_refs", "Grade each prompt's reference as if it were the agent's output."),

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from waza.protocol.errors import ConfigError
+from waza.runner.cli.commands.benchmarks import check_benchmark, is_benchmark
 from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.runtime import EXIT_OK, fail
 from waza.runner.suites.execute import require_graders
@@ -24,6 +25,11 @@ Examples:
   waza check examples/snippet-explainer/eval.yaml
 
   waza check eval.yaml --context-dir ./shared-fixtures && waza run eval.yaml --adapter mock
+
+SUITE may also be a folder of Harbor or Terminal-Bench 1.x tasks: each problem
+is one FILE: field 'key': message line on stdout.
+
+  waza check my-dataset/
 """
 
 
@@ -37,6 +43,11 @@ def register(app: typer.Typer) -> None:
             Path | None, option("--context-dir", help="Fixture root (default: fixtures/ beside eval.yaml).")
         ] = None,
     ) -> None:
+        if is_benchmark(suite):  # Harbor / Terminal-Bench 1.x task folders
+            try:
+                raise typer.Exit(check_benchmark(suite))
+            except ConfigError as exc:
+                raise typer.Exit(fail(str(exc))) from None
         try:
             loaded = load_suite(suite, context_dir=context_dir)
             require_graders([t for t in loaded.tasks if t.enabled], [])

@@ -11,9 +11,10 @@ import msgspec
 import typer
 
 from waza.protocol.errors import ConfigError
+from waza.runner.cli.commands.benchmarks import is_benchmark, run_benchmarks
 from waza.runner.cli.metavars import argument
 from waza.runner.cli.options import OUTPUT, AgentOptions, GraderOptions, opt, with_groups
-from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
+from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, fail, run
 from waza.runner.cli.strict import AGENT_COMMAND
 from waza.runner.engine.specs import AgentSpec, Output
 from waza.runner.executors import executor_for
@@ -36,6 +37,12 @@ Examples:
   waza run examples/snippet-explainer/eval.yaml --adapter mock --reporter json:result.json -o trials.jsonl
 
   waza run eval.yaml --task 'explain-*' --tags python --trials 1 --reporter markdown:report.md -- python agent.py
+
+DIR may also be a Harbor task folder, a dataset of them, or Terminal-Bench 1.x
+task folders (see the Benchmarks guide): each trial runs in --env, graded by
+the task's verifier, one result line per trial.
+
+  waza run my-dataset/ --env host --adapter oracle -o oracle.jsonl
 """
 
 RUN = "Suite"
@@ -85,6 +92,19 @@ def register(app: typer.Typer) -> None:
             bool, opt("--keep-workspaces", help="Keep each trial's workspace; its path is the result's cwd.", panel=RUN)
         ] = False,
         triggers: Annotated[bool, opt("--triggers/--no-triggers", help="Run trigger_tests.yaml when present.", panel=RUN)] = True,
+        env: Annotated[
+            str | None,
+            opt("--env", help="Benchmark tasks: the environment they run in, host (default: the best one here).", panel=RUN),
+        ] = None,
+        base_image: Annotated[
+            list[str] | None,
+            opt(
+                "--base-image",
+                help="Benchmark tasks under --env docker: IMAGE=LOCAL builds FROM IMAGE on LOCAL instead, recorded in each result (repeatable).",
+                panel=RUN,
+            ),
+        ] = None,
+        resume: Annotated[bool, opt("--resume", help="Benchmark tasks: skip the trials already in -o FILE.", panel=RUN)] = False,
         output: Annotated[str, opt("-o", "--output", help="Per-trial CaptureResult JSONL, or - for stdout.", panel=OUTPUT)] = "-",
         reporter: Annotated[
             list[str] | None,
@@ -124,6 +144,26 @@ def register(app: typer.Typer) -> None:
             adapter_given=_given(ctx, "adapter"),
             workers_given=_given(ctx, "concurrency"),
         )
+        if is_benchmark(suite):  # Harbor / Terminal-Bench 1.x task folders: the one dispatch point
+            raise typer.Exit(
+                run(
+                    lambda _: run_benchmarks(
+                        suite,
+                        command or [],
+                        agent,
+                        names=options.task,
+                        tags=options.tags,
+                        trials=trials or 1,
+                        env=env,
+                        resume=resume,
+                        output=output,
+                        reporters=options.reporters,
+                        base_images=base_image,
+                    )
+                )
+            )
+        if env is not None or resume or base_image:
+            raise typer.Exit(fail("--env, --base-image and --resume apply to benchmark task folders, not to an eval suite"))
         raise typer.Exit(run(lambda interrupt: _run(suite, command or [], options, agent, graders, execution, interrupt)))
 
 

@@ -1,0 +1,178 @@
+"""``waza run DIR`` and ``waza check DIR`` when DIR holds benchmark tasks (Harbor or Terminal-Bench 1.x folders).
+
+The run and check commands dispatch here in one place each (``is_benchmark``);
+this module maps their options onto the benchmark engine
+(:mod:`waza.runner.benchmarks`) and refuses the options it cannot honour.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Iterable
+from contextlib import ExitStack
+from pathlib import Path
+
+import msgspec
+import orjson
+
+from waza.protocol.errors import ConfigError
+from waza.runner.benchmarks import environment
+from waza.runner.benchmarks.loader import check_folder, is_benchmark, load_folder
+from waza.runner.benchmarks.run import done_keys, run_benchmark, select
+from waza.runner.benchmarks.trial import CONTROL_AGENTS, AgentChoice, TrialResult
+from waza.runner.cli.options import AgentOptions
+from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+
+__all__ = ["agent_choice", "check_benchmark", "env_kind", "is_benchmark", "run_benchmarks"]
+
+
+def env_kind(name: str | None) -> str:
+    """``--env``'s kind, checked here; none given: the best one this machine has."""
+    import waza.runner.benchmarks.trial  # noqa: F401 - registers the environments
+
+    if name is None:
+        best, why = environment.best_available()
+        if best is None:
+            reasons = "; ".join(f"{k}: {w}" for k, w in why.items())
+            raise ConfigError(f"no environment can run here ({reasons})", field="--env")
+        return best
+    cls = environment.ENVIRONMENTS.get(name)
+    if cls is None:
+        raise ConfigError(f"unknown environment {name!r} (known: {', '.join(environment.ENVIRONMENTS)})", field="--env")
+    why_not = cls.available()
+    if why_not is not None:
+        raise ConfigError(f"{name} cannot run here: {why_not}", field="--env")
+    return name
+
+
+def agent_choice(agent: AgentOptions, command: list[str]) -> tuple[AgentChoice, tuple[int, ...], tuple[Path, ...], bool]:
+    """The agent and what the environment lets it reach: ports, read-only paths, the network.
+
+    The sandbox flags mean the same here, applied to the task's environment
+    (which is the sandbox): ``--sandbox-port`` relays a loopback port in
+    (``waza serve-model``), ``--sandbox-ro`` shows a path read-only, and
+    ``--sandbox-net host`` allows the network a task asks for.
+    """
+    if agent.sandbox is not None:
+        raise ConfigError("--sandbox does nothing here: a benchmark's agent always runs in the task's environment (--env)")
+    if agent.sandbox_rw or agent.sandbox_env:
+        raise ConfigError("--sandbox-rw and --sandbox-env are not supported for benchmark tasks")
+    if agent.sandbox_net not in ("none", "loopback", "host"):
+        raise ConfigError(f"--sandbox-net takes none, loopback or host, got {agent.sandbox_net!r}")
+    if agent.cwd is not None:
+        raise ConfigError("--cwd does nothing with benchmark tasks: the agent works in the task's WORKDIR")
+    ports = tuple(agent.sandbox_port or [])
+    read_only = tuple(p.absolute() for p in agent.sandbox_ro or [])
+    allow = agent.sandbox_net == "host"
+    if agent.adapter in CONTROL_AGENTS:
+        if command:
+            raise ConfigError(f"the {agent.adapter} adapter runs no agent command, but one was given: {' '.join(command)!r}")
+        return AgentChoice(agent.adapter), ports, read_only, allow
+    plain = msgspec.structs.replace(agent, sandbox_ro=None, sandbox_port=None, sandbox_net="none")
+    cls, opts, resolved = plain.resolve(command)
+    if "confine" not in cls.options:
+        raise ConfigError(f"the {cls.name} adapter cannot run inside a task's environment (exec, headless and acp can)")
+    return AgentChoice(cls.name, tuple(resolved), opts), ports, read_only, allow
+
+
+def check_benchmark(path: Path) -> int:
+    """``waza check DIR``: one line per problem (file and key) on stdout; exit 2 when any."""
+    tasks, problems, notices = check_folder(path)
+    for notice in notices:
+        print(f"waza: {notice}", file=sys.stderr)
+    for problem in problems:
+        print(str(problem))
+    if problems:
+        return EXIT_USAGE
+    formats = sorted({t.format for t in tasks})
+    print(f"waza: {path}: ok: {len(tasks)} tasks ({', '.join(formats)})", file=sys.stderr)
+    return EXIT_OK
+
+
+def _summary(results: list[TrialResult]) -> dict[str, object]:
+    scores = [r.score for r in results if r.score is not None]
+    return {
+        "trials": len(results),
+        "passed": sum(r.status == "passed" for r in results),
+        "failed": sum(r.status == "failed" for r in results),
+        "errors": sum(r.status == "error" for r in results),
+        "mean_score": sum(scores) / len(scores) if scores else None,
+    }
+
+
+def parse_base_images(values: Iterable[str]) -> dict[str, str]:
+    """``--base-image IMAGE=LOCAL`` values as a map; a malformed one is a usage error naming it."""
+    out: dict[str, str] = {}
+    for value in values:
+        image, sep, local = value.partition("=")
+        if not sep or not image.strip() or not local.strip() or any(c.isspace() for c in value):
+            raise ConfigError(f"--base-image takes IMAGE=LOCAL_IMAGE (e.g. ubuntu:24.04=local/debian:12), got {value!r}")
+        out[image] = local
+    return out
+
+
+async def run_benchmarks(
+    path: Path,
+    command: list[str],
+    agent: AgentOptions,
+    *,
+    names: list[str],
+    tags: list[str],
+    trials: int,
+    env: str | None,
+    resume: bool,
+    output: str,
+    reporters: list[str],
+    base_images: list[str] | None = None,
+) -> int:
+    """``waza run DIR`` for benchmark tasks: exit 0 when every trial passed, 1 when not, 2 for bad usage."""
+    tasks = select(load_folder(path), names=names, tags=tags)
+    kind = env_kind(env)
+    images = parse_base_images(base_images or [])
+    if images and kind != "docker":
+        raise ConfigError(f"--base-image applies to --env docker (which builds images), not {kind}")
+    choice, ports, read_only, allow = agent_choice(agent, command)
+    report: Path | None = None
+    for spec in reporters:
+        fmt, _, target = spec.partition(":")
+        if fmt != "json" or not target or target == "-":
+            raise ConfigError(f"benchmark runs write --reporter json:FILE only, got {spec!r}", field="--reporter")
+        report = Path(target)
+    if resume and output == "-":
+        raise ConfigError("--resume needs -o FILE (the results already written)")
+    skip = done_keys(Path(output)) if resume else set()
+    results: list[TrialResult] = []
+    with ExitStack() as stack:
+        try:
+            out = sys.stdout.buffer if output == "-" else stack.enter_context(Path(output).open("ab" if resume else "xb"))
+        except FileExistsError:
+            raise ConfigError(f"{output} exists: give --resume to go on with it, or another -o FILE") from None
+        work = agent.workspace_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="waza-bench-")))
+        work = Path(tempfile.mkdtemp(prefix="run-", dir=work))
+        async for result in run_benchmark(
+            tasks,
+            choice,
+            env_kind=kind,
+            work_dir=work,
+            out=out,
+            trials=trials,
+            concurrency=agent.concurrency,
+            allow_network=allow,
+            ports=ports,
+            read_only=read_only,
+            skip=skip,
+            base_images=images,
+        ):
+            results.append(result)
+            print(
+                f"waza: {result.task} trial {result.trial}: {result.status}" + (f" ({result.error})" if result.error else ""),
+                file=sys.stderr,
+            )
+    summary = _summary(results)
+    if report is not None:
+        report.write_bytes(
+            orjson.dumps({"environment": kind, "agent": choice.name, "summary": summary}, option=orjson.OPT_INDENT_2)
+        )
+    print(f"waza: {summary['passed']} of {summary['trials']} trials passed, {summary['errors']} errors ({kind})", file=sys.stderr)
+    return EXIT_OK if results and summary["passed"] == summary["trials"] else EXIT_FAILED

@@ -1,0 +1,267 @@
+"""Benchmark task folders (Harbor, Terminal-Bench 1.x) run under ``--env host``: the loader, the verifier as a
+grader, the oracle/nop controls, an exec agent inside the environment, and the run/check/validate-tasks commands.
+
+The fixture tasks are in tests/fixtures/benchmarks: a Harbor dataset (sh and Python verifiers, COPY and ENV in
+the Dockerfile, a multi-reward task, a two-step task), broken tasks (a wrong reference solution, a verifier that
+writes no reward, a verifier that installs a package at test time) and a Terminal-Bench 1.x dataset.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from waza.protocol.errors import ConfigError
+from waza.protocol.io.sandbox import _probe
+from waza.runner.benchmarks.dockerfile import installs, parse
+from waza.runner.benchmarks.loader import check_folder, load_folder, load_task
+from waza.runner.benchmarks.rewards import RewardError, pytest_reward, read_reward
+from waza.runner.benchmarks.trial import AgentChoice, TrialResult, run_trial
+from waza.runner.benchmarks.validate import validate_task
+
+FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
+AGENT = FIXTURES / "agents" / "shell_agent.sh"
+
+needs_bwrap = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or _probe() is not None,
+    reason=f"no bubblewrap sandbox here ({_probe() if sys.platform.startswith('linux') else 'not Linux'}); .ci/run installs bubblewrap",
+)
+
+
+def _host_pytest() -> bool:
+    python = shutil.which("python3", path="/usr/bin:/bin")
+    return (
+        python is not None and subprocess.run([python, "-c", "import pytest"], capture_output=True, check=False).returncode == 0
+    )
+
+
+needs_host_pytest = pytest.mark.skipif(
+    not _host_pytest(),
+    reason="the host's /usr/bin/python3 has no pytest (apt-get install python3-pytest): Terminal-Bench 1.x verifiers run it",
+)
+
+
+def _trial(task_dir: Path, agent: str, tmp_path: Path, command: tuple[str, ...] = ()) -> TrialResult:
+    task = load_task(task_dir)
+    return anyio.run(lambda: run_trial(task, AgentChoice(agent, command), env_kind="host", trial_dir=tmp_path / agent))
+
+
+# --- reading the folders ---------------------------------------------------------------------------------------
+
+
+def test_a_dataset_loads_every_task_with_its_timeouts_tags_and_workdir() -> None:
+    tasks = {t.id: t for t in load_folder(FIXTURES / "harbor")}
+    assert sorted(tasks) == ["hello-sh", "multi-reward", "py-sum", "two-steps"]
+    assert tasks["hello-sh"].steps[0].agent_timeout == 60.0 and tasks["hello-sh"].network == "no-network"
+    assert tasks["py-sum"].tags == ("python",) and tasks["py-sum"].steps[0].verifier_env == {"EXPECTED": "15"}
+    assert tasks["multi-reward"].workdir == "/work/project"  # the Dockerfile's WORKDIR
+    assert [s.name for s in tasks["two-steps"].steps] == ["create", "append"]
+    assert tasks["hello-sh"].checksum.startswith("sha256:")
+
+
+def test_terminal_bench_1_folders_load_with_their_yaml_timeouts() -> None:
+    task = load_task(FIXTURES / "tb1" / "tb-fizz")
+    assert task.format == "terminal-bench-1" and task.grading == "pytest"
+    assert task.steps[0].verifier_timeout == 60 and task.steps[0].extra_tests == {"run-tests.sh": "run-tests.sh"}
+    assert "fizz.py" in task.steps[0].instruction
+
+
+def _copy_task(tmp_path: Path, name: str = "hello-sh") -> Path:
+    target = tmp_path / name
+    shutil.copytree(FIXTURES / "harbor" / name, target)
+    return target
+
+
+def test_a_bad_key_type_is_one_located_error(tmp_path: Path) -> None:
+    task = _copy_task(tmp_path)
+    (task / "task.toml").write_text('[agent]\ntimeout_sec = "soon"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_task(task)
+    assert caught.value.source == str(task / "task.toml") and caught.value.field == "agent.timeout_sec"
+
+
+def test_check_reports_each_broken_task_and_unknown_keys(tmp_path: Path) -> None:
+    good = _copy_task(tmp_path)
+    (good / "task.toml").write_text("[verifier]\ntimeout_sec = 60\ntimout_sec = 5\n")
+    missing = _copy_task(tmp_path, "py-sum")
+    (missing / "tests" / "test.sh").unlink()
+    tasks, problems, notices = check_folder(tmp_path)
+    assert [t.id for t in tasks] == ["hello-sh"]
+    assert [str(p) for p in problems] == [f"{missing / 'tests/test.sh'}: is missing"]
+    assert notices == [f"{good / 'task.toml'}: field 'verifier.timout_sec': unknown key (ignored, as Harbor does)"]
+
+
+def test_a_symlinked_instruction_is_refused_not_followed(tmp_path: Path) -> None:
+    task = _copy_task(tmp_path)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("do not read")
+    (task / "instruction.md").unlink()
+    (task / "instruction.md").symlink_to(secret)
+    with pytest.raises(ConfigError) as caught:
+        load_task(task)
+    assert "instruction.md" in str(caught.value) and "do not read" not in str(caught.value)
+
+
+def test_the_dockerfile_gives_workdir_env_and_the_packages_asked_for() -> None:
+    parsed = parse(
+        "FROM python:3.11\nWORKDIR /srv\nWORKDIR app\nENV A=1 B=2\nRUN apt-get update && \\\n  apt-get install -y curl jq\n"
+    )
+    assert (parsed.base, parsed.workdir, parsed.env) == ("python:3.11", "/srv/app", {"A": "1", "B": "2"})
+    assert installs(parsed.instructions[-1].args) == [("apt", "curl"), ("apt", "jq")]
+    assert installs("uvx --with pytest==8.1,requests pytest /tests") == [("uv", "uv"), ("pip", "pytest"), ("pip", "requests")]
+
+
+# --- rewards ---------------------------------------------------------------------------------------------------
+
+
+def test_reward_json_wins_over_reward_txt_and_a_disagreement_is_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "reward.txt").write_text("1\n")
+    (tmp_path / "reward.json").write_text('{"reward": 0.5, "style": 1}')
+    reward = read_reward(tmp_path)
+    assert (reward.score, reward.subscores, reward.source) == (0.5, {"reward": 0.5, "style": 1.0}, "reward.json")
+    assert reward.warnings and "reward.txt" in reward.warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "why"),
+    [("reward.txt", "", "empty"), ("reward.txt", "high", "not a number"), ("reward.json", '{"r": "1"}', "not a finite number")],
+)
+def test_an_unreadable_reward_is_an_error_never_a_zero(tmp_path: Path, name: str, content: str, why: str) -> None:
+    (tmp_path / name).write_text(content)
+    with pytest.raises(RewardError, match=why):
+        read_reward(tmp_path)
+
+
+def test_pytest_summary_all_passed_is_a_pass_and_no_summary_a_failure() -> None:
+    passed = "PASSED t.py::a\nPASSED t.py::b\n==== 2 passed in 0.01s ====\n"
+    assert pytest_reward(passed).score == 1.0 and pytest_reward(passed).subscores == {"t.py::a": 1.0, "t.py::b": 1.0}
+    assert pytest_reward("PASSED t.py::a\nFAILED t.py::b\n=== 1 failed, 1 passed in 0.1s ===\n").score == 0.0
+    assert pytest_reward("bash: pytest: command not found\n").score == 0.0
+
+
+# --- trials in the host environment ----------------------------------------------------------------------------
+
+
+@needs_bwrap
+@pytest.mark.parametrize("name", ["hello-sh", "py-sum", "multi-reward", "two-steps"])
+def test_the_oracle_passes_and_nop_fails_each_sound_task(name: str, tmp_path: Path) -> None:
+    oracle = _trial(FIXTURES / "harbor" / name, "oracle", tmp_path)
+    nop = _trial(FIXTURES / "harbor" / name, "nop", tmp_path)
+    assert (oracle.status, oracle.score) == ("passed", 1.0), oracle
+    assert (nop.status, nop.score) == ("failed", 0.0), nop
+    assert oracle.environment["kind"] == "host" and oracle.checksum == load_task(FIXTURES / "harbor" / name).checksum
+
+
+@needs_bwrap
+def test_a_multi_reward_task_keeps_its_sub_scores(tmp_path: Path) -> None:
+    result = _trial(FIXTURES / "harbor" / "multi-reward", "oracle", tmp_path)
+    assert result.subscores == {"reward": 1.0, "works": 1.0, "documented": 1.0}
+    assert result.environment["workdir"] == "/work/project"
+
+
+@needs_bwrap
+def test_a_multi_step_task_runs_its_steps_in_one_environment(tmp_path: Path) -> None:
+    result = _trial(FIXTURES / "harbor" / "two-steps", "oracle", tmp_path)
+    assert [(s.name, s.score) for s in result.steps] == [("create", 1.0), ("append", 1.0)]
+    assert (tmp_path / "oracle" / "workspace" / "notes.txt").read_text() == "one\ntwo\n"
+
+
+@needs_bwrap
+def test_a_verifier_without_reward_is_an_error_with_its_output_kept(tmp_path: Path) -> None:
+    result = _trial(FIXTURES / "broken" / "no-reward", "oracle", tmp_path)
+    assert (result.status, result.score, result.error_kind) == ("error", None, "reward-missing")
+    assert result.steps[0].verifier_exit == 0  # exit 0, yet no verdict: the exit code is not the reward
+
+
+@needs_bwrap
+def test_a_package_needed_at_test_time_offline_is_environment_unsatisfied(tmp_path: Path) -> None:
+    result = _trial(FIXTURES / "broken" / "needs-package", "oracle", tmp_path)
+    assert (result.status, result.error_kind) == ("error", "environment-unsatisfied")
+    assert result.missing == ["tests: pip package 'waza-fixture-checker', and the network is none"]
+    assert result.steps == []  # nothing ran
+
+
+@needs_bwrap
+def test_a_verifier_past_its_timeout_is_an_error(tmp_path: Path) -> None:
+    task = _copy_task(tmp_path)
+    (task / "task.toml").write_text("[verifier]\ntimeout_sec = 1\n")
+    (task / "tests" / "test.sh").write_text("sleep 30\necho 1 > /logs/verifier/reward.txt\n")
+    result = _trial(task, "nop", tmp_path)
+    assert (result.status, result.error_kind, result.score) == ("error", "verifier-timeout", None)
+
+
+@needs_bwrap
+def test_the_agent_sees_workdir_but_neither_tests_nor_solution(tmp_path: Path) -> None:
+    task = _copy_task(tmp_path)
+    spy = tmp_path / "spy.sh"
+    spy.write_text("#!/bin/sh\ncat >/dev/null\n{ pwd; ls /tests /solution 2>&1; ls -d /logs/*; } > seen.txt\n")
+    spy.chmod(0o755)
+    _trial(task, "exec", tmp_path, (str(spy),))
+    seen = (tmp_path / "exec" / "workspace" / "seen.txt").read_text().splitlines()
+    assert seen[0] == "/app"
+    assert any("/tests" in line and "No such file" in line for line in seen)
+    assert any("/solution" in line and "No such file" in line for line in seen)
+    assert "/logs/verifier" not in seen and "/logs/agent" in seen
+
+
+@needs_bwrap
+def test_an_exec_agent_runs_inside_the_environment_and_is_graded(tmp_path: Path) -> None:
+    result = _trial(FIXTURES / "harbor" / "py-sum", "exec", tmp_path, (str(AGENT),))
+    assert (result.status, result.steps[0].agent_exit) == ("passed", 0)
+
+
+@needs_bwrap
+@needs_host_pytest
+def test_terminal_bench_1_tasks_are_graded_by_pytest(tmp_path: Path) -> None:
+    fizz = anyio.run(lambda: validate_task(load_task(FIXTURES / "tb1" / "tb-fizz"), env_kind="host", work_dir=tmp_path / "a"))
+    half = anyio.run(lambda: validate_task(load_task(FIXTURES / "tb1" / "tb-half"), env_kind="host", work_dir=tmp_path / "b"))
+    assert (fizz.verdict, half.verdict) == ("ok", "oracle-fails")
+
+
+# --- the commands ------------------------------------------------------------------------------------------------
+
+
+def _waza(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "waza", *map(str, args)], capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+@needs_bwrap
+def test_validate_tasks_prints_one_verdict_per_broken_task_and_exits_1() -> None:
+    done = _waza("validate-tasks", FIXTURES / "broken", "--env", "host")
+    verdicts = {r["task"]: r["verdict"] for r in map(json.loads, done.stdout.splitlines())}
+    assert verdicts == {"needs-package": "environment-unsatisfied", "no-reward": "oracle-fails", "wrong-solution": "oracle-fails"}
+    assert done.returncode == 1, done.stderr
+
+
+@needs_bwrap
+def test_run_writes_a_result_per_trial_and_resume_skips_them(tmp_path: Path) -> None:
+    out = tmp_path / "results.jsonl"
+    first = _waza("run", FIXTURES / "harbor", "--adapter", "oracle", "--tags", "python", "--trials", "2", "-j", "2", "-o", out)
+    assert first.returncode == 0, first.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted((r["task"], r["trial"]) for r in rows) == [
+        ("multi-reward", 1),
+        ("multi-reward", 2),
+        ("py-sum", 1),
+        ("py-sum", 2),
+    ]
+    assert all(r["timeouts"]["verifier"] == 60.0 and r["environment"]["kind"] == "host" for r in rows)
+    again = _waza("run", FIXTURES / "harbor", "--adapter", "oracle", "--tags", "python", "--trials", "3", "-o", out, "--resume")
+    assert again.returncode == 0, again.stderr
+    assert len(out.read_text().splitlines()) == 6  # only the third trials ran
+
+
+def test_check_exits_2_with_one_line_per_problem(tmp_path: Path) -> None:
+    task = _copy_task(tmp_path)
+    (task / "task.toml").write_text("[environment]\ncpus = 'many'\n")
+    done = _waza("check", tmp_path)
+    assert done.returncode == 2
+    assert done.stdout.strip() == f"{task / 'task.toml'}: field 'environment.cpus': Expected `float | null`, got `str`"
