@@ -9,6 +9,7 @@ when the engine is there and the image is not). Skips, saying why, where there i
 from __future__ import annotations
 
 import functools
+import shutil
 import subprocess
 import uuid
 from collections.abc import Awaitable, Callable
@@ -259,3 +260,27 @@ def test_waza_run_with_env_docker_records_the_base_image_map(tmp_path: Path, bas
     proc = run_waza("run", hello, "--adapter", "oracle", "--env", "host", "--base-image", "a=b")
     assert proc.returncode == 2
     assert b"--base-image applies to --env docker" in proc.stderr
+
+
+def test_prepare_builds_once_and_names_what_is_missing(tmp_path: Path, base_image: str) -> None:
+    dataset = tmp_path / "dataset"
+    for name in ("hello-sh", "py-sum"):
+        shutil.copytree(FIXTURES / "harbor" / name, dataset / name)
+    # a content of its own, so the first prepare here builds
+    (dataset / "py-sum" / "environment" / "marker.txt").write_text(uuid.uuid4().hex)
+    mapped = ["--base-image", f"debian:12-slim={base_image}", "--base-image", f"python:3.11-slim={base_image}"]
+    first = run_waza("prepare", dataset, *mapped)
+    assert first.returncode == 0, first.stderr
+    lines = {r["task"]: r for r in read_jsonl(first.stdout)}
+    assert lines["py-sum"]["built"] is True
+    second = run_waza("prepare", dataset, *mapped)
+    assert second.returncode == 0, second.stderr
+    again = {r["task"]: r for r in read_jsonl(second.stdout)}
+    assert {t: r["built"] for t, r in again.items()} == {"hello-sh": False, "py-sum": False}  # nothing built
+    assert again["py-sum"]["image"] == lines["py-sum"]["image"]
+    subprocess.run(["docker", "rmi", lines["py-sum"]["image"]], capture_output=True, check=False)
+    # without the map, the base image is named and the exit says not ready
+    missing = run_waza("prepare", dataset, "--task", "py-sum")
+    assert missing.returncode == 1
+    (line,) = read_jsonl(missing.stdout)
+    assert "python:3.11-slim" in line["missing"][0]

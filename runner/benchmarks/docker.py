@@ -175,8 +175,7 @@ class DockerEnvironment(Environment):
             raise EnvironmentUnsatisfied(["a loopback relay into the container (use --env host for waza serve-model)"])
         for folder in (self.logs / "agent", self.logs / "verifier"):
             folder.mkdir(parents=True, exist_ok=True)
-        self.image = await self._image()
-        self._facts["image"] = self.image
+        self.image = await self.build()
         self._facts["network"] = self.spec.network
         create = ["run", "-d", "--name", f"waza-{uuid.uuid4().hex[:16]}", "--label", "waza.trial=1"]
         create += ["--network", "none" if self.spec.network == "none" else "bridge", "-w", self.spec.workdir]
@@ -214,8 +213,11 @@ class DockerEnvironment(Environment):
             probe = ["sh", "-c", 'command -v "$1"', "sh", name]
         return (await self._engine("exec", self._container, *probe))[0] == 0
 
-    async def _image(self) -> str:
-        """The task's image, built (or found built) by content hash."""
+    async def build(self) -> str:
+        """The task's image, built (or found built) by content hash: what ``start`` runs first, and all
+        that ``waza prepare`` needs of it."""
+        if self._program is None:
+            raise EnvironmentUnsatisfied([f"a container engine ({self._version})"])
         context = self.spec.environment_dir
         if context is None or not (context / "Dockerfile").is_file():
             found = "a compose file" if context and any(context.glob("*compose*.y*ml")) else "no Dockerfile"
@@ -226,7 +228,7 @@ class DockerEnvironment(Environment):
         key = hashlib.sha256(f"{context_hash(context)}\0{text}".encode()).hexdigest()[:24]
         tag = f"{IMAGE_REPOSITORY}:{key}"
         if (await self._engine("image", "inspect", "--format", "{{.Id}}", tag))[0] == 0:
-            self._facts["image_built"] = "no (cached)"
+            self._facts.update(image=tag, image_built="no (cached)")
             return tag
         missing = []
         for base in base_images_of(text):
@@ -246,7 +248,7 @@ class DockerEnvironment(Environment):
         if code != 0:
             why = "timed out" if code is None else output.strip()[-800:]
             raise EnvironmentUnsatisfied([f"an image built from {context}/Dockerfile: {why}"])
-        self._facts["image_built"] = "yes"
+        self._facts.update(image=tag, image_built="yes")
         return tag
 
     def _exec_argv(self, argv: Sequence[str], env: Mapping[str, str]) -> list[str]:

@@ -102,6 +102,7 @@ def register(app: typer.Typer) -> None:
                 "--base-image",
                 help="Benchmark tasks under --env docker: IMAGE=LOCAL builds FROM IMAGE on LOCAL instead, recorded in each result (repeatable).",
                 panel=RUN,
+                metavar="IMAGE=LOCAL",
             ),
         ] = None,
         resume: Annotated[bool, opt("--resume", help="Benchmark tasks: skip the trials already in -o FILE.", panel=RUN)] = False,
