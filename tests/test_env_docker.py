@@ -284,3 +284,39 @@ def test_prepare_builds_once_and_names_what_is_missing(tmp_path: Path, base_imag
     assert missing.returncode == 1
     (line,) = read_jsonl(missing.stdout)
     assert "python:3.11-slim" in line["missing"][0]
+
+
+PIP_IMAGE = "waza-test/debian-pip:12"
+
+
+def test_a_test_time_pip_install_works_offline_once_prepared(tmp_path: Path, base_image: str) -> None:
+    if subprocess.run(["docker", "image", "inspect", PIP_IMAGE], capture_output=True, check=False).returncode != 0:
+        pytest.skip(f"{PIP_IMAGE} is not built here (tests/images/debian-pip-image.sh, run by .ci/run)")
+    task_dir = tmp_path / "dataset" / "needs-iniconfig"
+    shutil.copytree(FIXTURES / "harbor" / "hello-sh", task_dir)
+    (task_dir / "environment" / "Dockerfile").write_text(
+        "FROM debian:12-slim\nRUN rm -f /usr/lib/python3*/EXTERNALLY-MANAGED\nWORKDIR /app\n"
+    )
+    (task_dir / "tests" / "test.sh").write_text(
+        "#!/bin/bash\npip install iniconfig && python3 -c 'import iniconfig' && echo 1 > /logs/verifier/reward.txt\n"
+    )
+    mapped = ("--base-image", f"debian:12-slim={PIP_IMAGE}")
+    before = run_waza("run", task_dir, "--adapter", "oracle", "--env", "docker", *mapped)
+    assert before.returncode == 1
+    (result,) = read_jsonl(before.stdout)
+    assert result["error_kind"] == "environment-unsatisfied"
+    assert "'iniconfig'" in result["missing"][0]
+
+    prepared = run_waza("prepare", task_dir.parent, *mapped)
+    assert prepared.returncode == 0, prepared.stderr
+    (line,) = read_jsonl(prepared.stdout)
+    assert line["packages"] == {"pip:iniconfig": "fetched"}
+
+    after = run_waza("run", task_dir, "--adapter", "oracle", "--env", "docker", *mapped)
+    assert after.returncode == 0, after.stdout + after.stderr
+    (result,) = read_jsonl(after.stdout)
+    assert (result["status"], result["score"]) == ("passed", 1.0)
+    assert "PIP_NO_INDEX" in result["environment"]["prepared"]
+    again = run_waza("prepare", task_dir.parent, *mapped)
+    (line,) = read_jsonl(again.stdout)
+    assert (line["built"], line["packages"]) == (False, {"pip:iniconfig": "prepared before"})

@@ -50,6 +50,7 @@ from waza.runner.benchmarks.environment import (
     Phase,
     register,
 )
+from waza.runner.benchmarks.prepared import MOUNT, has_pip, pip_env, prepared_dir
 
 __all__ = ["DockerEnvironment", "engine"]
 
@@ -188,6 +189,9 @@ class DockerEnvironment(Environment):
         if self.spec.storage_mb is not None:
             self._facts["storage_mb"] = f"{self.spec.storage_mb} (not enforced)"
         create += ["-v", f"{self.logs / 'agent'}:/logs/agent", "-v", f"{self.logs / 'verifier'}:/logs/verifier"]
+        if self.spec.network == "none" and (prepared_dir() / "pip").is_dir():
+            create += ["-v", f"{prepared_dir()}:{MOUNT}:ro", *(a for k, v in pip_env().items() for a in ("-e", f"{k}={v}"))]
+            self._facts["prepared"] = f"pip packages from {prepared_dir()} at {MOUNT} (PIP_FIND_LINKS, PIP_NO_INDEX)"
         for path in self.spec.read_only:
             create += ["-v", f"{path}:{path}:ro"]
         create += ["--entrypoint", "sleep", self.image, "2147483647"]
@@ -196,11 +200,15 @@ class DockerEnvironment(Environment):
             raise EnvironmentUnsatisfied([f"a container of {self.image}: {output.strip()[-500:]}"])
         self._container = output.strip().splitlines()[-1]
         if self.spec.network != "host":
-            missing = [need for need in self.spec.verifier_needs if not await self._has(*need)]
+            missing = [need for need in self.spec.verifier_needs if not await self._has(*need) and not self._prepared(*need)]
             if missing:
                 raise EnvironmentUnsatisfied(
                     [f"tests: {m} package {n!r} (not in the image, and the network is {self.spec.network})" for m, n in missing]
                 )
+
+    def _prepared(self, manager: str, name: str) -> bool:
+        """Whether ``waza prepare`` fetched it and it is shown in this container (pip packages only)."""
+        return manager == "pip" and "prepared" in self._facts and has_pip(name)
 
     async def _has(self, manager: str, name: str) -> bool:
         """Whether the image has what a verifier installs at test time (offline it must already be there)."""

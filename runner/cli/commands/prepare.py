@@ -13,23 +13,25 @@ import typer
 from waza.runner.benchmarks.docker import DockerEnvironment
 from waza.runner.benchmarks.environment import EnvironmentUnsatisfied
 from waza.runner.benchmarks.loader import load_folder
+from waza.runner.benchmarks.prepared import fetch_pip, has_pip
 from waza.runner.benchmarks.run import select
 from waza.runner.benchmarks.trial import spec_for
 from waza.runner.cli.commands.benchmarks import parse_base_images
 from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, run
 
-HELP = """Prepare benchmark tasks (Harbor or Terminal-Bench 1.x folders) for --env docker:
-build each task's image with the container engine, once (images are cached by
-the content of the task's environment/, so a second prepare, and every run
-after it, builds nothing). Prints one JSON line per task: its image and whether
-it was built now or found built, or what is missing (a base image that is not
-in the engine: give --base-image). Exit 0 when every task is ready, 1 when one
-is not, 2 for bad usage.
+HELP = """Prepare benchmark tasks (Harbor or Terminal-Bench 1.x folders) for offline
+runs under --env docker, once: build each task's image with the container engine
+(cached by the content of the task's environment/, so a second prepare, and
+every run after it, builds nothing), and fetch the pip packages its verifier
+installs at test time (`pip install X`, `uvx --with X` in test.sh) into waza's
+cache folder, which offline trials show read-only to pip. Prints one JSON line
+per task: its image, built now or found built, and each package, or what is
+missing (a base image not in the engine: give --base-image). Exit 0 when every
+task is ready, 1 when one is not, 2 for bad usage.
 
-Only images are prepared: packages a verifier installs at test time (pip, npm,
-uvx) are not fetched; offline they must be in the image, or the trial is
-environment-unsatisfied.
+apt and npm packages and uv itself are not fetched: offline they must be in the
+image, or the trial is environment-unsatisfied, naming them.
 
 Examples:
 
@@ -37,6 +39,21 @@ Examples:
 
   waza prepare my-dataset/ --task 'hello-*'
 """
+
+
+async def _packages(needs: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """What became of each package the task's verifier installs at test time."""
+    out: dict[str, str] = {}
+    for manager, name in needs:
+        key = f"{manager}:{name}"
+        if manager != "pip":
+            out[key] = "not fetched: it must be in the image"
+        elif has_pip(name):
+            out[key] = "prepared before"
+        else:
+            problem = await fetch_pip(name)
+            out[key] = "fetched" if problem is None else f"cannot be fetched: {problem}"
+    return out
 
 
 def register(app: typer.Typer) -> None:
@@ -67,6 +84,12 @@ def register(app: typer.Typer) -> None:
                         ready = False
                         line["missing"] = exc.missing
                     line["environment"] = env.facts()
+                    packages = await _packages(spec.verifier_needs)
+                    ready = ready and all(
+                        v in ("fetched", "prepared before") for k, v in packages.items() if k.startswith("pip:")
+                    )
+                    if packages:
+                        line["packages"] = packages
                     sys.stdout.buffer.write(orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE))
                     sys.stdout.buffer.flush()
             return EXIT_OK if ready else EXIT_FAILED
