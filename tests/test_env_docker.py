@@ -9,6 +9,7 @@ when the engine is there and the image is not). Skips, saying why, where there i
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 import uuid
@@ -26,7 +27,7 @@ from waza.runner.benchmarks.loader import load_task
 from waza.runner.benchmarks.trial import AgentChoice, run_trial
 from waza.runner.cli.commands.benchmarks import parse_base_images
 
-from .conftest import read_jsonl, run_waza
+from .conftest import executable, read_jsonl, run_waza
 
 BASE = "waza-test/busybox:1"
 IMAGES = Path(__file__).parent / "images"
@@ -320,3 +321,26 @@ def test_a_test_time_pip_install_works_offline_once_prepared(tmp_path: Path, bas
     again = run_waza("prepare", task_dir.parent, *mapped)
     (line,) = read_jsonl(again.stdout)
     assert (line["built"], line["packages"]) == (False, {"pip:iniconfig": "prepared before"})
+
+
+def test_a_real_agent_runs_inside_the_container(tmp_path: Path, base_image: str) -> None:
+    """An exec agent, shown read-only from the host, works in the image's WORKDIR with waza's variables;
+    the host's own environment (here a secret-looking variable) does not go in."""
+    agent = executable(tmp_path / "agent.sh", "#!/bin/sh\necho 'hello, world' > hello.txt\nenv > /logs/agent/env.txt\n")
+    (tmp_path / "work").mkdir()
+    out = tmp_path / "results.jsonl"
+    proc = run_waza(
+        "run",
+        FIXTURES / "harbor" / "hello-sh",
+        *("--env", "docker", "--base-image", f"debian:12-slim={base_image}", "--sandbox-ro", agent),
+        *("--adapter", "exec", "--workspace-dir", tmp_path / "work", "-o", out, "--", agent),
+        env={**os.environ, "HOST_ONLY_SECRET": "s3cret"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    (result,) = read_jsonl(out)
+    assert (result["status"], result["score"]) == ("passed", 1.0)
+    trial_dir = Path(result["trial_dir"])
+    assert not (trial_dir / "workspace" / "hello.txt").exists()  # the work happened in the container
+    seen = (trial_dir / "logs" / "agent" / "env.txt").read_text()
+    assert "WAZA_PROMPT=" in seen
+    assert "HOST_ONLY_SECRET" not in seen

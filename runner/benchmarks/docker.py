@@ -174,7 +174,8 @@ class DockerEnvironment(Environment):
             raise EnvironmentUnsatisfied([f"a container engine ({self._version})"])
         if self.spec.network == "loopback":
             raise EnvironmentUnsatisfied(["a loopback relay into the container (use --env host for waza serve-model)"])
-        for folder in (self.logs / "agent", self.logs / "verifier"):
+        # the workspace is the container's WORKDIR; the host folder is only where the engine's client runs
+        for folder in (self.logs / "agent", self.logs / "verifier", self.workspace):
             folder.mkdir(parents=True, exist_ok=True)
         self.image = await self.build()
         self._facts["network"] = self.spec.network
@@ -276,9 +277,13 @@ class DockerEnvironment(Environment):
         self, argv: Sequence[str], *, phase: Phase, env: Mapping[str, str], mounts: Mapping[str, Path] | None = None
     ) -> tuple[list[str], dict[str, str]]:
         for copy in self._copy_argvs(mounts or {}):
-            subprocess.run(copy, capture_output=True, timeout=ENGINE_TIMEOUT, check=True)
-        merged = {**self.spec.env, **env}
-        return self._exec_argv(argv, merged), {**os.environ, **merged}
+            done = subprocess.run(copy, capture_output=True, timeout=ENGINE_TIMEOUT, check=False)
+            if done.returncode != 0:
+                raise OSError(f"{copy[-1]} could not be copied into the container: {done.stderr.decode(errors='replace')[-300:]}")
+        # Only what waza or the task sets goes in, not the host's own environment (its PATH, HOME, secrets):
+        # an adapter hands over the whole of os.environ plus its own variables.
+        inside = {**self.spec.env, **{k: v for k, v in env.items() if os.environ.get(k) != v}}
+        return self._exec_argv(argv, inside), {**os.environ, **inside}
 
     async def _sweep(self) -> None:
         """Kill every process in the container but its first (``kill -1`` spares the caller and PID 1)."""
@@ -300,7 +305,7 @@ class DockerEnvironment(Environment):
         for copy in self._copy_argvs(mounts or {}):
             code, output = await self._engine(*copy[1:])
             if code != 0:
-                raise EnvironmentUnsatisfied([f"{copy[-1]} copied into the container: {output.strip()[-300:]}"])
+                raise OSError(f"{copy[-1]} could not be copied into the container: {output.strip()[-300:]}")
         merged = {**self.spec.env, **env}
         done = await run_once(
             self._exec_argv(argv, merged), env={**os.environ, **merged}, timeout=timeout, stdout_limit=OUTPUT_LIMIT
