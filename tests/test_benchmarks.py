@@ -8,15 +8,19 @@ writes no reward, a verifier that installs a package at test time) and a Termina
 
 from __future__ import annotations
 
+import http.server
 import json
+import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import anyio
 import pytest
 
+from waza.adapters.base import AdapterOptions
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.sandbox import _probe
 from waza.runner.benchmarks.dockerfile import installs, parse
@@ -27,6 +31,7 @@ from waza.runner.benchmarks.validate import validate_task
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
 AGENT = FIXTURES / "agents" / "shell_agent.sh"
+ACP_AGENT = Path(__file__).parent / "agents" / "scripted_acp_agent.py"
 
 needs_bwrap = pytest.mark.skipif(
     not sys.platform.startswith("linux") or _probe() is not None,
@@ -106,6 +111,13 @@ def test_a_symlinked_instruction_is_refused_not_followed(tmp_path: Path) -> None
     with pytest.raises(ConfigError) as caught:
         load_task(task)
     assert "instruction.md" in str(caught.value) and "do not read" not in str(caught.value)
+
+
+def test_a_fifo_in_a_task_is_refused_before_anything_reads_it(tmp_path: Path) -> None:
+    task = _copy_task(tmp_path)
+    os.mkfifo(task / "tests" / "pipe")
+    with pytest.raises(ConfigError, match="is not a regular file, folder or symlink"):
+        load_task(task)
 
 
 def test_the_dockerfile_gives_workdir_env_and_the_packages_asked_for() -> None:
@@ -214,6 +226,50 @@ def test_the_agent_sees_workdir_but_neither_tests_nor_solution(tmp_path: Path) -
 def test_an_exec_agent_runs_inside_the_environment_and_is_graded(tmp_path: Path) -> None:
     result = _trial(FIXTURES / "harbor" / "py-sum", "exec", tmp_path, (str(AGENT),))
     assert (result.status, result.steps[0].agent_exit) == ("passed", 0)
+    assert result.steps[0].output == "working in /app"  # its answer, recorded as its trajectory
+    assert [s.type for s in result.steps[0].trajectory] == ["message", "message"]
+
+
+@needs_bwrap
+def test_an_acp_agent_and_the_terminals_it_asks_for_run_inside_the_environment(tmp_path: Path) -> None:
+    task_dir = _copy_task(tmp_path)
+    (task_dir / "instruction.md").write_text('run sh -c "pwd > where.txt; echo hello, world > hello.txt"\n')
+    agent = AgentChoice("acp", ("/usr/bin/python3", str(ACP_AGENT)), AdapterOptions(permission="allow"))
+    result = anyio.run(lambda: run_trial(load_task(task_dir), agent, env_kind="host", trial_dir=tmp_path / "t"))
+    assert result.status == "passed", result.steps
+    assert (tmp_path / "t" / "workspace" / "where.txt").read_text() == "/app\n"  # the terminal ran in WORKDIR
+
+
+@needs_bwrap
+def test_a_loopback_port_of_the_host_is_reachable_from_inside_as_serve_model_is(tmp_path: Path) -> None:
+    class Hello(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"hello, world")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Hello)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    agent = tmp_path / "agent.py"
+    agent.write_text(
+        "#!/usr/bin/python3\nimport sys, urllib.request\nsys.stdin.read()\n"
+        f"body = urllib.request.urlopen('http://127.0.0.1:{port}/', timeout=30).read().decode()\n"
+        "open('hello.txt', 'w').write(body + '\\n')\n"
+    )
+    agent.chmod(0o755)
+    task = load_task(FIXTURES / "harbor" / "hello-sh")
+    try:
+        result = anyio.run(
+            lambda: run_trial(task, AgentChoice("exec", (str(agent),)), env_kind="host", trial_dir=tmp_path / "t", ports=(port,))
+        )
+    finally:
+        server.shutdown()
+    assert result.status == "passed", result.steps
+    assert result.environment["kind"] == "host"
 
 
 @needs_bwrap
@@ -257,6 +313,17 @@ def test_run_writes_a_result_per_trial_and_resume_skips_them(tmp_path: Path) -> 
     again = _waza("run", FIXTURES / "harbor", "--adapter", "oracle", "--tags", "python", "--trials", "3", "-o", out, "--resume")
     assert again.returncode == 0, again.stderr
     assert len(out.read_text().splitlines()) == 6  # only the third trials ran
+
+
+def test_run_refuses_options_a_benchmark_does_not_use(tmp_path: Path) -> None:
+    done = _waza("run", FIXTURES / "harbor", "--adapter", "oracle", "--grader", "builtin:x", "-o", tmp_path / "r.jsonl")
+    assert done.returncode == 2 and "--grader: not used with benchmark task folders" in done.stderr
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_an_unknown_environment_is_a_usage_error_naming_the_known_ones(tmp_path: Path) -> None:
+    done = _waza("run", FIXTURES / "harbor", "--adapter", "nop", "--env", "vm", "-o", tmp_path / "r.jsonl")
+    assert done.returncode == 2 and "unknown environment 'vm' (known: host" in done.stderr
 
 
 def test_check_exits_2_with_one_line_per_problem(tmp_path: Path) -> None:

@@ -286,7 +286,8 @@ def test_an_acp_agent_and_the_terminals_it_asks_for_run_inside(tmp_path: Path) -
     workspace.mkdir()
     prompt = "\n".join(
         [
-            f"run echo changed > {victim} 2>/dev/null && echo terminal-escaped || echo terminal-contained",
+            f"run cat {victim} 2>/dev/null && echo terminal-escaped || echo terminal-contained",
+            f"run echo changed > {victim} 2>/dev/null; echo tried",
             "run echo made-here > inside.txt && cat inside.txt",
             "symlink out " + str(victim),
             "say done",

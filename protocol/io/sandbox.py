@@ -137,8 +137,11 @@ def _installation(path: str) -> list[str]:
         else:
             folder = os.path.dirname(current)
             above = os.path.dirname(folder)
-            installed = os.path.basename(folder) == "bin" and any(
-                os.path.exists(os.path.join(above, marker)) for marker in ("pyvenv.cfg", "lib")
+            # /bin/sh on a merged-/usr system is not an installation at /: that would show the whole root
+            installed = (
+                os.path.basename(folder) == "bin"
+                and above != "/"
+                and any(os.path.exists(os.path.join(above, marker)) for marker in ("pyvenv.cfg", "lib"))
             )
             found.append(above if installed else folder)
         if not os.path.islink(current):

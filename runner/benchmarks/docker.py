@@ -280,9 +280,10 @@ class DockerEnvironment(Environment):
             done = subprocess.run(copy, capture_output=True, timeout=ENGINE_TIMEOUT, check=False)
             if done.returncode != 0:
                 raise OSError(f"{copy[-1]} could not be copied into the container: {done.stderr.decode(errors='replace')[-300:]}")
-        # Only what waza or the task sets goes in, not the host's own environment (its PATH, HOME, secrets):
-        # an adapter hands over the whole of os.environ plus its own variables.
-        inside = {**self.spec.env, **{k: v for k, v in env.items() if os.environ.get(k) != v}}
+        # Only what waza or the task sets goes in, and the variables the user keeps (--sandbox-env), not the
+        # host's own environment (its PATH, HOME, secrets): an adapter hands over os.environ plus its own.
+        kept = set(self.spec.keep_env)
+        inside = {**self.spec.env, **{k: v for k, v in env.items() if k in kept or os.environ.get(k) != v}}
         return self._exec_argv(argv, inside), {**os.environ, **inside}
 
     async def _sweep(self) -> None:

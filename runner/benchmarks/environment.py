@@ -81,7 +81,9 @@ class EnvironmentSpec(msgspec.Struct, frozen=True):
     ``network`` is what the user allows for this task (the task's own need
     narrowed by the run's options), ``ports`` the host loopback ports relayed
     in with ``loopback`` (``waza serve-model``). ``read_only`` lists host paths
-    shown read-only at the same place (an agent's installation). ``dockerfile``
+    shown read-only at the same place (an agent's installation); ``keep_env``
+    names secret-like host variables the commands still get (every other one
+    is removed). ``dockerfile``
     is its text (for environments that read rather than build it);
     ``verifier_needs`` the packages the verifier's scripts install at test time,
     as ``(manager, name)`` (``apt``, ``pip``, ``npm``, ``uv``): offline, each
@@ -101,6 +103,7 @@ class EnvironmentSpec(msgspec.Struct, frozen=True):
     build_timeout_sec: float = 600.0
     env: Mapping[str, str] = msgspec.field(default_factory=dict)
     dockerfile: str | None = None
+    keep_env: tuple[str, ...] = ()
     verifier_needs: tuple[tuple[str, str], ...] = ()
     base_images: Mapping[str, str] = msgspec.field(default_factory=dict)
 

@@ -70,7 +70,10 @@ class HostEnvironment(Environment):
         self._facts: dict[str, str] = {"kind": self.kind, "workdir": spec.workdir}
         self._env: dict[str, str] = {}
         self.policy = Sandbox(
-            network=spec.network, ports=spec.ports if spec.network == "loopback" else (), read_only=spec.read_only
+            network=spec.network,
+            ports=spec.ports if spec.network == "loopback" else (),
+            read_only=spec.read_only,
+            keep_env=spec.keep_env,
         )
 
     @classmethod
@@ -104,6 +107,13 @@ class HostEnvironment(Environment):
                     problem = self._copy(step)
                     if problem:
                         missing.append(f"Dockerfile:{step.line}: {problem}")
+        limits = [
+            f"{k}={v:g}"
+            for k, v in (("cpus", self.spec.cpus), ("memory_mb", self.spec.memory_mb), ("storage_mb", self.spec.storage_mb))
+            if v is not None
+        ]
+        if limits:
+            self._facts["limits_not_enforced"] = ", ".join(limits)
         if not_run:
             self._facts["dockerfile_not_run"] = "RUN at line " + ", ".join(not_run) + " (not run on the host)"
         if self.spec.network != "host":

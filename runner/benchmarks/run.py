@@ -73,6 +73,7 @@ async def run_benchmark(
     allow_network: bool = False,
     ports: tuple[int, ...] = (),
     read_only: tuple[Path, ...] = (),
+    keep_env: tuple[str, ...] = (),
     skip: set[Key] | None = None,
     base_images: Mapping[str, str] | None = None,
 ) -> AsyncIterator[TrialResult]:
@@ -94,6 +95,7 @@ async def run_benchmark(
                 allow_network=allow_network,
                 ports=ports,
                 read_only=read_only,
+                keep_env=keep_env,
                 base_images=base_images,
             )
         out.write(msgspec.json.encode(result) + b"\n")

@@ -93,7 +93,8 @@ def entries(root: Path, rel: str = "") -> list[tuple[str, int]]:
 
 def checksum(root: Path) -> str:
     """``sha256:`` of every file below ``root`` (paths and contents, in name order; a symlink by its target
-    text), so a result names exactly the task it ran; a tree beyond TREE_LIMIT bytes is a ConfigError."""
+    text), so a result names exactly the task it ran; a tree beyond TREE_LIMIT bytes, or holding a FIFO or
+    a device, is a ConfigError (so nothing later copies one)."""
     digest = hashlib.sha256()
     budget = TREE_LIMIT
 
@@ -121,6 +122,8 @@ def checksum(root: Path) -> str:
                             raise ConfigError(f"the task's files exceed {TREE_LIMIT} bytes", source=str(root))
                         digest.update(chunk)
                 digest.update(b"\0")
+            else:  # a FIFO or a device: copying the task would block on it or read without end
+                raise ConfigError("is not a regular file, folder or symlink", source=str(root / path))
 
     walk("")
     return "sha256:" + digest.hexdigest()

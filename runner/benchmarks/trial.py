@@ -28,9 +28,9 @@ import waza.runner.benchmarks.docker
 import waza.runner.benchmarks.host  # noqa: F401 - importing it registers --env host
 from waza.adapters import adapter_class
 from waza.adapters.base import AdapterOptions, AgentTask
-from waza.protocol.records import PromptCase
-from waza.protocol.trajectory import TrajectoryBuilder
-from waza.runner.benchmarks import dockerfile
+from waza.protocol.records import PromptCase, TrajectoryStep, Usage
+from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_MB, TrajectoryBuilder
+from waza.runner.benchmarks import dockerfile, task_files
 from waza.runner.benchmarks.environment import ENVIRONMENTS, Environment, EnvironmentSpec, EnvironmentUnsatisfied, Network
 from waza.runner.benchmarks.rewards import Reward, RewardError, pytest_reward, read_reward
 from waza.runner.benchmarks.tasks import BenchTask, TaskStep
@@ -51,6 +51,9 @@ class AgentChoice(msgspec.Struct, frozen=True):
     name: str
     command: tuple[str, ...] = ()
     options: AdapterOptions = msgspec.field(default_factory=AdapterOptions)
+    #: The trajectory kept per step (as ``--max-steps`` and ``--max-trajectory-mb``).
+    max_steps: int = DEFAULT_MAX_STEPS
+    max_trajectory_mb: int = DEFAULT_MAX_TRAJECTORY_MB
 
 
 class StepResult(msgspec.Struct, omit_defaults=True):
@@ -61,6 +64,11 @@ class StepResult(msgspec.Struct, omit_defaults=True):
     agent_exit: int | None = None
     agent_timed_out: bool = False
     agent_errors: list[str] = msgspec.field(default_factory=list)
+    #: What an adapter's agent did (oracle and nop have none): its trajectory, last answer and usage.
+    trajectory: list[TrajectoryStep] = msgspec.field(default_factory=list)
+    output: str | None = None
+    usage: Usage | None = None
+    dropped_events: int = 0
     verifier_exit: int | None = None
     verifier_seconds: float | None = None
     verifier_output: str = ""
@@ -95,6 +103,7 @@ def spec_for(
     allow_network: bool = False,
     ports: tuple[int, ...] = (),
     read_only: tuple[Path, ...] = (),
+    keep_env: tuple[str, ...] = (),
     base_images: Mapping[str, str] | None = None,
 ) -> tuple[EnvironmentSpec, list[str]]:
     """The environment a task asks for, narrowed to what the run allows, and each change made to run it so."""
@@ -109,11 +118,10 @@ def spec_for(
         network = "loopback"
     needs: list[tuple[str, str]] = []
     for step in task.steps:
-        for folder in step.tests:
-            if (task.path / folder / step.test_script).is_file():
-                needs += dockerfile.installs((task.path / folder / step.test_script).read_text("utf-8", "replace"))
-        for name in step.extra_tests.values():
-            needs += dockerfile.installs((task.path / name).read_text("utf-8", "replace"))
+        scripts = [f"{folder}/{step.test_script}" for folder in step.tests] + list(step.extra_tests.values())
+        for rel in scripts:
+            if task_files.exists(task.path, rel):
+                needs += dockerfile.installs(task_files.read_text(task.path, rel))
     spec = EnvironmentSpec(
         task_dir=task.path,
         environment_dir=task.environment_dir,
@@ -121,6 +129,7 @@ def spec_for(
         network=network,
         ports=ports if network == "loopback" else (),
         read_only=read_only,
+        keep_env=keep_env,
         cpus=task.cpus,
         memory_mb=task.memory_mb,
         storage_mb=task.storage_mb,
@@ -178,12 +187,13 @@ async def _agent(
 
     options = msgspec.structs.replace(agent.options, confine=confine)
     adapter = adapter_class(agent.name)(list(agent.command), options)
+    recorder = TrajectoryBuilder(max_steps=agent.max_steps, max_bytes=agent.max_trajectory_mb << 20)
     async with adapter:
         case = PromptCase(id=task.id if step.name is None else f"{task.id}/{step.name}", input=step.instruction)
-        run = await adapter.run(
-            AgentTask(case=case, workspace=env.workspace, recorder=TrajectoryBuilder(), timeout=step.agent_timeout)
-        )
+        run = await adapter.run(AgentTask(case=case, workspace=env.workspace, recorder=recorder, timeout=step.agent_timeout))
     out.agent_exit, out.agent_timed_out, out.agent_errors = run.exit.code, run.exit.timed_out, list(run.errors)
+    reduced = recorder.finish()
+    out.trajectory, out.output, out.usage, out.dropped_events = reduced.steps, reduced.output, reduced.usage, reduced.dropped
 
 
 async def _verify(env: Environment, task: BenchTask, step: TaskStep, tests: Path, out: StepResult) -> Reward:
@@ -221,13 +231,22 @@ async def run_trial(
     allow_network: bool = False,
     ports: tuple[int, ...] = (),
     read_only: tuple[Path, ...] = (),
+    keep_env: tuple[str, ...] = (),
     base_images: Mapping[str, str] | None = None,
 ) -> TrialResult:
     """Run one trial of ``task`` in a fresh ``trial_dir``; every fault is this result's error. ``ports`` are
     host loopback ports the agent may reach (``waza serve-model``), ``read_only`` host paths it sees,
-    ``base_images`` a map of ``FROM`` images to local ones for engines that build (``--base-image``)."""
+    ``keep_env`` secret-like variables it keeps, ``base_images`` a map of ``FROM`` images to local ones
+    for engines that build (``--base-image``)."""
     clock = time.perf_counter()
-    spec, offline = spec_for(task, allow_network=allow_network, ports=ports, read_only=read_only, base_images=base_images)
+    spec, offline = spec_for(
+        task,
+        allow_network=allow_network,
+        ports=ports,
+        read_only=read_only,
+        keep_env=keep_env,
+        base_images=base_images,
+    )
     env = ENVIRONMENTS[env_kind](spec, trial_dir)
     first = task.steps[0]
     result = TrialResult(

@@ -24,7 +24,7 @@ from waza.runner.benchmarks.trial import CONTROL_AGENTS, AgentChoice, TrialResul
 from waza.runner.cli.options import AgentOptions
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
-__all__ = ["agent_choice", "check_benchmark", "env_kind", "is_benchmark", "run_benchmarks"]
+__all__ = ["Reach", "agent_choice", "check_benchmark", "env_kind", "is_benchmark", "run_benchmarks"]
 
 
 def env_kind(name: str | None) -> str:
@@ -46,34 +46,48 @@ def env_kind(name: str | None) -> str:
     return name
 
 
-def agent_choice(agent: AgentOptions, command: list[str]) -> tuple[AgentChoice, tuple[int, ...], tuple[Path, ...], bool]:
-    """The agent and what the environment lets it reach: ports, read-only paths, the network.
+class Reach(msgspec.Struct, frozen=True):
+    """What the environment lets the agent reach beyond the task: host ports, paths, variables, the network."""
+
+    ports: tuple[int, ...]
+    read_only: tuple[Path, ...]
+    keep_env: tuple[str, ...]
+    allow_network: bool
+
+
+def agent_choice(agent: AgentOptions, command: list[str]) -> tuple[AgentChoice, Reach]:
+    """The agent and what the environment lets it reach: ports, read-only paths, variables, the network.
 
     The sandbox flags mean the same here, applied to the task's environment
     (which is the sandbox): ``--sandbox-port`` relays a loopback port in
-    (``waza serve-model``), ``--sandbox-ro`` shows a path read-only, and
-    ``--sandbox-net host`` allows the network a task asks for.
+    (``waza serve-model``), ``--sandbox-ro`` shows a path read-only,
+    ``--sandbox-env`` keeps a secret-like variable and ``--sandbox-net host``
+    allows the network a task asks for.
     """
     if agent.sandbox is not None:
         raise ConfigError("--sandbox does nothing here: a benchmark's agent always runs in the task's environment (--env)")
-    if agent.sandbox_rw or agent.sandbox_env:
-        raise ConfigError("--sandbox-rw and --sandbox-env are not supported for benchmark tasks")
+    if agent.sandbox_rw:
+        raise ConfigError("--sandbox-rw is not supported for benchmark tasks: the agent writes its WORKDIR")
     if agent.sandbox_net not in ("none", "loopback", "host"):
         raise ConfigError(f"--sandbox-net takes none, loopback or host, got {agent.sandbox_net!r}")
     if agent.cwd is not None:
         raise ConfigError("--cwd does nothing with benchmark tasks: the agent works in the task's WORKDIR")
-    ports = tuple(agent.sandbox_port or [])
-    read_only = tuple(p.absolute() for p in agent.sandbox_ro or [])
-    allow = agent.sandbox_net == "host"
+    reach = Reach(
+        ports=tuple(agent.sandbox_port or []),
+        read_only=tuple(p.absolute() for p in agent.sandbox_ro or []),
+        keep_env=tuple(agent.sandbox_env or []),
+        allow_network=agent.sandbox_net == "host",
+    )
     if agent.adapter in CONTROL_AGENTS:
         if command:
             raise ConfigError(f"the {agent.adapter} adapter runs no agent command, but one was given: {' '.join(command)!r}")
-        return AgentChoice(agent.adapter), ports, read_only, allow
-    plain = msgspec.structs.replace(agent, sandbox_ro=None, sandbox_port=None, sandbox_net="none")
+        return AgentChoice(agent.adapter), reach
+    plain = msgspec.structs.replace(agent, sandbox_ro=None, sandbox_port=None, sandbox_env=None, sandbox_net="none")
     cls, opts, resolved = plain.resolve(command)
     if "confine" not in cls.options:
         raise ConfigError(f"the {cls.name} adapter cannot run inside a task's environment (exec, headless and acp can)")
-    return AgentChoice(cls.name, tuple(resolved), opts), ports, read_only, allow
+    limits = {"max_steps": agent.max_steps, "max_trajectory_mb": agent.max_trajectory_mb}
+    return AgentChoice(cls.name, tuple(resolved), opts, **limits), reach
 
 
 def check_benchmark(path: Path) -> int:
@@ -132,7 +146,7 @@ async def run_benchmarks(
     images = parse_base_images(base_images or [])
     if images and kind != "docker":
         raise ConfigError(f"--base-image applies to --env docker (which builds images), not {kind}")
-    choice, ports, read_only, allow = agent_choice(agent, command)
+    choice, reach = agent_choice(agent, command)
     report: Path | None = None
     for spec in reporters:
         fmt, _, target = spec.partition(":")
@@ -158,9 +172,10 @@ async def run_benchmarks(
             out=out,
             trials=trials,
             concurrency=agent.concurrency,
-            allow_network=allow,
-            ports=ports,
-            read_only=read_only,
+            allow_network=reach.allow_network,
+            ports=reach.ports,
+            read_only=reach.read_only,
+            keep_env=reach.keep_env,
             skip=skip,
             base_images=images,
         ):

@@ -46,6 +46,13 @@ the task's verifier, one result line per trial.
 """
 
 RUN = "Suite"
+#: The options a run of benchmark task folders honours (the adapter checks its own); any other given is refused.
+BENCHMARK_OPTIONS = frozenset(
+    {"suite", "command", "task", "tags", "trials", "env", "resume", "output", "reporter", "adapter", "concurrency"}
+    | {"workspace_dir", "max_steps", "max_trajectory_mb", "events", "schema", "raw_log", "mcp_server", "mcp_config"}
+    | {"permission", "permission_rules", "auth_method", "sandbox", "sandbox_ro", "sandbox_rw", "sandbox_net"}
+    | {"sandbox_port", "sandbox_env", "base_image"}
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -146,6 +153,10 @@ def register(app: typer.Typer) -> None:
             workers_given=_given(ctx, "concurrency"),
         )
         if is_benchmark(suite):  # Harbor / Terminal-Bench 1.x task folders: the one dispatch point
+            ignored = [name for name in ctx.params if _given(ctx, name) and name not in BENCHMARK_OPTIONS]
+            if ignored:
+                flags = ", ".join("--" + name.replace("_", "-") for name in ignored)
+                raise typer.Exit(fail(f"{flags}: not used with benchmark task folders (see the Benchmarks guide)"))
             raise typer.Exit(
                 run(
                     lambda _: run_benchmarks(
