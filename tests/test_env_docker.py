@@ -344,3 +344,18 @@ def test_a_real_agent_runs_inside_the_container(tmp_path: Path, base_image: str)
     seen = (trial_dir / "logs" / "agent" / "env.txt").read_text()
     assert "WAZA_PROMPT=" in seen
     assert "HOST_ONLY_SECRET" not in seen
+
+
+def test_validate_tasks_in_docker_classifies_each_broken_task(base_image: str) -> None:
+    mapped = ("--env", "docker", "--base-image", f"debian:12-slim={base_image}")
+    proc = run_waza("validate-tasks", FIXTURES / "broken", *mapped)
+    assert proc.returncode == 1
+    verdicts = {r["task"]: r["verdict"] for r in read_jsonl(proc.stdout)}
+    assert verdicts == {
+        "needs-package": "environment-unsatisfied",
+        "no-reward": "oracle-fails",
+        "wrong-solution": "oracle-fails",
+    }
+    ok = run_waza("validate-tasks", FIXTURES / "harbor" / "hello-sh", *mapped)
+    assert ok.returncode == 0, ok.stderr
+    assert [r["verdict"] for r in read_jsonl(ok.stdout)] == ["ok"]

@@ -126,6 +126,14 @@ def parse_base_images(values: Iterable[str]) -> dict[str, str]:
     return out
 
 
+def base_images_for(kind: str, values: list[str] | None) -> dict[str, str]:
+    """``--base-image`` for a run in environment ``kind``: only docker builds images, so only it takes them."""
+    images = parse_base_images(values or [])
+    if images and kind != "docker":
+        raise ConfigError(f"--base-image applies to --env docker (which builds images), not {kind}")
+    return images
+
+
 async def run_benchmarks(
     path: Path,
     command: list[str],
@@ -143,9 +151,7 @@ async def run_benchmarks(
     """``waza run DIR`` for benchmark tasks: exit 0 when every trial passed, 1 when not, 2 for bad usage."""
     tasks = select(load_folder(path), names=names, tags=tags)
     kind = env_kind(env)
-    images = parse_base_images(base_images or [])
-    if images and kind != "docker":
-        raise ConfigError(f"--base-image applies to --env docker (which builds images), not {kind}")
+    images = base_images_for(kind, base_images)
     choice, reach = agent_choice(agent, command)
     report: Path | None = None
     for spec in reporters:
