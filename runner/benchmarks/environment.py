@@ -21,17 +21,22 @@ How it is used, for one trial::
     finally:
         await env.stop()
 
-Each phase mounts what it may see: ``agent`` the workspace and ``/logs/agent``;
-``oracle`` that and ``/solution``; ``verifier`` that, ``/tests`` and a
-``/logs/verifier`` emptied before it starts. :meth:`Environment.exec` returns
+Each phase shows what it may see: ``agent`` and ``oracle`` the workspace and
+``/logs/agent``; ``verifier`` those and a ``/logs/verifier`` emptied before it
+starts; ``mounts`` adds the staged ``/solution`` (oracle) or ``/tests``
+(verifier) for that one command. The trial (``trial.py``) stages those copies
+and reads the reward; the environment only runs commands. :meth:`Environment.exec` returns
 only when every process the command started has ended (the process tree, not
 just its first process), which is what lets the verifier run after the agent
 with nothing of the agent's still writing.
 
 An implementation subclasses :class:`Environment` and registers itself with
-:func:`register` (``preference`` orders the kinds); the run command's ``--env``
-names a kind, and :func:`best_available` picks the first registered kind whose
-:meth:`Environment.available` says it can run here.
+:func:`register` (``preference`` orders the kinds) when its module is imported
+(``trial.py`` imports ``host``; a new kind adds its import there); the run
+command's ``--env`` names a kind, and :func:`best_available` picks the first
+registered kind whose :meth:`Environment.available` says it can run here.
+:meth:`Environment.facts` is copied into every result: put there whatever the
+kind changed to run the task (a base image mapped, a limit not enforced).
 """
 
 from __future__ import annotations

@@ -101,7 +101,12 @@ def register(app: typer.Typer) -> None:
         triggers: Annotated[bool, opt("--triggers/--no-triggers", help="Run trigger_tests.yaml when present.", panel=RUN)] = True,
         env: Annotated[
             str | None,
-            opt("--env", help="Benchmark tasks: the environment they run in, host (default: the best one here).", panel=RUN),
+            opt(
+                "--env",
+                help="Benchmark tasks: the environment they run in, host or docker (default: the best one here).",
+                panel=RUN,
+                metavar="KIND",
+            ),
         ] = None,
         base_image: Annotated[
             list[str] | None,

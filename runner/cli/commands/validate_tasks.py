@@ -39,7 +39,9 @@ def register(app: typer.Typer) -> None:
         ],
         task: Annotated[list[str] | None, option("--task", help="Only tasks whose id matches GLOB (repeatable).")] = None,
         tags: Annotated[list[str] | None, option("--tags", help="Only tasks with a tag matching GLOB (repeatable).")] = None,
-        env: Annotated[str | None, option("--env", help="The environment: host (default: the best one here).")] = None,
+        env: Annotated[
+            str | None, option("--env", help="The environment: host or docker (default: the best one here).", metavar="KIND")
+        ] = None,
         base_image: Annotated[
             list[str] | None,
             option(
