@@ -23,6 +23,9 @@ settings.register_profile("ci", deadline=None, suppress_health_check=[HealthChec
 settings.register_profile("dev")
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+# Fixture folders hold files named like tests (a benchmark task's own pytest verifier): they are data, not tests.
+collect_ignore = ["fixtures"]
+
 ROOT = Path(__file__).resolve().parent.parent
 # The reference data beside the repository (../shared/compat): optional; tests that read it skip without it.
 COMPAT = ROOT.parent / "shared" / "compat"

@@ -92,7 +92,8 @@ class EnvironmentSpec(msgspec.Struct, frozen=True):
     is its text (for environments that read rather than build it);
     ``verifier_needs`` the packages the verifier's scripts install at test time,
     as ``(manager, name)`` (``apt``, ``pip``, ``npm``, ``uv``): offline, each
-    must already be there.
+    must already be there. ``base_images`` maps a ``FROM`` image to a local one
+    that replaces it, for engines that build (``--base-image``).
     """
 
     task_dir: Path
@@ -109,6 +110,7 @@ class EnvironmentSpec(msgspec.Struct, frozen=True):
     dockerfile: str | None = None
     keep_env: tuple[str, ...] = ()
     verifier_needs: tuple[tuple[str, str], ...] = ()
+    base_images: Mapping[str, str] = msgspec.field(default_factory=dict)
 
 
 class Completed(msgspec.Struct, frozen=True):

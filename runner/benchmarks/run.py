@@ -11,7 +11,7 @@ workspace and the logs, the evidence behind the result).
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import IO
@@ -75,6 +75,7 @@ async def run_benchmark(
     read_only: tuple[Path, ...] = (),
     keep_env: tuple[str, ...] = (),
     skip: set[Key] | None = None,
+    base_images: Mapping[str, str] | None = None,
 ) -> AsyncIterator[TrialResult]:
     """Yield each result as its trial ends (after writing it to ``out`` and flushing)."""
     plan = [(t, n) for t in tasks for n in range(1, trials + 1) if (t.id, t.checksum, n, agent.name) not in (skip or set())]
@@ -95,6 +96,7 @@ async def run_benchmark(
                 ports=ports,
                 read_only=read_only,
                 keep_env=keep_env,
+                base_images=base_images,
             )
         out.write(msgspec.json.encode(result) + b"\n")
         out.flush()

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
+import waza.runner.benchmarks.docker
 import waza.runner.benchmarks.host  # noqa: F401 - importing it registers --env host
 from waza.adapters import adapter_class
 from waza.adapters.base import AdapterOptions, AgentTask
@@ -103,6 +105,7 @@ def spec_for(
     ports: tuple[int, ...] = (),
     read_only: tuple[Path, ...] = (),
     keep_env: tuple[str, ...] = (),
+    base_images: Mapping[str, str] | None = None,
 ) -> tuple[EnvironmentSpec, list[str]]:
     """The environment a task asks for, narrowed to what the run allows, and each change made to run it so."""
     changed: list[str] = []
@@ -135,6 +138,7 @@ def spec_for(
         env=task.environment_env,
         dockerfile=task.dockerfile,
         verifier_needs=tuple(dict.fromkeys(needs)),
+        base_images=dict(base_images or {}),
     )
     return spec, changed
 
@@ -242,13 +246,22 @@ async def run_trial(
     ports: tuple[int, ...] = (),
     read_only: tuple[Path, ...] = (),
     keep_env: tuple[str, ...] = (),
+    base_images: Mapping[str, str] | None = None,
 ) -> TrialResult:
     """Run one trial of ``task`` in a fresh ``trial_dir``; every fault is this result's error. ``ports`` are
     host loopback ports the agent may reach (``waza serve-model``), ``read_only`` host paths it sees,
-    ``keep_env`` secret-like variables it keeps."""
+    ``keep_env`` secret-like variables it keeps, ``base_images`` a map of ``FROM`` images to local ones
+    for engines that build (``--base-image``)."""
     clock = time.perf_counter()
     read_only = shown_of_host(agent, read_only, ports)
-    spec, offline = spec_for(task, allow_network=allow_network, ports=ports, read_only=read_only, keep_env=keep_env)
+    spec, offline = spec_for(
+        task,
+        allow_network=allow_network,
+        ports=ports,
+        read_only=read_only,
+        keep_env=keep_env,
+        base_images=base_images,
+    )
     env = ENVIRONMENTS[env_kind](spec, trial_dir)
     first = task.steps[0]
     result = TrialResult(

@@ -8,6 +8,8 @@ nothing) or ``environment-unsatisfied`` (naming what is missing; nothing ran).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,14 +42,20 @@ def _brief(result: TrialResult) -> dict[str, Any]:
     return brief
 
 
-async def validate_task(task: BenchTask, *, env_kind: str, work_dir: Path, allow_network: bool = False) -> Validation:
+async def validate_task(
+    task: BenchTask,
+    *,
+    env_kind: str,
+    work_dir: Path,
+    allow_network: bool = False,
+    base_images: Mapping[str, str] | None = None,
+) -> Validation:
     """Run the oracle then (when the environment could be had) the nop agent on ``task``."""
-    oracle = await run_trial(
-        task, AgentChoice("oracle"), env_kind=env_kind, trial_dir=work_dir / "oracle", allow_network=allow_network
-    )
+    trial = functools.partial(run_trial, env_kind=env_kind, allow_network=allow_network, base_images=base_images)
+    oracle = await trial(task, AgentChoice("oracle"), trial_dir=work_dir / "oracle")
     if oracle.error_kind == "environment-unsatisfied":
         return Validation(task.id, task.checksum, "environment-unsatisfied", _brief(oracle), missing=oracle.missing)
-    nop = await run_trial(task, AgentChoice("nop"), env_kind=env_kind, trial_dir=work_dir / "nop", allow_network=allow_network)
+    nop = await trial(task, AgentChoice("nop"), trial_dir=work_dir / "nop")
     verdict: Verdict = "ok"
     if oracle.status != "passed":
         verdict = "oracle-fails"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from collections.abc import Iterable
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -114,6 +115,25 @@ def _summary(results: list[TrialResult]) -> dict[str, object]:
     }
 
 
+def parse_base_images(values: Iterable[str]) -> dict[str, str]:
+    """``--base-image IMAGE=LOCAL`` values as a map; a malformed one is a usage error naming it."""
+    out: dict[str, str] = {}
+    for value in values:
+        image, sep, local = value.partition("=")
+        if not sep or not image.strip() or not local.strip() or any(c.isspace() for c in value):
+            raise ConfigError(f"--base-image takes IMAGE=LOCAL_IMAGE (e.g. ubuntu:24.04=local/debian:12), got {value!r}")
+        out[image] = local
+    return out
+
+
+def base_images_for(kind: str, values: list[str] | None) -> dict[str, str]:
+    """``--base-image`` for a run in environment ``kind``: only docker builds images, so only it takes them."""
+    images = parse_base_images(values or [])
+    if images and kind != "docker":
+        raise ConfigError(f"--base-image applies to --env docker (which builds images), not {kind}")
+    return images
+
+
 async def run_benchmarks(
     path: Path,
     command: list[str],
@@ -126,10 +146,12 @@ async def run_benchmarks(
     resume: bool,
     output: str,
     reporters: list[str],
+    base_images: list[str] | None = None,
 ) -> int:
     """``waza run DIR`` for benchmark tasks: exit 0 when every trial passed, 1 when not, 2 for bad usage."""
     tasks = select(load_folder(path), names=names, tags=tags)
     kind = env_kind(env)
+    images = base_images_for(kind, base_images)
     choice, reach = agent_choice(agent, command)
     report: Path | None = None
     for spec in reporters:
@@ -161,6 +183,7 @@ async def run_benchmarks(
             read_only=reach.read_only,
             keep_env=reach.keep_env,
             skip=skip,
+            base_images=images,
         ):
             results.append(result)
             print(

@@ -51,7 +51,7 @@ BENCHMARK_OPTIONS = frozenset(
     {"suite", "command", "task", "tags", "trials", "env", "resume", "output", "reporter", "adapter", "concurrency"}
     | {"workspace_dir", "max_steps", "max_trajectory_mb", "events", "schema", "raw_log", "mcp_server", "mcp_config"}
     | {"permission", "permission_rules", "auth_method", "sandbox", "sandbox_ro", "sandbox_rw", "sandbox_net"}
-    | {"sandbox_port", "sandbox_env"}
+    | {"sandbox_port", "sandbox_env", "base_image"}
 )
 
 
@@ -103,9 +103,18 @@ def register(app: typer.Typer) -> None:
             str | None,
             opt(
                 "--env",
-                help="Benchmark tasks: the environment they run in, host (default: the best one here).",
+                help="Benchmark tasks: the environment they run in, host or docker (default: the best one here).",
                 panel=RUN,
                 metavar="KIND",
+            ),
+        ] = None,
+        base_image: Annotated[
+            list[str] | None,
+            opt(
+                "--base-image",
+                help="Benchmark tasks under --env docker: IMAGE=LOCAL builds FROM IMAGE on LOCAL instead, recorded in each result (repeatable).",
+                panel=RUN,
+                metavar="IMAGE=LOCAL",
             ),
         ] = None,
         resume: Annotated[bool, opt("--resume", help="Benchmark tasks: skip the trials already in -o FILE.", panel=RUN)] = False,
@@ -166,11 +175,12 @@ def register(app: typer.Typer) -> None:
                         resume=resume,
                         output=output,
                         reporters=options.reporters,
+                        base_images=base_image,
                     )
                 )
             )
-        if env is not None or resume:
-            raise typer.Exit(fail("--env and --resume apply to benchmark task folders, not to an eval suite"))
+        if env is not None or resume or base_image:
+            raise typer.Exit(fail("--env, --base-image and --resume apply to benchmark task folders, not to an eval suite"))
         raise typer.Exit(run(lambda interrupt: _run(suite, command or [], options, agent, graders, execution, interrupt)))
 
 

@@ -13,7 +13,7 @@ import typer
 from waza.runner.benchmarks.loader import load_folder
 from waza.runner.benchmarks.run import select
 from waza.runner.benchmarks.validate import validate_task
-from waza.runner.cli.commands.benchmarks import env_kind
+from waza.runner.cli.commands.benchmarks import base_images_for, env_kind
 from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, run
 
@@ -40,7 +40,15 @@ def register(app: typer.Typer) -> None:
         task: Annotated[list[str] | None, option("--task", help="Only tasks whose id matches GLOB (repeatable).")] = None,
         tags: Annotated[list[str] | None, option("--tags", help="Only tasks with a tag matching GLOB (repeatable).")] = None,
         env: Annotated[
-            str | None, option("--env", help="The environment: host (default: the best one here).", metavar="KIND")
+            str | None, option("--env", help="The environment: host or docker (default: the best one here).", metavar="KIND")
+        ] = None,
+        base_image: Annotated[
+            list[str] | None,
+            option(
+                "--base-image",
+                help="IMAGE=LOCAL: with --env docker, build FROM IMAGE on LOCAL (repeatable).",
+                metavar="IMAGE=LOCAL",
+            ),
         ] = None,
         keep_dir: Annotated[
             Path | None, option("--keep-dir", help="Keep each run's workspace and logs under DIR (default: removed).")
@@ -49,11 +57,12 @@ def register(app: typer.Typer) -> None:
         async def body(_: object) -> int:
             tasks = select(load_folder(folder), names=task or [], tags=tags or [])
             kind = env_kind(env)
+            images = base_images_for(kind, base_image)
             all_ok = True
             with tempfile.TemporaryDirectory(prefix="waza-validate-") as scratch:
                 root = Path(tempfile.mkdtemp(prefix="run-", dir=keep_dir)) if keep_dir else Path(scratch)
                 for one in tasks:
-                    verdict = await validate_task(one, env_kind=kind, work_dir=root / one.id)
+                    verdict = await validate_task(one, env_kind=kind, work_dir=root / one.id, base_images=images)
                     all_ok = all_ok and verdict.verdict == "ok"
                     sys.stdout.buffer.write(msgspec.json.encode(verdict) + b"\n")
                     sys.stdout.buffer.flush()

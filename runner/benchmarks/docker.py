@@ -1,0 +1,338 @@
+"""``--env docker``: a trial in a container of the task's own image, built by Docker (or podman) from ``environment/``.
+
+The image is built once per content: its tag is a hash of the build context
+(every file's path, kind and bytes, symlinks as their target text, without
+following them) and of the Dockerfile as built, so a second trial or a second
+run builds nothing, and a changed task gets a new image. Builds run with no
+network unless the task may have it; a base image that is not already in the
+engine cannot be pulled offline, so it is named (an
+:class:`~.environment.EnvironmentUnsatisfied`), unless the base-image map
+(``--base-image ubuntu:24.04=local/debian:12``) replaces it: the ``FROM`` lines
+are rewritten in a copy of the build context, and the replacement is recorded
+in :meth:`DockerEnvironment.facts`, so each result says what it ran on.
+
+Each trial gets one long-lived container (``sleep`` as its first process, the
+image's ``WORKDIR`` as the workspace, ``cpus`` and ``memory_mb`` applied,
+network none unless the task may have more); the agent, the oracle and the
+verifier run in it with ``docker exec``. ``/logs/agent`` and ``/logs/verifier``
+are the trial folder's, bind-mounted; ``/tests`` and ``/solution`` are copied
+in (``docker cp``) just before the command that may see them and removed
+after it, since a running container cannot take new mounts. After a command
+(and before the next) every process left in the container but its first is
+killed, so the verifier starts with nothing of the agent's still running.
+It is registered after ``host`` (see the registration below for why).
+``storage_mb`` is not enforced (the engines' storage limits depend on the
+storage driver) and says so in the facts; a ``loopback`` network (a relayed
+``waza serve-model``) is not offered here.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import shutil
+import stat
+import subprocess
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import waza.runner.benchmarks.host  # noqa: F401 - registered first, so that docker comes after it
+from waza.protocol.io.process import run_once
+from waza.runner.benchmarks import dockerfile
+from waza.runner.benchmarks.environment import (
+    Completed,
+    Environment,
+    EnvironmentSpec,
+    EnvironmentUnsatisfied,
+    Phase,
+    register,
+)
+from waza.runner.benchmarks.prepared import MOUNT, has_pip, pip_env, prepared_dir
+
+__all__ = ["DockerEnvironment", "engine"]
+
+#: The most output of a command kept as evidence (its last bytes).
+OUTPUT_LIMIT = 10 * 1024 * 1024
+#: Seconds a short engine command (inspect, cp, rm, the sweep) may take on a busy machine.
+ENGINE_TIMEOUT = 120.0
+#: Images waza builds are tagged here, by content hash.
+IMAGE_REPOSITORY = "waza-env"
+_FROM = re.compile(r"^(?P<lead>\s*FROM\s+(?:--\S+\s+)*)(?P<image>\S+)(?P<rest>.*)$", re.IGNORECASE)
+
+
+@functools.cache
+def engine() -> tuple[str | None, str]:
+    """The container engine's program that answers here (docker, else podman) and its server version;
+    ``(None, why)`` when none does."""
+    why: list[str] = []
+    for program in ("docker", "podman"):
+        path = shutil.which(program)
+        if path is None:
+            why.append(f"no {program} on PATH")
+            continue
+        try:
+            done = subprocess.run(
+                [path, "info", "--format", "{{.ServerVersion}}" if program == "docker" else "{{.Version.Version}}"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            why.append(f"{program} info did not answer in 30 s")
+            continue
+        if done.returncode == 0:
+            return path, f"{program} {done.stdout.strip()}"
+        why.append(f"{program} has no engine answering ({done.stderr.strip().splitlines()[-1:] or ['no output']})")
+    return None, "; ".join(why)
+
+
+def context_hash(folder: Path) -> str:
+    """A hash of a build context: each entry's relative path, kind and content, symlinks not followed."""
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        dirs.sort()
+        for name in sorted(dirs + files):
+            path = Path(root, name)
+            info = path.lstat()
+            rel = path.relative_to(folder).as_posix()
+            if stat.S_ISLNK(info.st_mode):
+                digest.update(b"L\0" + rel.encode() + b"\0" + os.readlink(path).encode() + b"\0")
+            elif stat.S_ISREG(info.st_mode):
+                digest.update(b"F\0" + rel.encode() + b"\0" + oct(info.st_mode & 0o111).encode() + b"\0")
+                with path.open("rb") as fh:
+                    for block in iter(lambda: fh.read(1 << 20), b""):
+                        digest.update(block)
+                digest.update(b"\0")
+            elif stat.S_ISDIR(info.st_mode):
+                digest.update(b"D\0" + rel.encode() + b"\0")
+    return digest.hexdigest()
+
+
+def rewrite_from(text: str, base_images: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+    """The Dockerfile with each mapped ``FROM`` image replaced, and the replacements made."""
+    parsed = dockerfile.parse(text)
+    lines = text.splitlines(keepends=True)
+    replaced: dict[str, str] = {}
+    for step in parsed.instructions:
+        if step.keyword != "FROM":
+            continue
+        match = _FROM.match(lines[step.line - 1])
+        if match and match["image"] in base_images:
+            local = base_images[match["image"]]
+            replaced[match["image"]] = local
+            end = "\n" if lines[step.line - 1].endswith("\n") else ""
+            lines[step.line - 1] = f"{match['lead']}{local}{match['rest'].rstrip(chr(10))}{end}"
+    return "".join(lines), replaced
+
+
+def base_images_of(text: str) -> list[str]:
+    """The images the Dockerfile's stages start from (not earlier stages, not ``scratch``)."""
+    stages: set[str] = set()
+    images: list[str] = []
+    for step in dockerfile.parse(text).instructions:
+        if step.keyword != "FROM":
+            continue
+        words = [w for w in step.args.split() if not w.startswith("--")]
+        if not words:
+            continue
+        if words[0].lower() not in stages and words[0] != "scratch":
+            images.append(words[0])
+        if len(words) >= 3 and words[1].lower() == "as":
+            stages.add(words[2].lower())
+    return list(dict.fromkeys(images))
+
+
+class DockerEnvironment(Environment):
+    kind = "docker"
+
+    def __init__(self, spec: EnvironmentSpec, trial_dir: Path) -> None:
+        super().__init__(spec, trial_dir)
+        self._program, self._version = engine()
+        self._container: str | None = None
+        self.image: str | None = None
+        self._facts: dict[str, str] = {"kind": self.kind, "engine": self._version, "workdir": spec.workdir}
+
+    @classmethod
+    def available(cls) -> str | None:
+        program, why = engine()
+        return None if program is not None else why
+
+    def facts(self) -> dict[str, str]:
+        return dict(self._facts)
+
+    async def _engine(self, *args: str, timeout: float = ENGINE_TIMEOUT) -> tuple[int | None, str]:
+        assert self._program is not None  # start() checked; not user input
+        done = await run_once([self._program, *args], timeout=timeout)
+        return done.code, done.stdout.decode("utf-8", "replace") + done.stderr_tail
+
+    async def start(self) -> None:
+        if self._program is None:
+            raise EnvironmentUnsatisfied([f"a container engine ({self._version})"])
+        if self.spec.network == "loopback":
+            raise EnvironmentUnsatisfied(["a loopback relay into the container (use --env host for waza serve-model)"])
+        # the workspace is the container's WORKDIR; the host folder is only where the engine's client runs
+        for folder in (self.logs / "agent", self.logs / "verifier", self.workspace):
+            folder.mkdir(parents=True, exist_ok=True)
+        self.image = await self.build()
+        self._facts["network"] = self.spec.network
+        create = ["run", "-d", "--name", f"waza-{uuid.uuid4().hex[:16]}", "--label", "waza.trial=1"]
+        create += ["--network", "none" if self.spec.network == "none" else "bridge", "-w", self.spec.workdir]
+        if self.spec.cpus is not None:
+            create += ["--cpus", str(self.spec.cpus)]
+            self._facts["cpus"] = str(self.spec.cpus)
+        if self.spec.memory_mb is not None:
+            create += ["--memory", f"{self.spec.memory_mb}m"]
+            self._facts["memory_mb"] = str(self.spec.memory_mb)
+        if self.spec.storage_mb is not None:
+            self._facts["storage_mb"] = f"{self.spec.storage_mb} (not enforced)"
+        create += ["-v", f"{self.logs / 'agent'}:/logs/agent", "-v", f"{self.logs / 'verifier'}:/logs/verifier"]
+        if self.spec.network == "none" and (prepared_dir() / "pip").is_dir():
+            create += ["-v", f"{prepared_dir()}:{MOUNT}:ro", *(a for k, v in pip_env().items() for a in ("-e", f"{k}={v}"))]
+            self._facts["prepared"] = f"pip packages from {prepared_dir()} at {MOUNT} (PIP_FIND_LINKS, PIP_NO_INDEX)"
+        for path in self.spec.read_only:
+            create += ["-v", f"{path}:{path}:ro"]
+        create += ["--entrypoint", "sleep", self.image, "2147483647"]
+        code, output = await self._engine(*create)
+        if code != 0:
+            raise EnvironmentUnsatisfied([f"a container of {self.image}: {output.strip()[-500:]}"])
+        self._container = output.strip().splitlines()[-1]
+        if self.spec.network != "host":
+            missing = [need for need in self.spec.verifier_needs if not await self._has(*need) and not self._prepared(*need)]
+            if missing:
+                raise EnvironmentUnsatisfied(
+                    [f"tests: {m} package {n!r} (not in the image, and the network is {self.spec.network})" for m, n in missing]
+                )
+
+    def _prepared(self, manager: str, name: str) -> bool:
+        """Whether ``waza prepare`` fetched it and it is shown in this container (pip packages only)."""
+        return manager == "pip" and "prepared" in self._facts and has_pip(name)
+
+    async def _has(self, manager: str, name: str) -> bool:
+        """Whether the image has what a verifier installs at test time (offline it must already be there)."""
+        assert self._container is not None
+        if manager == "apt":
+            probe = ["dpkg-query", "-W", name]
+        elif manager == "pip":
+            probe = ["python3", "-c", "import importlib.metadata as m, sys; m.version(sys.argv[1])", name]
+        else:  # npm and uv: a program of that name
+            probe = ["sh", "-c", 'command -v "$1"', "sh", name]
+        return (await self._engine("exec", self._container, *probe))[0] == 0
+
+    async def build(self) -> str:
+        """The task's image, built (or found built) by content hash: what ``start`` runs first, and all
+        that ``waza prepare`` needs of it."""
+        if self._program is None:
+            raise EnvironmentUnsatisfied([f"a container engine ({self._version})"])
+        context = self.spec.environment_dir
+        if context is None or not (context / "Dockerfile").is_file():
+            found = "a compose file" if context and any(context.glob("*compose*.y*ml")) else "no Dockerfile"
+            raise EnvironmentUnsatisfied([f"a Dockerfile in the task's environment ({found})"])
+        text, replaced = rewrite_from((context / "Dockerfile").read_text(encoding="utf-8"), self.spec.base_images)
+        for image, local in replaced.items():
+            self._facts[f"base_image {image}"] = f"replaced by {local} (--base-image)"
+        key = hashlib.sha256(f"{context_hash(context)}\0{text}".encode()).hexdigest()[:24]
+        tag = f"{IMAGE_REPOSITORY}:{key}"
+        if (await self._engine("image", "inspect", "--format", "{{.Id}}", tag))[0] == 0:
+            self._facts.update(image=tag, image_built="no (cached)")
+            return tag
+        missing = []
+        for base in base_images_of(text):
+            if (await self._engine("image", "inspect", "--format", "{{.Id}}", base))[0] != 0 and self.spec.network != "host":
+                missing.append(f"base image {base!r} (not in the engine, none pulled offline; map it: --base-image {base}=LOCAL)")
+        if missing:
+            raise EnvironmentUnsatisfied(missing)
+        build_dir = self.trial_dir / "build-context"
+        shutil.rmtree(build_dir, ignore_errors=True)
+        shutil.copytree(context, build_dir, symlinks=True)
+        (build_dir / "Dockerfile").write_text(text, encoding="utf-8")
+        network = "none" if self.spec.network == "none" else "default"
+        code, output = await self._engine(
+            "build", "-q", "--force-rm", "-t", tag, "--network", network, str(build_dir), timeout=self.spec.build_timeout_sec
+        )
+        shutil.rmtree(build_dir, ignore_errors=True)
+        if code != 0:
+            why = "timed out" if code is None else output.strip()[-800:]
+            raise EnvironmentUnsatisfied([f"an image built from {context}/Dockerfile: {why}"])
+        self._facts.update(image=tag, image_built="yes")
+        return tag
+
+    def _exec_argv(self, argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
+        assert self._program is not None and self._container is not None  # start() ran: the interface's order
+        names = [arg for key in env for arg in ("-e", key)]  # values pass through the client's environment
+        return [self._program, "exec", "-i", "-w", self.spec.workdir, *names, self._container, *argv]
+
+    def _copy_argvs(self, mounts: Mapping[str, Path]) -> list[list[str]]:
+        assert self._program is not None and self._container is not None
+        out: list[list[str]] = []
+        for place, source in mounts.items():
+            out.append([self._program, "exec", self._container, "rm", "-rf", place])
+            out.append([self._program, "cp", f"{source}/." if source.is_dir() else str(source), f"{self._container}:{place}"])
+        return out
+
+    def command(
+        self, argv: Sequence[str], *, phase: Phase, env: Mapping[str, str], mounts: Mapping[str, Path] | None = None
+    ) -> tuple[list[str], dict[str, str]]:
+        for copy in self._copy_argvs(mounts or {}):
+            done = subprocess.run(copy, capture_output=True, timeout=ENGINE_TIMEOUT, check=False)
+            if done.returncode != 0:
+                raise OSError(f"{copy[-1]} could not be copied into the container: {done.stderr.decode(errors='replace')[-300:]}")
+        # Only what waza or the task sets goes in, and the variables the user keeps (--sandbox-env), not the
+        # host's own environment (its PATH, HOME, secrets): an adapter hands over os.environ plus its own.
+        kept = set(self.spec.keep_env)
+        inside = {**self.spec.env, **{k: v for k, v in env.items() if k in kept or os.environ.get(k) != v}}
+        return self._exec_argv(argv, inside), {**os.environ, **inside}
+
+    async def _sweep(self) -> None:
+        """Kill every process in the container but its first (``kill -1`` spares the caller and PID 1)."""
+        assert self._container is not None
+        await self._engine("exec", self._container, "sh", "-c", "kill -9 -1 2>/dev/null; true")
+
+    async def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        phase: Phase,
+        env: Mapping[str, str],
+        timeout: float | None,
+        mounts: Mapping[str, Path] | None = None,
+    ) -> Completed:
+        await self._sweep()
+        if phase == "verifier":
+            _empty(self.logs / "verifier")
+        for copy in self._copy_argvs(mounts or {}):
+            code, output = await self._engine(*copy[1:])
+            if code != 0:
+                raise OSError(f"{copy[-1]} could not be copied into the container: {output.strip()[-300:]}")
+        merged = {**self.spec.env, **env}
+        done = await run_once(
+            self._exec_argv(argv, merged), env={**os.environ, **merged}, timeout=timeout, stdout_limit=OUTPUT_LIMIT
+        )
+        await self._sweep()
+        for place in mounts or {}:
+            await self._engine("exec", self._container or "", "rm", "-rf", place)
+        output = done.stdout.decode("utf-8", "replace") + done.stderr_tail
+        return Completed(exit_code=done.code, timed_out=done.timed_out, output=output, seconds=round(done.duration_ms / 1000, 3))
+
+    async def stop(self) -> None:
+        if self._container is not None:
+            container, self._container = self._container, None
+            await self._engine("rm", "-f", container)
+
+
+def _empty(folder: Path) -> None:
+    """Empty a bind-mounted folder in place (replacing it would leave the container the old one)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
+#: After ``host``: most tasks' base images are not in a fresh engine offline, and the host's system runs them
+#: without one; ``--env docker`` is asked for by name (with ``--base-image`` where needed).
+register(DockerEnvironment)
