@@ -168,8 +168,9 @@ class _PromptStderr(Tail):
 class AcpAdapter(Adapter):
     name: ClassVar[str] = "acp"
     options: ClassVar[frozenset[str]] = frozenset(
-        {"mcp_servers", "mcp_config", "permission", "permission_rules", "raw_log", "auth_method", "sandbox", "confine"}
+        {"mcp_servers", "mcp_config", "permission", "permission_rules", "raw_log", "auth_method", "sandbox"}
     )
+    confinable: ClassVar[bool] = True
 
     @classmethod
     def check(cls, command: list[str], opts: AdapterOptions) -> None:

@@ -91,13 +91,15 @@ class AdapterOptions(msgspec.Struct):
 class Adapter(abc.ABC):
     """Base class of agent adapters.
 
-    Subclasses set ``name``, ``options`` (the AdapterOptions fields they honour)
-    and ``needs_command`` (whether an agent command line is required).
+    Subclasses set ``name``, ``options`` (the AdapterOptions fields they honour),
+    ``needs_command`` (whether an agent command line is required) and ``confinable``.
     """
 
     name: ClassVar[str]
     options: ClassVar[frozenset[str]] = frozenset()
     needs_command: ClassVar[bool] = True
+    #: Whether the agent can run inside a benchmark task's environment (the runner's ``confine`` hook).
+    confinable: ClassVar[bool] = False
 
     def __init__(self, command: list[str], opts: AdapterOptions) -> None:
         self.command = command

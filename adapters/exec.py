@@ -102,7 +102,8 @@ def event_from_line(value: Any, number: int) -> Event:
 
 class ExecAdapter(Adapter):
     name: ClassVar[str] = "exec"
-    options: ClassVar[frozenset[str]] = frozenset({"events", "sandbox", "confine"})
+    options: ClassVar[frozenset[str]] = frozenset({"events", "sandbox"})
+    confinable: ClassVar[bool] = True
 
     @classmethod
     def check(cls, command: list[str], opts: AdapterOptions) -> None:

@@ -70,7 +70,8 @@ def build_argv(schema: HeadlessSchema, command: list[str], prompt: str, session_
 
 class HeadlessAdapter(Adapter):
     name: ClassVar[str] = "headless"
-    options: ClassVar[frozenset[str]] = frozenset({"schema", "raw_log", "sandbox", "confine"})
+    options: ClassVar[frozenset[str]] = frozenset({"schema", "raw_log", "sandbox"})
+    confinable: ClassVar[bool] = True
     needs_command: ClassVar[bool] = False
 
     def __init__(self, command: list[str], opts: AdapterOptions) -> None:

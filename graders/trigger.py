@@ -32,8 +32,14 @@ from ._paths import config_file, config_root
 SUMMARY = "Whether the prompt is in a skill's scope, by the words of its SKILL.md (positive / negative)."
 
 EXAMPLE = Example(
-    config={"skill_path": "/dev/null", "mode": "negative"},
-    request={"input": "What is the weather like?", "output": ""},
+    # relative to the directory the grader runs in (a suite sets base_dir); the conformance kit runs it
+    # beside the example's workspace folder, where ``files`` are written
+    config={"skill_path": "workspace/SKILL.md", "mode": "negative"},
+    request={"input": "What is the weather like in Lisbon?", "output": ""},
+    files={
+        "SKILL.md": "---\nname: pdf-tools\ndescription: 'Merge, split and compress PDF documents."
+        " USE FOR: merging PDF files, splitting PDF pages.'\n---\n# PDF tools\n"
+    },
     result={"pass": True, "score": 0.0},
 )
 

@@ -118,9 +118,11 @@ class CaptureRun(msgspec.Struct):
             rerun.announce("result")
         if workspace.template is not None and not (workspace.fresh or workspace.root):
             raise ConfigError("Workspace.template needs Workspace.fresh or Workspace.root: it is copied into fresh workspaces")
-        from waza.runner.engine.trial_runs import seeder  # as arun_one: only a run with a template needs it
+        seed = None
+        if workspace.template is not None:  # as arun_one: only a run with a template needs trial_runs
+            from waza.runner.engine.trial_runs import seeder
 
-        seed = seeder(workspace.template)
+            seed = seeder(workspace.template)
         return cls(source, settings, settings.graders, output, done, executor=executor, rerun=rerun, seed=seed)
 
     @property
@@ -238,7 +240,7 @@ async def arun_one(
     prompt = as_case(case, "case")
     settings = run_settings(agent, build_graders(graders, timeouts), timeouts, 1, workspaces_of(workspace, agent=agent), limits)
     check_sandbox_workspaces(settings, {})
-    if prepare is None:
+    if prepare is None and workspace.template is not None:
         from waza.runner.engine.trial_runs import seeder
 
         prepare = seeder(workspace.template)
