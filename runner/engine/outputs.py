@@ -13,7 +13,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol, TextIO
 
 import msgspec
 
@@ -79,6 +79,43 @@ def missed_gates(gates: dict[str, float], actual: dict[str, float | None]) -> li
 BUFFER = 1 << 16
 
 
+class _Sink(Protocol):
+    """What results are written to: a file opened in binary mode, or standard output."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def write(self, data: bytes, /) -> int: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class _TextOut:
+    """Standard output that is a text stream with no byte buffer under it (a notebook kernel's
+    ``OutStream``, ``contextlib.redirect_stdout(io.StringIO())``): results are decoded and written as text."""
+
+    closed = False
+
+    def __init__(self, text: TextIO) -> None:
+        self.text = text
+
+    def write(self, data: bytes, /) -> int:
+        self.text.write(data.decode("utf-8"))
+        return len(data)
+
+    def flush(self) -> None:
+        self.text.flush()
+
+    def close(self) -> None:
+        self.flush()
+
+
+def stdout_sink() -> _Sink:
+    """``sys.stdout`` as it is now, as bytes: its buffer where it has one, else through its text."""
+    buffer: IO[bytes] | None = getattr(sys.stdout, "buffer", None)
+    return buffer if buffer is not None else _TextOut(sys.stdout)
+
+
 class ResultWriter:
     """The single writer of a run's output (a file, or ``-`` for stdout).
 
@@ -105,7 +142,9 @@ class ResultWriter:
         self.path = str(path)
         self.append = append
         self._first = first
-        self._stream: IO[bytes] | None = sys.stdout.buffer if self.path == "-" else None
+        # "-" is standard output, looked up when the writer is made; it is flushed, never closed, by close()
+        self._stdout = self.path == "-"
+        self._stream: _Sink | None = stdout_sink() if self._stdout else None
         self._flush_pending = False
         self._failed: OSError | None = None
         self.redact = Redactor()
@@ -120,7 +159,7 @@ class ResultWriter:
         self.errors.add(result)
         self.write_line(dumps(result), result.status, result.score.score if result.score else None)
 
-    def _open(self) -> IO[bytes]:
+    def _open(self) -> _Sink:
         if self._stream is None:
             self._stream = open(self.path, "ab" if self.append else "wb", buffering=BUFFER)  # noqa: SIM115 - closed in close()
         return self._stream
@@ -165,7 +204,7 @@ class ResultWriter:
         cannot be joined) leaves an existing file as it was and creates none."""
         if self._stream is None and complete:
             self._open()
-        if self._stream is sys.stdout.buffer:
+        if self._stdout and self._stream is not None:
             self._stream.flush()
         elif self._stream is not None:
             self._stream.close()
