@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from waza.protocol.io.sandbox import Sandbox, plan, relayed, sandbox_env, wrap_command
+from waza.adapters.sandbox.bwrap import Sandbox, plan, relayed, sandbox_env, wrap_command
 from waza.protocol.records import Exit, PromptCase
 from waza.protocol.trajectory import TrajectoryBuilder
 

@@ -56,7 +56,7 @@ def main() -> None:
 
     import ray
 
-    from waza.runner.executors.ray_executor import WORKER_NICENESS
+    from waza.runner.ray_cluster.executor import WORKER_NICENESS
 
     os.environ.setdefault(WORKER_NICENESS, "0")  # as waza's embedded instance: workers at the local engine's priority
     started = time.perf_counter()

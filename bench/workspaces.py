@@ -38,8 +38,8 @@ from pathlib import Path
 import anyio
 
 import waza
-from waza.protocol.io.sandbox import Sandbox, wrap_command
-from waza.protocol.io.sandbox_limits import SandboxLimits, describe
+from waza.adapters.sandbox.bwrap import Sandbox, wrap_command
+from waza.adapters.sandbox.limits import SandboxLimits, describe
 from waza.runner.engine.trees import copy_tree, remove_tree
 
 DATA = Path(__file__).resolve().parent / ".data" / "workspaces"

@@ -7,8 +7,9 @@ Python file runs with the interpreter running waza. Not found, or not
 executable, is a config error before anything runs. Commands run with the
 secret-free environment graders get, in the result's workspace when it has one.
 A command that runs what the agent wrote (git's ``test_command``) runs, while
-the agent's sandbox is :data:`~waza.protocol.io.sandbox.GRADING_SANDBOX` (a capture with ``--sandbox``), in a
-sandbox with the agent's view and that workspace.
+:data:`AGENTS_CODE_CONFINEMENT` holds a confinement (a capture with ``--sandbox``: the runner sets it
+to a sandbox with the agent's view), inside it, in that workspace. Graders import no sandbox themselves:
+what confines is the runner's to choose.
 """
 
 from __future__ import annotations
@@ -17,16 +18,23 @@ import os
 import shlex
 import shutil
 import sys
+from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.process import ProcessOutcome, run_once
-from waza.protocol.io.sandbox import GRADING_SANDBOX, wrap_command
 from waza.protocol.io.secrets import scrubbed_env
 from waza.protocol.records import GraderRequest
 
 from ._paths import config_root
+
+#: ``(argv, workspace) -> argv`` run confined, set by the runner around grading a sandboxed agent's
+#: result: a grader command that runs the agent's work (git's ``test_command``) goes through it.
+AGENTS_CODE_CONFINEMENT: ContextVar[Callable[[list[str], Path], list[str]] | None] = ContextVar(
+    "waza_agents_code_confinement", default=None
+)
 
 
 def command_argv(value: str | list[str], config: dict[str, Any], where: str) -> list[str]:
@@ -60,9 +68,9 @@ async def run_command(
     agents_code: bool = False,
 ) -> ProcessOutcome:
     cwd = request.cwd if request.cwd and Path(request.cwd).is_dir() else None
-    policy = GRADING_SANDBOX.get() if agents_code else None
-    if policy is not None and cwd is not None:
-        argv = wrap_command(argv, policy, Path(cwd))
+    confine = AGENTS_CODE_CONFINEMENT.get() if agents_code else None
+    if confine is not None and cwd is not None:
+        argv = confine(argv, Path(cwd))
     return await run_once(argv, stdin=stdin, cwd=cwd, env={**scrubbed_env(), **(extra_env or {})}, timeout=timeout)
 
 

@@ -21,8 +21,8 @@ import anyio
 import pytest
 
 from waza.adapters.base import AdapterOptions
+from waza.adapters.sandbox.bwrap import _probe
 from waza.protocol.errors import ConfigError
-from waza.protocol.io.sandbox import _probe
 from waza.runner.benchmarks.dockerfile import installs, parse
 from waza.runner.benchmarks.loader import check_folder, load_folder, load_task
 from waza.runner.benchmarks.rewards import RewardError, pytest_reward, read_reward

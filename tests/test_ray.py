@@ -410,7 +410,7 @@ def test_ray_env_reaches_the_tasks_and_secrets_stay_masked(tmp_path, address):
 
 def test_a_node_with_another_waza_refuses_every_job(tmp_path):
     from waza import ExecAgent, PromptCase, Timeouts, Workspace
-    from waza.runner.executors.jobs import Job, NodeMismatch, run_job
+    from waza.runner.ray_cluster.jobs import Job, NodeMismatch, run_job
 
     agent = ExecAgent(command=("cat",))
     job = Job(PromptCase(id="a", input="x"), None, agent, (), Timeouts(), Workspace(cwd=tmp_path), version="0.0.0-driver")
@@ -421,7 +421,7 @@ def test_a_node_with_another_waza_refuses_every_job(tmp_path):
 def test_a_job_carries_the_driver_s_key_variables_to_its_node(tmp_path, monkeypatch):
     """A variable named with --judge-api-key-env (any name) is secret on the node too: its graders run without it."""
     from waza import ExecAgent, Executable, PromptCase, Timeouts, Workspace
-    from waza.runner.executors.jobs import Job, run_job
+    from waza.runner.ray_cluster.jobs import Job, run_job
 
     from .conftest import executable
 

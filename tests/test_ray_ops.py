@@ -71,7 +71,7 @@ def test_raw_log_review_queue_and_stderr_come_back_as_from_a_local_run(tmp_path)
 
 
 def test_a_file_over_the_limit_comes_back_cut_at_a_line_end_and_is_said(tmp_path, capsys):
-    from waza.runner.executors.ray_collect import COLLECT_LIMIT, _gather, deliver
+    from waza.runner.ray_cluster.collect import COLLECT_LIMIT, _gather, deliver
 
     node_copy = tmp_path / "node-raw.jsonl"  # what a task's agent wrote on its node
     line = b'{"ts": 1, "line": "' + b"x" * 1000 + b'"}\n'

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from waza.protocol.io import sandbox_relay
+from waza.adapters.sandbox import relay as sandbox_relay
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def test_waza_s_relay_keeps_relaying_after_running_out_of_descriptors(tcp_server
     program = _limited(40) + textwrap.dedent(
         f"""
         import anyio, socket, waza
-        from waza.protocol.io.sandbox import relayed
+        from waza.adapters.sandbox.bwrap import relayed
 
         async def main():
             async with relayed(waza.Sandbox(network="loopback", ports=({tcp_server},))) as folder:

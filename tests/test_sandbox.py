@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import waza
-from waza.protocol.io.sandbox import _probe
+from waza.adapters.sandbox.bwrap import _probe
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or _probe() is not None,

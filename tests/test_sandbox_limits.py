@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import waza
-from waza.protocol.io.sandbox import _probe
-from waza.protocol.io.sandbox_limits import mechanism
+from waza.adapters.sandbox.bwrap import _probe
+from waza.adapters.sandbox.limits import mechanism
 
 from .conftest import run_waza
 

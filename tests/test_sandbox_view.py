@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import waza
-from waza.protocol.io.sandbox import Sandbox, _probe, plan, wrap_command
+from waza.adapters.sandbox.bwrap import Sandbox, _probe, plan, wrap_command
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or _probe() is not None,

@@ -221,7 +221,7 @@ while True:
 
 
 def test_capture_serve_model_reaches_a_sandboxed_agent_through_the_relay(tmp_path):
-    from waza.protocol.io.sandbox import _probe
+    from waza.adapters.sandbox.bwrap import _probe
 
     if not sys.platform.startswith("linux") or _probe() is not None:
         pytest.skip(f"no bubblewrap sandbox here ({_probe() if sys.platform.startswith('linux') else 'not Linux'})")

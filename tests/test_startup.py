@@ -101,7 +101,7 @@ def test_a_local_headless_capture_loads_neither_ray_nor_trials(tmp_path: Path) -
     assert read_jsonl(out)[0]["output"] == "answer"
     assert read_jsonl(out)[0]["grades"][0]["pass"] is True
     assert "waza.adapters.headless_schema" in modules
-    assert not {"waza.runner.executors.ray_executor", "ray", "waza.protocol.trial_records"} & modules
+    assert not {"waza.runner.ray_cluster.executor", "ray", "waza.protocol.trial_records"} & modules
     assert not {"jsonschema", "referencing", "waza.protocol.schemas"} & modules
     # nor what other grader kinds and the schema-writing command need
     assert not {"waza.runner.grading.worker_pool", "waza.graders._config", "argparse"} & modules

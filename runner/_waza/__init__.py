@@ -35,8 +35,8 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["CaptureResult", "PromptCase", "Grade", "GraderRequest"], "waza.protocol.records"),
     **dict.fromkeys(["TrialResult", "TrialsSummary", "CalibrationReport"], "waza.protocol.trial_records"),
     **dict.fromkeys(["AgentError", "ConfigError", "GraderError", "UsageError", "WazaError"], "waza.protocol.errors"),
-    "Sandbox": "waza.protocol.io.sandbox",
-    "SandboxLimits": "waza.protocol.io.sandbox_limits",
+    "Sandbox": "waza.adapters.sandbox.bwrap",
+    "SandboxLimits": "waza.adapters.sandbox.limits",
 }  # fmt: skip
 
 # A literal list, so type checkers (mypy --strict) see every ``waza.X`` as exported; tests/test_api_edges.py
@@ -100,6 +100,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from waza.adapters.sandbox.bwrap import Sandbox
+    from waza.adapters.sandbox.limits import SandboxLimits
     from waza.protocol.errors import (
         AgentError,
         ConfigError,
@@ -107,8 +109,6 @@ if TYPE_CHECKING:
         UsageError,
         WazaError,
     )
-    from waza.protocol.io.sandbox import Sandbox
-    from waza.protocol.io.sandbox_limits import SandboxLimits
     from waza.protocol.records import CaptureResult, Grade, GraderRequest, PromptCase
     from waza.protocol.trial_records import (
         CalibrationReport,

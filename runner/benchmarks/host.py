@@ -11,7 +11,7 @@ packages it and the verifier install are checked on the host (a missing one
 makes :meth:`HostEnvironment.start` raise :class:`EnvironmentUnsatisfied`), and
 what cannot be honoured (the base image, other ``RUN`` steps) is listed in
 :meth:`HostEnvironment.facts`. This is as isolated as the bubblewrap sandbox
-(see :mod:`waza.protocol.io.sandbox`) and no more: same kernel, the host's
+(see :mod:`waza.adapters.sandbox.bwrap`) and no more: same kernel, the host's
 programs.
 """
 
@@ -26,9 +26,9 @@ from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 
+from waza.adapters.sandbox.bwrap import Sandbox, check_available, relayed, sandbox_env, wrap_command
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.process import run_once
-from waza.protocol.io.sandbox import Sandbox, check_available, relayed, sandbox_env, wrap_command
 from waza.runner.benchmarks import dockerfile
 from waza.runner.benchmarks.environment import (
     Completed,

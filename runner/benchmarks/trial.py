@@ -28,7 +28,7 @@ import waza.runner.benchmarks.docker
 import waza.runner.benchmarks.host  # noqa: F401 - importing it registers --env host
 from waza.adapters import adapter_class
 from waza.adapters.base import AdapterOptions, AgentTask
-from waza.protocol.io.sandbox import Sandbox, plan, program_as_shown
+from waza.adapters.sandbox.bwrap import Sandbox, plan, program_as_shown
 from waza.protocol.records import PromptCase, TrajectoryStep, Usage
 from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_MB, TrajectoryBuilder
 from waza.runner.benchmarks import dockerfile, task_files

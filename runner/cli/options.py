@@ -32,7 +32,7 @@ from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.option_values import finite_number, positive_seconds
 
 if TYPE_CHECKING:
-    from waza.protocol.io.sandbox import Sandbox
+    from waza.adapters.sandbox.bwrap import Sandbox
     from waza.runner.engine.datasets import TableOptions
     from waza.runner.engine.inputs import TimeoutUnit
     from waza.runner.engine.specs import AgentSpec, GraderSpecT, Judge, Limits, Output, Timeouts
@@ -215,8 +215,8 @@ class AgentOptions(msgspec.Struct):
 
     def sandbox_policy(self) -> "Sandbox | None":
         """The --sandbox options as the adapters' Sandbox; one given without --sandbox is a usage error."""
-        from waza.protocol.io.sandbox import Sandbox
-        from waza.protocol.io.sandbox_limits import SandboxLimits
+        from waza.adapters.sandbox.bwrap import Sandbox
+        from waza.adapters.sandbox.limits import SandboxLimits
 
         extras = [flag for flag, value in (("--sandbox-ro", self.sandbox_ro), ("--sandbox-rw", self.sandbox_rw),
                   ("--sandbox-port", self.sandbox_port), ("--sandbox-env", self.sandbox_env),

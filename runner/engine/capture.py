@@ -77,7 +77,7 @@ class CaptureRun(msgspec.Struct):
     done: set[str]
     #: Prompts skipped because the output already held them (counted as they are read).
     skipped: list[str] = msgspec.field(default_factory=list)
-    #: Where the items run: this process (``run_items``) or Ray tasks (``runner.executors``).
+    #: Where the items run: this process (``run_items``) or Ray tasks (``runner.ray_cluster``).
     executor: Executor = run_items
     tally: Tally = msgspec.field(default_factory=Tally)
     #: Why results errored, for a one-look summary at the end.

@@ -26,11 +26,12 @@ import anyio
 import msgspec
 
 from waza.adapters.base import Adapter, AdapterOptions, AgentRun, AgentTask
+from waza.adapters.sandbox.bwrap import Sandbox, wrap_command
+from waza.adapters.sandbox.limits import SandboxLimits, limit_errors
+from waza.graders._commands import AGENTS_CODE_CONFINEMENT
 from waza.protocol.errors import AgentError, ConfigError, GraderError, WazaError
 from waza.protocol.grader_protocol import request_for, settle
 from waza.protocol.io.logs import get_logger
-from waza.protocol.io.sandbox import GRADING_SANDBOX, Sandbox
-from waza.protocol.io.sandbox_limits import SandboxLimits, limit_errors
 from waza.protocol.records import CaptureResult, Exit, Grade, PromptCase, Timing
 from waza.protocol.trajectory import TrajectoryBuilder
 from waza.runner.engine.fanout import fan_out
@@ -297,7 +298,7 @@ async def run_items(items: AsyncIterator[WorkItem], settings: Settings, sink: Si
 
 
 #: Runs every item and hands each finished record to the sink, in the order they finish: ``run_items``
-#: (this process), or another executor with the same shape (``runner.executors``: Ray tasks).
+#: (this process), or another executor with the same shape (``runner.ray_cluster``: Ray tasks).
 Executor: TypeAlias = Callable[[AsyncIterator[WorkItem], Settings, Sink[CaptureResult]], Awaitable[None]]
 
 
@@ -315,11 +316,12 @@ async def run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> Capt
         if policy is not None and policy.limits:
             result.errors.extend(await anyio.to_thread.run_sync(reached_limits, result, workspace, policy.limits))
         # a grader command that runs the agent's work (git's test_command) runs in a sandbox like the agent's
-        confined = GRADING_SANDBOX.set(settings.grading_sandbox)
+        policy = settings.grading_sandbox
+        confined = AGENTS_CODE_CONFINEMENT.set(None if policy is None else lambda argv, cwd: wrap_command(argv, policy, cwd))
         try:
             return await grade_result(result, settings.graders if item.graders is None else item.graders)
         finally:
-            GRADING_SANDBOX.reset(confined)
+            AGENTS_CODE_CONFINEMENT.reset(confined)
     finally:
         if remove:
             with anyio.CancelScope(shield=True):

@@ -26,10 +26,10 @@ import msgspec
 
 from waza.adapters import adapter_class
 from waza.adapters.base import Adapter, AdapterOptions
+from waza.adapters.sandbox.bwrap import check_available, hidden_places, plan, program_as_shown, too_high
+from waza.adapters.sandbox.limits import describe
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.agent_command import resolve_agent_command
-from waza.protocol.io.sandbox import check_available, hidden_places, plan, program_as_shown, too_high
-from waza.protocol.io.sandbox_limits import describe
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.runner.analysis.error_digest import ErrorDigest
 from waza.runner.engine.blocking import run_blocking, single_error

@@ -30,8 +30,8 @@ import msgspec.structs
 from msgspec.structs import force_setattr
 
 from waza.adapters.base import AdapterOptions
+from waza.adapters.sandbox.bwrap import Sandbox
 from waza.protocol.errors import ConfigError
-from waza.protocol.io.sandbox import Sandbox
 from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB
 from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_MB
 from waza.runner.engine.inputs import TimeoutUnit

@@ -58,7 +58,7 @@ class TrialsRun(msgspec.Struct):
     finished: set[str]
     partial: dict[str, dict[int, TrialEntry]]
     prepare_workspace: Callable[[Path], None] | None
-    #: Where the items run: this process (``run_items``) or Ray tasks (``runner.executors``).
+    #: Where the items run: this process (``run_items``) or Ray tasks (``runner.ray_cluster``).
     executor: Executor = run_items
     sink: TrialsOutput | None = None
     #: With ``Output.retry_errors``: the output's prompts with errored trials (moved to the sidecar at the first trial).

@@ -47,7 +47,7 @@ class Plan(msgspec.Struct):
     extra_graders: list[GraderSpec] = msgspec.field(default_factory=list)
     isolate: bool = False
     filtered: list[str] = msgspec.field(default_factory=list)
-    #: Where the trials run: this process (``run_items``) or Ray tasks (``runner.executors``).
+    #: Where the trials run: this process (``run_items``) or Ray tasks (``runner.ray_cluster``).
     executor: Executor = run_items
 
     @property

@@ -13,7 +13,7 @@ from waza.runner.cli.option_values import parse_gates
 from waza.runner.cli.options import AgentCommandArgument, AgentOptions, GraderOptions, OutputOptions, PromptsArgument, with_groups
 from waza.runner.cli.runtime import Interrupt, run
 from waza.runner.cli.strict import AGENT_COMMAND
-from waza.runner.executors.options import ExecutorOptions
+from waza.runner.ray_cluster.options import ExecutorOptions
 from waza.runner.wording import count
 
 HELP = """Run each prompt through an agent, record what it did, and grade the result.
@@ -117,7 +117,7 @@ async def _capture(
     from waza.runner.engine.capture import CaptureRun
     from waza.runner.engine.outputs import finish_run
     from waza.runner.engine.specs import Workspace
-    from waza.runner.executors import executor_for
+    from waza.runner.ray_cluster import executor_for
 
     # Everything that can be wrong is found here, before the output file is touched.
     gates = parse_gates(out.fail_under)

@@ -17,8 +17,8 @@ from waza.runner.cli.options import OUTPUT, AgentOptions, GraderOptions, opt, wi
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, fail, run
 from waza.runner.cli.strict import AGENT_COMMAND
 from waza.runner.engine.specs import AgentSpec, Output
-from waza.runner.executors import executor_for
-from waza.runner.executors.options import ExecutorOptions
+from waza.runner.ray_cluster import executor_for
+from waza.runner.ray_cluster.options import ExecutorOptions
 from waza.runner.suites import reporters
 from waza.runner.suites.loader import load_suite
 from waza.runner.suites.models import Suite

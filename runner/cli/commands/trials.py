@@ -28,8 +28,8 @@ from waza.runner.engine.outputs import missed_gates
 from waza.runner.engine.specs import Workspace
 from waza.runner.engine.trial_runs import check_policy
 from waza.runner.engine.trials import TrialsRun
-from waza.runner.executors import executor_for
-from waza.runner.executors.options import ExecutorOptions
+from waza.runner.ray_cluster import executor_for
+from waza.runner.ray_cluster.options import ExecutorOptions
 
 HELP = """Run each prompt k times (fresh agent session and workspace per trial); report pass@k and pass^k.
 

@@ -12,7 +12,7 @@ import typer
 from waza.protocol.errors import ConfigError
 
 if TYPE_CHECKING:
-    from waza.runner.executors.ray_executor import RayOptions
+    from waza.runner.ray_cluster.executor import RayOptions
 
 EXECUTION = "Execution"
 
@@ -104,7 +104,7 @@ class ExecutorOptions(msgspec.Struct):
             raise ConfigError(
                 "-j does nothing with --ray-address: the cluster's resources decide how many tasks run at once (see --ray-in-flight)"
             )
-        from waza.runner.executors.ray_executor import (  # only for --executor ray
+        from waza.runner.ray_cluster.executor import (  # only for --executor ray
             CAPACITY_TIMEOUT,
             MAX_RETRIES,
             NODE_ERROR_LIMIT,

@@ -46,12 +46,12 @@ from waza.protocol.io.secrets import marked_names
 from waza.protocol.records import CaptureResult
 from waza.runner.engine.pipeline import Settings, Sink, WorkItem, failed_result
 from waza.runner.engine.specs import AgentSpec, GraderSpecT, Timeouts
-from waza.runner.executors.jobs import Job, NodeMismatch, agent_of, graders_of, pack, run_job, workspace_of
-from waza.runner.executors.ray_collect import Collected, deliver, run_collecting
-from waza.runner.executors.ray_connect import INSTALL_HINT, WORKER_NICENESS, connected, import_ray, reach
-from waza.runner.executors.ray_faults import Attempts, Loss, loss_of, one_line
-from waza.runner.executors.ray_nodes import Nodes
-from waza.runner.executors.ray_tracks import Mark, Teller, Track, Tracker
+from waza.runner.ray_cluster.collect import Collected, deliver, run_collecting
+from waza.runner.ray_cluster.connect import INSTALL_HINT, WORKER_NICENESS, connected, import_ray, reach
+from waza.runner.ray_cluster.faults import Attempts, Loss, loss_of, one_line
+from waza.runner.ray_cluster.jobs import Job, NodeMismatch, agent_of, graders_of, pack, run_job, workspace_of
+from waza.runner.ray_cluster.nodes import Nodes
+from waza.runner.ray_cluster.tracks import Mark, Teller, Track, Tracker
 
 #: How often an item is run again after its node was lost (its own worker dying: once, ``ray_faults``).
 MAX_RETRIES = 3
@@ -143,7 +143,7 @@ class RayExecutor:
         await self._wait_for_room(nodes)
         jobs = _Jobs(ray, settings)
         if options.warm_agents:
-            from waza.runner.executors.ray_actors import run_slots
+            from waza.runner.ray_cluster.actors import run_slots
 
             await run_slots(self, ray, nodes, jobs, items, settings, sink)
             return

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from waza.protocol.errors import ConfigError
-from waza.runner.executors.ray_watchdog import start_watchdog, stop_watchdog
 from waza.runner.install_hints import pip_install
+from waza.runner.ray_cluster.watchdog import start_watchdog, stop_watchdog
 
 INSTALL_HINT = f"RayOptions (the Ray executor) needs Ray: {pip_install('ray')}"
 #: The environment variable the Ray workers started by a raylet take their niceness from (Ray's default: 15).

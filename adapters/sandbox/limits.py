@@ -1,6 +1,6 @@
 """Resource limits of a sandboxed agent: memory, processes, CPU time and workspace size.
 
-The limits are set by a small launcher (:mod:`waza.protocol.io.sandbox_limiter`,
+The limits are set by a small launcher (:mod:`waza.adapters.sandbox.limiter`,
 standard library only) that starts bubblewrap: it puts itself, and so the
 sandbox and everything in it, into a control group of its own where waza may
 create one (cgroup v2, or v1's ``memory`` and ``pids`` hierarchies, below
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import msgspec
 
-from ..errors import ConfigError
+from waza.protocol.errors import ConfigError
 
 __all__ = ["LIMIT_MARK", "SandboxLimits", "describe", "limit_errors", "limited", "mechanism"]
 
@@ -128,11 +128,11 @@ def limited(argv: list[str], limits: SandboxLimits) -> list[str]:
     """``argv`` (a bubblewrap command line) started through the launcher that applies ``limits``."""
     if not limits:
         return argv
-    from . import sandbox_limiter
+    from . import limiter
 
     fields = [f"{name}={value}" for name, value in msgspec.structs.asdict(limits).items() if value is not None]
     groups = [f"group.{kind}={folder}" for kind, folder in mechanism().items()]
-    return [sys.executable, "-I", "-S", sandbox_limiter.__file__, *fields, *groups, "--", *argv]
+    return [sys.executable, "-I", "-S", limiter.__file__, *fields, *groups, "--", *argv]
 
 
 #: A limit the launcher reports, as the option that sets it.

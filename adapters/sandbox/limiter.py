@@ -1,7 +1,7 @@
 """The launcher that puts a sandbox under its limits: run as a script, standard library only.
 
-Usage (waza builds it, :func:`waza.protocol.io.sandbox_limits.limited`):
-``python -I -S sandbox_limiter.py [FIELD=N ...] [group.KIND=FOLDER ...] -- BWRAP ARGV...``:
+Usage (waza builds it, :func:`waza.adapters.sandbox.limits.limited`):
+``python -I -S limiter.py [FIELD=N ...] [group.KIND=FOLDER ...] -- BWRAP ARGV...``:
 the limits that are set (``memory_mb``, ``pids``, ``cpu_seconds``, ``disk_mb``)
 and where this launcher may make its control group (``group.v2``, or
 ``group.memory`` and ``group.pids``; none: ``setrlimit`` only). It imports
@@ -145,7 +145,7 @@ def _leave(groups: dict[str, str]) -> None:
 def main(argv: list[str]) -> int:
     split = argv.index("--") if "--" in argv else len(argv)
     if split + 1 >= len(argv):
-        print("usage: sandbox_limiter.py [FIELD=N ...] [group.KIND=FOLDER ...] -- COMMAND...", file=sys.stderr)
+        print("usage: limiter.py [FIELD=N ...] [group.KIND=FOLDER ...] -- COMMAND...", file=sys.stderr)
         return 2
     spec: dict[str, int | None] = dict.fromkeys(("memory_mb", "pids", "cpu_seconds", "disk_mb"))
     parents: dict[str, str] = {}

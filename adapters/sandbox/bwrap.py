@@ -17,7 +17,7 @@ an agent's session id carries can widen it.
 
 bubblewrap is the tool Flatpak and Claude Code's own sandbox use: waza builds its
 command line and runs nothing of its own inside but, for ``loopback``, the small
-relay in :mod:`waza.protocol.io.sandbox_relay` (standard library only).
+relay in :mod:`waza.adapters.sandbox.relay` (standard library only).
 """
 
 from __future__ import annotations
@@ -33,15 +33,15 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
-from ..errors import ConfigError
-from .sandbox_limits import SandboxLimits, limited
-from .secrets import is_secret_name
+from waza.protocol.errors import ConfigError
+from waza.protocol.io.secrets import is_secret_name
+
+from .limits import SandboxLimits, limited
 
 if TYPE_CHECKING:
     import anyio.abc
@@ -72,10 +72,6 @@ TEMPORARY = ("/tmp", "/var/tmp", "/run")
 #: Where other accounts' homes live: a folder of the view is never one of them or above them.
 OTHER_HOMES = ("/home", "/root")
 
-#: The sandbox the agent being graded ran in (planned, waza's interpreter shown too), set by the runner
-#: around grading a sandboxed agent's result: a grader command that runs the agent's work runs in it.
-GRADING_SANDBOX: ContextVar[Sandbox | None] = ContextVar("waza_grading_sandbox", default=None)
-
 #: Where the relay's sockets appear inside the sandbox (``loopback`` network).
 RELAY_MOUNT = "/run/waza-relay"
 
@@ -97,7 +93,7 @@ class Sandbox(msgspec.Struct, frozen=True):
     keep_env: tuple[str, ...] = ()
     #: Set by :func:`plan`: ``read_only`` holds real paths and the program's installation, decided once.
     planned: bool = False
-    #: Memory, processes, CPU time and disk of the agent (:mod:`waza.protocol.io.sandbox_limits`).
+    #: Memory, processes, CPU time and disk of the agent (:mod:`waza.adapters.sandbox.limits`).
     limits: SandboxLimits = SandboxLimits()
 
     def __post_init__(self) -> None:
@@ -431,9 +427,9 @@ def wrap_command(
     if chdir is not None:
         out += ["--chdir", chdir]
     if relay is not None:
-        from . import sandbox_relay
+        from . import relay as relay_script
 
-        out += ["--ro-bind", str(relay), RELAY_MOUNT, "--ro-bind", sandbox_relay.__file__, "/run/waza-relay.py"]
+        out += ["--ro-bind", str(relay), RELAY_MOUNT, "--ro-bind", relay_script.__file__, "/run/waza-relay.py"]
         ports = ",".join(str(p) for p in policy.ports)
         out += ["--", _real(sys.executable), "-I", "-S", "/run/waza-relay.py", RELAY_MOUNT, ports, "--"]
     else:

@@ -43,15 +43,15 @@ from waza.protocol.records import CaptureResult
 from waza.runner.engine.pipeline import Settings, Sink, WorkItem, entered, open_adapter, run_item
 from waza.runner.engine.run_setup import build_graders, run_settings, workspaces_of
 from waza.runner.engine.specs import AgentSpec, GraderSpecT, Timeouts, Workspace
-from waza.runner.executors.jobs import Job, check_node, located, node_failure, seeded, telling
-from waza.runner.executors.ray_collect import Collected, _is_reviewer
-from waza.runner.executors.ray_faults import Attempts, loss_of, one_line
-from waza.runner.executors.ray_nodes import Nodes
-from waza.runner.executors.ray_tracks import Mark, Teller, Tracker
+from waza.runner.ray_cluster.collect import Collected, _is_reviewer
+from waza.runner.ray_cluster.faults import Attempts, loss_of, one_line
+from waza.runner.ray_cluster.jobs import Job, check_node, located, node_failure, seeded, telling
+from waza.runner.ray_cluster.nodes import Nodes
+from waza.runner.ray_cluster.tracks import Mark, Teller, Tracker
 
 if TYPE_CHECKING:
     from waza.adapters.base import Adapter
-    from waza.runner.executors.ray_executor import RayExecutor, _Jobs
+    from waza.runner.ray_cluster.executor import RayExecutor, _Jobs
 
 __all__ = ["Slot", "run_slots"]
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from waza.runner.engine.pipeline import Executor
-    from waza.runner.executors.ray_executor import RayOptions
+    from waza.runner.ray_cluster.executor import RayOptions
 
 
 def executor_for(ray: RayOptions | None) -> Executor:
@@ -26,7 +26,7 @@ def executor_for(ray: RayOptions | None) -> Executor:
         from waza.runner.engine.pipeline import run_items
 
         return run_items
-    from waza.runner.executors.ray_executor import RayExecutor
+    from waza.runner.ray_cluster.executor import RayExecutor
 
     return RayExecutor(ray)
 

@@ -1,6 +1,6 @@
 """The relay inside a sandbox whose network is ``loopback``: run as a script, standard library only.
 
-Usage (waza builds it): ``python -I -S sandbox_relay.py SOCKET_DIR PORT[,PORT...] -- AGENT ARGV...``.
+Usage (waza builds it): ``python -I -S relay.py SOCKET_DIR PORT[,PORT...] -- AGENT ARGV...``.
 The sandbox has a network of its own, with nothing on its loopback; for each
 listed port this listens on ``127.0.0.1:PORT`` inside it and passes each
 connection through the Unix socket ``SOCKET_DIR/PORT``, which waza relays to the
@@ -65,7 +65,7 @@ def _serve(listener: socket.socket, path: str) -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 4 or argv[2] != "--":
-        print("usage: sandbox_relay.py SOCKET_DIR PORT[,PORT...] -- COMMAND...", file=sys.stderr)
+        print("usage: relay.py SOCKET_DIR PORT[,PORT...] -- COMMAND...", file=sys.stderr)
         return 2
     folder, ports, command = argv[0], argv[1].split(","), argv[3:]
     for port in ports:

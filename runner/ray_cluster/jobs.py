@@ -45,9 +45,9 @@ from waza.runner.engine.specs import (
     agent_spec,
     from_internal,
 )
-from waza.runner.executors.ray_collect import driver_paths
 from waza.runner.grading.grader_runners import GraderRunner
 from waza.runner.grading.grader_specs import resolve_argv
+from waza.runner.ray_cluster.collect import driver_paths
 
 #: Agent options that name files the agent writes: always made absolute (the others only when they exist).
 _WRITTEN = frozenset({"raw_log"})
