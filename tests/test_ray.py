@@ -366,6 +366,7 @@ def test_the_embedded_instance_listens_on_loopback_only(tmp_path):
     assert [s for s in sockets if not is_loopback(s)] == []
 
 
+@pytest.mark.slow
 def test_a_failed_join_says_why_in_one_line(tmp_path, address):
     prompts = write_jsonl(tmp_path / "p.jsonl", [prompt("a")])
     home = tmp_path / "home"  # no ~/.ray/auth_token there

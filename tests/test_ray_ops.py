@@ -95,6 +95,7 @@ def alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads the process tree from Linux's /proc")
 @pytest.mark.parametrize("how", ["end", signal.SIGTERM, signal.SIGKILL])
 def test_the_embedded_instance_ends_with_its_driver_however_the_driver_ends(tmp_path, how):

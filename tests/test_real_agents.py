@@ -214,6 +214,7 @@ def test_a_scripted_tool_using_task_over_two_turns(agent: Agent, tmp_path: Path)
     assert result["exit"]["code"] == 0 or result["exit"]["signal"] is not None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("agent", ["opencode"], indirect=True)
 def test_opencode_over_acp_does_the_same_task(agent: Agent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`opencode acp` under the default ACP adapter, against the same script: the ACP session records it."""
@@ -254,6 +255,7 @@ def test_claude_code_over_acp_does_the_same_task(agent: Agent, tmp_path: Path, m
     assert result["exit"]["stopReason"] == "end_turn"
 
 
+@pytest.mark.slow
 def test_a_timeout_cancels_the_agent_and_what_it_started(agent: Agent, tmp_path: Path) -> None:
     marker = f"waza-hang-{uuid.uuid4().hex}"
     replies = [{"text": "Waiting.", "tool_calls": [_call(agent.hang, tmp_path / "ws", marker)]}, {"text": "Never sent."}]
