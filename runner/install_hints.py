@@ -12,14 +12,12 @@ everyone who installed it from a checkout. The advice follows the install:
 
 from __future__ import annotations
 
-import importlib.metadata
-import json
 import shlex
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["checkout", "pip_install", "pip_install_from"]
+__all__ = ["checkout", "manual", "pip_install", "pip_install_from"]
 
 #: A direct_url.json is a few hundred bytes; a larger one is not pip's and is not read.
 MAX_RECORD = 64 * 1024
@@ -35,6 +33,9 @@ def checkout() -> Path | None:
 
 def _direct_url() -> dict[str, Any] | None:
     """pip's record of where the installed waza came from, read beside this package; None when there is none."""
+    import importlib.metadata  # here: ``waza --help`` names the manual without paying for these imports
+    import json
+
     site = Path(__file__).resolve().parent.parent.parent  # site-packages/waza/runner/install_hints.py
     for dist in importlib.metadata.distributions(name="waza", path=[str(site)]):
         text = dist.read_text("direct_url.json")
@@ -74,3 +75,19 @@ def pip_install(extra: str) -> str:
     if root is not None:
         return f"pip install -e {shlex.quote(f'{root}[{extra}]')}"
     return pip_install_from(extra, _direct_url())
+
+
+def manual() -> str:
+    """Where this waza's manual is: ``docs/manual/index.md`` of the checkout or folder it was installed from.
+
+    The manual is Markdown in the source tree (it reads as is; mkdocs builds it as a site): a
+    wheel does not carry it, so an install from anything but a folder gets the path in words.
+    """
+    root = checkout()
+    if root is None:
+        record = _direct_url() or {}
+        url = record.get("url")
+        if isinstance(url, str) and "dir_info" in record and urlsplit(url).scheme == "file":
+            root = Path(unquote(urlsplit(url).path))
+    page = root / "docs" / "manual" / "index.md" if root is not None else None
+    return str(page) if page is not None and page.is_file() else "docs/manual/index.md in waza's source tree"

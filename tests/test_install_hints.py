@@ -21,11 +21,13 @@ import pytest
 
 from waza.runner.install_hints import checkout, pip_install
 
+from .conftest import run_waza
+
 ROOT = Path(__file__).resolve().parent.parent
 WHEEL = "waza-0.1.0-py3-none-any.whl"
 
 
-def hint_installed(tmp_path: Path, record: dict[str, Any] | str | None) -> str:
+def hint_installed(tmp_path: Path, record: dict[str, Any] | str | None, ask: str = "pip_install('view')") -> str:
     site = tmp_path / "site packages"  # a space: the command must quote the path
     package = site / "waza" / "runner"
     package.mkdir(parents=True)
@@ -37,7 +39,7 @@ def hint_installed(tmp_path: Path, record: dict[str, Any] | str | None) -> str:
     (info / "METADATA").write_text("Metadata-Version: 2.4\nName: waza\nVersion: 0.1.0\n")
     if record is not None:
         (info / "direct_url.json").write_text(record if isinstance(record, str) else json.dumps(record))
-    code = "from waza.runner import install_hints as h; print(h.checkout()); print(h.pip_install('view'))"
+    code = f"from waza.runner import install_hints as h; print(h.checkout()); print(h.{ask})"
     # -I: no user site, no PYTHONPATH, and not the current folder: only this site and the standard library.
     done = subprocess.run(
         [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); {code}"],
@@ -89,3 +91,24 @@ def test_installed_from_an_index_names_the_package(tmp_path: Path) -> None:
 @pytest.mark.parametrize("text", ["", "not json", "[]", "{}", '{"url": 7}'])
 def test_a_record_pip_did_not_write_reads_as_an_index_install(tmp_path: Path, text: str) -> None:
     assert hint_installed(tmp_path, text) == "pip install 'waza[view]'"
+
+
+def test_the_manual_is_named_where_it_is() -> None:
+    """From the checkout, ``waza --help`` (both its quick form and typer's) ends naming the manual's first page."""
+    page = ROOT / "docs" / "manual" / "index.md"
+    assert run_waza("--help").stdout.decode().splitlines()[-1] == f"The manual: {page}"
+    assert f"The manual: {page}" in " ".join(run_waza("-v", "--help").stdout.decode().split())
+
+
+def test_installed_from_a_folder_the_manual_is_that_folders(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    (source / "docs" / "manual").mkdir(parents=True)
+    (source / "docs" / "manual" / "index.md").write_text("# waza\n")
+    record = {"dir_info": {}, "url": source.as_uri()}
+    assert hint_installed(tmp_path / "i", record, "manual()") == str(source / "docs" / "manual" / "index.md")
+
+
+def test_installed_from_a_wheel_or_an_index_the_manual_is_named_in_words(tmp_path: Path) -> None:
+    wheel = {"archive_info": {}, "url": f"file:///tmp/{WHEEL}"}
+    assert hint_installed(tmp_path / "w", wheel, "manual()") == "docs/manual/index.md in waza's source tree"
+    assert hint_installed(tmp_path / "i", None, "manual()") == "docs/manual/index.md in waza's source tree"
