@@ -236,7 +236,8 @@ def _signature(label: str, obj: Any) -> tuple[str, list[tuple[str, str, str]]]:
         params.append((p.name, kind, default))
         lines.append(p.name + (f": {kind}" if kind else "") + (f" = {default}" if default else ""))
     returns = signature.return_annotation
-    tail = f" -> {_short(returns)}" if returns is not inspect.Signature.empty and returns is not None else ""
+    shown = "" if returns is inspect.Signature.empty else _short(returns)
+    tail = f" -> {shown}" if shown not in ("", "None") else ""
     if not lines:
         return f"```python\n{label}(){tail}\n```", params
     body = "".join(f"    {line},\n" for line in lines)
