@@ -82,7 +82,7 @@ def _option_row(param: Any) -> tuple[str, str]:
     left = f"{names} {_code_alternatives(metavar)}" if metavar else names
     meaning = _cell(param.help or "")
     default = param.default
-    shown = not getattr(param, "is_flag", False) and default not in (None, (), [], False) and param.show_default is not False
+    shown = not getattr(param, "is_flag", False) and default not in (None, (), [], False, "") and param.show_default is not False
     if shown and not callable(default):
         meaning += f" (default: `{default}`)"
     return left, meaning
