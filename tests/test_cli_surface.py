@@ -87,9 +87,9 @@ def test_no_help_text_loses_brackets_to_markup() -> None:
     assert lost == []
 
 
-def test_view_help_names_the_extra_for_the_package_and_for_a_checkout() -> None:
+def test_view_help_names_the_extra_for_a_checkout_and_for_the_package() -> None:
     text = " ".join(run_waza("view", "--help").stdout.decode().split())
-    assert "pip install 'waza[view]'" in text and "pip install -e '.[view]'" in text
+    assert "pip install '.[view]'" in text and "pip install 'waza[view]'" in text
 
 
 def test_a_missing_extra_is_named_with_the_pip_command_for_this_checkout(tmp_path: Path) -> None:
@@ -100,16 +100,6 @@ def test_a_missing_extra_is_named_with_the_pip_command_for_this_checkout(tmp_pat
     assert done.returncode == 2
     # This test runs from a source checkout: 'waza[view]' would fetch the published package instead.
     assert done.stderr.decode() == f"waza: waza view needs the view extra (uvicorn is missing): pip install -e '{ROOT}[view]'\n"
-
-
-def test_an_installed_package_is_told_the_published_extra(tmp_path: Path) -> None:
-    """The same module laid out as pip installs it (no pyproject.toml beside the packages) names 'waza[view]'."""
-    site = tmp_path / "site-packages" / "waza" / "runner"
-    site.mkdir(parents=True)
-    (site / "install_hints.py").write_bytes((ROOT / "runner" / "install_hints.py").read_bytes())
-    code = "import install_hints; print(install_hints.checkout()); print(install_hints.pip_install('view'))"
-    done = subprocess.run([sys.executable, "-c", code], cwd=site, capture_output=True, check=True, timeout=60)
-    assert done.stdout.decode().splitlines() == ["None", "pip install 'waza[view]'"]
 
 
 def test_show_completion_prints_a_bash_script_that_calls_waza() -> None:

@@ -52,3 +52,12 @@ def test_example_runs(line: str, script: str, tmp_path: Path) -> None:
         f"{line} failed (exit {proc.returncode}):\n{script}\n--- stdout\n{proc.stdout.decode()[-2000:]}"
         f"\n--- stderr\n{proc.stderr.decode()[-2000:]}"
     )
+
+
+def test_every_guide_has_a_runnable_example() -> None:
+    """A newcomer can run at least one block of each guide and getting-started page as written."""
+    guides = sorted((ROOT / "docs" / "manual").glob("guides/*.md")) + sorted(
+        (ROOT / "docs" / "manual").glob("getting-started/*.md")
+    )
+    without = [page.name for page in guides if not BLOCK.search(page.read_text())]
+    assert without == []

@@ -3,7 +3,7 @@
 One Ray instance, started here, is shared by the module's tests (Ray takes
 seconds to start); each ``waza`` joins it with ``--ray-address``. One test
 starts waza's own embedded instance instead. Skipped when the ``ray`` extra
-is not installed (``pip install 'waza[ray]'``).
+is not installed (``pip install '.[ray]' in the checkout``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from .conftest import ROOT, read_jsonl, run_waza, write_jsonl
 from .ray_cluster import Cluster
 from .test_orphans import ends
 
-ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'waza[ray]')")
+ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]' in the checkout)")
 
 AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "ray_agent.py")]
 ACP_AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "scripted_acp_agent.py")]

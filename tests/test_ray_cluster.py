@@ -24,7 +24,7 @@ import pytest
 from .conftest import ROOT, read_jsonl, run_waza, write_jsonl
 from .ray_cluster import Cluster
 
-pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'waza[ray]')")
+pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]' in the checkout)")
 pytestmark = pytest.mark.slow
 
 AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "ray_agent.py")]

@@ -26,7 +26,7 @@ from .conftest import ROOT, read_jsonl, run_waza, write_jsonl
 from .ray_cluster import Cluster
 from .test_ray import descendants
 
-pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'waza[ray]')")
+pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]' in the checkout)")
 
 ACP_AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "scripted_acp_agent.py")]
 RAY_AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "ray_agent.py")]

@@ -259,7 +259,7 @@ def test_the_option_on_the_command_line(tmp_path):
 
 
 def test_errors_run_again_on_ray(tmp_path):
-    pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'waza[ray]')")
+    pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]' in the checkout)")
     marker = tmp_path / "broken"
     failing = {"fail_while": str(marker)}
     prompts = write_prompts(tmp_path, {"a": {}, "b": failing, "c": failing})

@@ -22,7 +22,7 @@ def test_the_screenshot_script_makes_the_three_pictures(tmp_path: Path) -> None:
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (apt-get install chromium; .ci/run installs it)")
     pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-    pytest.importorskip("starlette", reason="the view extra is not installed (pip install -e '.[view]')")
+    pytest.importorskip("starlette", reason="the view extra is not installed (pip install '.[view]')")
     script = ROOT / "docs" / "scripts" / "screenshots.py"
     proc = subprocess.run(
         [sys.executable, str(script), "--chromium", CHROMIUM, "--out", str(tmp_path)], capture_output=True, timeout=240

@@ -59,6 +59,12 @@ COMPLETION_VARIABLE = "_WAZA_COMPLETE"
 HELP = "Evaluate AI agents: stream prompts to an agent, record its trajectory, grade the results."
 
 
+def _manual_line() -> str:
+    from waza.runner.install_hints import manual
+
+    return f"The manual: {manual()}"
+
+
 def _version(value: bool) -> None:
     if value:
         import typer
@@ -88,6 +94,7 @@ def build(command: str | None = None) -> typer.Typer:
     app = typer.Typer(
         name="waza",
         help=f"{HELP}\n\nTry it: waza demo",
+        epilog=_manual_line(),
         no_args_is_help=True,
         pretty_exceptions_enable=False,
         context_settings={"help_option_names": ["-h", "--help"]},
@@ -137,6 +144,7 @@ def quick_answer(argv: list[str]) -> str | None:
         *(f"  {name:<{width}}  {summary}" for name, (summary, _) in GROUPS.items()),
         "",
         "Run 'waza COMMAND --help' for a command's options and examples.",
+        _manual_line(),
     ]
     return "\n".join(lines) + "\n"
 

@@ -82,7 +82,7 @@ _NAMED: dict[str, str] = {
     "--level": "LEVEL",
     "--min-kappa": "KAPPA",
     "--k-values": "K,K,...",
-    "--to": "acp-harness",
+    "--to": "acp-harness|atif",
     "--label": "NAME",
 }
 

@@ -66,7 +66,7 @@ Examples:
 
   waza calibrate results.jsonl --labels sheet.jsonl --min-kappa 0.6
 
-  waza calibrate results.jsonl --labels sheet.jsonl --grader ./stricter_judge.py
+  waza calibrate results.jsonl --labels sheet.jsonl --grader ./stricter_judge.py   # your grader
 """
 
 

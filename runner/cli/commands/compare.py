@@ -36,7 +36,7 @@ Examples:
 
   waza compare main.jsonl branch.jsonl --seed 7 | jq '.comparisons[0].regressions'
 
-  waza capture prompts.jsonl -- ./agent-v2 | waza compare baseline.jsonl - --label v1 --label v2
+  waza capture prompts.jsonl --adapter exec -- ./agent-v2 | waza compare baseline.jsonl - --label v1 --label v2
 """
 
 

@@ -34,7 +34,7 @@ Examples:
 
   waza export results.jsonl --to acp-harness -o harness-results.jsonl
 
-  waza trials prompts.jsonl -g ./grade.py -- ./agent.sh | waza export - --to acp-harness > trials.jsonl
+  waza trials prompts.jsonl --adapter exec -g ./grade.py -- ./agent.sh | waza export - --to acp-harness > trials.jsonl
 
   waza export results.jsonl --to atif -o trajectories.jsonl
 """

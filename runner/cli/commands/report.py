@@ -33,7 +33,7 @@ Examples:
 
   waza report results.jsonl --format junit -o junit.xml
 
-  waza capture prompts.jsonl -- ./agent.sh | waza report - --format markdown >> "$GITHUB_STEP_SUMMARY"
+  waza capture prompts.jsonl --adapter exec -- ./agent.sh | waza report - --format markdown >> "$GITHUB_STEP_SUMMARY"
 """
 
 FORMATS: dict[str, Callable[[int], Format]] = {

@@ -34,7 +34,7 @@ grades into the labels, and use the same file with `waza calibrate --labels`.
 
 Examples:
 
-  waza capture prompts.jsonl -g builtin:human -o results.jsonl -- ./agent.sh
+  waza capture prompts.jsonl --adapter exec -g builtin:human -o results.jsonl -- ./agent.sh
   waza review
   waza review --label deploy-1=pass --label deploy-2=fail
   waza grade results.jsonl -g builtin:human -o labelled.jsonl

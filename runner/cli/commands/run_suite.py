@@ -36,7 +36,7 @@ Examples:
 
   waza run examples/snippet-explainer/eval.yaml --adapter mock --reporter json:result.json -o trials.jsonl
 
-  waza run eval.yaml --task 'explain-*' --tags python --trials 1 --reporter markdown:report.md -- python agent.py
+  waza run eval.yaml --task 'explain-*' --tags python --trials 1 --reporter markdown:report.md --adapter exec -- python3 agent.py
 
 DIR may also be a Harbor task folder, a dataset of them, or Terminal-Bench 1.x
 task folders (see the Benchmarks guide): each trial runs in --env, graded by

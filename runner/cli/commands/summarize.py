@@ -32,7 +32,7 @@ Examples:
 
   waza summarize results.jsonl | jq -c 'select(.failedToolCalls > 0) | {id, tools}'
 
-  waza capture prompts.jsonl -- ./agent.sh | waza summarize - --width 80
+  waza capture prompts.jsonl --adapter exec -- ./agent.sh | waza summarize - --width 80
 """
 
 

@@ -43,7 +43,7 @@ prompts) goes to stderr, and with --summary FILE to a TrialsSummary JSON file.
 
 Examples:
 
-  waza trials prompts.jsonl -k 5 --adapter exec --grader builtin:hint -o trials.jsonl -- python my_agent.py
+  waza trials prompts.jsonl -k 5 --adapter exec --grader builtin:hint -o trials.jsonl -- python3 my_agent.py   # your agent
 
   waza trials prompts.jsonl -k 10 --k-values 1,5,10 -j 4 -g ./check.py --summary summary.json -o trials.jsonl --resume -- npx my-acp-agent
 """

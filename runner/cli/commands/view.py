@@ -23,7 +23,9 @@ Files still being written are followed as they grow. Nothing is fetched from the
 network: every script, style and chart is served by waza.
 
 It listens on 127.0.0.1 (a free port unless --port) and prints the URL on stderr.
-Ctrl-C stops it. Needs the view extra: pip install 'waza\\[view]' (in a source checkout: pip install -e '.\\[view]').
+Ctrl-C stops it. Needs the view extra: in the checkout waza was installed from,
+pip install '.\\[view]'; from a package index, pip install 'waza\\[view]'
+(when it is missing, waza view prints the command for this install).
 
 Examples:
 
