@@ -73,6 +73,7 @@ class HeadlessAdapter(Adapter):
     options: ClassVar[frozenset[str]] = frozenset({"schema", "raw_log", "sandbox"})
     confinable: ClassVar[bool] = True
     needs_command: ClassVar[bool] = False
+    takes_path: ClassVar[bool] = True
 
     def __init__(self, command: list[str], opts: AdapterOptions) -> None:
         super().__init__(command, opts)
@@ -164,7 +165,7 @@ class HeadlessAdapter(Adapter):
             out.errors.append(f"timed out before turn {turn}")
             return out
         tag = new_tag()  # finds what the CLI started in a session of its own (Gemini CLI's shell commands)
-        env: Mapping[str, str] = {**os.environ, TAG_VAR: tag.value}
+        env: Mapping[str, str] = {**self.with_path(os.environ, task), TAG_VAR: tag.value}
         run_argv: Sequence[str] = argv
         if self.confined:
             run_argv, env = self.sandboxed(argv, task.workspace, env)

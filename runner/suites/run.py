@@ -16,6 +16,8 @@ from pathlib import Path
 
 import msgspec
 
+from waza.adapters.base import Adapter
+from waza.adapters.sandbox.bwrap import plan as plan_sandbox
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult
 from waza.protocol.suite_records import SuiteResult
@@ -27,9 +29,10 @@ from waza.runner.engine.progress import Progress, wanted
 from waza.runner.engine.run_setup import as_stream, resolve_agent
 from waza.runner.engine.specs import AGENTS, AgentSpec, Graders, HttpAgent, Judge, Output, Timeouts, grader_specs
 from waza.runner.suites import document
-from waza.runner.suites.execute import Plan, execute, require_graders, select
+from waza.runner.suites.execute import Plan, commands_of, execute, require_graders, select
 from waza.runner.suites.loader import load_suite
-from waza.runner.suites.models import Suite
+from waza.runner.suites.mock_tools import MockFolder
+from waza.runner.suites.models import Suite, Task
 
 
 def suite_agent(suite: Suite, agent: AgentSpec | None) -> AgentSpec:
@@ -122,6 +125,7 @@ class SuiteRun(msgspec.Struct):
             timeout=timeouts.prompt if timeouts.prompt is not None else config.timeout_seconds,
             workspaces=Workspaces(root=workspace_root, fresh=True, keep=keep_workspaces),
         )
+        check_mocks(loaded, chosen, adapter)
         if adapter.name != "mock" and any(t.mock is not None for t in chosen):
             print(f"waza: mock scripts in task files are not used with the {adapter.name} adapter", file=sys.stderr)
         plan = Plan(
@@ -161,18 +165,53 @@ class SuiteRun(msgspec.Struct):
 
         complete = False
         try:
+            self._open_mocks()
             async with contextlib.aclosing(as_stream(run)) as results:  # closed in this task when the caller stops early
                 async for result in results:
                     yield result
             complete = True
         finally:
+            if self.plan.mocks is not None:
+                self.plan.mocks.remove()
+                self.plan.mocks = None
             if writer is not None:
                 writer.close(complete=complete)
             progress.close()
 
+    def _open_mocks(self) -> None:
+        """The run's folder of mocks, when a selected task has any; a sandbox is widened to show it (read-only,
+        its calls logs writable) and the interpreter the mocks run on."""
+        chosen = self.plan.tasks
+        if not self.suite.mcp_mocks and not any(commands_of(t, self.suite) for t in chosen):
+            return
+        folder = MockFolder(self.suite.mcp_mocks)
+        self.plan.mocks = folder
+        settings = self.plan.settings
+        policy = settings.opts.sandbox
+        if policy is not None:
+            widened = msgspec.structs.replace(
+                policy, read_only=(*policy.read_only, folder.root), read_write=(*policy.read_write, folder.logs)
+            )
+            settings.opts = msgspec.structs.replace(settings.opts, sandbox=plan_sandbox(widened, (sys.executable,)))
+
     def result(self) -> SuiteResult:
         """The whole-suite document (tasks, metrics, triggers, verdict) of what ran."""
         return document.build(self.suite, self.record)
+
+
+def check_mocks(suite: Suite, chosen: Sequence[Task], adapter: type[Adapter]) -> None:
+    """ConfigError when the suite's mocks cannot reach the chosen adapter's agent."""
+    if suite.mcp_mocks and not adapter.takes_mcp_servers:
+        raise ConfigError(
+            f"mcp_mocks: the {adapter.name} adapter cannot hand MCP servers to its agent; run the suite with an acp agent",
+            source=str(suite.file),
+        )
+    if any(commands_of(t, suite) for t in chosen) and not adapter.takes_path:
+        raise ConfigError(
+            f"command_mocks: the {adapter.name} adapter does not start its agent per task, so it cannot put the mocks "
+            "first on its PATH; run the suite with an exec or headless agent",
+            source=str(suite.file),
+        )
 
 
 async def arun_suite(
@@ -225,4 +264,4 @@ def run_suite(
     return run.result()
 
 
-__all__ = ["SuiteRun", "arun_suite", "run_suite", "suite_agent"]
+__all__ = ["SuiteRun", "arun_suite", "check_mocks", "run_suite", "suite_agent"]
