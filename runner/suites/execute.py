@@ -51,7 +51,9 @@ class Plan(msgspec.Struct):
     filtered: list[str] = msgspec.field(default_factory=list)
     #: Where the trials run: this process (``run_items``) or Ray tasks (``runner.ray_cluster``).
     executor: Executor = run_items
-    #: The run's folder of mock programs, while it runs, when the suite has mocks.
+    #: Whether the suite's mocks are made for this run (it has some, and its adapter runs an agent).
+    mocked: bool = False
+    #: The run's folder of mock programs, while it runs.
     mocks: MockFolder | None = None
 
     @property

@@ -34,6 +34,9 @@ from waza.runner.suites.loader import load_suite
 from waza.runner.suites.mock_tools import MockFolder
 from waza.runner.suites.models import Suite, Task
 
+#: Adapters that play a recorded or scripted trajectory instead of running an agent.
+SCRIPTED = frozenset({"mock", "replay"})
+
 
 def suite_agent(suite: Suite, agent: AgentSpec | None) -> AgentSpec:
     """The caller's agent, else the suite's ``config.executor`` (default acp); an agent without a command
@@ -125,7 +128,7 @@ class SuiteRun(msgspec.Struct):
             timeout=timeouts.prompt if timeouts.prompt is not None else config.timeout_seconds,
             workspaces=Workspaces(root=workspace_root, fresh=True, keep=keep_workspaces),
         )
-        check_mocks(loaded, chosen, adapter)
+        mocked = check_mocks(loaded, chosen, adapter)
         if adapter.name != "mock" and any(t.mock is not None for t in chosen):
             print(f"waza: mock scripts in task files are not used with the {adapter.name} adapter", file=sys.stderr)
         plan = Plan(
@@ -140,6 +143,7 @@ class SuiteRun(msgspec.Struct):
             isolate=isolate or any(getattr(g, "isolate", False) for g in graders),
             filtered=filtered,
             executor=executor,
+            mocked=mocked,
         )
         record = document.RunRecord(
             adapter=adapter.name, model=config.model, trials_per_task=plan.trials, started=0, filtered=filtered
@@ -181,8 +185,7 @@ class SuiteRun(msgspec.Struct):
     def _open_mocks(self) -> None:
         """The run's folder of mocks, when a selected task has any; a sandbox is widened to show it (read-only,
         its calls logs writable) and the interpreter the mocks run on."""
-        chosen = self.plan.tasks
-        if not self.suite.mcp_mocks and not any(commands_of(t, self.suite) for t in chosen):
+        if not self.plan.mocked:
             return
         folder = MockFolder(self.suite.mcp_mocks)
         self.plan.mocks = folder
@@ -199,19 +202,29 @@ class SuiteRun(msgspec.Struct):
         return document.build(self.suite, self.record)
 
 
-def check_mocks(suite: Suite, chosen: Sequence[Task], adapter: type[Adapter]) -> None:
-    """ConfigError when the suite's mocks cannot reach the chosen adapter's agent."""
+def check_mocks(suite: Suite, chosen: Sequence[Task], adapter: type[Adapter]) -> bool:
+    """Whether the run makes the suite's mocks; ConfigError when they cannot reach the chosen adapter's agent.
+    A scripted adapter (mock, replay) runs no agent, so mocks are not made for it, with a note."""
+    commands = any(commands_of(t, suite) for t in chosen)
+    if not suite.mcp_mocks and not commands:
+        return False
+    if adapter.name in SCRIPTED:
+        print(
+            f"waza: mcp_mocks and command_mocks are not used with the {adapter.name} adapter (it runs no agent)", file=sys.stderr
+        )
+        return False
     if suite.mcp_mocks and not adapter.takes_mcp_servers:
         raise ConfigError(
             f"mcp_mocks: the {adapter.name} adapter cannot hand MCP servers to its agent; run the suite with an acp agent",
             source=str(suite.file),
         )
-    if any(commands_of(t, suite) for t in chosen) and not adapter.takes_path:
+    if commands and not adapter.takes_path:
         raise ConfigError(
             f"command_mocks: the {adapter.name} adapter does not start its agent per task, so it cannot put the mocks "
             "first on its PATH; run the suite with an exec or headless agent",
             source=str(suite.file),
         )
+    return True
 
 
 async def arun_suite(

@@ -69,7 +69,9 @@ class McpClientAgent(Agent):
                     call_id = f"{server.name}-{n}"
                     await self._conn.session_update(
                         session_id=session_id,
-                        update=start_tool_call(call_id, f"{server.name}.{call['tool']}", kind="fetch", raw_input=call["arguments"]),
+                        update=start_tool_call(
+                            call_id, f"{server.name}.{call['tool']}", kind="fetch", raw_input=call["arguments"]
+                        ),
                     )
                     result = await mcp.call_tool(call["tool"], call["arguments"])
                     text = "".join(getattr(c, "text", "") for c in result.content)
