@@ -105,7 +105,7 @@ class Adapter(abc.ABC):
     needs_command: ClassVar[bool] = True
     #: Whether the agent can run inside a benchmark task's environment (the runner's ``confine`` hook).
     confinable: ClassVar[bool] = False
-    #: Whether the adapter hands a task's ``mcp_servers`` to its agent.
+    #: Whether the adapter hands a task's ``mcp_servers`` to its agent (see :meth:`accepts_mcp_servers`).
     takes_mcp_servers: ClassVar[bool] = False
     #: Whether the adapter starts its agent per task, so a task's ``path`` can be put first on its PATH.
     takes_path: ClassVar[bool] = False
@@ -121,6 +121,11 @@ class Adapter(abc.ABC):
     @classmethod  # noqa: B027 - a hook, not abstract: an adapter with nothing to check inherits this no-op
     def check(cls, command: list[str], opts: AdapterOptions) -> None:
         """Raise ConfigError for options this adapter cannot honour; runs once, before any prompt."""
+
+    @classmethod
+    def accepts_mcp_servers(cls, opts: AdapterOptions) -> bool:
+        """Whether this adapter, with these options, hands a task's ``mcp_servers`` to its agent."""
+        return cls.takes_mcp_servers
 
     @classmethod
     def agent_command(cls, command: list[str], opts: AdapterOptions) -> list[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import msgspec
 
-from waza.adapters.base import Adapter
+from waza.adapters.base import Adapter, AdapterOptions
 from waza.adapters.sandbox.bwrap import plan as plan_sandbox
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult
@@ -128,7 +128,7 @@ class SuiteRun(msgspec.Struct):
             timeout=timeouts.prompt if timeouts.prompt is not None else config.timeout_seconds,
             workspaces=Workspaces(root=workspace_root, fresh=True, keep=keep_workspaces),
         )
-        mocked = check_mocks(loaded, chosen, adapter)
+        mocked = check_mocks(loaded, chosen, adapter, opts)
         if adapter.name != "mock" and any(t.mock is not None for t in chosen):
             print(f"waza: mock scripts in task files are not used with the {adapter.name} adapter", file=sys.stderr)
         plan = Plan(
@@ -202,7 +202,7 @@ class SuiteRun(msgspec.Struct):
         return document.build(self.suite, self.record)
 
 
-def check_mocks(suite: Suite, chosen: Sequence[Task], adapter: type[Adapter]) -> bool:
+def check_mocks(suite: Suite, chosen: Sequence[Task], adapter: type[Adapter], opts: AdapterOptions) -> bool:
     """Whether the run makes the suite's mocks; ConfigError when they cannot reach the chosen adapter's agent.
     A scripted adapter (mock, replay) runs no agent, so mocks are not made for it, with a note."""
     commands = any(commands_of(t, suite) for t in chosen)
@@ -213,9 +213,10 @@ def check_mocks(suite: Suite, chosen: Sequence[Task], adapter: type[Adapter]) ->
             f"waza: mcp_mocks and command_mocks are not used with the {adapter.name} adapter (it runs no agent)", file=sys.stderr
         )
         return False
-    if suite.mcp_mocks and not adapter.takes_mcp_servers:
+    if suite.mcp_mocks and not adapter.accepts_mcp_servers(opts):
         raise ConfigError(
-            f"mcp_mocks: the {adapter.name} adapter cannot hand MCP servers to its agent; run the suite with an acp agent",
+            f"mcp_mocks: the {adapter.name} adapter cannot hand MCP servers to its agent; run the suite with an acp agent"
+            " or a headless schema with mcpConfig (claude-code, codex)",
             source=str(suite.file),
         )
     if commands and not adapter.takes_path:
