@@ -262,11 +262,8 @@ class McpConfig(Record, kw_only=True):
 
     flag: Annotated[str, Meta(min_length=1, description="The flag before each value, e.g. --mcp-config or -c.")]
     style: Annotated[
-        Literal["json", "codex-config"],
-        Meta(
-            description='json: one value, {"mcpServers": {NAME: {"command", "args", "env"}}} as JSON text (Claude Code). '
-            "codex-config: one value per setting, mcp_servers.NAME.command=... and mcp_servers.NAME.args=[...] (Codex)."
-        ),
+        Literal["json"],
+        Meta(description='json: one value, {"mcpServers": {NAME: {"command", "args", "env"}}} as JSON text (Claude Code).'),
     ]
 
 

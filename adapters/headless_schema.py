@@ -173,19 +173,12 @@ class HeadlessSchema(msgspec.Struct, frozen=True):
         """The arguments that hand ``servers`` (ACP's stdio form) to the CLI; empty for none."""
         if not servers or self.mcp_config is None:
             return []
-        flag, style = self.mcp_config
+        flag, _style = self.mcp_config  # "json", the one style so far
         as_map = {
             s["name"]: {"command": s["command"], "args": s["args"], "env": {e["name"]: e["value"] for e in s["env"]}}
             for s in servers
         }
-        if style == "json":
-            return [flag, orjson.dumps({"mcpServers": as_map}).decode()]
-        out: list[str] = []
-        for name, server in as_map.items():
-            for key in ("command", "args"):
-                key_name = name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else orjson.dumps(name).decode()
-                out += [flag, f"mcp_servers.{key_name}.{key}={orjson.dumps(server[key]).decode()}"]
-        return out
+        return [flag, orjson.dumps({"mcpServers": as_map}).decode()]
 
 
 def shipped() -> dict[str, Any]:

@@ -3,7 +3,9 @@ that is a real MCP client, and command shims run by an exec agent (a shell), on 
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -140,7 +142,10 @@ def test_an_adapter_that_cannot_take_the_mocks_is_a_config_error(tmp_path: Path)
     assert (
         done.stderr.decode()
         .splitlines()[-1]
-        .endswith("mcp_mocks: the exec adapter cannot hand MCP servers to its agent; run the suite with an acp agent")
+        .endswith(
+            "mcp_mocks: the exec adapter cannot hand MCP servers to its agent;"
+            " run the suite with an acp agent or a headless schema with mcpConfig (claude-code)"
+        )
     )
 
 
@@ -201,3 +206,74 @@ def test_recorded_arguments_mask_secret_like_option_values() -> None:
     assert sanitised(["login", "--password", "p", "--client-secret=s", "--name", "n", "-u", "me"]) == [
         "login", "--password", "***", "--client-secret=***", "--name", "n", "-u", "me",
     ]  # fmt: skip
+
+
+CLAUDE_TASK = """\
+id: ask
+inputs:
+  prompt: List the issues of microsoft/waza from the tracker.
+graders:
+  - type: text
+    name: answered
+    config: {contains: ["issue 41"]}
+"""
+CLAUDE_REPLIES = """\
+- tool_calls:
+    - name: mcp__tracker__list_issues
+      input: {owner: microsoft, repo: waza}
+- text: The tracker lists issue 41.
+"""
+
+
+def test_claude_code_calls_an_mcp_mock_handed_over_with_mcp_config(tmp_path: Path) -> None:
+    """The pinned Claude Code CLI, its model served by `waza serve-model` (a scripted tool call to the mock)."""
+    from tests.test_real_agents import AGENTS as REAL_AGENTS
+
+    claude = REAL_AGENTS["claude-code"]
+    claude.require()
+    pytest.importorskip("uvicorn", reason="waza serve-model needs the serve extra: pip install '.[serve]'")
+    suite = tmp_path / "suite"
+    shutil.copytree(SUITES / "mocks-mcp", suite)
+    shutil.rmtree(suite / "tasks")
+    (suite / "tasks").mkdir()
+    (suite / "tasks" / "ask.yaml").write_text(CLAUDE_TASK)
+    (tmp_path / "replies.yaml").write_text(CLAUDE_REPLIES)
+    (tmp_path / "home").mkdir()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "waza", "serve-model", str(tmp_path / "replies.yaml")],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        assert server.stdout is not None
+        served = {}
+        for line in [server.stdout.readline() for _ in range(3)][1:]:  # the URL, then ANTHROPIC_BASE_URL and _API_KEY
+            name, _, value = line.strip().partition("=")
+            served[name] = value
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")},
+            **served,
+            **claude.env,
+            "PATH": f"{claude.bin_dir}{os.pathsep}{os.environ['PATH']}",
+            "HOME": str(tmp_path / "home"),
+        }
+        out = tmp_path / "out.jsonl"
+        done = run_waza(
+            "run", suite, "--adapter", "headless", "--schema", "claude-code", "-o", out, cwd=tmp_path, env=env, timeout=300
+        )
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert done.returncode == 0, done.stderr.decode()
+    [record] = read_jsonl(out)
+    assert record["mcp_mock_calls"] == [
+        {
+            "mock": "tracker",
+            "tool": "list_issues",
+            "arguments": {"owner": "microsoft", "repo": "waza"},
+            "response": 0,
+            "error": False,
+        }
+    ]
+    [step] = [s for s in record["trajectory"] if s["type"] == "tool_call"]
+    assert step["name"] == "mcp__tracker__list_issues" and step["status"] == "completed"
+    assert "Hermetic tools" in str(step["output"])  # the mock's answer, through the real MCP protocol
