@@ -22,6 +22,9 @@ from waza.runner.suites.loader import load_suite
 SUITES = Path(__file__).parent / "fixtures" / "suites"
 AGENTS = Path(__file__).parent / "agents"
 SHELL = waza.ExecAgent(command=("sh", "-c", "{prompt}"))
+NO_BWRAP = pytest.mark.skipif(
+    _probe() is not None, reason=f"no bubblewrap sandbox here ({_probe()}); .ci/run installs bubblewrap"
+)
 
 
 def run(suite: Path, agent: waza.AgentSpec, tmp_path: Path) -> tuple[dict[str, dict[str, Any]], waza.SuiteResult]:
@@ -74,7 +77,7 @@ def test_command_mocks_answer_an_exec_agent_first_on_its_path(tmp_path: Path) ->
     assert result.summary.status == "passed"
 
 
-@pytest.mark.skipif(_probe() is not None, reason=f"no bubblewrap sandbox here ({_probe()}); .ci/run installs bubblewrap")
+@NO_BWRAP
 def test_command_mocks_answer_an_exec_agent_inside_the_bwrap_sandbox(tmp_path: Path) -> None:
     out, temporary = tmp_path / "out.jsonl", tmp_path / "tmp"
     temporary.mkdir()
@@ -99,9 +102,14 @@ def test_a_command_called_another_number_of_times_than_expect_calls_is_the_tasks
     assert result.summary.status == "failed"
 
 
-def test_mcp_mocks_are_stdio_mcp_servers_an_acp_agent_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("sandboxed", [False, pytest.param(True, marks=NO_BWRAP)], ids=["host", "bwrap"])
+def test_mcp_mocks_are_stdio_mcp_servers_an_acp_agent_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sandboxed: bool
+) -> None:
+    """On the host, and with the agent (so the mock servers it starts) inside the bwrap sandbox."""
     monkeypatch.setenv("WAZA_ACP_HANDSHAKE_TIMEOUT", "120")  # two SDKs to import, on a busy machine
-    agent = waza.AcpAgent(command=(sys.executable, str(AGENTS / "mcp_acp_agent.py")))
+    command = (sys.executable, str(AGENTS / "mcp_acp_agent.py"))
+    agent = waza.AcpAgent(command=command, sandbox=waza.Sandbox() if sandboxed else None)
     records, result = run(SUITES / "mocks-mcp", agent, tmp_path)
     calls = records["calls"]
     assert calls["status"] == "passed", (calls["errors"], calls["output"])
