@@ -48,12 +48,16 @@ def check_commands(records: dict[str, dict[str, Any]]) -> None:
         '{"name": "rg-prod", "location": "westeurope"}',  # the fixture's bytes
         "create exit 3",
         "login exit 127",  # unmatched arguments fail closed
+        "rg-prod",  # the variable set, in the workspace's infra folder
+        "list exit 127",  # the variable set, but at the workspace root
     ]
     assert deploy["command_invocations"] == [
         {"command": "az", "args": ["account", "show", "--output", "json"], "exit_code": 0, "response": 0},
         {"command": "az", "args": ["group", "show", "--name", "rg-prod"], "exit_code": 0, "response": 1},
         {"command": "az", "args": ["deployment", "group", "create"], "exit_code": 3, "response": 2},
         {"command": "az", "args": ["login", "--password", "***", "--user", "me"], "exit_code": 127, "response": None},
+        {"command": "az", "args": ["group", "list"], "exit_code": 0, "response": 3},
+        {"command": "az", "args": ["group", "list"], "exit_code": 127, "response": None},
     ]
     assert "deployment failed" in deploy["stderr"]
     assert "waza command mock az: no response matches the arguments" in deploy["stderr"]
@@ -64,6 +68,8 @@ def check_commands(records: dict[str, dict[str, Any]]) -> None:
         ("az group show --name rg-prod", "completed", 1),
         ("az deployment group create", "failed", 2),
         ("az login --password *** --user me", "failed", None),
+        ("az group list", "completed", 3),
+        ("az group list", "failed", None),
     ]
     # a task's own list replaces the suite's; [] disables them
     assert records["own"]["status"] == "passed", records["own"]
@@ -94,10 +100,10 @@ def test_a_command_called_another_number_of_times_than_expect_calls_is_the_tasks
     suite = tmp_path / "suite"
     shutil.copytree(SUITES / "mocks-commands", suite)
     eval_yaml = suite / "eval.yaml"
-    eval_yaml.write_text(eval_yaml.read_text().replace("expect_calls: 4", "expect_calls: 3"))
+    eval_yaml.write_text(eval_yaml.read_text().replace("expect_calls: 6", "expect_calls: 3"))
     records, result = run(suite, SHELL, tmp_path)
     assert records["deploy"]["status"] == "error"
-    assert records["deploy"]["errors"] == ["command mock 'az' was called 4 times; expect_calls is 3"]
+    assert records["deploy"]["errors"] == ["command mock 'az' was called 6 times; expect_calls is 3"]
     assert records["own"]["status"] == "passed"  # its own mocks, its own count
     assert result.summary.status == "failed"
 
@@ -285,3 +291,22 @@ def test_claude_code_calls_an_mcp_mock_handed_over_with_mcp_config(tmp_path: Pat
     [step] = [s for s in record["trajectory"] if s["type"] == "tool_call"]
     assert step["name"] == "mcp__tracker__list_issues" and step["status"] == "completed"
     assert "Hermetic tools" in str(step["output"])  # the mock's answer, through the real MCP protocol
+
+
+def test_lines_the_agent_writes_into_the_calls_log_that_no_mock_writes_are_not_counted(tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    shutil.copytree(SUITES / "mocks-commands", suite)
+    forge = (
+        "cfg=$(dirname $(command -v gh))/../commands.json; "
+        """log=$(sed 's/.*"log":"\\([^"]*\\)".*/\\1/' $cfg); """
+        """echo '{"kind": "command", "command": "gh", "args": "x", "time": "y"}' >> $log; echo 'not json' >> $log; """
+    )
+    task = suite / "tasks" / "own.yaml"
+    task.write_text(
+        task.read_text().replace('prompt: "gh pr list;', f"prompt: '{forge.replace(chr(39), chr(39) * 2)} gh pr list;")
+    )
+    task.write_text(task.read_text().replace('echo no-az"', "echo no-az'"))
+    records, _ = run(suite, SHELL, tmp_path)
+    own = records["own"]
+    assert own["status"] == "passed", (own["errors"], own["output"], own["stderr"])
+    assert own["command_invocations"] == [{"command": "gh", "args": ["pr", "list"], "exit_code": 0, "response": 0}]

@@ -302,7 +302,11 @@ async def capture_one(adapter: Adapter, item: WorkItem, workspace: Path, setting
         unknown=dict(case.unknown),
     )
     if tools is not None:
-        tools.finish(result)
+        try:
+            tools.finish(result)
+        except Exception as exc:  # a bug reading what the tools saw costs this record, not the run
+            log.exception("recording the trial's tools failed", id=case.id)
+            result.errors.append(f"cannot record the task's mocks: {type(exc).__name__}: {exc}")
     return result
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -82,6 +83,27 @@ class MockFolder:
         return TrialMocks(folder, log, self.server_entries(folder, log), path, commands)
 
 
+def _well_formed(entry: dict[str, Any]) -> bool:
+    """Whether a log line has the shape a mock writes (the agent can write to the log too)."""
+    if not isinstance(entry.get("time"), int | float) or not isinstance(entry.get("response"), int | None):
+        return False
+    if entry.get("kind") == "command":
+        args = entry.get("args")
+        return (
+            isinstance(entry.get("command"), str)
+            and isinstance(entry.get("exit_code"), int)
+            and isinstance(args, list)
+            and all(isinstance(a, str) for a in args)
+        )
+    return (
+        entry.get("kind") == "mcp"
+        and isinstance(entry.get("mock"), str)
+        and isinstance(entry.get("tool"), str)
+        and isinstance(entry.get("arguments"), dict)
+        and isinstance(entry.get("error"), bool)
+    )
+
+
 class TrialMocks:
     """One trial's mocks: what the agent is handed, and :meth:`finish` to record their calls."""
 
@@ -95,8 +117,12 @@ class TrialMocks:
         self.commands = commands
 
     def _calls(self, result: CaptureResult) -> list[dict[str, Any]]:
+        """The log's well-formed entries, read without following a symlink (a regular file only, bounded)."""
         try:
-            with self.log.open("rb") as fh:
+            fd = os.open(self.log, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    raise OSError("not a regular file")
                 data = fh.read(LOG_LIMIT + 1)
         except OSError as exc:
             result.errors.append(f"cannot read the mocks' calls log: {exc}")
@@ -110,7 +136,7 @@ class TrialMocks:
                 entry = orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue  # a line cut by the limit, or not written by a mock
-            if isinstance(entry, dict) and entry.get("kind") in ("command", "mcp"):
+            if isinstance(entry, dict) and _well_formed(entry):
                 calls.append(entry)
         return calls
 
@@ -130,20 +156,20 @@ class TrialMocks:
             start = result.timing.start if result.timing else 0
             first = len(result.trajectory)
             for n, call in enumerate(commands):
-                args = [str(a) for a in call.get("args") or []]
+                args = call["args"]
                 result.trajectory.append(
                     TrajectoryStep(
                         type="tool_call",
                         step_id=f"command-mock-{n + 1}",
-                        timestamp=max(0, int(call.get("time", 0) * 1000) - start) if start else 0,
+                        timestamp=max(0, int(call["time"] * 1000) - start) if start else 0,
                         tool_call_id=f"command-mock-{first + n}",
-                        name=str(call.get("command")),
-                        title=" ".join([str(call.get("command")), *args]),
+                        name=call["command"],
+                        title=" ".join([call["command"], *args]),
                         kind="execute",
-                        status="completed" if call.get("exit_code") == 0 else "failed",
-                        input={"command": call.get("command"), "args": args},
-                        output={"exit_code": call.get("exit_code")},
-                        extra={"mock": "command_mocks", "response": call.get("response")},
+                        status="completed" if call["exit_code"] == 0 else "failed",
+                        input={"command": call["command"], "args": args},
+                        output={"exit_code": call["exit_code"]},
+                        extra={"mock": "command_mocks", "response": call["response"]},
                     )
                 )
         if mcp:
@@ -152,6 +178,6 @@ class TrialMocks:
             ]
         for mock in self.commands:
             expected = mock.get("expect_calls")
-            made = sum(1 for c in commands if c.get("command") == mock["name"])
+            made = sum(1 for c in commands if c["command"] == mock["name"])
             if expected is not None and made != expected:
                 result.errors.append(f"command mock {mock['name']!r} was called {made} times; expect_calls is {expected}")
