@@ -235,12 +235,23 @@ CLAUDE_REPLIES = """\
 - tool_calls:
     - name: mcp__tracker__list_issues
       input: {owner: microsoft, repo: waza}
+- tool_calls:
+    - name: Bash
+      input: {command: az account show --output json, description: the account}
 - text: The tracker lists issue 41.
+"""
+CLAUDE_COMMANDS = """\
+command_mocks:
+  - name: az
+    responses:
+      - args: [account, show, --output, json]
+        stdout: {subscriptionId: sub-123}
 """
 
 
-def test_claude_code_calls_an_mcp_mock_handed_over_with_mcp_config(tmp_path: Path) -> None:
-    """The pinned Claude Code CLI, its model served by `waza serve-model` (a scripted tool call to the mock)."""
+def test_claude_code_calls_an_mcp_mock_handed_over_with_mcp_config_and_a_command_mock(tmp_path: Path) -> None:
+    """The pinned Claude Code CLI, its model served by `waza serve-model`: scripted tool calls to the MCP mock
+    and, through its Bash tool, to a command mock on its PATH."""
     from tests.test_real_agents import AGENTS as REAL_AGENTS
 
     claude = REAL_AGENTS["claude-code"]
@@ -251,6 +262,8 @@ def test_claude_code_calls_an_mcp_mock_handed_over_with_mcp_config(tmp_path: Pat
     shutil.rmtree(suite / "tasks")
     (suite / "tasks").mkdir()
     (suite / "tasks" / "ask.yaml").write_text(CLAUDE_TASK)
+    eval_yaml = suite / "eval.yaml"
+    eval_yaml.write_text(eval_yaml.read_text().replace('schemaVersion: "1.1"', 'schemaVersion: "1.3"') + CLAUDE_COMMANDS)
     (tmp_path / "replies.yaml").write_text(CLAUDE_REPLIES)
     (tmp_path / "home").mkdir()
     server = subprocess.Popen(
@@ -288,9 +301,14 @@ def test_claude_code_calls_an_mcp_mock_handed_over_with_mcp_config(tmp_path: Pat
             "error": False,
         }
     ]
-    [step] = [s for s in record["trajectory"] if s["type"] == "tool_call"]
-    assert step["name"] == "mcp__tracker__list_issues" and step["status"] == "completed"
-    assert "Hermetic tools" in str(step["output"])  # the mock's answer, through the real MCP protocol
+    mcp, bash, command = [s for s in record["trajectory"] if s["type"] == "tool_call"]
+    assert mcp["name"] == "mcp__tracker__list_issues" and mcp["status"] == "completed"
+    assert "Hermetic tools" in str(mcp["output"])  # the mock's answer, through the real MCP protocol
+    assert bash["name"] == "Bash" and "sub-123" in str(bash["output"])
+    assert command["title"] == "az account show --output json" and command["extra"]["mock"] == "command_mocks"
+    assert record["command_invocations"] == [
+        {"command": "az", "args": ["account", "show", "--output", "json"], "exit_code": 0, "response": 0}
+    ]
 
 
 def test_lines_the_agent_writes_into_the_calls_log_that_no_mock_writes_are_not_counted(tmp_path: Path) -> None:

@@ -278,4 +278,4 @@ def run_suite(
     return run.result()
 
 
-__all__ = ["SuiteRun", "arun_suite", "check_mocks", "run_suite", "suite_agent"]
+__all__ = ["SuiteRun", "arun_suite", "run_suite", "suite_agent"]
