@@ -9,6 +9,7 @@ What the caller gives wins over the suite's config: an agent spec over
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import sys
 import time
 from collections.abc import AsyncGenerator, Sequence
@@ -213,6 +214,12 @@ def check_mocks(suite: Suite, chosen: Sequence[Task], adapter: type[Adapter], op
             f"waza: mcp_mocks and command_mocks are not used with the {adapter.name} adapter (it runs no agent)", file=sys.stderr
         )
         return False
+    if suite.mcp_mocks and importlib.util.find_spec("mcp") is None:
+        from waza.runner.install_hints import pip_install
+
+        raise ConfigError(
+            f"mcp_mocks: the mock servers need the official MCP SDK: {pip_install('mocks')}", source=str(suite.file)
+        )
     if suite.mcp_mocks and not adapter.accepts_mcp_servers(opts):
         raise ConfigError(
             f"mcp_mocks: the {adapter.name} adapter cannot hand MCP servers to its agent; run the suite with an acp agent"
