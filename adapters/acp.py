@@ -171,6 +171,7 @@ class AcpAdapter(Adapter):
         {"mcp_servers", "mcp_config", "permission", "permission_rules", "raw_log", "auth_method", "sandbox"}
     )
     confinable: ClassVar[bool] = True
+    takes_mcp_servers: ClassVar[bool] = True
 
     @classmethod
     def check(cls, command: list[str], opts: AdapterOptions) -> None:
@@ -393,7 +394,9 @@ class AcpAdapter(Adapter):
         started = time.perf_counter()
         reply: Any = None
         try:
-            reply = await self._request(agent, "session/new", {"cwd": str(task.workspace), "mcpServers": self._servers})
+            reply = await self._request(
+                agent, "session/new", {"cwd": str(task.workspace), "mcpServers": [*self._servers, *task.mcp_servers]}
+            )
         finally:
             session_id = reply.get("sessionId") if isinstance(reply, dict) else None
             session.start(session_id if isinstance(session_id, str) else None)

@@ -12,6 +12,7 @@ itself, because only it knows how to stop its agent politely.
 from __future__ import annotations
 
 import abc
+import os
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -35,6 +36,10 @@ class AgentTask(msgspec.Struct):
     recorder: TrajectoryBuilder
     timeout: float | None = None
     trial: int | None = None
+    #: MCP servers (ACP's stdio form) handed to the agent for this task besides its own: a suite's ``mcp_mocks``.
+    mcp_servers: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    #: Folders put first on the agent's ``PATH`` for this task: a suite's ``command_mocks``.
+    path: list[str] = msgspec.field(default_factory=list)
 
 
 class AgentRun(msgspec.Struct):
@@ -100,6 +105,10 @@ class Adapter(abc.ABC):
     needs_command: ClassVar[bool] = True
     #: Whether the agent can run inside a benchmark task's environment (the runner's ``confine`` hook).
     confinable: ClassVar[bool] = False
+    #: Whether the adapter hands a task's ``mcp_servers`` to its agent (see :meth:`accepts_mcp_servers`).
+    takes_mcp_servers: ClassVar[bool] = False
+    #: Whether the adapter starts its agent per task, so a task's ``path`` can be put first on its PATH.
+    takes_path: ClassVar[bool] = False
 
     def __init__(self, command: list[str], opts: AdapterOptions) -> None:
         self.command = command
@@ -112,6 +121,11 @@ class Adapter(abc.ABC):
     @classmethod  # noqa: B027 - a hook, not abstract: an adapter with nothing to check inherits this no-op
     def check(cls, command: list[str], opts: AdapterOptions) -> None:
         """Raise ConfigError for options this adapter cannot honour; runs once, before any prompt."""
+
+    @classmethod
+    def accepts_mcp_servers(cls, opts: AdapterOptions) -> bool:
+        """Whether this adapter, with these options, hands a task's ``mcp_servers`` to its agent."""
+        return cls.takes_mcp_servers
 
     @classmethod
     def agent_command(cls, command: list[str], opts: AdapterOptions) -> list[str]:
@@ -145,6 +159,14 @@ class Adapter(abc.ABC):
         if policy is None:
             return argv, {**env, **(setenv or {})}
         return wrap_command(argv, policy, workspace, self._relay, setenv), sandbox_env(policy, env)
+
+    @staticmethod
+    def with_path(env: Mapping[str, str], task: AgentTask) -> dict[str, str]:
+        """``env`` with the task's ``path`` folders first on ``PATH``."""
+        out = dict(env)
+        if task.path:
+            out["PATH"] = os.pathsep.join([*task.path, *([env["PATH"]] if env.get("PATH") else [])])
+        return out
 
     @abc.abstractmethod
     async def run(self, task: AgentTask) -> AgentRun:

@@ -104,6 +104,7 @@ class ExecAdapter(Adapter):
     name: ClassVar[str] = "exec"
     options: ClassVar[frozenset[str]] = frozenset({"events", "sandbox"})
     confinable: ClassVar[bool] = True
+    takes_path: ClassVar[bool] = True
 
     @classmethod
     def check(cls, command: list[str], opts: AdapterOptions) -> None:
@@ -137,7 +138,8 @@ class ExecAdapter(Adapter):
     ) -> tuple[str, bool]:
         substitute = any("{prompt}" in a for a in self.command)
         argv = [a.replace("{prompt}", text) for a in self.command] if substitute else list(self.command)
-        env = {**os.environ, "WAZA_PROMPT_ID": task.case.id, "WAZA_TURN": str(turn), "WAZA_WORKSPACE": str(task.workspace)}
+        env = self.with_path(os.environ, task)
+        env.update({"WAZA_PROMPT_ID": task.case.id, "WAZA_TURN": str(turn), "WAZA_WORKSPACE": str(task.workspace)})
         if task.trial is not None:
             env["WAZA_TRIAL"] = str(task.trial)
         for name, value in (("WAZA_PROMPT", text), ("WAZA_HISTORY", orjson.dumps(history).decode())):

@@ -51,14 +51,23 @@ def render_prompt(schema: HeadlessSchema, history: list[tuple[str, str]], text: 
     return "\n\n".join([*blocks, f"User: {text}"])
 
 
-def build_argv(schema: HeadlessSchema, command: list[str], prompt: str, session_id: str | None, workspace: Path) -> list[str]:
-    """One turn's command line; ``command`` is the schema's command as resolved before the run."""
+def build_argv(
+    schema: HeadlessSchema,
+    command: list[str],
+    prompt: str,
+    session_id: str | None,
+    workspace: Path,
+    mcp_servers: list[dict[str, Any]] | None = None,
+) -> list[str]:
+    """One turn's command line; ``command`` is the schema's command as resolved before the run; ``mcp_servers``
+    (ACP's stdio form) are handed over as the schema's ``mcpConfig`` says."""
     argv = list(command)
     if schema.output_flag:
         argv.append(schema.output_flag)
         if schema.output_value:
             argv.append(schema.output_value)
     argv += schema.auto_approve
+    argv += schema.mcp_args(mcp_servers or [])
     if schema.cwd_flag:
         argv += [schema.cwd_flag, str(workspace)]
     if session_id is not None and schema.resume_flag:
@@ -73,6 +82,11 @@ class HeadlessAdapter(Adapter):
     options: ClassVar[frozenset[str]] = frozenset({"schema", "raw_log", "sandbox"})
     confinable: ClassVar[bool] = True
     needs_command: ClassVar[bool] = False
+    takes_path: ClassVar[bool] = True
+
+    @classmethod
+    def accepts_mcp_servers(cls, opts: AdapterOptions) -> bool:
+        return load_schema(opts.schema).mcp_config is not None if opts.schema is not None else False
 
     def __init__(self, command: list[str], opts: AdapterOptions) -> None:
         super().__init__(command, opts)
@@ -136,7 +150,7 @@ class HeadlessAdapter(Adapter):
                 run.errors.append(f"cannot send turn {turn} in the same session: {why}")
                 break
             prompt = render_prompt(schema, history, text) if schema.session_mode == "iterative" else text
-            argv = build_argv(schema, self.program, prompt, session_id if turn else None, task.workspace)
+            argv = build_argv(schema, self.program, prompt, session_id if turn else None, task.workspace, task.mcp_servers)
             outcome = await self._turn(task, argv, prompt, turn, deadline - time.monotonic(), mapper, stderr, limit)
             session_id = session_id or outcome.session_id
             run.exit = outcome.exit
@@ -164,7 +178,7 @@ class HeadlessAdapter(Adapter):
             out.errors.append(f"timed out before turn {turn}")
             return out
         tag = new_tag()  # finds what the CLI started in a session of its own (Gemini CLI's shell commands)
-        env: Mapping[str, str] = {**os.environ, TAG_VAR: tag.value}
+        env: Mapping[str, str] = {**self.with_path(os.environ, task), TAG_VAR: tag.value}
         run_argv: Sequence[str] = argv
         if self.confined:
             run_argv, env = self.sandboxed(argv, task.workspace, env)

@@ -257,6 +257,16 @@ class HistoryTemplate(Record, kw_only=True):
     turn_format: str
 
 
+class McpConfig(Record, kw_only=True):
+    """How the CLI is handed MCP servers on its command line (a suite's ``mcp_mocks``)."""
+
+    flag: Annotated[str, Meta(min_length=1, description="The flag before each value, e.g. --mcp-config or -c.")]
+    style: Annotated[
+        Literal["json"],
+        Meta(description='json: one value, {"mcpServers": {NAME: {"command", "args", "env"}}} as JSON text (Claude Code).'),
+    ]
+
+
 class AdapterSchema(Record, kw_only=True):
     """How to drive a CLI agent that prints one JSON event per line, and how to map its lines to trajectory
     steps. The acp-harness format (version 1 and 2) is accepted unchanged; `each`, a list of conditions in
@@ -301,6 +311,7 @@ class AdapterSchema(Record, kw_only=True):
         | UnsetType
     ) = UNSET
     resume: Resume | UnsetType = UNSET
+    mcp_config: McpConfig | UnsetType = UNSET
     output_events: Annotated[list[OutputEvent], Meta(description="Required unless outputMode is passthrough.")] = msgspec.field(
         default_factory=list
     )

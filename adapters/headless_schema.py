@@ -166,6 +166,19 @@ class HeadlessSchema(msgspec.Struct, frozen=True):
     passthrough: Passthrough | None = None
     #: (package, version) of the CLI release the schema was written against.
     tested_with: tuple[str, str] | None = None
+    #: How the CLI takes MCP servers on its command line (``mcpConfig``): (flag, style), None when it cannot.
+    mcp_config: tuple[str, str] | None = None
+
+    def mcp_args(self, servers: list[dict[str, Any]]) -> list[str]:
+        """The arguments that hand ``servers`` (ACP's stdio form) to the CLI; empty for none."""
+        if not servers or self.mcp_config is None:
+            return []
+        flag, _style = self.mcp_config  # "json", the one style so far
+        as_map = {
+            s["name"]: {"command": s["command"], "args": s["args"], "env": {e["name"]: e["value"] for e in s["env"]}}
+            for s in servers
+        }
+        return [flag, orjson.dumps({"mcpServers": as_map}).decode()]
 
 
 def shipped() -> dict[str, Any]:
@@ -310,6 +323,7 @@ def compile_schema(value: fmt.AdapterSchema, source: str) -> HeadlessSchema:
         timeout_ms=None if value.timeout is UNSET else value.timeout,
         passthrough=passthrough,
         tested_with=None if value.tested_with is UNSET else (value.tested_with.package, value.tested_with.version),
+        mcp_config=None if value.mcp_config is UNSET else (value.mcp_config.flag, value.mcp_config.style),
     )
 
 

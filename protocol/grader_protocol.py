@@ -241,6 +241,10 @@ def request_json(result: CaptureResult, config: dict[str, Any]) -> dict[str, Any
     }
 
 
+#: A result's records of its mocks' calls (a suite's command_mocks and mcp_mocks), passed on to graders.
+MOCK_CALL_KEYS = ("command_invocations", "mcp_mock_calls")
+
+
 def request_for(result: CaptureResult, config: dict[str, Any]) -> GraderRequest:
     """The request a grader sees for a captured result; ``expected`` mirrors ``hint`` for older graders."""
     return GraderRequest(
@@ -260,5 +264,8 @@ def request_for(result: CaptureResult, config: dict[str, Any]) -> GraderRequest:
         errors=result.errors,
         tool_errors=result.tool_errors,
         trial=result.trial,
-        unknown={"outcome": result.outcome} if result.outcome else {},
+        unknown={
+            **({"outcome": result.outcome} if result.outcome else {}),
+            **{k: result.unknown[k] for k in MOCK_CALL_KEYS if k in result.unknown},
+        },
     )

@@ -23,7 +23,7 @@ WALK = textwrap.dedent(
     # Third-party modules of the optional extras (pyproject.toml): a waza module that needs one that is not
     # installed is skipped, saying which extra would bring it.
     OPTIONAL = {"uvicorn": "view", "starlette": "view", "pyarrow": "parquet", "ray": "ray", "xllamacpp": "local",
-                "playwright": "view tests"}
+                "playwright": "view tests", "mcp": "mocks"}
     names = set()
     folders = []
     for root in ROOTS:

@@ -27,7 +27,6 @@ NOT_APPLIED = [
     "eval.yaml:21: config.inject_skill_body",
     "eval.yaml:22: config.trigger_skill_routing",
     "eval.yaml:23: config.disabled_skills",
-    "eval.yaml:35: mcp_mocks",
     "notes.yaml:8: first_event_timeout_seconds",
     "notes.yaml:9: skill_directories",
     "notes.yaml:16: inputs.workdir",
@@ -76,7 +75,7 @@ def test_a_2_0_scenario_suite_passes_check() -> None:
     done = run_waza("check", SUITES / "format-2x")
     err = done.stderr.decode()
     assert done.returncode == 0, err
-    assert "command_mocks: not supported by waza" in err
+    assert "command_mocks" not in err  # applied, so not named
     suite = load_suite(SUITES / "format-2x")
     assert suite.skill is None and suite.scenario == "triage a failing deployment with the az CLI"
 
@@ -253,13 +252,13 @@ def test_a_repository_ref_that_does_not_exist_is_refused_by_check(tmp_path: Path
 
 
 def test_an_mcp_scenario_suite_is_judged_by_the_current_grader_keys(tmp_path: Path) -> None:
-    """The original's MCP example layout: a 2.0 scenario, a mocked tracker (named as not applied), and
+    """The original's MCP example layout: a 2.0 scenario, a mocked tracker (not made for the mock adapter, with a note), and
     tool_calls / tool_constraint / skill_invocation / json_schema with their current keys on what the agent did."""
     out = tmp_path / "out.jsonl"
     done = run_waza("run", SUITES / "mcp-scenario", "-o", out)
     err = done.stderr.decode()
     assert done.returncode == 1, err  # one task is meant to fail
-    assert "mcp_mocks: not supported by waza" in err
+    assert "mcp_mocks and command_mocks are not used with the mock adapter" in err
     grades = {r["id"]: {g["name"]: (g["status"], g["score"]) for g in r["grades"]} for r in read_jsonl(out)}
     assert all(status == "passed" for status, _ in grades["summary"].values()), grades["summary"]
     assert grades["wrong"] == {

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TypeAlias, TypeVar
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 import anyio
 import msgspec
@@ -46,6 +46,16 @@ ADAPTER_GRACE = 15.0
 WORKSPACE_MARK = ".waza-workspace"
 
 
+class TrialTools(Protocol):
+    """Tools made for one trial (a suite's mocks): handed to the agent, then recorded in its result."""
+
+    mcp_servers: list[dict[str, Any]]
+    path: list[str]
+
+    def finish(self, result: CaptureResult) -> None:
+        """Record what the tools saw in ``result`` (calls, errors) and remove what was made for the trial."""
+
+
 class WorkItem(msgspec.Struct):
     """One run of one prompt: the case, its trial number, and how to fill its workspace."""
 
@@ -55,6 +65,8 @@ class WorkItem(msgspec.Struct):
     hint_override: str | None = None
     #: This item's own graders (a suite task's); None means ``settings.graders``.
     graders: list[GraderRunner] | None = None
+    #: Makes this item's tools (MCP servers, folders first on PATH) for its workspace, once per trial.
+    tools: Callable[[Path], TrialTools] | None = None
 
 
 class Workspaces(msgspec.Struct):
@@ -234,6 +246,12 @@ async def capture_one(adapter: Adapter, item: WorkItem, workspace: Path, setting
     recorder = TrajectoryBuilder(max_steps=limits.steps, max_bytes=limits.trajectory_mb << 20)
     start_epoch = time.time()
     task = AgentTask(case=case, workspace=workspace, recorder=recorder, timeout=timeout, trial=item.trial)
+    try:
+        tools = None if item.tools is None else item.tools(workspace)
+    except OSError as exc:  # this record's error, not the run's end
+        return failed_result(case, item.trial, adapter.name, f"cannot make the task's mocks: {exc}")
+    if tools is not None:
+        task.mcp_servers, task.path = tools.mcp_servers, tools.path
     limit = math.inf if timeout is None else timeout + ADAPTER_GRACE
     run: AgentRun | None = None
     crash: str | None = None
@@ -256,7 +274,7 @@ async def capture_one(adapter: Adapter, item: WorkItem, workspace: Path, setting
             f" Limits.steps, Limits.trajectory_mb); {reduced.dropped} later events were dropped"
         )
     usage = reduced.usage
-    return CaptureResult(
+    result = CaptureResult(
         id=case.id,
         input=case.input,
         output=reduced.output,
@@ -283,6 +301,13 @@ async def capture_one(adapter: Adapter, item: WorkItem, workspace: Path, setting
         stderr=run.stderr,
         unknown=dict(case.unknown),
     )
+    if tools is not None:
+        try:
+            tools.finish(result)
+        except Exception as exc:  # a bug reading what the tools saw costs this record, not the run
+            log.exception("recording the trial's tools failed", id=case.id)
+            result.errors.append(f"cannot record the task's mocks: {type(exc).__name__}: {exc}")
+    return result
 
 
 async def run_items(items: AsyncIterator[WorkItem], settings: Settings, sink: Sink[CaptureResult]) -> None:

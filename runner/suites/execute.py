@@ -11,6 +11,7 @@ fails or errors; trials in flight are stopped and their tasks listed as not run.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -31,6 +32,7 @@ from waza.runner.suites import resources
 from waza.runner.suites import triggers as trigger_tests
 from waza.runner.suites.document import RunRecord
 from waza.runner.suites.fixtures import preparer
+from waza.runner.suites.mock_tools import MockFolder
 from waza.runner.suites.models import Suite, Task
 
 
@@ -49,6 +51,10 @@ class Plan(msgspec.Struct):
     filtered: list[str] = msgspec.field(default_factory=list)
     #: Where the trials run: this process (``run_items``) or Ray tasks (``runner.ray_cluster``).
     executor: Executor = run_items
+    #: Whether the suite's mocks are made for this run (it has some, and its adapter runs an agent).
+    mocked: bool = False
+    #: The run's folder of mock programs, while it runs.
+    mocks: MockFolder | None = None
 
     @property
     def total(self) -> int:
@@ -98,6 +104,11 @@ def case_for(task: Task, suite: Suite, model: str | None) -> PromptCase:
     return PromptCase(id=task.id, input=task.prompt, metadata=metadata, timeout=task.timeout, unknown=unknown)
 
 
+def commands_of(task: Task, suite: Suite) -> list[dict[str, Any]]:
+    """A task's command mocks: its own list (even empty) replaces the suite's."""
+    return suite.command_mocks if task.command_mocks is None else task.command_mocks
+
+
 def fixture_of(task: Task) -> tuple[Path, str] | None:
     """Where a task's ``context.fixture`` is copied from, if it has one."""
     return None if task.fixture is None else (task.fixture_root, task.fixture)
@@ -131,8 +142,9 @@ async def execute(plan: Plan, out: Sink[CaptureResult], record: RunRecord) -> No
             prepare = resources.prepare(
                 preparer(task), fixture_of(task), task.repos
             )  # one hook per task, so an executor can pack its fixtures once
+            tools = None if plan.mocks is None else functools.partial(plan.mocks.trial, commands_of(task, plan.suite))
             for trial in range(1, plan.trials + 1):
-                yield WorkItem(case=case, trial=trial, prepare=prepare, graders=graders[task.id])
+                yield WorkItem(case=case, trial=trial, prepare=prepare, graders=graders[task.id], tools=tools)
         for item in trigger_items:
             yield item
 

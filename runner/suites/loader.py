@@ -22,7 +22,7 @@ from waza.graders._paths import check_relative
 from waza.protocol.errors import ConfigError
 from waza.runner.grading.build import make_runner
 from waza.runner.grading.grader_specs import GraderSpec
-from waza.runner.suites import csv_tasks, fixtures, resources, unsupported, validate
+from waza.runner.suites import csv_tasks, fixtures, mocks, resources, unsupported, validate
 from waza.runner.suites.expected import expected_graders
 from waza.runner.suites.graders import JUDGES, Roots, build
 from waza.runner.suites.located import Located, PathKey, load_yaml
@@ -72,6 +72,8 @@ def load_suite(path: Path, *, context_dir: Path | None = None) -> Suite:
         version=None if raw.get("version") is None else str(raw["version"]),
         metrics=_metrics(doc, raw.get("metrics", [])),
         notices=notices,
+        mcp_mocks=mocks.mcp_mocks(doc, here),
+        command_mocks=mocks.command_mocks(doc, ("command_mocks",), here, raw.get("command_mocks") or []),
     )
     suite.graders = [
         build(doc, ("graders", i), g, Roots(here, fixtures_root), notices) for i, g in enumerate(raw.get("graders", []))
@@ -263,6 +265,8 @@ def _task(path: Path, fixtures_root: Path, suite: Suite, instructions: str = "")
         except ConfigError as exc:
             raise doc.error(("inputs", "files", i, "path"), exc.message) from None
     _check_script(doc, ("mock",), task.mock)
+    if "command_mocks" in raw:
+        _task_command_mocks(doc, suite, task)
     expected = [(("expected", key), spec) for key, spec in expected_graders(raw.get("expected", {}))]
     for where, spec in expected:
         try:
@@ -273,6 +277,16 @@ def _task(path: Path, fixtures_root: Path, suite: Suite, instructions: str = "")
     task.graders = [*suite.graders, *(spec for _, spec in expected), *own]
     _unique_names(doc, ("graders",), own, [*suite.graders, *(spec for _, spec in expected)])
     return task
+
+
+def _task_command_mocks(doc: Located, suite: Suite, task: Task) -> None:
+    """A task's own ``command_mocks`` (``[]``: none), checked with the suite schema's rules, paths relative to eval.yaml."""
+    raw = doc.value["command_mocks"]
+    shape = {"name": "task", "tasks": ["task"], "schemaVersion": "1.3", "command_mocks": raw}
+    problem = validate.first_problem(doc, "eval-suite", shape, lambda path: path)
+    if problem is not None:
+        raise problem
+    task.command_mocks = mocks.command_mocks(doc, ("command_mocks",), suite.file.resolve().parent, raw)
 
 
 def _context_dir(here: Path, value: str) -> Path:

@@ -84,6 +84,8 @@ class Task(msgspec.Struct):
     #: ``inputs.context.fixture``: a file or folder under ``fixture_root`` copied to the workspace root.
     fixture: str | None = None
     repos: list[RepoCheckout] = msgspec.field(default_factory=list)
+    #: The task's own ``command_mocks`` (resolved), replacing the suite's; None: the suite's apply.
+    command_mocks: list[dict[str, Any]] | None = None
 
     def grader_type(self, name: str) -> str | None:
         """The built-in type of this task's grader ``name`` (None for a command-line grader)."""
@@ -130,5 +132,9 @@ class Suite(msgspec.Struct):
     metrics: list[Metric] = msgspec.field(default_factory=list)
     tasks: list[Task] = msgspec.field(default_factory=list)
     triggers: TriggerTests | None = None
+    #: ``mcp_mocks`` as the mock server reads them (fixtures folders read in).
+    mcp_mocks: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    #: ``command_mocks`` as the shims read them (fixture files read in).
+    command_mocks: list[dict[str, Any]] = msgspec.field(default_factory=list)
     #: Keys of the original waza's format that waza accepts but does not act on, one line each.
     notices: list[str] = msgspec.field(default_factory=list)

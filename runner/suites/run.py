@@ -9,6 +9,7 @@ What the caller gives wins over the suite's config: an agent spec over
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import sys
 import time
 from collections.abc import AsyncGenerator, Sequence
@@ -16,6 +17,8 @@ from pathlib import Path
 
 import msgspec
 
+from waza.adapters.base import Adapter, AdapterOptions
+from waza.adapters.sandbox.bwrap import plan as plan_sandbox
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult
 from waza.protocol.suite_records import SuiteResult
@@ -27,9 +30,13 @@ from waza.runner.engine.progress import Progress, wanted
 from waza.runner.engine.run_setup import as_stream, resolve_agent
 from waza.runner.engine.specs import AGENTS, AgentSpec, Graders, HttpAgent, Judge, Output, Timeouts, grader_specs
 from waza.runner.suites import document
-from waza.runner.suites.execute import Plan, execute, require_graders, select
+from waza.runner.suites.execute import Plan, commands_of, execute, require_graders, select
 from waza.runner.suites.loader import load_suite
-from waza.runner.suites.models import Suite
+from waza.runner.suites.mock_tools import MockFolder
+from waza.runner.suites.models import Suite, Task
+
+#: Adapters that play a recorded or scripted trajectory instead of running an agent.
+SCRIPTED = frozenset({"mock", "replay"})
 
 
 def suite_agent(suite: Suite, agent: AgentSpec | None) -> AgentSpec:
@@ -122,6 +129,7 @@ class SuiteRun(msgspec.Struct):
             timeout=timeouts.prompt if timeouts.prompt is not None else config.timeout_seconds,
             workspaces=Workspaces(root=workspace_root, fresh=True, keep=keep_workspaces),
         )
+        mocked = check_mocks(loaded, chosen, adapter, opts)
         if adapter.name != "mock" and any(t.mock is not None for t in chosen):
             print(f"waza: mock scripts in task files are not used with the {adapter.name} adapter", file=sys.stderr)
         plan = Plan(
@@ -136,6 +144,7 @@ class SuiteRun(msgspec.Struct):
             isolate=isolate or any(getattr(g, "isolate", False) for g in graders),
             filtered=filtered,
             executor=executor,
+            mocked=mocked,
         )
         record = document.RunRecord(
             adapter=adapter.name, model=config.model, trials_per_task=plan.trials, started=0, filtered=filtered
@@ -161,18 +170,69 @@ class SuiteRun(msgspec.Struct):
 
         complete = False
         try:
+            self._open_mocks()
             async with contextlib.aclosing(as_stream(run)) as results:  # closed in this task when the caller stops early
                 async for result in results:
                     yield result
             complete = True
         finally:
+            if self.plan.mocks is not None:
+                self.plan.mocks.remove()
+                self.plan.mocks = None
             if writer is not None:
                 writer.close(complete=complete)
             progress.close()
 
+    def _open_mocks(self) -> None:
+        """The run's folder of mocks, when a selected task has any; a sandbox is widened to show it (read-only,
+        its calls logs writable) and the interpreter the mocks run on."""
+        if not self.plan.mocked:
+            return
+        folder = MockFolder(self.suite.mcp_mocks)
+        self.plan.mocks = folder
+        settings = self.plan.settings
+        policy = settings.opts.sandbox
+        if policy is not None:
+            widened = msgspec.structs.replace(
+                policy, read_only=(*policy.read_only, folder.root), read_write=(*policy.read_write, folder.logs)
+            )
+            settings.opts = msgspec.structs.replace(settings.opts, sandbox=plan_sandbox(widened, (sys.executable,)))
+
     def result(self) -> SuiteResult:
         """The whole-suite document (tasks, metrics, triggers, verdict) of what ran."""
         return document.build(self.suite, self.record)
+
+
+def check_mocks(suite: Suite, chosen: Sequence[Task], adapter: type[Adapter], opts: AdapterOptions) -> bool:
+    """Whether the run makes the suite's mocks; ConfigError when they cannot reach the chosen adapter's agent.
+    A scripted adapter (mock, replay) runs no agent, so mocks are not made for it, with a note."""
+    commands = any(commands_of(t, suite) for t in chosen)
+    if not suite.mcp_mocks and not commands:
+        return False
+    if adapter.name in SCRIPTED:
+        print(
+            f"waza: mcp_mocks and command_mocks are not used with the {adapter.name} adapter (it runs no agent)", file=sys.stderr
+        )
+        return False
+    if suite.mcp_mocks and importlib.util.find_spec("mcp") is None:
+        from waza.runner.install_hints import pip_install
+
+        raise ConfigError(
+            f"mcp_mocks: the mock servers need the official MCP SDK: {pip_install('mocks')}", source=str(suite.file)
+        )
+    if suite.mcp_mocks and not adapter.accepts_mcp_servers(opts):
+        raise ConfigError(
+            f"mcp_mocks: the {adapter.name} adapter cannot hand MCP servers to its agent; run the suite with an acp agent"
+            " or a headless schema with mcpConfig (claude-code)",
+            source=str(suite.file),
+        )
+    if commands and not adapter.takes_path:
+        raise ConfigError(
+            f"command_mocks: the {adapter.name} adapter does not start its agent per task, so it cannot put the mocks "
+            "first on its PATH; run the suite with an exec or headless agent",
+            source=str(suite.file),
+        )
+    return True
 
 
 async def arun_suite(

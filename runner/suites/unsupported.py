@@ -20,8 +20,6 @@ SUITE_KEYS = {
     "hooks": "run the commands yourself around waza run",
     "inputs": "write the values into the task prompts",
     "baseline": "compare runs with waza compare",
-    "mcp_mocks": "not applied yet: give the agent an MCP server of your own",
-    "command_mocks": "not applied yet: put a fake command first on the agent's PATH yourself",
 }
 #: eval.yaml config keys, and why.
 CONFIG_KEYS = {
@@ -71,6 +69,7 @@ TASK_KEYS = frozenset(
         "graders",
         "mock",
         "instruction_files",
+        "command_mocks",
         *TASK_KEYS_NOT_APPLIED,
     }
 )
