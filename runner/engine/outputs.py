@@ -1,9 +1,10 @@
 """Writing results: one whole line each, flushed before waza waits, secrets masked, counts kept for the summary and gates.
 
 ``--fail-under`` takes ``pass_rate=X`` and/or ``score=X`` (comma-separated).
-pass_rate is passed / (passed + failed + error): an errored result counts
-against it, a pending or ungraded one does not; score is the mean aggregate
-score of the results that have one.
+pass_rate is passed / (passed + failed) (``analysis.pass_rate``, as ``waza
+compare`` counts): an errored result is counted apart (and makes the run exit
+1), a pending or ungraded one is not judged; score is the mean aggregate score
+of the results that have one, errors left out.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from waza.protocol.io.secrets import Redactor
 from waza.protocol.jsonl import DEFAULT_MAX_LINE, JsonlError, dumps, iter_existing, repair_torn_tail
 from waza.protocol.records import CaptureResult
 from waza.runner.analysis.error_digest import ErrorDigest
+from waza.runner.analysis.pass_rate import describe_pass_rate, pass_rate
 from waza.runner.engine.cache_summary import print_cache_line
 from waza.runner.engine.progress import Progress
 from waza.runner.engine.rerun import ErrorRecords
@@ -40,7 +42,7 @@ class Tally(msgspec.Struct):
 
     def add(self, status: str, score: float | None) -> None:
         self.statuses[status] += 1
-        if score is not None:
+        if score is not None and status != "error":  # as ``waza compare`` counts: an error's score says nothing
             self.score_sum += score
             self.scored += 1
 
@@ -49,8 +51,7 @@ class Tally(msgspec.Struct):
         return sum(self.statuses.values())
 
     def pass_rate(self) -> float | None:
-        judged = self.statuses["passed"] + self.statuses["failed"] + self.statuses["error"]
-        return self.statuses["passed"] / judged if judged else None
+        return pass_rate(self.statuses["passed"], self.statuses["failed"])
 
     def mean_score(self) -> float | None:
         return self.score_sum / self.scored if self.scored else None
@@ -249,11 +250,12 @@ def finish_run(tally: Tally, gates: dict[str, float], *, skipped: int = 0, error
     line = tally.describe()
     if skipped:
         line += f" ({skipped} already done, skipped)"
-    rate, score = tally.pass_rate(), tally.mean_score()
-    if rate is not None:
-        line += f"; pass rate {rate:.3f}"
+    rate = describe_pass_rate(tally.statuses["passed"], tally.statuses["failed"], tally.statuses["error"])
+    if rate:
+        line += f"; {rate}"
+    score = tally.mean_score()
     if score is not None:
-        line += f", mean score {score:.3f}"
+        line += f"; mean score {score:.3f}"
     print(f"waza: {line}", file=sys.stderr)
     print_cache_line()
     if errors is not None:

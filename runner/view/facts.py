@@ -102,7 +102,7 @@ class FileTotals(msgspec.Struct):
     def add(self, result: CaptureResult | TrialResult, fact: Fact) -> None:
         self.results += 1
         self.statuses[fact.status] += 1
-        if fact.score is not None:
+        if fact.score is not None and fact.status != "error":  # an error's score says nothing (``analysis.pass_rate``)
             self.score_sum += fact.score
             self.scored += 1
         if result.adapter and result.adapter not in self.adapters and len(self.adapters) < ADAPTER_LIMIT:
