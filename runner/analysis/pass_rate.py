@@ -10,7 +10,7 @@ figure. (A run with an errored result still exits 1.)
 
 from __future__ import annotations
 
-__all__ = ["DEFINITION", "describe_pass_rate", "describe_trials_pass_rate", "pass_rate"]
+__all__ = ["DEFINITION", "describe_pass_rate", "describe_trials_pass_rate", "pass_rate", "trials_pass_rate"]
 
 #: What the figure means, written beside it wherever it is shown.
 DEFINITION = "passed / (passed + failed), errors counted apart"
@@ -20,6 +20,11 @@ def pass_rate(passed: int, failed: int) -> float | None:
     """passed / (passed + failed); None when nothing was judged."""
     judged = passed + failed
     return passed / judged if judged else None
+
+
+def trials_pass_rate(statuses: list[str]) -> float | None:
+    """One prompt's trials by the same count (whatever ``--errors`` policy the trials file was written with)."""
+    return pass_rate(statuses.count("passed"), statuses.count("failed"))
 
 
 def describe_pass_rate(passed: int, failed: int, errors: int) -> str:

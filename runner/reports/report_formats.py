@@ -25,7 +25,7 @@ import msgspec
 from waza.protocol.records import CaptureResult
 from waza.protocol.trial_records import TrialResult
 from waza.runner.analysis.attempts import Attempt, attempts, first_error_line, trials_status
-from waza.runner.analysis.pass_rate import describe_pass_rate, describe_trials_pass_rate, pass_rate
+from waza.runner.analysis.pass_rate import describe_pass_rate, describe_trials_pass_rate, trials_pass_rate
 from waza.runner.analysis.runs import ResultsFile
 from waza.runner.analysis.summaries import step_line, summarize, summary_markdown
 from waza.runner.reports.markdown import cell, num, one_line, table
@@ -105,7 +105,7 @@ class Totals(msgspec.Struct):
         if entry.trials is not None:
             tries = Counter(a.status for a in entry.attempts)
             self.trial_errors += tries["error"]
-            rate = pass_rate(tries["passed"], tries["failed"])
+            rate = trials_pass_rate([a.status for a in entry.attempts])
             if rate is not None:
                 self.trial_rates.append(rate)
 
