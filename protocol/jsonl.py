@@ -14,7 +14,6 @@ import json
 import os
 import select
 import stat
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar, cast
@@ -24,6 +23,7 @@ import orjson
 
 from .codec import Record, RecordError
 from .errors import ConfigError
+from .io import stdout
 
 R = TypeVar("R", bound=Record)
 
@@ -276,7 +276,8 @@ class JsonlWriter:
     def __init__(self, path: str | Path, *, append: bool = False) -> None:
         self.path = str(path)
         self.append = append
-        self._stream: IO[bytes] | None = sys.stdout.buffer if self.path == "-" else None
+        self._stdout = self.path == "-"
+        self._stream: IO[bytes] | None = stdout.claim() if self._stdout else None
         self.count = 0
 
     def _open(self) -> IO[bytes]:
@@ -297,8 +298,11 @@ class JsonlWriter:
         """Close the file; ``complete``: the run finished, so a file never opened is created (emptied) now."""
         if self._stream is None and complete:
             self._open()
-        if self._stream is sys.stdout.buffer:
-            self._stream.flush()
+        if self._stdout:
+            self._stdout = False
+            stdout.release()
+            if self._stream is not None:
+                self._stream.flush()
         elif self._stream is not None:
             self._stream.close()
 

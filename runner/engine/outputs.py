@@ -14,11 +14,12 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Protocol, TextIO
+from typing import IO
 
 import msgspec
 
 from waza.protocol.errors import ConfigError
+from waza.protocol.io import stdout
 from waza.protocol.io.secrets import Redactor
 from waza.protocol.jsonl import DEFAULT_MAX_LINE, JsonlError, dumps, iter_existing, repair_torn_tail
 from waza.protocol.records import CaptureResult
@@ -80,43 +81,6 @@ def missed_gates(gates: dict[str, float], actual: dict[str, float | None]) -> li
 BUFFER = 1 << 16
 
 
-class _Sink(Protocol):
-    """What results are written to: a file opened in binary mode, or standard output."""
-
-    @property
-    def closed(self) -> bool: ...
-
-    def write(self, data: bytes, /) -> int: ...
-    def flush(self) -> None: ...
-    def close(self) -> None: ...
-
-
-class _TextOut:
-    """Standard output that is a text stream with no byte buffer under it (a notebook kernel's
-    ``OutStream``, ``contextlib.redirect_stdout(io.StringIO())``): results are decoded and written as text."""
-
-    closed = False
-
-    def __init__(self, text: TextIO) -> None:
-        self.text = text
-
-    def write(self, data: bytes, /) -> int:
-        self.text.write(data.decode("utf-8"))
-        return len(data)
-
-    def flush(self) -> None:
-        self.text.flush()
-
-    def close(self) -> None:
-        self.flush()
-
-
-def stdout_sink() -> _Sink:
-    """``sys.stdout`` as it is now, as bytes: its buffer where it has one, else through its text."""
-    buffer: IO[bytes] | None = getattr(sys.stdout, "buffer", None)
-    return buffer if buffer is not None else _TextOut(sys.stdout)
-
-
 class ResultWriter:
     """The single writer of a run's output (a file, or ``-`` for stdout).
 
@@ -145,7 +109,7 @@ class ResultWriter:
         self._first = first
         # "-" is standard output, looked up when the writer is made; it is flushed, never closed, by close()
         self._stdout = self.path == "-"
-        self._stream: _Sink | None = stdout_sink() if self._stdout else None
+        self._stream: IO[bytes] | None = stdout.claim() if self._stdout else None
         self._flush_pending = False
         self._failed: OSError | None = None
         self.redact = Redactor()
@@ -160,7 +124,7 @@ class ResultWriter:
         self.errors.add(result)
         self.write_line(dumps(result), result.status, result.score.score if result.score else None)
 
-    def _open(self) -> _Sink:
+    def _open(self) -> IO[bytes]:
         if self._stream is None:
             self._stream = open(self.path, "ab" if self.append else "wb", buffering=BUFFER)  # noqa: SIM115 - closed in close()
         return self._stream
@@ -205,8 +169,11 @@ class ResultWriter:
         cannot be joined) leaves an existing file as it was and creates none."""
         if self._stream is None and complete:
             self._open()
-        if self._stdout and self._stream is not None:
-            self._stream.flush()
+        if self._stdout:
+            self._stdout = False
+            stdout.release()
+            if self._stream is not None:
+                self._stream.flush()
         elif self._stream is not None:
             self._stream.close()
         self._raise_failed()

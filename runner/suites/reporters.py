@@ -12,7 +12,6 @@ threshold and trigger prompts are test cases of their own suites.
 from __future__ import annotations
 
 import re
-import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +21,7 @@ import orjson
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.secrets import Redactor
+from waza.protocol.io.stdout import stdout_bytes
 from waza.protocol.records import CaptureResult
 from waza.protocol.suite_records import SuiteResult, SuiteTask
 from waza.runner.analysis.outcome_format import TaskStats, encode
@@ -44,8 +44,9 @@ class Reporter(msgspec.Struct):
         # words (passed, failed) that a byte-wise mask would rewrite when a secret equals one.
         data = self.render(SuiteResult.from_dict(Redactor().mask_record(result.to_dict())))
         if self.path == "-":
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
+            out = stdout_bytes()  # a notebook's or redirect_stdout's text stream has no byte buffer
+            out.write(data)
+            out.flush()
         else:
             Path(self.path).write_bytes(data)
 
