@@ -334,3 +334,9 @@ def test_fixture_directory_holding_a_symlink_out_is_rejected_by_check(tmp_path: 
     assert done.returncode == 2, done.stderr.decode()
     [line] = done.stderr.decode().strip().splitlines()
     assert "one.yaml:5: field 'inputs.files[0].path'" in line and "tree/sub/leak.txt" in line and "outside" in line
+
+
+def test_one_task_is_one_task_not_one_tasks() -> None:
+    done = run_waza("check", Path(__file__).parent / "fixtures" / "benchmarks" / "harbor" / "hello-sh")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.decode().endswith(": ok: 1 task (harbor)\n")

@@ -83,7 +83,11 @@ def run(body: Callable[[Interrupt], Awaitable[int]]) -> int:
         loop = asyncio.get_running_loop()
         code = EXIT_OK
         with anyio.CancelScope() as scope:
-            stop.append(lambda: loop.call_soon_threadsafe(scope.cancel))
+
+            def cancel() -> None:
+                loop.call_soon_threadsafe(scope.cancel)
+
+            stop.append(cancel)
             if interrupt.received is None:  # not signalled before the loop started
                 code = await body(interrupt)
         stop.clear()

@@ -28,6 +28,7 @@ from waza.runner.analysis.outcome_format import TaskStats, encode
 from waza.runner.analysis.outcome_inputs import from_suite
 from waza.runner.analysis.passk import pass_hat_k
 from waza.runner.reports.markdown import cell, num, table
+from waza.runner.wording import count
 
 KINDS = ("json", "junit", "markdown", "results")
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -68,7 +69,9 @@ def parse(specs: list[str], *, jsonl_on_stdout: bool) -> list[Reporter]:
 
 def one_line(result: SuiteResult) -> str:
     s = result.summary
-    parts = [f"{s.tasks} tasks ({s.trials} trials): {s.passed} passed, {s.failed} failed, {s.errored} error, {s.pending} pending"]
+    parts = [
+        f"{count(s.tasks, 'task')} ({count(s.trials, 'trial')}): {s.passed} passed, {s.failed} failed, {s.errored} error, {s.pending} pending"
+    ]
     if s.score is not None:
         parts.append(f"score {s.score:.3f}")
     return f"{result.suite} {s.status.upper()}: " + "; ".join(parts)
@@ -156,8 +159,8 @@ def to_markdown(result: SuiteResult) -> bytes:
     if result.description:
         out.append(result.description.strip() + "\n")
     out.append(
-        f"Adapter `{result.adapter}`, {result.trials_per_task} trials per task; "
-        f"{s.tasks} tasks: {s.passed} passed, {s.failed} failed, {s.errored} error, {s.pending} pending. "
+        f"Adapter `{result.adapter}`, {count(result.trials_per_task, 'trial')} per task; "
+        f"{count(s.tasks, 'task')}: {s.passed} passed, {s.failed} failed, {s.errored} error, {s.pending} pending. "
         f"Overall score {num(s.score)}.\n"
     )
     if s.missed:
@@ -191,7 +194,7 @@ def to_markdown(result: SuiteResult) -> bytes:
         out.append("## Trigger tests\n")
         out.append(
             f"Skill `{cell(r.skill)}`: accuracy {num(r.accuracy)}, precision {num(r.precision)}, "
-            f"recall {num(r.recall)}, F1 {num(r.f1)} over {r.prompts} prompts ({r.errors} errored).\n"
+            f"recall {num(r.recall)}, F1 {num(r.f1)} over {count(r.prompts, 'prompt')} ({r.errors} errored).\n"
         )
         wrong = [c for c in r.cases if not c.correct]
         if wrong:

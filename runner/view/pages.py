@@ -21,6 +21,7 @@ import orjson
 from waza.protocol.records import CaptureResult, TrajectoryStep
 from waza.protocol.suite_records import SuiteResult
 from waza.protocol.trial_records import TrialResult, TrialsSummary
+from waza.runner import wording
 from waza.runner.analysis.attempts import Attempt, attempts
 from waza.runner.analysis.pass_rate import DEFINITION
 from waza.runner.reports.report_html import attempt_html
@@ -380,7 +381,7 @@ def _suite_head(suite: SuiteResult) -> str:
     missed = "".join(f"<li>{e(m)}</li>" for m in s.missed)
     return (
         f"<p>{badge(s.status)} suite <b>{e(suite.suite)}</b> ({e(suite.file)}), adapter {e(suite.adapter)}: "
-        f"{s.tasks} tasks, {s.passed} passed, {s.failed} failed, {s.errored} errored, {s.pending} pending; score {num(s.score)}</p>"
+        f"{wording.count(s.tasks, 'task')}, {s.passed} passed, {s.failed} failed, {s.errored} errored, {s.pending} pending; score {num(s.score)}</p>"
         + (table(["metric", "value", "threshold", "", "detail"], metrics, "list") if metrics else "")
         + (f'<ul class="problems">{missed}</ul>' if missed else "")
     )
@@ -405,7 +406,7 @@ def run_page(index: Index, query: Query) -> str:
         t = index.totals
         counts = ", ".join(f"{n} {s}" for s, n in sorted(t.statuses.items(), key=lambda kv: -kv[1]))
         rate = "" if t.pass_rate is None else f"pass rate {t.pass_rate:.1%} ({DEFINITION}); "
-        facts = f"{t.results} results ({counts}); {rate}mean score {num(t.mean_score)}; {t.errors} errored"
+        facts = f"{wording.count(t.results, 'result')} ({counts}); {rate}mean score {num(t.mean_score)}; {t.errors} errored"
         problems = list(index.problems)
         bad = index.bad_lines
         document = index.document
