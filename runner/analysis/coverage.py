@@ -16,7 +16,7 @@ import orjson
 
 from waza.protocol.analysis_records import BalanceReport, CategoryCount
 from waza.protocol.records import PromptCase
-from waza.runner.reports.markdown import cell, ids, num, table
+from waza.runner.analysis.markdown import cell, ids, num, table
 from waza.runner.wording import count
 
 #: A category holding more than this share of the tagged prompts is called dominant.

@@ -25,10 +25,10 @@ import msgspec
 from waza.protocol.records import CaptureResult
 from waza.protocol.trial_records import TrialResult
 from waza.runner.analysis.attempts import Attempt, attempts, first_error_line, trials_status
+from waza.runner.analysis.markdown import cell, num, one_line, table
 from waza.runner.analysis.pass_rate import describe_pass_rate, describe_trials_pass_rate, trials_pass_rate
 from waza.runner.analysis.runs import ResultsFile
 from waza.runner.analysis.summaries import step_line, summarize, summary_markdown
-from waza.runner.reports.markdown import cell, num, one_line, table
 from waza.runner.wording import count
 
 SPOOL_IN_MEMORY = 8 * 1024 * 1024

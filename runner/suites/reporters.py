@@ -24,10 +24,10 @@ from waza.protocol.io.secrets import Redactor
 from waza.protocol.io.stdout import stdout_bytes
 from waza.protocol.records import CaptureResult
 from waza.protocol.suite_records import SuiteResult, SuiteTask
+from waza.runner.analysis.markdown import cell, num, table
 from waza.runner.analysis.outcome_format import TaskStats, encode
 from waza.runner.analysis.outcome_inputs import from_suite
 from waza.runner.analysis.passk import pass_hat_k
-from waza.runner.reports.markdown import cell, num, table
 from waza.runner.wording import count
 
 KINDS = ("json", "junit", "markdown", "results")
