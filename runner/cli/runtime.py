@@ -13,6 +13,7 @@ Exit codes (every command):
 from __future__ import annotations
 
 import signal
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 
@@ -82,15 +83,28 @@ def run(body: Callable[[Interrupt], Awaitable[int]]) -> int:
     async def main() -> int:
         loop = asyncio.get_running_loop()
         code = EXIT_OK
-        with anyio.CancelScope() as scope:
+        # A signal wakes the event loop at once (a byte on this pair), wherever the kernel delivered it,
+        # so the handler runs without waiting for the loop's next event.
+        wake, woken = socket.socketpair()
+        wake.setblocking(False)
+        woken.setblocking(False)
+        loop.add_reader(woken.fileno(), woken.recv, 4096)
+        previous_fd = signal.set_wakeup_fd(wake.fileno(), warn_on_full_buffer=False)
+        try:
+            with anyio.CancelScope() as scope:
 
-            def cancel() -> None:
-                loop.call_soon_threadsafe(scope.cancel)
+                def cancel() -> None:
+                    loop.call_soon_threadsafe(scope.cancel)
 
-            stop.append(cancel)
-            if interrupt.received is None:  # not signalled before the loop started
-                code = await body(interrupt)
-        stop.clear()
+                stop.append(cancel)
+                if interrupt.received is None:  # not signalled before the loop started
+                    code = await body(interrupt)
+        finally:
+            stop.clear()
+            signal.set_wakeup_fd(previous_fd)
+            loop.remove_reader(woken.fileno())
+            wake.close()
+            woken.close()
         return code
 
     watched = (signal.SIGINT, signal.SIGTERM)
