@@ -14,7 +14,6 @@ import json
 import os
 import select
 import stat
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar, cast
@@ -24,6 +23,7 @@ import orjson
 
 from .codec import Record, RecordError
 from .errors import ConfigError
+from .io import stdout
 
 R = TypeVar("R", bound=Record)
 
@@ -45,6 +45,18 @@ def display_name(path: str | Path) -> str:
     return "<stdin>" if str(path) == "-" else str(path)
 
 
+#: Folders a person may give where a JSONL file is wanted, by the file that marks them, and what they are.
+_RUN_FOLDERS = (("eval.yaml", "an eval suite"), ("task.toml", "a Harbor task"), ("task.yaml", "a Terminal-Bench 1.x task"))
+
+
+def _folder_hint(folder: Path) -> str:
+    """What a folder given as a JSONL input is, when ``waza run`` runs it (a suite or a benchmark task)."""
+    for name, what in _RUN_FOLDERS:
+        if (folder / name).exists():
+            return f" (it holds {name}: {what}, which `waza run {folder}` runs)"
+    return ""
+
+
 def open_input(path: str | Path, on_wait: Callable[[], None] | None = None) -> IO[bytes]:
     """Open a file or ``-`` (stdin) for binary reading; a clear error when it cannot be read.
 
@@ -54,7 +66,7 @@ def open_input(path: str | Path, on_wait: Callable[[], None] | None = None) -> I
         return cast(IO[bytes], DescriptorReader(0, owned=False, on_wait=on_wait))
     p = Path(path)
     if p.is_dir():
-        raise JsonlError(str(path), 0, "is a directory, not a JSONL file")
+        raise JsonlError(str(path), 0, f"is a directory, not a JSONL file{_folder_hint(p)}")
     try:
         if is_regular(p) or not p.exists():
             return p.open("rb", buffering=1 << 16)  # read a line at a time: 8 KiB is a system call every few lines
@@ -276,7 +288,8 @@ class JsonlWriter:
     def __init__(self, path: str | Path, *, append: bool = False) -> None:
         self.path = str(path)
         self.append = append
-        self._stream: IO[bytes] | None = sys.stdout.buffer if self.path == "-" else None
+        self._stdout = self.path == "-"
+        self._stream: IO[bytes] | None = stdout.claim() if self._stdout else None
         self.count = 0
 
     def _open(self) -> IO[bytes]:
@@ -297,8 +310,11 @@ class JsonlWriter:
         """Close the file; ``complete``: the run finished, so a file never opened is created (emptied) now."""
         if self._stream is None and complete:
             self._open()
-        if self._stream is sys.stdout.buffer:
-            self._stream.flush()
+        if self._stdout:
+            self._stdout = False
+            stdout.release()
+            if self._stream is not None:
+                self._stream.flush()
         elif self._stream is not None:
             self._stream.close()
 

@@ -8,6 +8,7 @@ checked with these words.
 
 from __future__ import annotations
 
+import difflib
 from typing import TYPE_CHECKING, Any
 
 from .schemas import validator
@@ -16,6 +17,9 @@ if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
 
 __all__ = ["explain", "first_problem"]
+
+#: How alike an unknown key and a known one must be to be offered as "did you mean" (difflib's ratio).
+SIMILAR = 0.75
 
 #: Where in a value: object keys and list indexes from its top.
 KeyPath = tuple[str | int, ...]
@@ -45,7 +49,17 @@ def explain(err: ValidationError) -> tuple[KeyPath, str]:
         extra = [k for k in err.instance if k not in known]
         if extra:
             allowed = ", ".join(sorted(known)) or "none"
-            return (*path, extra[0]), f"unknown key {extra[0]!r} (allowed here: {allowed})"
+            return (*path, extra[0]), f"unknown key {extra[0]!r}{_did_you_mean(extra[0], known)} (allowed here: {allowed})"
+    if err.validator == "required" and isinstance(err.instance, dict):
+        missing = next((k for k in err.validator_value if k not in err.instance), None)
+        if isinstance(missing, str):
+            # A missing key next to a misspelling of it (``taks:``) is said as that unknown key, where it is.
+            known = err.schema.get("properties", {}) if isinstance(err.schema, dict) else {}
+            strays = [k for k in err.instance if isinstance(k, str) and k not in known]
+            close = difflib.get_close_matches(missing, strays, n=1, cutoff=SIMILAR)
+            if close:
+                allowed = ", ".join(sorted(known)) or "none"
+                return (*path, close[0]), f"unknown key {close[0]!r}; did you mean {missing!r}? (allowed here: {allowed})"
     if err.validator == "type":
         wanted = err.validator_value if isinstance(err.validator_value, str) else " or ".join(err.validator_value)
         return path, f"must be {_article(wanted)}, got {_kind(err.instance)}"
@@ -53,6 +67,15 @@ def explain(err: ValidationError) -> tuple[KeyPath, str]:
         allowed = ", ".join(map(repr, err.validator_value))
         return path, f"must be one of {allowed}, got {err.instance!r}"
     return path, err.message
+
+
+def _did_you_mean(key: object, known: Any) -> str:
+    close = (
+        difflib.get_close_matches(key, [k for k in known if isinstance(k, str)], n=1, cutoff=SIMILAR)
+        if isinstance(key, str)
+        else []
+    )
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _article(kind: str) -> str:

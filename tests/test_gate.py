@@ -417,7 +417,7 @@ def test_golden_must_be_a_boolean_in_a_task_file(tmp_path: Path) -> None:
 def test_golden_is_a_key_waza_honours_not_one_it_reports_as_ignored(tmp_path: Path) -> None:
     done = run_waza("check", suite(tmp_path / "s", {"a": "ok"}))
     assert done.returncode == 0, done.stderr
-    assert b"not supported" not in done.stderr and done.stderr.decode().endswith("ok: 1 tasks, 1 graders, 0 metrics\n")
+    assert b"not supported" not in done.stderr and done.stderr.decode().endswith("ok: 1 task, 1 grader, 0 metrics\n")
 
 
 def test_jsonl_trials_are_grouped_by_id_and_trigger_prompts_are_not_tasks(tmp_path: Path) -> None:

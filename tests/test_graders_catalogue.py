@@ -83,7 +83,11 @@ def test_worked_example_gives_its_documented_result_every_way(tmp_path, name):
 
 
 BAD: list[tuple[str, dict[str, Any], str]] = [
-    ("regex", {"must_matc": ["x"]}, "unknown key 'must_matc' (allowed here: flags, must_match, must_not_match)"),
+    (
+        "regex",
+        {"must_matc": ["x"]},
+        "unknown key 'must_matc'; did you mean 'must_match'? (allowed here: flags, must_match, must_not_match)",
+    ),
     ("regex", {"must_match": "x"}, "must_match: must be a list, got str 'x'"),
     ("regex", {"must_match": ["a"], "flags": "q"}, "does not match"),
     ("json_schema", {}, "exactly one of schema, schema_file"),
@@ -120,7 +124,7 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
     (
         "code",
         {"assertions": ["True"], "langauge": "python"},
-        "unknown key 'langauge' (allowed here: assertions, language, timeout)",
+        "unknown key 'langauge'; did you mean 'language'? (allowed here: assertions, language, timeout)",
     ),
     ("script", {"script": "no/such/script.py"}, "not found"),
     ("program", {"command": "no-such-program-anywhere"}, "not found on PATH"),

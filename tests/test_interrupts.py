@@ -145,3 +145,28 @@ def test_interrupt_kills_a_grader_in_flight(tmp_path):
     assert proc.returncode == 130, stderr
     assert b"1 prompt not run" in stderr
     assert subprocess.run(["pgrep", "-f", marker], capture_output=True).stdout == b""
+
+
+def test_a_second_interrupt_while_stopping_prints_no_traceback(tmp_path):
+    """Ctrl-C twice (or ``timeout -s INT`` after a first Ctrl-C): the second arrives while the run stops its
+    agents and finishes its lines. It printed an asyncio traceback now and then (5 of 31 tries); the
+    exit code and the results stay those of the first. Tried at several gaps, so the race is met."""
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": f"q{i}", "input": "slow" if i < 2 else f"hang {i}"} for i in range(6)])
+    gaps = [0.0, 0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2] * 3
+    for attempt, gap in enumerate(gaps):
+        out = tmp_path / f"out{attempt}.jsonl"
+        proc = start(prompts, out)
+        wait_for_lines(out, 2, proc)  # the slow ones are in; the hanging ones run
+        proc.send_signal(signal.SIGINT)
+        time.sleep(gap)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+        text = stderr.decode(errors="replace")
+        assert "Traceback" not in text and "Task was destroyed" not in text and "Exception ignored" not in text, (
+            f"gap {gap}: {text}"
+        )
+        assert proc.returncode == 130, (gap, text)
+        assert "interrupted by SIGINT" in text, (gap, text)
+        rows = read_jsonl(out)
+        assert out.read_bytes().endswith(b"\n") and {r["id"] for r in rows} >= {"q0", "q1"}

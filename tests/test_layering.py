@@ -27,6 +27,22 @@ ALLOWED = {
 }
 
 
+#: Inside the runner, top to bottom: a folder imports only the folders on the levels below its own
+#: (docs/manual/contributing/layout.md says the same); the runner's own modules (``wording``,
+#: ``install_hints``) are the bottom level.
+RUNNER_LEVELS: list[set[str]] = [
+    {"cli"},
+    {"view"},
+    {"model_server"},
+    {"suites", "benchmarks"},
+    {"ray_cluster"},
+    {"engine", "reports", "conformance"},
+    {"analysis", "grading"},
+    {"local_model"},
+    {"wording", "install_hints"},
+]
+
+
 def _modules() -> dict[str, Path]:
     found: dict[str, Path] = {}
     for folder, package in PACKAGES.items():
@@ -88,6 +104,26 @@ def test_each_layer_imports_only_the_layers_below_it() -> None:
         for target in sorted(targets)
         if _part(target) not in ALLOWED[_part(module)]
     ]
+    assert wrong == []
+
+
+def _room(module: str) -> str | None:
+    """The folder (or top module) of the runner a ``waza.runner.X...`` module is in; None outside the runner."""
+    pieces = module.split(".")
+    return pieces[2] if len(pieces) > 2 and pieces[1] == "runner" else None
+
+
+def test_inside_the_runner_each_folder_imports_only_the_levels_below_it() -> None:
+    level = {room: i for i, rooms in enumerate(RUNNER_LEVELS) for room in rooms}
+    rooms = {_room(m) for m in _graph()} - {None}
+    assert rooms <= set(level), f"place these in RUNNER_LEVELS (and in layout.md): {sorted(rooms - set(level))}"
+    wrong = []
+    for module, targets in _graph().items():
+        here = _room(module)
+        for target in sorted(targets):
+            there = _room(target)
+            if here is not None and there is not None and there != here and level[there] <= level[here]:
+                wrong.append(f"{module} ({here}) imports {target} ({there})")
     assert wrong == []
 
 

@@ -19,6 +19,7 @@ import pytest
 import waza
 from tests.conftest import executable, read_jsonl
 
+SUITE = Path(__file__).parent.parent / "examples" / "snippet-explainer" / "eval.yaml"
 AGENT = "#!/bin/sh\ncat >/dev/null\necho 'The answer is 42.'\n"
 
 
@@ -88,3 +89,30 @@ def _this_interpreter_kernel() -> type:
             return [sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file]
 
     return ThisInterpreter
+
+
+def test_trials_to_a_redirected_stdout_arrive_there_as_text(tmp_path: Path) -> None:
+    agent = executable(tmp_path / "agent.sh", AGENT)
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        waza.trials(
+            [{"id": "t", "input": "x", "hint": "42"}],
+            waza.ExecAgent(command=(str(agent),)),
+            [waza.Builtin(grader="hint")],
+            k=2,
+            output=waza.Output("-"),
+        )
+    rows = [json.loads(line) for line in printed.getvalue().splitlines()]
+    assert [(r["id"], r["passes"]) for r in rows] == [("t", 2)]
+
+
+def test_analysis_outputs_and_suite_reporters_write_text_to_a_stdout_without_a_buffer(tmp_path: Path) -> None:
+    """``waza report -o -`` and ``--reporter markdown:-`` through the same writers, under a stdout with no buffer."""
+    from waza.runner.engine.sink import output_stream
+    from waza.runner.suites.reporters import Reporter
+
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        with output_stream("-") as out:
+            out.write(b"# report\n")
+        document = waza.run_suite(SUITE, waza.MockAgent(), trials=1, output=waza.Output(str(tmp_path / "t.jsonl")))
+        Reporter("-", lambda result: f"suite {result.suite}\n".encode()).write(document)
+    assert printed.getvalue() == f"# report\nsuite {document.suite}\n"

@@ -90,6 +90,36 @@ def test_bad_suite_through_the_cli_exits_2_with_one_line(tmp_path: Path) -> None
     assert not out.exists()
 
 
+def test_a_misspelt_metric_fails_the_run_before_it_starts(tmp_path: Path) -> None:
+    """It exited 0 with the threshold silently out of the gate; now nothing runs (exit 2)."""
+    path = write_suite(
+        tmp_path, GOOD_EVAL + "    metrics:\n      - name: task_completon\n        threshold: 1\n", {"one.yaml": GOOD_TASK}
+    )
+    out = tmp_path / "never.jsonl"
+    done = run_waza("run", path, "-o", out)
+    assert done.returncode == 2, done.stderr.decode()
+    assert b"did you mean 'task_completion'?" in done.stderr
+    assert not out.exists()
+
+
+def test_a_folder_that_is_neither_a_suite_nor_tasks_says_what_waza_looks_for(tmp_path: Path) -> None:
+    for command in ("run", "check"):
+        done = run_waza(command, tmp_path)
+        assert done.returncode == 2, done.stderr.decode()
+        assert done.stderr.decode() == (
+            f"waza: {tmp_path}: holds no eval.yaml: waza runs a folder holding eval.yaml (an eval suite), task.toml "
+            "(a Harbor task), task.yaml (a Terminal-Bench 1.x task), or folders of such tasks (a dataset)\n"
+        )
+
+
+def test_a_suite_or_task_folder_given_as_prompts_points_at_waza_run(tmp_path: Path) -> None:
+    harbor = Path(__file__).parent / "fixtures" / "benchmarks" / "harbor" / "hello-sh"
+    for folder, what in ((harbor, "task.toml: a Harbor task"), (EXAMPLES / "snippet-explainer", "eval.yaml: an eval suite")):
+        done = run_waza("capture", folder, "--adapter", "exec", "-o", tmp_path / "out.jsonl", "--", "cat")
+        assert done.returncode == 2, done.stderr.decode()
+        assert f"is a directory, not a JSONL file (it holds {what}, which `waza run {folder}` runs)" in done.stderr.decode()
+
+
 def test_minimal_suite_is_valid(tmp_path: Path) -> None:
     path = write_suite(tmp_path, GOOD_EVAL, {"one.yaml": GOOD_TASK})
     assert load_suite(path).tasks[0].id == "one"
@@ -105,7 +135,35 @@ CASES = [
         "eval.yaml:4",
         "unknown key 'verbose'",
     ),
-    ("missing prompt", GOOD_EVAL, "    id: one\n    inputs:\n      files: []\n", "one.yaml:2", "'prompt' is a required property"),
+    (
+        "missing prompt",
+        GOOD_EVAL,
+        "    id: one\n    inputs:\n      files: []\n",
+        "one.yaml:2",
+        "'prompt' is a required property",
+    ),
+    # Typos that passed: a misspelt required key read as raw jsonschema words, a misspelt metric left the gate.
+    (
+        "misspelt tasks key",
+        GOOD_EVAL.replace("tasks: [", "taks: ["),
+        GOOD_TASK,
+        "eval.yaml:8",
+        "field 'taks': unknown key 'taks'; did you mean 'tasks'? (allowed here: baseline,",
+    ),
+    (
+        "misspelt config key",
+        GOOD_EVAL.replace("executor: mock", "executor: mock\n      trails_per_task: 2"),
+        GOOD_TASK,
+        "eval.yaml:4",
+        "unknown key 'trails_per_task'; did you mean 'trials_per_task'? (allowed here:",
+    ),
+    (
+        "misspelt metric",
+        GOOD_EVAL + "    metrics:\n      - name: task_completon\n        threshold: 0.9\n",
+        GOOD_TASK,
+        "eval.yaml:10",
+        "field 'metrics[0].name': unknown metric 'task_completon'; did you mean 'task_completion'? (waza computes behavior_quality,",
+    ),
     (
         "unknown grader type",
         GOOD_EVAL.replace("type: code", "type: telepathy"),
@@ -276,3 +334,9 @@ def test_fixture_directory_holding_a_symlink_out_is_rejected_by_check(tmp_path: 
     assert done.returncode == 2, done.stderr.decode()
     [line] = done.stderr.decode().strip().splitlines()
     assert "one.yaml:5: field 'inputs.files[0].path'" in line and "tree/sub/leak.txt" in line and "outside" in line
+
+
+def test_one_task_is_one_task_not_one_tasks() -> None:
+    done = run_waza("check", Path(__file__).parent / "fixtures" / "benchmarks" / "harbor" / "hello-sh")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.decode().endswith(": ok: 1 task (harbor)\n")

@@ -129,7 +129,7 @@ def test_resume_after_a_cut_runs_only_the_missing_trials(tmp_path):
     assert (report["prompts"], report["passed"], report["failed"], report["errored"]) == (3, 6, 5, 1)
     stderr = second.stderr.decode()
     assert "3 prompts x 4 trials: 6 passed, 5 failed, 1 errored (errors excluded from n)" in stderr
-    assert "(1 prompts from the earlier run included)" in stderr
+    assert "(1 prompt from the earlier run included)" in stderr
     assert "pass@4 0.500" in stderr and "(2 of 3 prompts)" in stderr and "flaky (1): flaky" in stderr
     assert "--fail-under not met: pass_rate 0.556 < 0.9" in stderr  # (1 + 2/3 + 0) / 3
 

@@ -30,7 +30,7 @@ def test_failing_and_erroring_references_are_listed_and_exit_1(tmp_path):
     assert "3 references checked: 1 passed, 1 failed, 1 error" in stderr
     assert "reference of 'bad' failed: output does not contain the hint 'ok'" in stderr
     assert "reference of 'hintless' error" in stderr
-    assert "1 prompts have no reference (skipped): unchecked" in stderr
+    assert "1 prompt has no reference (skipped): unchecked" in stderr
 
 
 def test_all_references_passing_exit_0_from_stdin(tmp_path):

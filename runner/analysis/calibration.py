@@ -23,8 +23,8 @@ import msgspec
 
 from waza.protocol.records import CaptureResult, TrajectoryStep, Verdict
 from waza.protocol.trial_records import CalibrationItem, TrialResult
+from waza.runner.analysis.markdown import fence
 from waza.runner.analysis.runs import ResultsFile
-from waza.runner.reports.markdown import fence
 
 EXCERPT_STEPS = 20
 EXCERPT_WIDTH = 240

@@ -16,7 +16,8 @@ import orjson
 
 from waza.protocol.analysis_records import BalanceReport, CategoryCount
 from waza.protocol.records import PromptCase
-from waza.runner.reports.markdown import cell, ids, num, table
+from waza.runner.analysis.markdown import cell, ids, num, table
+from waza.runner.wording import count
 
 #: A category holding more than this share of the tagged prompts is called dominant.
 DOMINANT_SHARE = 0.5
@@ -111,7 +112,7 @@ def balance_markdown(r: BalanceReport) -> str:
     rows = [[c.value, c.count, f"{c.share:.1%}", "yes" if c.under_represented else ""] for c in r.categories]
     parts = [
         f"# Balance over `{cell(r.key, 80)}`\n",
-        f"{r.prompts} prompts, {r.tagged} tagged, {len(r.categories)} categories, "
+        f"{count(r.prompts, 'prompt')}, {r.tagged} tagged, {count(len(r.categories), 'category', 'categories')}, "
         f"mean {num(r.mean_count, 1)} per category; under-represented means below {r.threshold:g} x the mean.\n",
         table([r.key, "prompts", "share", "under-represented"], rows),
         f"Untagged: {ids(r.untagged)}\n",

@@ -17,7 +17,7 @@ from waza.protocol.analysis_records import GradeView, ResultSummary, StepView
 from waza.protocol.records import CaptureResult, Grade, TrajectoryStep, Usage
 from waza.protocol.trial_records import TrialResult
 from waza.runner.analysis.attempts import Attempt, from_capture, from_trials
-from waza.runner.reports.markdown import cell, num, shorten
+from waza.runner.analysis.markdown import cell, num, shorten
 
 
 def compact_json(value: Any) -> str:

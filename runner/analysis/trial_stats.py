@@ -172,7 +172,7 @@ def describe(summary: TrialsSummary) -> list[str]:
     def shown(est: MeanEstimate | None) -> str:
         if est is None:
             return "undefined"
-        partial = f" ({est.prompts} of {summary.prompts} prompts)" if est.prompts < summary.prompts else ""
+        partial = f" ({est.prompts} of {count(summary.prompts, 'prompt')})" if est.prompts < summary.prompts else ""
         return f"{est.estimate:.3f} [{est.low:.3f}, {est.high:.3f}]{partial}"
 
     def listed(ids: list[str]) -> str:

@@ -15,6 +15,7 @@ typer reads them, and resolving forty option strings again cost a compile each.
 
 import functools
 import inspect
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_type_hints
@@ -415,7 +416,15 @@ class GraderOptions(msgspec.Struct):
 class OutputOptions(msgspec.Struct):
     """Where results go and what else the run prints (progress, the --fail-under gate)."""
 
-    output: Annotated[str, opt("-o", "--output", help="Results JSONL file, or - for stdout.", panel=OUTPUT)] = "-"
+    output: Annotated[
+        str,
+        opt(
+            "-o",
+            "--output",
+            help="Results JSONL file, or - for stdout (the default, also on a terminal: stdout carries only the records).",
+            panel=OUTPUT,
+        ),
+    ] = "-"
     resume: Annotated[
         bool, opt("--resume", help="Skip results already in -o FILE (a torn last line is repaired).", panel=OUTPUT)
     ] = False
@@ -461,7 +470,15 @@ class OutputOptions(msgspec.Struct):
     def spec(self) -> "Output":
         from waza.runner.engine.specs import Output
 
+        note_records_on_terminal(self.output)
         return Output(self.output, resume=self.resume, retry_errors=self.retry_errors, progress=self.progress)
+
+
+def note_records_on_terminal(output: str) -> None:
+    """Results to a terminal's stdout (no -o): said once on stderr, so a screen of JSON is not a surprise.
+    Piped or redirected, stdout is data and nothing is said."""
+    if output == "-" and sys.stdout.isatty():
+        print("waza: results go to standard output as JSON lines (give -o FILE to write them to a file)", file=sys.stderr)
 
 
 def with_groups(**groups: type) -> Callable[[F], F]:

@@ -6,12 +6,14 @@ Exit codes (every command):
        or the agent or a grader could not be started (AgentError, GraderError)
   2    usage or configuration error, found before anything ran (or a bad input line on stdin)
   130  interrupted by SIGINT; 143 interrupted by SIGTERM. Every line already
-       written is complete; in-flight agents and graders were stopped.
+       written is complete; in-flight agents and graders were stopped. A second
+       signal while stopping is ignored.
 """
 
 from __future__ import annotations
 
 import signal
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 
@@ -57,28 +59,56 @@ def fail(error: WazaError | str) -> int:
 def run(body: Callable[[Interrupt], Awaitable[int]]) -> int:
     """Run ``body`` to an exit code; SIGINT/SIGTERM cancel it cleanly (processes reaped, lines whole).
 
+    The handlers stay in place from before the event loop starts until after it is closed, and a
+    second signal (Ctrl-C again, ``timeout -s INT`` after a Ctrl-C) is noted and otherwise ignored: the
+    run is already stopping. A handler that came and went with the first signal (an anyio signal
+    receiver) left Python's default one for the rest of the shutdown, whose ``KeyboardInterrupt``
+    broke it off part-way (an asyncio traceback, or exit 130 without the summary line).
     anyio is imported here, when a command runs: ``--help`` and usage errors do without it.
     """
+    import asyncio
+
     import anyio
 
     interrupt = Interrupt()
+    stop: list[Callable[[], None]] = []  # while the body runs: cancels it from the event loop
+
+    def on_signal(received: int, _frame: object) -> None:
+        if interrupt.received is not None:
+            return  # already stopping
+        interrupt.received = received
+        for cancel in stop:
+            cancel()
 
     async def main() -> int:
+        loop = asyncio.get_running_loop()
         code = EXIT_OK
-        async with anyio.create_task_group() as tg:
+        # A signal wakes the event loop at once (a byte on this pair), wherever the kernel delivered it,
+        # so the handler runs without waiting for the loop's next event.
+        wake, woken = socket.socketpair()
+        wake.setblocking(False)
+        woken.setblocking(False)
+        loop.add_reader(woken.fileno(), woken.recv, 4096)
+        previous_fd = signal.set_wakeup_fd(wake.fileno(), warn_on_full_buffer=False)
+        try:
+            with anyio.CancelScope() as scope:
 
-            async def watch() -> None:
-                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for received in signals:
-                        interrupt.received = received
-                        tg.cancel_scope.cancel()
-                        return
+                def cancel() -> None:
+                    loop.call_soon_threadsafe(scope.cancel)
 
-            tg.start_soon(watch)
-            code = await body(interrupt)
-            tg.cancel_scope.cancel()
+                stop.append(cancel)
+                if interrupt.received is None:  # not signalled before the loop started
+                    code = await body(interrupt)
+        finally:
+            stop.clear()
+            signal.set_wakeup_fd(previous_fd)
+            loop.remove_reader(woken.fileno())
+            wake.close()
+            woken.close()
         return code
 
+    watched = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.signal(s, on_signal) for s in watched}
     try:
         code = anyio.run(main)
     except BaseException as exc:  # every exception: sorted below; anything else re-raised
@@ -86,6 +116,11 @@ def run(body: Callable[[Interrupt], Awaitable[int]]) -> int:
         if found is None:
             raise
         return fail(found)
+    finally:
+        for s, handler in previous.items():
+            # An interrupted command ends now: a late signal is ignored to the end (SIG_IGN, which Python's
+            # finalisation keeps, where it resets a Python handler to the default and a signal would kill it).
+            signal.signal(s, signal.SIG_IGN if interrupt.received is not None else handler)
     if interrupt.received is not None:
         name = signal.Signals(interrupt.received).name
         done = interrupt.summary() if interrupt.summary else ""

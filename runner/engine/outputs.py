@@ -1,9 +1,10 @@
 """Writing results: one whole line each, flushed before waza waits, secrets masked, counts kept for the summary and gates.
 
 ``--fail-under`` takes ``pass_rate=X`` and/or ``score=X`` (comma-separated).
-pass_rate is passed / (passed + failed + error): an errored result counts
-against it, a pending or ungraded one does not; score is the mean aggregate
-score of the results that have one.
+pass_rate is passed / (passed + failed) (``analysis.pass_rate``, as ``waza
+compare`` counts): an errored result is counted apart (and makes the run exit
+1), a pending or ungraded one is not judged; score is the mean aggregate score
+of the results that have one, errors left out.
 """
 
 from __future__ import annotations
@@ -13,15 +14,17 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Protocol, TextIO
+from typing import IO
 
 import msgspec
 
 from waza.protocol.errors import ConfigError
+from waza.protocol.io import stdout
 from waza.protocol.io.secrets import Redactor
 from waza.protocol.jsonl import DEFAULT_MAX_LINE, JsonlError, dumps, iter_existing, repair_torn_tail
 from waza.protocol.records import CaptureResult
 from waza.runner.analysis.error_digest import ErrorDigest
+from waza.runner.analysis.pass_rate import describe_pass_rate, pass_rate
 from waza.runner.engine.cache_summary import print_cache_line
 from waza.runner.engine.progress import Progress
 from waza.runner.engine.rerun import ErrorRecords
@@ -40,7 +43,7 @@ class Tally(msgspec.Struct):
 
     def add(self, status: str, score: float | None) -> None:
         self.statuses[status] += 1
-        if score is not None:
+        if score is not None and status != "error":  # as ``waza compare`` counts: an error's score says nothing
             self.score_sum += score
             self.scored += 1
 
@@ -49,8 +52,7 @@ class Tally(msgspec.Struct):
         return sum(self.statuses.values())
 
     def pass_rate(self) -> float | None:
-        judged = self.statuses["passed"] + self.statuses["failed"] + self.statuses["error"]
-        return self.statuses["passed"] / judged if judged else None
+        return pass_rate(self.statuses["passed"], self.statuses["failed"])
 
     def mean_score(self) -> float | None:
         return self.score_sum / self.scored if self.scored else None
@@ -77,43 +79,6 @@ def missed_gates(gates: dict[str, float], actual: dict[str, float | None]) -> li
 
 #: Output buffer of a results file: a batch of 2 KB results goes out in a few writes, not one each.
 BUFFER = 1 << 16
-
-
-class _Sink(Protocol):
-    """What results are written to: a file opened in binary mode, or standard output."""
-
-    @property
-    def closed(self) -> bool: ...
-
-    def write(self, data: bytes, /) -> int: ...
-    def flush(self) -> None: ...
-    def close(self) -> None: ...
-
-
-class _TextOut:
-    """Standard output that is a text stream with no byte buffer under it (a notebook kernel's
-    ``OutStream``, ``contextlib.redirect_stdout(io.StringIO())``): results are decoded and written as text."""
-
-    closed = False
-
-    def __init__(self, text: TextIO) -> None:
-        self.text = text
-
-    def write(self, data: bytes, /) -> int:
-        self.text.write(data.decode("utf-8"))
-        return len(data)
-
-    def flush(self) -> None:
-        self.text.flush()
-
-    def close(self) -> None:
-        self.flush()
-
-
-def stdout_sink() -> _Sink:
-    """``sys.stdout`` as it is now, as bytes: its buffer where it has one, else through its text."""
-    buffer: IO[bytes] | None = getattr(sys.stdout, "buffer", None)
-    return buffer if buffer is not None else _TextOut(sys.stdout)
 
 
 class ResultWriter:
@@ -144,7 +109,7 @@ class ResultWriter:
         self._first = first
         # "-" is standard output, looked up when the writer is made; it is flushed, never closed, by close()
         self._stdout = self.path == "-"
-        self._stream: _Sink | None = stdout_sink() if self._stdout else None
+        self._stream: IO[bytes] | None = stdout.claim() if self._stdout else None
         self._flush_pending = False
         self._failed: OSError | None = None
         self.redact = Redactor()
@@ -159,7 +124,7 @@ class ResultWriter:
         self.errors.add(result)
         self.write_line(dumps(result), result.status, result.score.score if result.score else None)
 
-    def _open(self) -> _Sink:
+    def _open(self) -> IO[bytes]:
         if self._stream is None:
             self._stream = open(self.path, "ab" if self.append else "wb", buffering=BUFFER)  # noqa: SIM115 - closed in close()
         return self._stream
@@ -204,8 +169,11 @@ class ResultWriter:
         cannot be joined) leaves an existing file as it was and creates none."""
         if self._stream is None and complete:
             self._open()
-        if self._stdout and self._stream is not None:
-            self._stream.flush()
+        if self._stdout:
+            self._stdout = False
+            stdout.release()
+            if self._stream is not None:
+                self._stream.flush()
         elif self._stream is not None:
             self._stream.close()
         self._raise_failed()
@@ -249,11 +217,12 @@ def finish_run(tally: Tally, gates: dict[str, float], *, skipped: int = 0, error
     line = tally.describe()
     if skipped:
         line += f" ({skipped} already done, skipped)"
-    rate, score = tally.pass_rate(), tally.mean_score()
-    if rate is not None:
-        line += f"; pass rate {rate:.3f}"
+    rate = describe_pass_rate(tally.statuses["passed"], tally.statuses["failed"], tally.statuses["error"])
+    if rate:
+        line += f"; {rate}"
+    score = tally.mean_score()
     if score is not None:
-        line += f", mean score {score:.3f}"
+        line += f"; mean score {score:.3f}"
     print(f"waza: {line}", file=sys.stderr)
     print_cache_line()
     if errors is not None:

@@ -11,6 +11,7 @@ import contextlib
 import functools
 import os
 import sys
+import tempfile
 from collections.abc import (
     AsyncGenerator,
     Awaitable,
@@ -114,8 +115,19 @@ def workspaces_of(workspace: Workspace, *, fresh: bool = False, agent: AgentSpec
     if getattr(agent, "sandbox", None) is not None and workspace.cwd is None and workspace.root is None:
         fresh = True
     if workspace.root is not None:
-        workspace.root.mkdir(parents=True, exist_ok=True)
+        _check_writable(workspace.root)
     return Workspaces(cwd=workspace.cwd or Path.cwd(), root=workspace.root, fresh=workspace.fresh or fresh, keep=workspace.keep)
+
+
+def _check_writable(root: Path) -> None:
+    """Workspace.root is made, and a directory made and removed in it, before the run: a folder waza cannot
+    write in (read-only, another owner's, a file on the way) is one error now rather than one per prompt."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        os.rmdir(tempfile.mkdtemp(prefix=".waza-probe-", dir=root))
+    except OSError as exc:
+        why = "it is not a directory" if isinstance(exc, (FileExistsError, NotADirectoryError)) else exc.strerror or str(exc)
+        raise ConfigError(f"cannot make workspaces in {root}: {why}", field="Workspace.root") from None
 
 
 def check_sandbox_workspaces(settings: Settings, files: Mapping[str, str | Path | None]) -> None:

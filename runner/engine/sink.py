@@ -14,20 +14,21 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
 from waza.protocol.errors import ConfigError
+from waza.protocol.io.stdout import stdout_bytes
 
 
 @contextlib.contextmanager
 def output_stream(path: str, *, durable: bool = False) -> Iterator[IO[bytes]]:
     if path == "-":
-        yield sys.stdout.buffer
-        sys.stdout.buffer.flush()
+        out = stdout_bytes()  # a notebook's or redirect_stdout's text stream has no byte buffer
+        yield out
+        out.flush()
         return
     target = Path(os.path.realpath(path))
     if target.is_dir():

@@ -154,7 +154,7 @@ class Output(msgspec.Struct, frozen=True):
         if target.is_dir():
             problem = "is a directory"
         elif not folder.is_dir():
-            problem = f"folder {str(folder)!r} does not exist"
+            problem = f"{str(folder)!r} is a file, not a folder" if folder.exists() else f"folder {str(folder)!r} does not exist"
         elif not os.access(target if target.exists() else folder, os.W_OK):
             problem = "may not be written"
         else:

@@ -31,6 +31,7 @@ from waza.protocol.grader_protocol import (
 )
 from waza.protocol.io.process import run_once
 from waza.protocol.io.secrets import scrubbed_env_bytes
+from waza.protocol.io.stdout import claimed as results_on_stdout
 from waza.protocol.records import CaptureResult, Grade, GraderRequest
 from waza.runner.grading.grader_specs import GraderSpec
 from waza.runner.wording import failure
@@ -90,7 +91,9 @@ class GraderRunner:
 
 
 class _StdoutToStderr:
-    """While any in-process grader runs, ``print()`` goes to stderr, not into ``-o -``'s JSONL.
+    """While any in-process grader runs in a run writing its results to stdout, ``print()`` goes to stderr,
+    not into ``-o -``'s JSONL; otherwise (results to a file: a notebook, a service) ``sys.stdout`` is the caller's
+    and is left alone, so a notebook's other cells and threads keep their output where it was.
 
     Counted rather than nested (``contextlib.redirect_stdout``) because async
     graders overlap: the first to start swaps ``sys.stdout``, the last to end
@@ -102,13 +105,13 @@ class _StdoutToStderr:
     real: Any = None
 
     def __enter__(self) -> None:
-        if self.borrowers == 0:
+        if self.borrowers == 0 and results_on_stdout():
             self.real, sys.stdout = sys.stdout, sys.stderr
         self.borrowers += 1
 
     def __exit__(self, *exc: object) -> None:
         self.borrowers -= 1
-        if self.borrowers == 0:
+        if self.borrowers == 0 and self.real is not None:
             sys.stdout, self.real = self.real, None
 
 

@@ -81,36 +81,68 @@ def connected(address: str | None, cpus: int | None, *, verbose: bool = False) -
         return
     level = logging.INFO if verbose else logging.ERROR
     options: dict[str, Any] = {"log_to_driver": False, "configure_logging": verbose, "logging_level": level}
-    # Ray's Python side logs through the standard logging module; without a handler of its own a
-    # warning (the token notice) would reach stderr through logging's last resort.
-    logging.getLogger("ray").setLevel(level)
-    # ray.init installs its own SIGTERM handler (exit at once); the run's handler (cancel cleanly) is put back.
-    sigterm = signal.getsignal(signal.SIGTERM)
-    watchdog = None
-    try:
-        if address is None:  # "local": a new instance even when RAY_ADDRESS is set
-            # Ray runs its workers at nice 15; the local engine's agents run at the user's priority, and so
-            # do the embedded instance's (a cluster's nodes choose theirs when they are started).
-            os.environ.setdefault(WORKER_NICENESS, "0")
-            try:
-                context = ray.init(address="local", num_cpus=cpus, include_dashboard=False, **options)
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise ConfigError(f"cannot start an embedded Ray instance: {_first_line(exc)}") from None
-            # Whatever ends this process, even SIGKILL, the instance's processes end with it.
-            watchdog = start_watchdog(context.address_info["session_dir"])
-        else:
-            _join(ray, address, options, verbose)
-    finally:
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, sigterm)
-    _stop_error_printer(ray)
-    try:
-        yield ray
-    finally:
+    with _ProcessSettings() as settings:
+        # Ray's Python side logs through the standard logging module; without a handler of its own a
+        # warning (the token notice) would reach stderr through logging's last resort.
+        logging.getLogger("ray").setLevel(level)
+        # ray.init installs its own SIGTERM handler (exit at once); the run's handler (cancel cleanly) is put back.
+        sigterm = signal.getsignal(signal.SIGTERM)
+        watchdog = None
         try:
-            ray.shutdown()
+            if address is None:  # "local": a new instance even when RAY_ADDRESS is set
+                # Ray runs its workers at nice 15; the local engine's agents run at the user's priority, and so
+                # do the embedded instance's (a cluster's nodes choose theirs when they are started).
+                os.environ.setdefault(WORKER_NICENESS, "0")
+                try:
+                    context = ray.init(address="local", num_cpus=cpus, include_dashboard=False, **options)
+                except (ConnectionError, RuntimeError, ValueError) as exc:
+                    raise ConfigError(f"cannot start an embedded Ray instance: {_first_line(exc)}") from None
+                # Whatever ends this process, even SIGKILL, the instance's processes end with it.
+                watchdog = start_watchdog(context.address_info["session_dir"])
+            else:
+                _join(ray, address, options, verbose)
         finally:
-            stop_watchdog(watchdog)
+            settings.note_changes()
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, sigterm)
+        _stop_error_printer(ray)
+        try:
+            yield ray
+        finally:
+            try:
+                ray.shutdown()
+            finally:
+                stop_watchdog(watchdog)
+
+
+class _ProcessSettings:
+    """What starting Ray sets in the process, given back as it was when the run ends: the variables of
+    ``os.environ`` that waza (the workers' niceness) and ``ray.init`` (``PYTHONBREAKPOINT``, the usage-stats
+    and auth settings) changed, and the level of Ray's logger. A notebook or service that runs waza keeps its
+    own. Variables the caller changes while the run goes on are theirs and are left as they are."""
+
+    def __init__(self) -> None:
+        self.environ = dict(os.environ)
+        self.logger = logging.getLogger("ray")
+        self.level = self.logger.level
+        self.changed: set[str] = set()
+
+    def __enter__(self) -> _ProcessSettings:
+        return self
+
+    def note_changes(self) -> None:
+        """Called once Ray is started (or failed to start): the variables changed since the run began."""
+        keys = set(self.environ) | set(os.environ)
+        self.changed = {k for k in keys if os.environ.get(k) != self.environ.get(k)}
+
+    def __exit__(self, *exc: object) -> None:
+        self.logger.setLevel(self.level)
+        for key in self.changed:
+            value = self.environ.get(key)
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def _stop_error_printer(ray: Any) -> None:

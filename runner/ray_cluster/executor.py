@@ -52,6 +52,7 @@ from waza.runner.ray_cluster.faults import Attempts, Loss, loss_of, one_line
 from waza.runner.ray_cluster.jobs import Job, NodeMismatch, agent_of, graders_of, pack, run_job, workspace_of
 from waza.runner.ray_cluster.nodes import Nodes
 from waza.runner.ray_cluster.tracks import Mark, Teller, Track, Tracker
+from waza.runner.wording import count
 
 #: How often an item is run again after its node was lost (its own worker dying: once, ``ray_faults``).
 MAX_RETRIES = 3
@@ -219,7 +220,7 @@ class RayExecutor:
                 return
             short = _short(nodes.resources, self.options)
             if nodes.unhealthy and not short:
-                short = f"every node with room for a task ended {self.options.node_error_limit} tasks in a row as errors"
+                short = f"every node with room for a task ended {count(self.options.node_error_limit, 'task')} in a row as errors"
             elif not short:
                 wanted = ", ".join(f"{k}={v:g}" for k, v in {**self.options.resources, "CPU": self.options.task_cpus}.items())
                 short = f"no single node has room for one task ({wanted})"

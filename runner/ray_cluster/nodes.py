@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from waza.protocol.records import CaptureResult
+from waza.runner.wording import count
 
 __all__ = ["Nodes", "ran_on"]
 
@@ -85,7 +86,7 @@ class Nodes:
             self.unhealthy.add(node_id)
             host = self.hosts.get(node_id) or str(result.metadata["ray"].get("host", "?"))
             print(
-                f"waza: Ray node {node_id[:12]} ({host}) ended {self.limit} tasks in a row as errors; "
+                f"waza: Ray node {node_id[:12]} ({host}) ended {count(self.limit, 'task')} in a row as errors; "
                 f"no more tasks go to it (last: {_first(result)})",
                 file=sys.stderr,
             )

@@ -7,6 +7,7 @@ might grep it ("Waza gate: PASS", "Regression: 1.50 percentage points").
 from __future__ import annotations
 
 from waza.runner.analysis.gate import GateIssue, GateReport
+from waza.runner.wording import count
 
 __all__ = ["FORMATS", "human", "markdown", "workflow_commands"]
 
@@ -29,9 +30,9 @@ def human(report: GateReport) -> str:
         f"Waza gate: {status}",
         "",
         f"Baseline: {report.baseline_success_rate * 100:.1f}% pass rate "
-        f"({report.baseline_task_count} tasks, model: {_or_na(report.baseline_model)})",
+        f"({count(report.baseline_task_count, 'task')}, model: {_or_na(report.baseline_model)})",
         f"Current:  {report.current_success_rate * 100:.1f}% pass rate "
-        f"({report.current_task_count} tasks, model: {_or_na(report.current_model)})",
+        f"({count(report.current_task_count, 'task')}, model: {_or_na(report.current_model)})",
         f"Regression: {report.regression_pct:.2f} percentage points (max allowed {report.max_regression_pct:.2f})",
     ]
     if report.golden_must_pass:

@@ -25,9 +25,10 @@ import msgspec
 from waza.protocol.records import CaptureResult
 from waza.protocol.trial_records import TrialResult
 from waza.runner.analysis.attempts import Attempt, attempts, first_error_line, trials_status
+from waza.runner.analysis.markdown import cell, num, one_line, table
+from waza.runner.analysis.pass_rate import describe_pass_rate, describe_trials_pass_rate, trials_pass_rate
 from waza.runner.analysis.runs import ResultsFile
 from waza.runner.analysis.summaries import step_line, summarize, summary_markdown
-from waza.runner.reports.markdown import cell, num, one_line, table
 from waza.runner.wording import count
 
 SPOOL_IN_MEMORY = 8 * 1024 * 1024
@@ -92,13 +93,28 @@ class Totals(msgspec.Struct):
     statuses: Counter[str] = msgspec.field(default_factory=Counter)
     score_sum: float = 0.0
     scored: int = 0
+    trial_rates: list[float] = msgspec.field(default_factory=list)  # trials files: each prompt's pass rate
+    trial_errors: int = 0
 
-    def add(self, row: Row) -> None:
+    def add(self, row: Row, entry: Entry) -> None:
         self.rows += 1
         self.statuses[row.status] += 1
-        if row.score is not None:
+        if row.score is not None and row.status != "error":  # as ``waza compare`` counts: an error's score says nothing
             self.score_sum += row.score
             self.scored += 1
+        if entry.trials is not None:
+            tries = Counter(a.status for a in entry.attempts)
+            self.trial_errors += tries["error"]
+            rate = trials_pass_rate([a.status for a in entry.attempts])
+            if rate is not None:
+                self.trial_rates.append(rate)
+
+    @property
+    def pass_rate(self) -> str:
+        """The pass rate with its definition beside it (``analysis.pass_rate``); "" when nothing was judged."""
+        if self.trial_rates or self.trial_errors:
+            return describe_trials_pass_rate(self.trial_rates, self.trial_errors)
+        return describe_pass_rate(self.statuses["passed"], self.statuses["failed"], self.statuses["error"])
 
     @property
     def mean_score(self) -> float | None:
@@ -106,7 +122,13 @@ class Totals(msgspec.Struct):
 
     def describe(self) -> str:
         counts = ", ".join(f"{n} {s}" for s, n in sorted(self.statuses.items(), key=lambda kv: (-kv[1], kv[0])))
-        return count(self.rows, "prompt") + (f": {counts}" if counts else "") + f"; mean score {num(self.mean_score)}"
+        rate = self.pass_rate
+        return (
+            count(self.rows, "prompt")
+            + (f": {counts}" if counts else "")
+            + (f"; {rate}" if rate else "")
+            + f"; mean score {num(self.mean_score)}"
+        )
 
 
 class Format(Protocol):
@@ -126,7 +148,7 @@ def render(path: str, fmt: Format, title: str, out: IO[bytes]) -> Totals:
             bodies.write(fmt.body(entry))
             row = Row.of(entry)
             rows.append(row)
-            totals.add(row)
+            totals.add(row, entry)
         bodies.seek(0)
         fmt.write(out, title, rows, totals, bodies)
     return totals

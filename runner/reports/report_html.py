@@ -17,7 +17,7 @@ import orjson
 
 from waza.protocol.records import Grade, TrajectoryStep
 from waza.runner.analysis.attempts import Attempt
-from waza.runner.reports.markdown import num
+from waza.runner.analysis.markdown import num
 from waza.runner.reports.report_formats import Entry, Row, Totals
 from waza.runner.wording import count
 

@@ -15,6 +15,7 @@ from waza.protocol.records import CaptureResult
 from waza.protocol.suite_records import SuiteMetric, SuiteResult, SuiteSummary, SuiteTask, TriggerReport
 from waza.runner.suites import metrics
 from waza.runner.suites.models import Suite, Task
+from waza.runner.wording import count
 
 ORDER = ("error", "failed", "pending")
 
@@ -63,7 +64,7 @@ def build(suite: Suite, run: RunRecord) -> SuiteResult:
     if run.triggers is not None and run.triggers.errors:
         missed.append(f"{run.triggers.errors} trigger prompts errored")
     if run.not_run:
-        missed.append(f"{len(run.not_run)} tasks not run: fail_fast stopped the run")
+        missed.append(f"{count(len(run.not_run), 'task')} not run: fail_fast stopped the run")
     summary = SuiteSummary(
         status="failed" if missed else "passed",
         tasks=len(tasks),

@@ -10,6 +10,7 @@ computed from what the suite contains.
 
 from __future__ import annotations
 
+import difflib
 import glob
 import os
 import shlex
@@ -48,8 +49,18 @@ OWN_CONFIG_KEYS = frozenset({"command", "workers", "instruction_files"})
 
 
 def eval_path(path: Path) -> Path:
-    """A suite is named by its eval.yaml or by the directory holding it."""
-    return path / EVAL_FILE if path.is_dir() else path
+    """A suite is named by its eval.yaml or by the directory holding it; a directory holding neither it nor
+    benchmark tasks is said to be so, with what waza looks for (rather than "eval.yaml: file not found")."""
+    if not path.is_dir():
+        return path
+    found = path / EVAL_FILE
+    if not found.exists() and not found.is_symlink():
+        raise ConfigError(
+            f"holds no {EVAL_FILE}: waza runs a folder holding {EVAL_FILE} (an eval suite), task.toml (a Harbor task), "
+            "task.yaml (a Terminal-Bench 1.x task), or folders of such tasks (a dataset)",
+            source=str(path),
+        )
+    return found
 
 
 def load_suite(path: Path, *, context_dir: Path | None = None) -> Suite:
@@ -335,13 +346,20 @@ def _triggers(here: Path, skill: str | None) -> TriggerTests | None:
 
 
 def _check_metrics(doc: Located, suite: Suite) -> None:
-    """Reject a metric the suite gives no data for; one the original allows but waza cannot compute is reported."""
+    """Reject a metric the suite gives no data for, or a misspelt name (close to one waza computes); another name
+    the original allows but waza cannot compute is reported."""
     for i, metric in enumerate(suite.metrics):
         if not metric.enabled:
             continue
         if metric.name == "trigger_accuracy" and suite.triggers is None:
             raise doc.error(("metrics", i, "name"), f"trigger_accuracy needs {TRIGGER_FILES[0]} beside eval.yaml")
         if metric.name not in KNOWN_METRICS:
+            close = difflib.get_close_matches(metric.name, sorted(KNOWN_METRICS), n=1, cutoff=0.8)
+            if close:  # a misspelling: its threshold would silently leave the gate
+                raise doc.error(
+                    ("metrics", i, "name"),
+                    f"unknown metric {metric.name!r}; did you mean {close[0]!r}? (waza computes {', '.join(sorted(KNOWN_METRICS))})",
+                )
             suite.notices.append(
                 f"{doc.source}:{doc.line(('metrics', i, 'name'))}: metrics[{i}].name: waza does not compute {metric.name!r}; "
                 "it is listed with no value"

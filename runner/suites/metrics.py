@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from waza.protocol.records import Grade
 from waza.protocol.suite_records import SuiteMetric, SuiteTask, TriggerReport
 from waza.runner.suites.models import BEHAVIOUR_GRADERS, Metric, Task
+from waza.runner.wording import count
 
 Value = tuple[float | None, str]
 
@@ -66,13 +67,13 @@ def task_completion(tasks: list[tuple[Task, SuiteTask]], _: TriggerReport | None
         return None, "no task has a judged trial"
     weight = sum(w for w, _ in judged)
     value = sum(w * rate for w, rate in judged) / weight if weight else sum(rate for _, rate in judged) / len(judged)
-    return value, f"weighted mean pass rate over {len(judged)} tasks"
+    return value, f"weighted mean pass rate over {count(len(judged), 'task')}"
 
 
 def trigger_accuracy(_: list[tuple[Task, SuiteTask]], triggers: TriggerReport | None) -> Value:
     if triggers is None or triggers.accuracy is None:
         return None, "trigger tests were not run"
-    return triggers.accuracy, f"weighted accuracy over {triggers.prompts} prompts ({triggers.errors} errored)"
+    return triggers.accuracy, f"weighted accuracy over {count(triggers.prompts, 'prompt')} ({triggers.errors} errored)"
 
 
 def behavior_quality(tasks: list[tuple[Task, SuiteTask]], _: TriggerReport | None) -> Value:

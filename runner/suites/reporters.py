@@ -12,7 +12,6 @@ threshold and trigger prompts are test cases of their own suites.
 from __future__ import annotations
 
 import re
-import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -22,12 +21,14 @@ import orjson
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.secrets import Redactor
+from waza.protocol.io.stdout import stdout_bytes
 from waza.protocol.records import CaptureResult
 from waza.protocol.suite_records import SuiteResult, SuiteTask
+from waza.runner.analysis.markdown import cell, num, table
 from waza.runner.analysis.outcome_format import TaskStats, encode
 from waza.runner.analysis.outcome_inputs import from_suite
 from waza.runner.analysis.passk import pass_hat_k
-from waza.runner.reports.markdown import cell, num, table
+from waza.runner.wording import count
 
 KINDS = ("json", "junit", "markdown", "results")
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -44,8 +45,9 @@ class Reporter(msgspec.Struct):
         # words (passed, failed) that a byte-wise mask would rewrite when a secret equals one.
         data = self.render(SuiteResult.from_dict(Redactor().mask_record(result.to_dict())))
         if self.path == "-":
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
+            out = stdout_bytes()  # a notebook's or redirect_stdout's text stream has no byte buffer
+            out.write(data)
+            out.flush()
         else:
             Path(self.path).write_bytes(data)
 
@@ -67,7 +69,9 @@ def parse(specs: list[str], *, jsonl_on_stdout: bool) -> list[Reporter]:
 
 def one_line(result: SuiteResult) -> str:
     s = result.summary
-    parts = [f"{s.tasks} tasks ({s.trials} trials): {s.passed} passed, {s.failed} failed, {s.errored} error, {s.pending} pending"]
+    parts = [
+        f"{count(s.tasks, 'task')} ({count(s.trials, 'trial')}): {s.passed} passed, {s.failed} failed, {s.errored} error, {s.pending} pending"
+    ]
     if s.score is not None:
         parts.append(f"score {s.score:.3f}")
     return f"{result.suite} {s.status.upper()}: " + "; ".join(parts)
@@ -155,8 +159,8 @@ def to_markdown(result: SuiteResult) -> bytes:
     if result.description:
         out.append(result.description.strip() + "\n")
     out.append(
-        f"Adapter `{result.adapter}`, {result.trials_per_task} trials per task; "
-        f"{s.tasks} tasks: {s.passed} passed, {s.failed} failed, {s.errored} error, {s.pending} pending. "
+        f"Adapter `{result.adapter}`, {count(result.trials_per_task, 'trial')} per task; "
+        f"{count(s.tasks, 'task')}: {s.passed} passed, {s.failed} failed, {s.errored} error, {s.pending} pending. "
         f"Overall score {num(s.score)}.\n"
     )
     if s.missed:
@@ -190,7 +194,7 @@ def to_markdown(result: SuiteResult) -> bytes:
         out.append("## Trigger tests\n")
         out.append(
             f"Skill `{cell(r.skill)}`: accuracy {num(r.accuracy)}, precision {num(r.precision)}, "
-            f"recall {num(r.recall)}, F1 {num(r.f1)} over {r.prompts} prompts ({r.errors} errored).\n"
+            f"recall {num(r.recall)}, F1 {num(r.f1)} over {count(r.prompts, 'prompt')} ({r.errors} errored).\n"
         )
         wrong = [c for c in r.cases if not c.correct]
         if wrong:

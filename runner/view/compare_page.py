@@ -182,7 +182,7 @@ def compare_page(registry: Registry, a: str, b: str, show: str) -> str:
     if isinstance(c, str):
         return page("Compare", body + f'<p class="error">{e(c)}</p>', active="/compare")
     body += (
-        f'<p class="facts-line">{c.shared} prompts in both; {len(c.regressions)} regressed, {len(c.improvements)} improved. '
+        f'<p class="facts-line">{count(c.shared, "prompt")} in both; {len(c.regressions)} regressed, {len(c.improvements)} improved. '
         "Errored, pending and ungraded results are not judged (left out of the statistics), as in <code>waza compare</code>.</p>"
         + _stats(c)
         + "<h2>Prompts</h2>"

@@ -16,6 +16,7 @@ import msgspec
 from waza.protocol.records import CaptureResult, Usage
 from waza.protocol.trial_records import TrialResult
 from waza.runner.analysis.attempts import attempts, first_error_line, from_capture, trials_status
+from waza.runner.analysis.pass_rate import pass_rate, trials_pass_rate
 from waza.runner.analysis.trial_stats import SummaryBuilder
 
 __all__ = ["ID_LIMIT", "Fact", "FileTotals", "fact_of"]
@@ -98,11 +99,12 @@ class FileTotals(msgspec.Struct):
     first_start: int | None = None
     last_end: int | None = None
     trials: SummaryBuilder | None = None
+    trial_rates: list[float] = msgspec.field(default_factory=list)  # each prompt's pass rate (``analysis.pass_rate``)
 
     def add(self, result: CaptureResult | TrialResult, fact: Fact) -> None:
         self.results += 1
         self.statuses[fact.status] += 1
-        if fact.score is not None:
+        if fact.score is not None and fact.status != "error":  # an error's score says nothing (``analysis.pass_rate``)
             self.score_sum += fact.score
             self.scored += 1
         if result.adapter and result.adapter not in self.adapters and len(self.adapters) < ADAPTER_LIMIT:
@@ -122,6 +124,9 @@ class FileTotals(msgspec.Struct):
             if self.trials is None:
                 self.trials = SummaryBuilder(k=result.k, k_values=[], policy=result.error_policy)
             self.trials.add(result)
+            rate = trials_pass_rate([t.status for t in result.trials])
+            if rate is not None:
+                self.trial_rates.append(rate)
             ks = {int(k) for k in result.pass_at_k if k.isdigit()}
             self.trials.k_values = sorted(set(self.trials.k_values) | ks)
             self.trials.k = max(self.trials.k, result.k)
@@ -132,12 +137,10 @@ class FileTotals(msgspec.Struct):
 
     @property
     def pass_rate(self) -> float | None:
-        """Passed over judged (passed + failed + flaky) results; None before any is judged."""
-        judged = self.statuses["passed"] + self.statuses["failed"] + self.statuses["flaky"]
+        """``analysis.pass_rate``'s figure (for trials files the mean over prompts); None before any is judged."""
         if self.trials is not None:
-            rates = self.trials.pass_rates
-            return sum(rates) / len(rates) if rates else None
-        return self.statuses["passed"] / judged if judged else None
+            return sum(self.trial_rates) / len(self.trial_rates) if self.trial_rates else None
+        return pass_rate(self.statuses["passed"], self.statuses["failed"])
 
     @property
     def mean_score(self) -> float | None:

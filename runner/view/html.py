@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime
 from urllib.parse import urlencode
 
-from waza.runner.reports.markdown import num
+from waza.runner.analysis.markdown import num
 from waza.runner.reports.report_html import badge, e
 
 __all__ = ["badge", "e", "href", "link", "num", "page", "secs", "table", "when"]

@@ -22,6 +22,7 @@ import hashlib
 import math
 import os
 import stat
+import sys
 import threading
 import time
 from array import array
@@ -540,9 +541,18 @@ class Registry(msgspec.Struct):
     _thread: threading.Thread | None = None
     _lock: threading.Lock = msgspec.field(default_factory=threading.Lock)
     _watcher: Watcher | None = None
+    _told: set[Path] = msgspec.field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._places = [Place.of_file(p) for p in self.files]
+
+    def _skipped(self, path: Path, exc: BaseException) -> None:
+        """A file or folder the viewer cannot read is named on stderr, once, rather than left out unsaid."""
+        if path in self._told:
+            return
+        self._told.add(path)
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        print(f"waza view: skipped {path}: {why}", file=sys.stderr, flush=True)
 
     @property
     def watching(self) -> bool:
@@ -566,7 +576,10 @@ class Registry(msgspec.Struct):
         try:
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda entry: entry.name)
-        except OSError:
+        except FileNotFoundError:
+            return  # gone meanwhile
+        except OSError as exc:
+            self._skipped(folder, exc)
             return
         for entry in entries:
             if entry.is_symlink():
@@ -600,7 +613,10 @@ class Registry(msgspec.Struct):
             self._seen[place.path] = (info.st_size, info.st_mtime_ns)
             try:
                 kind = sniff(place)
-            except (OSError, ValueError):
+            except FileNotFoundError:
+                continue  # gone meanwhile
+            except (OSError, ValueError) as exc:
+                self._skipped(place.path, exc)
                 continue
             if kind is not None:
                 index = Index(

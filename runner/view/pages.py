@@ -21,7 +21,9 @@ import orjson
 from waza.protocol.records import CaptureResult, TrajectoryStep
 from waza.protocol.suite_records import SuiteResult
 from waza.protocol.trial_records import TrialResult, TrialsSummary
+from waza.runner import wording
 from waza.runner.analysis.attempts import Attempt, attempts
+from waza.runner.analysis.pass_rate import DEFINITION
 from waza.runner.reports.report_html import attempt_html
 from waza.runner.view.html import badge, e, href, link, num, page, secs, table, when
 from waza.runner.view.index import Index, Registry
@@ -151,7 +153,8 @@ def runs_page(registry: Registry, roots: list[str], sort: str, desc: bool, q: st
     rows = runs_rows(registry, sort, desc, q)
     poll = href("/api/runs", sort=sort, dir="desc" if desc else "asc", q=q)
     body = (
-        f'<h1>Runs</h1><p class="facts-line">Results files under {e(", ".join(roots))}; this list follows files as they grow.</p>'
+        f'<h1>Runs</h1><p class="facts-line">Results files under {e(", ".join(roots))}; this list follows files as they grow. '
+        f"Pass rate: {e(DEFINITION)} (the errors column).</p>"
         f'<div class="controls"><form method="get" action="/"><input type="search" name="q" value="{e(q)}" placeholder="filter by file, adapter, grader">'
         f'<input type="hidden" name="sort" value="{e(sort)}"><input type="hidden" name="dir" value="{"desc" if desc else "asc"}">'
         '<button type="submit">filter</button></form></div>'
@@ -378,7 +381,7 @@ def _suite_head(suite: SuiteResult) -> str:
     missed = "".join(f"<li>{e(m)}</li>" for m in s.missed)
     return (
         f"<p>{badge(s.status)} suite <b>{e(suite.suite)}</b> ({e(suite.file)}), adapter {e(suite.adapter)}: "
-        f"{s.tasks} tasks, {s.passed} passed, {s.failed} failed, {s.errored} errored, {s.pending} pending; score {num(s.score)}</p>"
+        f"{wording.count(s.tasks, 'task')}, {s.passed} passed, {s.failed} failed, {s.errored} errored, {s.pending} pending; score {num(s.score)}</p>"
         + (table(["metric", "value", "threshold", "", "detail"], metrics, "list") if metrics else "")
         + (f'<ul class="problems">{missed}</ul>' if missed else "")
     )
@@ -402,7 +405,8 @@ def run_page(index: Index, query: Query) -> str:
         rows = [_row(index, i) for i in shown]
         t = index.totals
         counts = ", ".join(f"{n} {s}" for s, n in sorted(t.statuses.items(), key=lambda kv: -kv[1]))
-        facts = f"{t.results} results ({counts}); mean score {num(t.mean_score)}; {t.errors} errored"
+        rate = "" if t.pass_rate is None else f"pass rate {t.pass_rate:.1%} ({DEFINITION}); "
+        facts = f"{wording.count(t.results, 'result')} ({counts}); {rate}mean score {num(t.mean_score)}; {t.errors} errored"
         problems = list(index.problems)
         bad = index.bad_lines
         document = index.document

@@ -31,6 +31,7 @@ from waza.runner.view.compare_page import compare_page, compare_prompt_page
 from waza.runner.view.html import e, page
 from waza.runner.view.index import Index, Registry
 from waza.runner.view.pages import Query, prompt_page, rows_fragment, run_page, runs_page, runs_rows
+from waza.runner.wording import count
 
 __all__ = ["CSP", "build_app", "serve"]
 
@@ -118,7 +119,7 @@ def build_app(registry: Registry, roots: list[str], allowed_hosts: list[str]) ->
         html, end = rows_fragment(index, status, max(0, _int(request.query_params.get("from"), 0)))
         body: dict[str, object] = {"html": html, "next": end}
         if html and not status:
-            body["status"] = f"{end} results so far"
+            body["status"] = f"{count(end, 'result')} so far"
         return Response(orjson.dumps(body), media_type="application/json")
 
     def prompt(request: Request) -> Response:

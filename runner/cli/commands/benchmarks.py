@@ -23,6 +23,7 @@ from waza.runner.benchmarks.run import done_keys, run_benchmark, select
 from waza.runner.benchmarks.trial import CONTROL_AGENTS, AgentChoice, TrialResult
 from waza.runner.cli.options import AgentOptions
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from waza.runner.wording import count
 
 __all__ = ["Reach", "agent_choice", "check_benchmark", "env_kind", "is_benchmark", "run_benchmarks"]
 
@@ -100,7 +101,7 @@ def check_benchmark(path: Path) -> int:
     if problems:
         return EXIT_USAGE
     formats = sorted({t.format for t in tasks})
-    print(f"waza: {path}: ok: {len(tasks)} tasks ({', '.join(formats)})", file=sys.stderr)
+    print(f"waza: {path}: ok: {count(len(tasks), 'task')} ({', '.join(formats)})", file=sys.stderr)
     return EXIT_OK
 
 
@@ -195,5 +196,9 @@ async def run_benchmarks(
         report.write_bytes(
             orjson.dumps({"environment": kind, "agent": choice.name, "summary": summary}, option=orjson.OPT_INDENT_2)
         )
-    print(f"waza: {summary['passed']} of {summary['trials']} trials passed, {summary['errors']} errors ({kind})", file=sys.stderr)
+    print(
+        f"waza: {summary['passed']} of {count(len(results), 'trial')} passed, "
+        f"{count(sum(r.status == 'error' for r in results), 'error')} ({kind})",
+        file=sys.stderr,
+    )
     return EXIT_OK if results and summary["passed"] == summary["trials"] else EXIT_FAILED

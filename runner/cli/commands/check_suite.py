@@ -14,6 +14,7 @@ from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.runtime import EXIT_OK, fail
 from waza.runner.suites.execute import require_graders
 from waza.runner.suites.loader import load_suite
+from waza.runner.wording import count
 
 HELP = """Check an eval suite: eval.yaml, every task file and trigger_tests.yaml against
 their JSON Schemas, grader types and configs, fixture paths, mock scripts and
@@ -60,8 +61,8 @@ def register(app: typer.Typer) -> None:
         triggers = f", {len(loaded.triggers.prompts)} trigger prompts" if loaded.triggers else ""
         disabled = len(loaded.tasks) - len(enabled)
         print(
-            f"waza: {loaded.file}: ok: {len(enabled)} tasks{f' ({disabled} disabled)' if disabled else ''}, "
-            f"{graders} graders, {len(loaded.metrics)} metrics{triggers}",
+            f"waza: {loaded.file}: ok: {count(len(enabled), 'task')}{f' ({disabled} disabled)' if disabled else ''}, "
+            f"{count(graders, 'grader')}, {count(len(loaded.metrics), 'metric')}{triggers}",
             file=sys.stderr,
         )
         raise typer.Exit(EXIT_OK)

@@ -14,12 +14,12 @@ from waza.protocol.analysis_records import (
 )
 from waza.protocol.jsonl import dumps
 from waza.runner.analysis.comparison import Bootstrap
+from waza.runner.analysis.markdown import ids, num, signed, table
 from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.option_values import FORMAT_OPTION, MARKDOWN_ALIAS, ReportFormat, finite_number, wants_markdown
 from waza.runner.cli.sync_command import run_sync
 from waza.runner.engine.calibration import compare
 from waza.runner.engine.sink import output_stream
-from waza.runner.reports.markdown import ids, num, signed, table
 
 HELP = """Compare runs of the same prompts: every run against the first (the baseline).
 

@@ -13,7 +13,7 @@ import typer
 from waza.protocol.errors import ConfigError
 from waza.runner.cli.commands.benchmarks import is_benchmark, run_benchmarks
 from waza.runner.cli.metavars import argument
-from waza.runner.cli.options import OUTPUT, AgentOptions, GraderOptions, opt, with_groups
+from waza.runner.cli.options import OUTPUT, AgentOptions, GraderOptions, note_records_on_terminal, opt, with_groups
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, fail, run
 from waza.runner.cli.strict import AGENT_COMMAND
 from waza.runner.engine.specs import AgentSpec, Output
@@ -250,6 +250,7 @@ async def _run(
     suite = load_suite(suite_path, context_dir=options.context_dir)
     spec = agent_for(suite, command, agent, options.adapter_given)
     concurrency = concurrency_for(suite, options, agent)
+    note_records_on_terminal(options.output)
     run = SuiteRun.prepare(
         suite,
         spec,

@@ -30,6 +30,7 @@ from waza.runner.engine.trial_runs import check_policy
 from waza.runner.engine.trials import TrialsRun
 from waza.runner.ray_cluster import executor_for
 from waza.runner.ray_cluster.options import ExecutorOptions
+from waza.runner.wording import count
 
 HELP = """Run each prompt k times (fresh agent session and workspace per trial); report pass@k and pass^k.
 
@@ -120,7 +121,7 @@ async def _trials(
     )
     sidecar = trials.sidecar
     interrupt.summary = lambda: (
-        f"{trials.builder.prompts} prompts written to {out.output}"
+        f"{count(trials.builder.prompts, 'prompt')} written to {out.output}"
         + (f"; trials of unfinished prompts kept in {sidecar}; rerun with --resume to finish" if sidecar else "")
     )
     async for _ in trials.stream():
@@ -133,7 +134,7 @@ def report(summary: TrialsSummary, summary_file: Path | None, gates: dict[str, f
     """Print the summary on stderr (and to --summary FILE) and choose the exit code."""
     lines = describe(summary)
     if skipped:
-        lines[0] += f" ({skipped} prompts from the earlier run included)"
+        lines[0] += f" ({count(skipped, 'prompt')} from the earlier run included)"
     for line in lines:
         print(f"waza: {line}", file=sys.stderr)
     print_cache_line()

@@ -23,6 +23,7 @@ from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
 from waza.runner.engine.inputs import prescan, prompt_cases
 from waza.runner.engine.outputs import ResultWriter
 from waza.runner.engine.pipeline import entered, grade_stream
+from waza.runner.wording import count
 
 SHOWN = 50
 
@@ -101,7 +102,10 @@ async def _validate(prompts: str, concurrency: int, output: str, graders: Grader
     print(f"waza: {writer.tally.describe('reference checked', 'references checked')}", file=sys.stderr)
     if without:
         more = f" and {len(without) - SHOWN} more" if len(without) > SHOWN else ""
-        print(f"waza: {len(without)} prompts have no reference (skipped): {', '.join(without[:SHOWN])}{more}", file=sys.stderr)
+        print(
+            f"waza: {count(len(without), 'prompt')} {'has' if len(without) == 1 else 'have'} no reference (skipped): {', '.join(without[:SHOWN])}{more}",
+            file=sys.stderr,
+        )
     for result in writer.broken:
         why = result.score.reasoning if result.score else ""
         details = "; ".join(g.error or g.reasoning for g in result.grades if g.status in ("failed", "error"))

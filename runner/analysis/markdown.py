@@ -1,4 +1,6 @@
-"""Small Markdown writers shared by the analysis commands.
+"""Small Markdown writers: the analysis summaries and every report (``runner/reports``, suites, the viewer) use them.
+
+They live with the analysis, the lower of the two layers, so imports run one way: reports → analysis.
 
 Values come from agents and graders, so anything put in a table cell is made
 safe for it: pipes escaped, newlines folded, length bounded, control
