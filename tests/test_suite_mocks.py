@@ -213,7 +213,7 @@ def test_a_tasks_own_command_mocks_are_checked_in_the_task_file(tmp_path: Path) 
     task = suite / "tasks" / "own.yaml"
     task.write_text(task.read_text().replace("args: [pr, list]", "argz: [pr, list]"))
     message = check_error(suite)
-    assert "own.yaml:6: field 'command_mocks[0].responses[0]'" in message, message
+    assert "own.yaml:6: field 'command_mocks[0].responses[0].argz': unknown key 'argz'; did you mean 'args'?" in message
 
 
 def test_recorded_arguments_mask_secret_like_option_values() -> None:
