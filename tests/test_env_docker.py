@@ -359,3 +359,47 @@ def test_validate_tasks_in_docker_classifies_each_broken_task(base_image: str) -
     ok = run_waza("validate-tasks", FIXTURES / "harbor" / "hello-sh", *mapped)
     assert ok.returncode == 0, ok.stderr
     assert [r["verdict"] for r in read_jsonl(ok.stdout)] == ["ok"]
+
+
+def test_storage_mb_is_enforced_or_recorded_as_not_enforced_with_the_engines_reason(tmp_path: Path, base_image: str) -> None:
+    """overlay2 takes --storage-opt size= only on xfs with pquota; elsewhere the trial runs and says why not."""
+    env_dir = task(tmp_path, "FROM ubuntu:24.04\nWORKDIR /app\n")
+
+    async def facts() -> dict[str, str]:
+        env = DockerEnvironment(spec(env_dir, storage_mb=64), tmp_path / "trial")
+        try:
+            await env.start()
+            done = await env.exec(["true"], phase="agent", env={}, timeout=120)
+            assert done.exit_code == 0, done.output
+            return env.facts()
+        finally:
+            await env.stop()
+
+    got = run(facts)["storage_mb"]
+    assert got == "64" or (got.startswith("64 (not enforced: ") and len(got) > len("64 (not enforced: )")), got
+
+
+def test_a_relayed_port_needs_python3_in_the_image_and_says_so(tmp_path: Path, base_image: str) -> None:
+    """The loopback relay (serve-model for an agent inside) runs on the image's python3; busybox has none."""
+    env_dir = task(tmp_path, "FROM ubuntu:24.04\nWORKDIR /app\n")
+
+    async def start() -> None:
+        env = DockerEnvironment(spec(env_dir, network="loopback", ports=(9,)), tmp_path / "trial")
+        try:
+            await env.start()
+        finally:
+            await env.stop()
+
+    with pytest.raises(EnvironmentUnsatisfied) as caught:
+        run(start)
+    assert caught.value.missing == ["python3 in the image (the loopback relay to the host's ports runs on it)"]
+
+
+def test_offline_refuses_the_network_option(tmp_path: Path) -> None:
+    proc = run_waza(
+        "run", FIXTURES / "harbor" / "hello-sh", "--env", "host", "--offline", "--sandbox-net", "host",
+        "--adapter", "nop", "-o", tmp_path / "r.jsonl",
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert b"--offline refuses --sandbox-net host" in proc.stderr
+    assert not (tmp_path / "r.jsonl").exists()

@@ -76,6 +76,7 @@ async def run_benchmark(
     keep_env: tuple[str, ...] = (),
     skip: set[Key] | None = None,
     base_images: Mapping[str, str] | None = None,
+    offline: bool = False,
 ) -> AsyncIterator[TrialResult]:
     """Yield each result as its trial ends (after writing it to ``out`` and flushing)."""
     plan = [(t, n) for t in tasks for n in range(1, trials + 1) if (t.id, t.checksum, n, agent.name) not in (skip or set())]
@@ -97,6 +98,7 @@ async def run_benchmark(
                 read_only=read_only,
                 keep_env=keep_env,
                 base_images=base_images,
+                offline=offline,
             )
         out.write(msgspec.json.encode(result) + b"\n")
         out.flush()

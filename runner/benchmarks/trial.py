@@ -106,13 +106,17 @@ def spec_for(
     read_only: tuple[Path, ...] = (),
     keep_env: tuple[str, ...] = (),
     base_images: Mapping[str, str] | None = None,
+    offline: bool = False,
 ) -> tuple[EnvironmentSpec, list[str]]:
-    """The environment a task asks for, narrowed to what the run allows, and each change made to run it so."""
+    """The environment a task asks for, narrowed to what the run allows, and each change made to run it so
+    (``offline``: no network whatever the task asks or the run allows)."""
     changed: list[str] = []
     network: Network = "none"
     if task.network != "no-network":
-        if allow_network:
+        if allow_network and not offline:
             network = "host"
+        elif offline:
+            changed.append(f"network: the task asks {task.network!r}; run with none (--offline)")
         else:
             changed.append(f"network: the task asks {task.network!r}; run with none (allow it with --sandbox-net host)")
     if network == "none" and ports:
@@ -228,7 +232,7 @@ def shown_of_host(agent: AgentChoice, read_only: tuple[Path, ...], ports: tuple[
     ``--sandbox``: nothing the agent sends later (a terminal's command, a session id) adds to it. With
     ``ports`` relayed in, waza's own interpreter is shown too (the relay runs on it)."""
     command: list[str] = []
-    if agent.command and agent.name not in ("oracle", "nop"):
+    if agent.name not in CONTROL_AGENTS:  # a headless agent's program comes from its schema, not the command
         cls = adapter_class(agent.name)
         cls.check(list(agent.command), agent.options)
         command = cls.agent_command(list(agent.command), agent.options)
@@ -247,20 +251,22 @@ async def run_trial(
     read_only: tuple[Path, ...] = (),
     keep_env: tuple[str, ...] = (),
     base_images: Mapping[str, str] | None = None,
+    offline: bool = False,
 ) -> TrialResult:
     """Run one trial of ``task`` in a fresh ``trial_dir``; every fault is this result's error. ``ports`` are
     host loopback ports the agent may reach (``waza serve-model``), ``read_only`` host paths it sees,
     ``keep_env`` secret-like variables it keeps, ``base_images`` a map of ``FROM`` images to local ones
-    for engines that build (``--base-image``)."""
+    for engines that build (``--base-image``); ``offline``: no network at all, and the result says so."""
     clock = time.perf_counter()
     read_only = shown_of_host(agent, read_only, ports)
-    spec, offline = spec_for(
+    spec, offline_changes = spec_for(
         task,
         allow_network=allow_network,
         ports=ports,
         read_only=read_only,
         keep_env=keep_env,
         base_images=base_images,
+        offline=offline,
     )
     env = ENVIRONMENTS[env_kind](spec, trial_dir)
     first = task.steps[0]
@@ -274,7 +280,7 @@ async def run_trial(
         score=None,
         environment=env.facts(),
         timeouts={"agent": first.agent_timeout, "verifier": first.verifier_timeout, "build": task.build_timeout_sec},
-        offline=offline,
+        offline=[*(["the run is --offline: no network for builds, agent or verifier"] if offline else []), *offline_changes],
         trial_dir=str(trial_dir),
     )
     rewards: list[Reward] = []

@@ -147,12 +147,15 @@ async def run_benchmarks(
     output: str,
     reporters: list[str],
     base_images: list[str] | None = None,
+    offline: bool = False,
 ) -> int:
     """``waza run DIR`` for benchmark tasks: exit 0 when every trial passed, 1 when not, 2 for bad usage."""
     tasks = select(load_folder(path), names=names, tags=tags)
     kind = env_kind(env)
     images = base_images_for(kind, base_images)
     choice, reach = agent_choice(agent, command)
+    if offline and reach.allow_network:
+        raise ConfigError("--offline refuses --sandbox-net host (the network for the tasks)", field="--offline")
     report: Path | None = None
     for spec in reporters:
         fmt, _, target = spec.partition(":")
@@ -184,6 +187,7 @@ async def run_benchmarks(
             keep_env=reach.keep_env,
             skip=skip,
             base_images=images,
+            offline=offline,
         ):
             results.append(result)
             print(
