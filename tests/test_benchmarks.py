@@ -127,6 +127,13 @@ def test_the_dockerfile_gives_workdir_env_and_the_packages_asked_for() -> None:
     assert (parsed.base, parsed.workdir, parsed.env) == ("python:3.11", "/srv/app", {"A": "1", "B": "2"})
     assert installs(parsed.instructions[-1].args) == [("apt", "curl"), ("apt", "jq")]
     assert installs("uvx --with pytest==8.1,requests pytest /tests") == [("uv", "uv"), ("pip", "pytest"), ("pip", "requests")]
+    # the tool's own package too: the first word that is no option's value, or --from's
+    assert installs("uvx -p 3.13 -w pytest-json-ctrf==0.3.5 pytest==8.4.1 --ctrf x") == [
+        ("uv", "uv"),
+        ("pip", "pytest-json-ctrf"),
+        ("pip", "pytest"),
+    ]
+    assert installs("uvx --from black==24.1 black --check .") == [("uv", "uv"), ("pip", "black")]
 
 
 # --- rewards ---------------------------------------------------------------------------------------------------

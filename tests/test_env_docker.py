@@ -403,3 +403,37 @@ def test_offline_refuses_the_network_option(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert b"--offline refuses --sandbox-net host" in proc.stderr
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_a_test_time_uvx_works_offline_once_prepared(tmp_path: Path, base_image: str) -> None:
+    """Harbor's usual verifier, `uvx --with X pytest ...`: prepare fetches uv and the packages; the offline
+    container gets uv at the end of its PATH, told to take the prepared packages, on the image's Python."""
+    if subprocess.run(["docker", "image", "inspect", PIP_IMAGE], capture_output=True, check=False).returncode != 0:
+        pytest.skip(f"{PIP_IMAGE} is not built here (tests/images/debian-pip-image.sh, run by .ci/run)")
+    task_dir = tmp_path / "dataset" / "needs-uvx"
+    shutil.copytree(FIXTURES / "harbor" / "hello-sh", task_dir)
+    (task_dir / "tests" / "test.sh").write_text(
+        "#!/bin/bash\nuvx --with iniconfig pytest -q /tests/test_hello.py"
+        " && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n"
+    )
+    (task_dir / "tests" / "test_hello.py").write_text(
+        "import iniconfig  # noqa: F401\n\n\ndef test_hello():\n    assert open('/app/hello.txt').read() == 'hello, world\\n'\n"
+    )
+    mapped = ("--base-image", f"debian:12-slim={PIP_IMAGE}", "--offline")
+    before = run_waza("run", task_dir, "--adapter", "oracle", "--env", "docker", *mapped)
+    assert before.returncode == 1
+    (result,) = read_jsonl(before.stdout)
+    assert result["error_kind"] == "environment-unsatisfied"
+    assert "tests: uv package 'uv'" in result["missing"][0]
+
+    prepared = run_waza("prepare", task_dir.parent, *mapped[:2], timeout=600)
+    assert prepared.returncode == 0, prepared.stderr
+    (line,) = read_jsonl(prepared.stdout)
+    assert line["packages"] == {"uv:uv": "fetched", "pip:iniconfig": "fetched", "pip:pytest": "fetched"}
+
+    after = run_waza("run", task_dir, "--adapter", "oracle", "--env", "docker", *mapped)
+    assert after.returncode == 0, after.stdout + after.stderr
+    (result,) = read_jsonl(after.stdout)
+    assert (result["status"], result["score"]) == ("passed", 1.0)
+    assert "UV_OFFLINE" in result["environment"]["prepared"]
+    assert "1 passed" in result["steps"][0]["verifier_output"]

@@ -50,6 +50,8 @@ from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 
+import orjson
+
 import waza.runner.benchmarks.host  # noqa: F401 - registered first, so that docker comes after it
 from waza.adapters.sandbox import relay as relay_script
 from waza.adapters.sandbox.bwrap import RELAY_MOUNT, Sandbox, relayed
@@ -63,7 +65,7 @@ from waza.runner.benchmarks.environment import (
     Phase,
     register,
 )
-from waza.runner.benchmarks.prepared import MOUNT, has_pip, pip_env, prepared_dir
+from waza.runner.benchmarks.prepared import MOUNT, has_pip, has_uv, pip_env, prepared_dir, uv_env
 
 __all__ = ["DockerEnvironment", "engine"]
 
@@ -206,9 +208,8 @@ class DockerEnvironment(Environment):
             create += ["--memory", f"{self.spec.memory_mb}m"]
             self._facts["memory_mb"] = str(self.spec.memory_mb)
         create += ["-v", f"{self.logs / 'agent'}:/logs/agent", "-v", f"{self.logs / 'verifier'}:/logs/verifier"]
-        if self.spec.network != "host" and (prepared_dir() / "pip").is_dir():
-            create += ["-v", f"{prepared_dir()}:{MOUNT}:ro", *(a for k, v in pip_env().items() for a in ("-e", f"{k}={v}"))]
-            self._facts["prepared"] = f"pip packages from {prepared_dir()} at {MOUNT} (PIP_FIND_LINKS, PIP_NO_INDEX)"
+        if self.spec.network != "host":
+            create += await self._prepared_mount()
         for path in self.spec.read_only:
             create += ["-v", f"{path}:{path}:ro"]
         if self.spec.network == "loopback" and self.spec.ports:
@@ -250,9 +251,28 @@ class DockerEnvironment(Environment):
         self._facts["storage_mb"] = f"{self.spec.storage_mb} (not enforced: {_storage_refused[self._version]})"
         return await self._engine(*create)
 
+    async def _prepared_mount(self) -> list[str]:
+        """The ``docker run`` options that show what ``waza prepare`` fetched, read-only, and point pip (and
+        uvx, its programs at the end of the image's ``PATH``) at it, offline; none when nothing was."""
+        if not (prepared_dir() / "pip").is_dir():
+            return []
+        env = pip_env()
+        said = ["pip packages", "(PIP_FIND_LINKS, PIP_NO_INDEX)"]
+        if has_uv():
+            assert self.image is not None
+            code, out = await self._engine("image", "inspect", "--format", "{{json .Config.Env}}", self.image)
+            image_env = dict(e.partition("=")[::2] for e in orjson.loads(out)) if code == 0 and out.strip() != "null" else {}
+            path = image_env.get("PATH") or "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+            env |= {**uv_env(), "PATH": f"{path}:{MOUNT}/uv/bin"}
+            said = ["pip packages and uv", "(PIP_FIND_LINKS, PIP_NO_INDEX, UV_OFFLINE, UV_FIND_LINKS, PATH)"]
+        self._facts["prepared"] = f"{said[0]} from {prepared_dir()} at {MOUNT} {said[1]}"
+        return ["-v", f"{prepared_dir()}:{MOUNT}:ro", *(a for k, v in env.items() for a in ("-e", f"{k}={v}"))]
+
     def _prepared(self, manager: str, name: str) -> bool:
-        """Whether ``waza prepare`` fetched it and it is shown in this container (pip packages only)."""
-        return manager == "pip" and "prepared" in self._facts and has_pip(name)
+        """Whether ``waza prepare`` fetched it and it is shown in this container (pip packages and uv)."""
+        if "prepared" not in self._facts:
+            return False
+        return has_pip(name) if manager == "pip" else manager == "uv" and has_uv()
 
     async def _has(self, manager: str, name: str) -> bool:
         """Whether the image has what a verifier installs at test time (offline it must already be there);
@@ -293,7 +313,7 @@ class DockerEnvironment(Environment):
         shutil.rmtree(build_dir, ignore_errors=True)
         shutil.copytree(context, build_dir, symlinks=True)
         (build_dir / "Dockerfile").write_text(text, encoding="utf-8")
-        network = "none" if self.spec.network == "none" else "default"
+        network = "default" if self.spec.network == "host" else "none"
         code, output = await self._engine(
             "build", "-q", "--force-rm", "-t", tag, "--network", network, str(build_dir), timeout=self.spec.build_timeout_sec
         )
