@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from waza.protocol import schemas
 from waza.runner.benchmarks.docker import engine
 
 from .conftest import read_jsonl, run_waza
@@ -59,6 +60,7 @@ def _run(tmp_path: Path, bin_dir: Path, *args: str) -> dict:
 
 
 def _check(result: dict) -> None:
+    assert schemas.errors("BenchmarkResult", result) == []  # a real agent's trajectory in the published shape
     assert (result["status"], result["score"]) == ("passed", 1.0), result
     (step,) = result["steps"]
     assert step["agent_exit"] == 0

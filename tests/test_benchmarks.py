@@ -18,15 +18,18 @@ import threading
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 
 from waza.adapters.base import AdapterOptions
 from waza.adapters.sandbox.bwrap import _probe
+from waza.protocol import schemas
+from waza.protocol.benchmark_records import BenchmarkResult
 from waza.protocol.errors import ConfigError
 from waza.runner.benchmarks.dockerfile import installs, parse
 from waza.runner.benchmarks.loader import check_folder, load_folder, load_task
 from waza.runner.benchmarks.rewards import RewardError, pytest_reward, read_reward
-from waza.runner.benchmarks.trial import AgentChoice, TrialResult, run_trial
+from waza.runner.benchmarks.trial import AgentChoice, run_trial
 from waza.runner.benchmarks.validate import validate_task
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
@@ -52,9 +55,13 @@ needs_host_pytest = pytest.mark.skipif(
 )
 
 
-def _trial(task_dir: Path, agent: str, tmp_path: Path, command: tuple[str, ...] = ()) -> TrialResult:
+def _trial(task_dir: Path, agent: str, tmp_path: Path, command: tuple[str, ...] = ()) -> BenchmarkResult:
+    """One trial in the host environment; every result (passed, failed, each kind of error) is also held to
+    the published schema of the result line, schemas/BenchmarkResult.json."""
     task = load_task(task_dir)
-    return anyio.run(lambda: run_trial(task, AgentChoice(agent, command), env_kind="host", trial_dir=tmp_path / agent))
+    result = anyio.run(lambda: run_trial(task, AgentChoice(agent, command), env_kind="host", trial_dir=tmp_path / agent))
+    assert schemas.errors("BenchmarkResult", json.loads(msgspec.json.encode(result))) == []
+    return result
 
 
 # --- reading the folders ---------------------------------------------------------------------------------------
@@ -339,3 +346,80 @@ def test_check_exits_2_with_one_line_per_problem(tmp_path: Path) -> None:
     done = _waza("check", tmp_path)
     assert done.returncode == 2
     assert done.stdout.strip() == f"{task / 'task.toml'}: field 'environment.cpus': Expected `float | null`, got `str`"
+
+
+# --- multi-step details: min_reward, healthcheck, artifacts -------------------------------------------------------
+
+GATED = FIXTURES / "steps" / "gated-steps"
+
+
+@needs_bwrap
+def test_steps_run_in_order_with_their_healthchecks_and_artifacts_kept(tmp_path: Path) -> None:
+    result = _trial(GATED, "oracle", tmp_path)
+    assert (result.status, result.score, result.stopped) == ("passed", 1.0, None), result
+    assert [(s.name, s.artifacts) for s in result.steps] == [
+        ("create", ["steps/create/artifacts/reward.txt", "steps/create/artifacts/notes.txt"]),
+        ("append", ["steps/append/artifacts/reward.txt"]),
+    ]
+    trial_dir = tmp_path / "oracle"
+    assert (trial_dir / "steps/create/artifacts/notes.txt").read_text() == "one\n"  # as it was after step 1
+    assert (trial_dir / "steps/append/artifacts/reward.txt").read_text().strip() == "1"
+
+
+@needs_bwrap
+def test_a_step_below_its_min_reward_stops_the_later_steps(tmp_path: Path) -> None:
+    result = _trial(GATED, "nop", tmp_path)
+    assert (result.status, result.score) == ("failed", 0.0)
+    assert [s.name for s in result.steps] == ["create"]  # "append" never ran
+    assert result.stopped == "step 'create': reward=0 below min_reward 1; the 1 later step(s) did not run"
+
+
+@needs_bwrap
+def test_a_failing_healthcheck_is_an_environment_error_not_a_score(tmp_path: Path) -> None:
+    task = tmp_path / "task"
+    shutil.copytree(GATED, task)
+    toml = (task / "task.toml").read_text().replace('"test -d /logs/agent"', '"echo not ready; exit 1"')
+    (task / "task.toml").write_text(toml)
+    result = _trial(task, "oracle", tmp_path)
+    assert (result.status, result.score, result.error_kind) == ("error", None, "environment-failed")
+    assert result.error == "the environment's healthcheck failed 2 times in a row: 'echo not ready; exit 1' (not ready)"
+    assert result.steps == []
+
+
+def test_an_artifact_leaving_its_folder_or_naming_a_compose_service_is_refused(tmp_path: Path) -> None:
+    for artifact, why in (('"../x"', "leaves its folder"), ('{ source = "/x", service = "db" }', "compose")):
+        task = tmp_path / why.split()[0]
+        shutil.copytree(GATED, task)
+        toml = (task / "task.toml").read_text().replace('artifacts = ["notes.txt"]', f"artifacts = [{artifact}]")
+        (task / "task.toml").write_text(toml)
+        with pytest.raises(ConfigError) as caught:
+            load_task(task)
+        assert caught.value.field == "steps[0].artifacts[0]" and why in caught.value.message
+
+
+# --- the Python API ---------------------------------------------------------------------------------------------
+
+
+@needs_bwrap
+def test_run_benchmark_from_python_with_an_agent_spec_and_the_control_agents(tmp_path: Path) -> None:
+    import waza
+
+    agent = waza.ExecAgent(command=[str(FIXTURES / "agents" / "shell_agent.sh")])
+    out = tmp_path / "results.jsonl"
+    results = waza.run_benchmark(FIXTURES / "harbor", agent, env="host", tasks=["hello-*", "py-*"], output=out, work_dir=tmp_path)
+    assert sorted((r.task, r.status, r.score) for r in results) == [("hello-sh", "passed", 1.0), ("py-sum", "passed", 1.0)]
+    assert all(isinstance(r, waza.BenchmarkResult) for r in results)
+    assert len(out.read_text().splitlines()) == 2
+    again = waza.run_benchmark(FIXTURES / "harbor", "nop", env="host", tasks=["hello-*"], output=out, resume=True)
+    assert [(r.agent, r.status) for r in again] == [("nop", "failed")]  # another agent: not skipped
+
+    async def first() -> waza.BenchmarkResult:
+        async for result in waza.arun_benchmark(GATED, "oracle", env="host"):
+            return result
+        raise AssertionError("no result")
+
+    assert anyio.run(first).score == 1.0
+    with pytest.raises(ConfigError, match="sandbox: a benchmark's agent always runs in the task's environment"):
+        waza.run_benchmark(GATED, waza.ExecAgent(command=["true"], sandbox=waza.Sandbox()), env="host")
+    with pytest.raises(ConfigError, match="offline=True refuses allow_network=True"):
+        waza.run_benchmark(GATED, "oracle", offline=True, allow_network=True)

@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import posixpath
 import re
 import shutil
 import stat
@@ -393,6 +394,13 @@ class DockerEnvironment(Environment):
             await self._engine("exec", self._container or "", "rm", "-rf", place)
         output = done.stdout.decode("utf-8", "replace") + done.stderr_tail
         return Completed(exit_code=done.code, timed_out=done.timed_out, output=output, seconds=round(done.duration_ms / 1000, 3))
+
+    async def collect(self, source: str, dest: Path) -> str | None:
+        assert self._container is not None
+        place = posixpath.normpath(posixpath.join(self.spec.workdir, source))
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        code, output = await self._engine("cp", f"{self._container}:{place}", str(dest))
+        return None if code == 0 else output.strip()[-300:] or f"docker cp exited {code}"
 
     async def stop(self) -> None:
         if self._container is not None:

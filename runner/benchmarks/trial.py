@@ -16,12 +16,14 @@ agent the environment confines (exec, headless CLIs, ACP).
 
 from __future__ import annotations
 
+import math
 import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+import anyio
 import msgspec
 
 import waza.runner.benchmarks.docker
@@ -29,21 +31,21 @@ import waza.runner.benchmarks.host  # noqa: F401 - importing it registers --env 
 from waza.adapters import adapter_class
 from waza.adapters.base import AdapterOptions, AgentTask
 from waza.adapters.sandbox.bwrap import Sandbox, plan, program_as_shown
-from waza.protocol.records import PromptCase, TrajectoryStep, Usage
+from waza.protocol.benchmark_records import BenchmarkErrorKind, BenchmarkResult, BenchmarkStep
+from waza.protocol.records import PromptCase
 from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_MB, TrajectoryBuilder
 from waza.runner.benchmarks import dockerfile, task_files
 from waza.runner.benchmarks.environment import ENVIRONMENTS, Environment, EnvironmentSpec, EnvironmentUnsatisfied, Network
+from waza.runner.benchmarks.formats import Healthcheck
 from waza.runner.benchmarks.rewards import Reward, RewardError, pytest_reward, read_reward
 from waza.runner.benchmarks.tasks import BenchTask, TaskStep
 
-__all__ = ["CONTROL_AGENTS", "AgentChoice", "StepResult", "TrialResult", "run_trial", "spec_for"]
+__all__ = ["CONTROL_AGENTS", "AgentChoice", "run_trial", "spec_for"]
 
 #: The agents that are not agents: the reference solution, and doing nothing.
 CONTROL_AGENTS = ("oracle", "nop")
 #: The last bytes of the verifier's output kept in a result (all of it stays in the trial folder).
 EVIDENCE_LIMIT = 16 * 1024
-
-ErrorKind = Literal["environment-unsatisfied", "environment-failed", "verifier-timeout", "reward-missing"]
 
 
 class AgentChoice(msgspec.Struct, frozen=True):
@@ -55,47 +57,6 @@ class AgentChoice(msgspec.Struct, frozen=True):
     #: The trajectory kept per step (as ``--max-steps`` and ``--max-trajectory-mb``).
     max_steps: int = DEFAULT_MAX_STEPS
     max_trajectory_mb: int = DEFAULT_MAX_TRAJECTORY_MB
-
-
-class StepResult(msgspec.Struct, omit_defaults=True):
-    name: str | None
-    score: float | None = None
-    subscores: dict[str, float] = msgspec.field(default_factory=dict)
-    reward_source: str | None = None
-    agent_exit: int | None = None
-    agent_timed_out: bool = False
-    agent_errors: list[str] = msgspec.field(default_factory=list)
-    #: What an adapter's agent did (oracle and nop have none): its trajectory, last answer and usage.
-    trajectory: list[TrajectoryStep] = msgspec.field(default_factory=list)
-    output: str | None = None
-    usage: Usage | None = None
-    dropped_events: int = 0
-    verifier_exit: int | None = None
-    verifier_seconds: float | None = None
-    verifier_output: str = ""
-
-
-class TrialResult(msgspec.Struct, omit_defaults=True):
-    """One line of a benchmark run's output (JSONL)."""
-
-    task: str
-    format: str
-    checksum: str
-    trial: int
-    agent: str
-    status: Literal["passed", "failed", "error"]
-    score: float | None
-    environment: dict[str, str]
-    timeouts: dict[str, float | None]
-    subscores: dict[str, float] = msgspec.field(default_factory=dict)
-    error_kind: ErrorKind | None = None
-    error: str | None = None
-    missing: list[str] = msgspec.field(default_factory=list)
-    offline: list[str] = msgspec.field(default_factory=list)
-    warnings: list[str] = msgspec.field(default_factory=list)
-    steps: list[StepResult] = msgspec.field(default_factory=list)
-    trial_dir: str | None = None
-    seconds: float = 0.0
 
 
 def spec_for(
@@ -168,7 +129,7 @@ def _stage(task: BenchTask, step: TaskStep, stage: Path) -> tuple[Path, Path | N
 
 
 async def _agent(
-    env: Environment, task: BenchTask, step: TaskStep, agent: AgentChoice, solution: Path | None, out: StepResult
+    env: Environment, task: BenchTask, step: TaskStep, agent: AgentChoice, solution: Path | None, out: BenchmarkStep
 ) -> None:
     if agent.name == "nop":
         return
@@ -201,7 +162,7 @@ async def _agent(
     out.trajectory, out.output, out.usage, out.dropped_events = reduced.steps, reduced.output, reduced.usage, reduced.dropped
 
 
-async def _verify(env: Environment, task: BenchTask, step: TaskStep, tests: Path, out: StepResult) -> Reward:
+async def _verify(env: Environment, task: BenchTask, step: TaskStep, tests: Path, out: BenchmarkStep) -> Reward:
     done = await env.exec(
         ["bash", f"/tests/{step.test_script}"],
         phase="verifier",
@@ -220,8 +181,54 @@ async def _verify(env: Environment, task: BenchTask, step: TaskStep, tests: Path
         raise _Failed("reward-missing", str(exc)) from None
 
 
+async def _healthcheck(env: Environment, check: Healthcheck, whose: str) -> None:
+    """Docker's HEALTHCHECK, as Harbor runs it: the command until it exits 0; failures within the start
+    period do not count, ``retries`` failures in a row after it are the trial's ``environment-failed``."""
+    start_end = time.monotonic() + check.start_period_sec
+    failures = 0
+    while True:
+        done = await env.exec(["sh", "-c", check.command], phase="agent", env={}, timeout=check.timeout_sec)
+        if done.exit_code == 0:
+            return
+        if time.monotonic() < start_end:
+            await anyio.sleep(check.start_interval_sec)
+            continue
+        failures += 1
+        if failures >= check.retries:
+            tail = done.output.strip()[-300:]
+            raise _Failed(
+                "environment-failed",
+                f"{whose} healthcheck failed {failures} times in a row: {check.command!r}" + (f" ({tail})" if tail else ""),
+            )
+        await anyio.sleep(check.interval_sec)
+
+
+async def _collect(env: Environment, step: TaskStep, out: BenchmarkStep) -> list[str]:
+    """The step's artifacts copied into the trial folder (``artifacts/``, or ``steps/NAME/artifacts/``);
+    one warning per artifact that could not be."""
+    base = Path("artifacts") if step.name is None else Path("steps", step.name, "artifacts")
+    warnings: list[str] = []
+    for artifact in step.artifacts:
+        rel = base / (artifact.destination or artifact.source.lstrip("/"))
+        problem = await env.collect(artifact.source, env.trial_dir / rel)
+        if problem is None:
+            out.artifacts.append(rel.as_posix())
+        else:
+            warnings.append(f"artifact {artifact.source!r} not collected: {problem}")
+    return warnings
+
+
+def _below_min_reward(step: TaskStep, reward: Reward) -> str | None:
+    """Which reward key is below the step's ``min_reward`` (a missing key counts as below), or None."""
+    for key, least in (step.min_reward or {}).items():
+        actual = reward.subscores.get(key, reward.score if key == "reward" else -math.inf)
+        if actual < least:
+            return f"{key}={actual:g} below min_reward {least:g}"
+    return None
+
+
 class _Failed(Exception):
-    def __init__(self, kind: ErrorKind, message: str, missing: list[str] | None = None) -> None:
+    def __init__(self, kind: BenchmarkErrorKind, message: str, missing: list[str] | None = None) -> None:
         self.kind, self.message, self.missing = kind, message, missing or []
         super().__init__(message)
 
@@ -252,7 +259,7 @@ async def run_trial(
     keep_env: tuple[str, ...] = (),
     base_images: Mapping[str, str] | None = None,
     offline: bool = False,
-) -> TrialResult:
+) -> BenchmarkResult:
     """Run one trial of ``task`` in a fresh ``trial_dir``; every fault is this result's error. ``ports`` are
     host loopback ports the agent may reach (``waza serve-model``), ``read_only`` host paths it sees,
     ``keep_env`` secret-like variables it keeps, ``base_images`` a map of ``FROM`` images to local ones
@@ -270,7 +277,7 @@ async def run_trial(
     )
     env = ENVIRONMENTS[env_kind](spec, trial_dir)
     first = task.steps[0]
-    result = TrialResult(
+    result = BenchmarkResult(
         task=task.id,
         format=task.format,
         checksum=task.checksum,
@@ -289,15 +296,24 @@ async def run_trial(
             await env.start()
         except EnvironmentUnsatisfied as exc:
             raise _Failed("environment-unsatisfied", str(exc), exc.missing) from None
-        for step in task.steps:
-            out = StepResult(name=step.name)
+        if task.healthcheck is not None:
+            await _healthcheck(env, task.healthcheck, "the environment's")
+        for number, step in enumerate(task.steps, 1):
+            out = BenchmarkStep(name=step.name)
             result.steps.append(out)
+            if step.healthcheck is not None:
+                await _healthcheck(env, step.healthcheck, f"step {step.name!r}'s")
             tests, solution = _stage(task, step, trial_dir / "stage")
             await _agent(env, task, step, agent, solution, out)
             reward = await _verify(env, task, step, tests, out)
             out.score, out.subscores, out.reward_source = reward.score, reward.subscores, reward.source
             result.warnings += reward.warnings
             rewards.append(reward)
+            result.warnings += await _collect(env, step, out)
+            below = _below_min_reward(step, reward)
+            if below is not None and number < len(task.steps):
+                result.stopped = f"step {step.name!r}: {below}; the {len(task.steps) - number} later step(s) did not run"
+                break
     except _Failed as exc:
         result.error_kind, result.error, result.missing = exc.kind, exc.message, exc.missing
     except OSError as exc:
