@@ -423,3 +423,24 @@ def test_run_benchmark_from_python_with_an_agent_spec_and_the_control_agents(tmp
         waza.run_benchmark(GATED, waza.ExecAgent(command=["true"], sandbox=waza.Sandbox()), env="host")
     with pytest.raises(ConfigError, match="offline=True refuses allow_network=True"):
         waza.run_benchmark(GATED, "oracle", offline=True, allow_network=True)
+
+
+@needs_bwrap
+def test_a_compose_environment_is_unsatisfied_and_a_compose_file_beside_a_dockerfile_is_said_unused(
+    tmp_path: Path,
+) -> None:
+    task = tmp_path / "with-compose"
+    shutil.copytree(FIXTURES / "harbor" / "hello-sh", task)
+    (task / "environment" / "docker-compose.yaml").write_text("services:\n  main:\n    build: .\n  db:\n    image: postgres\n")
+    both = _trial(task, "oracle", tmp_path / "both")
+    assert both.status == "passed"
+    assert both.warnings == [
+        "environment/docker-compose.yaml not used: only the Dockerfile's container runs (no compose services)"
+    ]
+    (task / "environment" / "Dockerfile").unlink()
+    only = _trial(task, "oracle", tmp_path / "only")
+    assert (only.status, only.score, only.error_kind) == ("error", None, "environment-unsatisfied")
+    assert only.missing == [
+        "environment/docker-compose.yaml: a compose environment (several services): "
+        "waza runs single-container tasks only (a Dockerfile in environment/)"
+    ]

@@ -29,6 +29,8 @@ __all__ = ["HARBOR_FILE", "TB1_FILE", "check_folder", "is_benchmark", "load_fold
 HARBOR_FILE = "task.toml"
 TB1_FILE = "task.yaml"
 DEFAULT_WORKDIR = "/app"
+#: The compose files Harbor's Docker environment reads from environment/ (waza runs no compose: see trial.py).
+COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
 _FIELD = re.compile(r"at `\$\.?(?P<path>[^`]*)`")
 
 
@@ -74,15 +76,14 @@ def _harbor(path: Path) -> BenchTask:
         network = "public" if env.allow_internet else "no-network"
     environment_dir: Path | None = None
     text: str | None = None
+    compose: str | None = None
     if task_files.is_dir(path, "environment"):
         environment_dir = path / "environment"
+        compose = next((f"environment/{n}" for n in COMPOSE_FILES if task_files.exists(path, f"environment/{n}")), None)
         if task_files.exists(path, "environment/Dockerfile"):
             text = task_files.read_text(path, "environment/Dockerfile")
-        elif not env.docker_image:
-            raise ConfigError(
-                "environment/ holds no Dockerfile (compose-only environments are not supported)",
-                source=str(path / "environment"),
-            )
+        elif not env.docker_image and compose is None:
+            raise ConfigError("holds neither a Dockerfile nor a compose file", source=str(path / "environment"))
     elif not env.docker_image:
         raise ConfigError("is missing (and task.toml names no [environment].docker_image)", source=str(path / "environment"))
     workdir = env.workdir or (dockerfile.parse(text).workdir if text is not None else DEFAULT_WORKDIR)
@@ -110,6 +111,7 @@ def _harbor(path: Path) -> BenchTask:
         solution_env=config.solution.env,
         reward_strategy=config.multi_step_reward_strategy or "mean",
         healthcheck=env.healthcheck,
+        compose_file=compose,
         unknown_keys=tuple(known_keys(raw, HarborConfig)),
     )
 

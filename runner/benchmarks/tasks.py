@@ -67,5 +67,7 @@ class BenchTask(msgspec.Struct, frozen=True):
     reward_strategy: Literal["mean", "final"] = "mean"
     #: Run once the environment has started, before any agent (``[environment].healthcheck``).
     healthcheck: Healthcheck | None = None
+    #: ``environment/docker-compose.yaml`` (or another compose file name) when the task has one.
+    compose_file: str | None = None
     #: task.toml / task.yaml keys waza does not know (Harbor ignores them too): reported by ``waza check``.
     unknown_keys: tuple[str, ...] = ()

@@ -44,6 +44,10 @@ __all__ = ["CONTROL_AGENTS", "AgentChoice", "run_trial", "spec_for"]
 
 #: The agents that are not agents: the reference solution, and doing nothing.
 CONTROL_AGENTS = ("oracle", "nop")
+#: Why a compose-only task does not run: Debian 12 ships no Docker Compose v2, and a home-made one is out.
+COMPOSE_UNSUPPORTED = (
+    "a compose environment (several services): waza runs single-container tasks only (a Dockerfile in environment/)"
+)
 #: The last bytes of the verifier's output kept in a result (all of it stays in the trial folder).
 EVIDENCE_LIMIT = 16 * 1024
 
@@ -292,6 +296,10 @@ async def run_trial(
     )
     rewards: list[Reward] = []
     try:
+        if task.compose_file is not None:
+            if task.dockerfile is None:
+                raise _Failed("environment-unsatisfied", COMPOSE_UNSUPPORTED, [f"{task.compose_file}: {COMPOSE_UNSUPPORTED}"])
+            result.warnings.append(f"{task.compose_file} not used: only the Dockerfile's container runs (no compose services)")
         try:
             await env.start()
         except EnvironmentUnsatisfied as exc:
