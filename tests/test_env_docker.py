@@ -9,9 +9,11 @@ when the engine is there and the image is not). Skips, saying why, where there i
 from __future__ import annotations
 
 import functools
+import http.server
 import os
 import shutil
 import subprocess
+import threading
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -20,6 +22,7 @@ from typing import TypeVar
 import anyio
 import pytest
 
+from waza.adapters.base import AdapterOptions
 from waza.protocol.errors import ConfigError
 from waza.runner.benchmarks.docker import DockerEnvironment, engine
 from waza.runner.benchmarks.environment import ENVIRONMENTS, EnvironmentSpec, EnvironmentUnsatisfied, best_available
@@ -31,6 +34,7 @@ from .conftest import executable, read_jsonl, run_waza
 
 BASE = "waza-test/busybox:1"
 IMAGES = Path(__file__).parent / "images"
+ACP_AGENT = Path(__file__).parent / "agents" / "scripted_acp_agent.py"
 T = TypeVar("T")
 
 
@@ -437,3 +441,43 @@ def test_a_test_time_uvx_works_offline_once_prepared(tmp_path: Path, base_image:
     assert (result["status"], result["score"]) == ("passed", 1.0)
     assert "UV_OFFLINE" in result["environment"]["prepared"]
     assert "1 passed" in result["steps"][0]["verifier_output"]
+
+
+def test_an_acp_agent_and_its_terminals_share_the_relayed_port_in_one_container(tmp_path: Path, base_image: str) -> None:
+    """Every `docker exec` of a trial shares the container's loopback: the agent's relay listens on the port, and
+    a terminal the agent asks for (a second exec) reaches the host through it instead of failing to listen."""
+    if subprocess.run(["docker", "image", "inspect", PIP_IMAGE], capture_output=True, check=False).returncode != 0:
+        pytest.skip(f"{PIP_IMAGE} is not built here (tests/images/debian-pip-image.sh, run by .ci/run)")
+
+    class Hello(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"hello, world")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Hello)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    task_dir = tmp_path / "hello-sh"
+    shutil.copytree(FIXTURES / "harbor" / "hello-sh", task_dir)
+    fetch = f"import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:{port}/', timeout=30).read().decode())"
+    (task_dir / "instruction.md").write_text(f'run sh -c "python3 -c \\"{fetch}\\" > hello.txt"\n')
+    agent = AgentChoice("acp", ("/usr/bin/python3", str(ACP_AGENT)), AdapterOptions(permission="allow"))
+    try:
+        result = run(
+            lambda: run_trial(
+                load_task(task_dir),
+                agent,
+                env_kind="docker",
+                trial_dir=tmp_path / "t",
+                ports=(port,),
+                base_images={"debian:12-slim": PIP_IMAGE},
+            )
+        )
+    finally:
+        server.shutdown()
+    assert (result.status, result.score) == ("passed", 1.0), (result.error, result.steps)
+    assert result.environment["network"] == "loopback"
