@@ -444,3 +444,11 @@ def test_a_compose_environment_is_unsatisfied_and_a_compose_file_beside_a_docker
         "environment/docker-compose.yaml: a compose environment (several services): "
         "waza runs single-container tasks only (a Dockerfile in environment/)"
     ]
+
+
+def test_check_names_a_compose_file_it_will_not_run(tmp_path: Path) -> None:
+    task = _copy_task(tmp_path)
+    (task / "environment" / "docker-compose.yaml").write_text("services:\n  main:\n    build: .\n")
+    done = _waza("check", task)
+    assert done.returncode == 0, done.stderr
+    assert f"{task}/environment/docker-compose.yaml: compose is not run (only the Dockerfile's container runs)" in done.stderr

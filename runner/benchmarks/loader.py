@@ -283,6 +283,9 @@ def check_folder(path: Path) -> tuple[list[BenchTask], list[ConfigError], list[s
         tasks.append(task)
         source = folder / (HARBOR_FILE if task.format == "harbor" else TB1_FILE)
         notices += [f"{source}: field {key!r}: unknown key (ignored, as Harbor does)" for key in task.unknown_keys]
+        if task.compose_file is not None:
+            runs = "only the Dockerfile's container runs" if task.dockerfile else "its trials are environment-unsatisfied"
+            notices.append(f"{folder / task.compose_file}: compose is not run ({runs})")
     if not tasks and not problems:
         problems.append(ConfigError(f"holds no task folder ({HARBOR_FILE} or {TB1_FILE})", source=str(path)))
     return tasks, problems, notices

@@ -44,6 +44,8 @@ task folders (see the Benchmarks guide): each trial runs in --env, graded by
 the task's verifier, one result line per trial.
 
   waza run my-dataset/ --env host --adapter oracle -o oracle.jsonl
+
+  waza run my-dataset/ --env docker --offline --serve-model replies.yaml --adapter headless --schema claude-code
 """
 
 RUN = "Suite"
