@@ -32,6 +32,7 @@ class BenchmarkStep(msgspec.Struct, omit_defaults=True):
     agent_exit: int | None = None
     agent_timed_out: bool = False
     agent_errors: list[str] = msgspec.field(default_factory=list)
+    agent_stderr: Annotated[str | None, Meta(description="The last of what an adapter's agent wrote on stderr.")] = None
     trajectory: Annotated[list[TrajectoryStep], Meta(description="What an adapter's agent did (oracle and nop have none).")] = (
         msgspec.field(default_factory=list)
     )

@@ -245,6 +245,17 @@ def test_an_exec_agent_runs_inside_the_environment_and_is_graded(tmp_path: Path)
 
 
 @needs_bwrap
+def test_an_agent_that_fails_to_start_leaves_its_stderr_in_the_result(tmp_path: Path) -> None:
+    """What the agent said on stderr is the evidence of why it failed (a read-only config folder, say)."""
+    agent = tmp_path / "failing.sh"
+    agent.write_text("#!/bin/sh\necho 'cannot write my config: Read-only file system' >&2\nexit 3\n")
+    agent.chmod(0o755)
+    result = _trial(FIXTURES / "harbor" / "hello-sh", "exec", tmp_path, (str(agent),))
+    assert (result.status, result.steps[0].agent_exit) == ("failed", 3)
+    assert "cannot write my config: Read-only file system" in (result.steps[0].agent_stderr or "")
+
+
+@needs_bwrap
 def test_an_acp_agent_and_the_terminals_it_asks_for_run_inside_the_environment(tmp_path: Path) -> None:
     task_dir = _copy_task(tmp_path)
     (task_dir / "instruction.md").write_text('run sh -c "pwd > where.txt; echo hello, world > hello.txt"\n')

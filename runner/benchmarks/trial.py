@@ -162,6 +162,7 @@ async def _agent(
         case = PromptCase(id=task.id if step.name is None else f"{task.id}/{step.name}", input=step.instruction)
         run = await adapter.run(AgentTask(case=case, workspace=env.workspace, recorder=recorder, timeout=step.agent_timeout))
     out.agent_exit, out.agent_timed_out, out.agent_errors = run.exit.code, run.exit.timed_out, list(run.errors)
+    out.agent_stderr = run.stderr[-EVIDENCE_LIMIT:] if run.stderr else None
     reduced = recorder.finish()
     out.trajectory, out.output, out.usage, out.dropped_events = reduced.steps, reduced.output, reduced.usage, reduced.dropped
 
