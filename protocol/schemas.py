@@ -19,20 +19,20 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import orjson
 
-from .codec import Record
-
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
 
 
 @functools.cache
-def records() -> dict[str, type[Record]]:
-    """Record classes whose schemas are generated (all records live in protocol/).
+def records() -> dict[str, type[msgspec.Struct]]:
+    """Record classes whose schemas are generated (all records live in protocol/; the benchmark result is a
+    plain Struct, with Harbor's snake_case keys).
 
     Imported on first use: a run that only validates a config or an adapter schema
     does not load the analysis, trial and suite record classes.
     """
     from .analysis_records import BalanceReport, ComparisonReport, ResultSummary
+    from .benchmark_records import BenchmarkResult
     from .conformance_records import ConformanceReport
     from .records import CaptureResult, Grade, GraderRequest, GraderResult, PromptCase, TrajectoryStep
     from .review_records import ReviewItem
@@ -57,6 +57,7 @@ def records() -> dict[str, type[Record]]:
         "CalibrationReport": CalibrationReport,
         "SuiteResult": SuiteResult,
         "ReviewItem": ReviewItem,
+        "BenchmarkResult": BenchmarkResult,
     }
 
 
@@ -108,7 +109,7 @@ def errors(name: str, value: Any) -> list[str]:
     return out
 
 
-def schema_for(cls: type[Record], name: str | None = None) -> dict[str, Any]:
+def schema_for(cls: type[msgspec.Struct], name: str | None = None) -> dict[str, Any]:
     """The draft 2020-12 schema of a record class, nested records under ``$defs``; ``name`` is
     the file's name (``schemas/NAME.json``, by default the class's).
 
@@ -143,7 +144,7 @@ def _order_alternatives(value: Any) -> None:
             _order_alternatives(inner)
 
 
-def _nested_records(cls: type[Record]) -> dict[str, type[msgspec.Struct]]:
+def _nested_records(cls: type[msgspec.Struct]) -> dict[str, type[msgspec.Struct]]:
     """``cls`` and the record classes its fields hold, by name (a schema's components are named by class;
     two record classes elsewhere in the package may share a name)."""
     from msgspec import inspect
@@ -186,7 +187,7 @@ def _adapt(cls: type[msgspec.Struct], component: dict[str, Any]) -> None:
         properties[old] = {**properties[new], "description": f"Older name of {new!r}, accepted on input."}
 
 
-def render(cls: type[Record]) -> bytes:
+def render(cls: type[msgspec.Struct]) -> bytes:
     return orjson.dumps(schema_for(cls), option=orjson.OPT_INDENT_2) + b"\n"
 
 

@@ -18,15 +18,18 @@ import threading
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 
 from waza.adapters.base import AdapterOptions
 from waza.adapters.sandbox.bwrap import _probe
+from waza.protocol import schemas
+from waza.protocol.benchmark_records import BenchmarkResult
 from waza.protocol.errors import ConfigError
 from waza.runner.benchmarks.dockerfile import installs, parse
 from waza.runner.benchmarks.loader import check_folder, load_folder, load_task
 from waza.runner.benchmarks.rewards import RewardError, pytest_reward, read_reward
-from waza.runner.benchmarks.trial import AgentChoice, TrialResult, run_trial
+from waza.runner.benchmarks.trial import AgentChoice, run_trial
 from waza.runner.benchmarks.validate import validate_task
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
@@ -52,9 +55,13 @@ needs_host_pytest = pytest.mark.skipif(
 )
 
 
-def _trial(task_dir: Path, agent: str, tmp_path: Path, command: tuple[str, ...] = ()) -> TrialResult:
+def _trial(task_dir: Path, agent: str, tmp_path: Path, command: tuple[str, ...] = ()) -> BenchmarkResult:
+    """One trial in the host environment; every result (passed, failed, each kind of error) is also held to
+    the published schema of the result line, schemas/BenchmarkResult.json."""
     task = load_task(task_dir)
-    return anyio.run(lambda: run_trial(task, AgentChoice(agent, command), env_kind="host", trial_dir=tmp_path / agent))
+    result = anyio.run(lambda: run_trial(task, AgentChoice(agent, command), env_kind="host", trial_dir=tmp_path / agent))
+    assert schemas.errors("BenchmarkResult", json.loads(msgspec.json.encode(result))) == []
+    return result
 
 
 # --- reading the folders ---------------------------------------------------------------------------------------
@@ -127,6 +134,13 @@ def test_the_dockerfile_gives_workdir_env_and_the_packages_asked_for() -> None:
     assert (parsed.base, parsed.workdir, parsed.env) == ("python:3.11", "/srv/app", {"A": "1", "B": "2"})
     assert installs(parsed.instructions[-1].args) == [("apt", "curl"), ("apt", "jq")]
     assert installs("uvx --with pytest==8.1,requests pytest /tests") == [("uv", "uv"), ("pip", "pytest"), ("pip", "requests")]
+    # the tool's own package too: the first word that is no option's value, or --from's
+    assert installs("uvx -p 3.13 -w pytest-json-ctrf==0.3.5 pytest==8.4.1 --ctrf x") == [
+        ("uv", "uv"),
+        ("pip", "pytest-json-ctrf"),
+        ("pip", "pytest"),
+    ]
+    assert installs("uvx --from black==24.1 black --check .") == [("uv", "uv"), ("pip", "black")]
 
 
 # --- rewards ---------------------------------------------------------------------------------------------------
@@ -231,6 +245,17 @@ def test_an_exec_agent_runs_inside_the_environment_and_is_graded(tmp_path: Path)
 
 
 @needs_bwrap
+def test_an_agent_that_fails_to_start_leaves_its_stderr_in_the_result(tmp_path: Path) -> None:
+    """What the agent said on stderr is the evidence of why it failed (a read-only config folder, say)."""
+    agent = tmp_path / "failing.sh"
+    agent.write_text("#!/bin/sh\necho 'cannot write my config: Read-only file system' >&2\nexit 3\n")
+    agent.chmod(0o755)
+    result = _trial(FIXTURES / "harbor" / "hello-sh", "exec", tmp_path, (str(agent),))
+    assert (result.status, result.steps[0].agent_exit) == ("failed", 3)
+    assert "cannot write my config: Read-only file system" in (result.steps[0].agent_stderr or "")
+
+
+@needs_bwrap
 def test_an_acp_agent_and_the_terminals_it_asks_for_run_inside_the_environment(tmp_path: Path) -> None:
     task_dir = _copy_task(tmp_path)
     (task_dir / "instruction.md").write_text('run sh -c "pwd > where.txt; echo hello, world > hello.txt"\n')
@@ -332,3 +357,109 @@ def test_check_exits_2_with_one_line_per_problem(tmp_path: Path) -> None:
     done = _waza("check", tmp_path)
     assert done.returncode == 2
     assert done.stdout.strip() == f"{task / 'task.toml'}: field 'environment.cpus': Expected `float | null`, got `str`"
+
+
+# --- multi-step details: min_reward, healthcheck, artifacts -------------------------------------------------------
+
+GATED = FIXTURES / "steps" / "gated-steps"
+
+
+@needs_bwrap
+def test_steps_run_in_order_with_their_healthchecks_and_artifacts_kept(tmp_path: Path) -> None:
+    result = _trial(GATED, "oracle", tmp_path)
+    assert (result.status, result.score, result.stopped) == ("passed", 1.0, None), result
+    assert [(s.name, s.artifacts) for s in result.steps] == [
+        ("create", ["steps/create/artifacts/reward.txt", "steps/create/artifacts/notes.txt"]),
+        ("append", ["steps/append/artifacts/reward.txt"]),
+    ]
+    trial_dir = tmp_path / "oracle"
+    assert (trial_dir / "steps/create/artifacts/notes.txt").read_text() == "one\n"  # as it was after step 1
+    assert (trial_dir / "steps/append/artifacts/reward.txt").read_text().strip() == "1"
+
+
+@needs_bwrap
+def test_a_step_below_its_min_reward_stops_the_later_steps(tmp_path: Path) -> None:
+    result = _trial(GATED, "nop", tmp_path)
+    assert (result.status, result.score) == ("failed", 0.0)
+    assert [s.name for s in result.steps] == ["create"]  # "append" never ran
+    assert result.stopped == "step 'create': reward=0 below min_reward 1; the 1 later step(s) did not run"
+
+
+@needs_bwrap
+def test_a_failing_healthcheck_is_an_environment_error_not_a_score(tmp_path: Path) -> None:
+    task = tmp_path / "task"
+    shutil.copytree(GATED, task)
+    toml = (task / "task.toml").read_text().replace('"test -d /logs/agent"', '"echo not ready; exit 1"')
+    (task / "task.toml").write_text(toml)
+    result = _trial(task, "oracle", tmp_path)
+    assert (result.status, result.score, result.error_kind) == ("error", None, "environment-failed")
+    assert result.error == "the environment's healthcheck failed 2 times in a row: 'echo not ready; exit 1' (not ready)"
+    assert result.steps == []
+
+
+def test_an_artifact_leaving_its_folder_or_naming_a_compose_service_is_refused(tmp_path: Path) -> None:
+    for artifact, why in (('"../x"', "leaves its folder"), ('{ source = "/x", service = "db" }', "compose")):
+        task = tmp_path / why.split()[0]
+        shutil.copytree(GATED, task)
+        toml = (task / "task.toml").read_text().replace('artifacts = ["notes.txt"]', f"artifacts = [{artifact}]")
+        (task / "task.toml").write_text(toml)
+        with pytest.raises(ConfigError) as caught:
+            load_task(task)
+        assert caught.value.field == "steps[0].artifacts[0]" and why in caught.value.message
+
+
+# --- the Python API ---------------------------------------------------------------------------------------------
+
+
+@needs_bwrap
+def test_run_benchmark_from_python_with_an_agent_spec_and_the_control_agents(tmp_path: Path) -> None:
+    import waza
+
+    agent = waza.ExecAgent(command=[str(FIXTURES / "agents" / "shell_agent.sh")])
+    out = tmp_path / "results.jsonl"
+    results = waza.run_benchmark(FIXTURES / "harbor", agent, env="host", tasks=["hello-*", "py-*"], output=out, work_dir=tmp_path)
+    assert sorted((r.task, r.status, r.score) for r in results) == [("hello-sh", "passed", 1.0), ("py-sum", "passed", 1.0)]
+    assert all(isinstance(r, waza.BenchmarkResult) for r in results)
+    assert len(out.read_text().splitlines()) == 2
+    again = waza.run_benchmark(FIXTURES / "harbor", "nop", env="host", tasks=["hello-*"], output=out, resume=True)
+    assert [(r.agent, r.status) for r in again] == [("nop", "failed")]  # another agent: not skipped
+
+    async def first() -> waza.BenchmarkResult:
+        async for result in waza.arun_benchmark(GATED, "oracle", env="host"):
+            return result
+        raise AssertionError("no result")
+
+    assert anyio.run(first).score == 1.0
+    with pytest.raises(ConfigError, match="sandbox: a benchmark's agent always runs in the task's environment"):
+        waza.run_benchmark(GATED, waza.ExecAgent(command=["true"], sandbox=waza.Sandbox()), env="host")
+    with pytest.raises(ConfigError, match="offline=True refuses allow_network=True"):
+        waza.run_benchmark(GATED, "oracle", offline=True, allow_network=True)
+
+
+@needs_bwrap
+def test_a_compose_environment_is_unsatisfied_and_a_compose_file_beside_a_dockerfile_is_said_unused(
+    tmp_path: Path,
+) -> None:
+    task = tmp_path / "with-compose"
+    shutil.copytree(FIXTURES / "harbor" / "hello-sh", task)
+    (task / "environment" / "docker-compose.yaml").write_text("services:\n  main:\n    build: .\n  db:\n    image: postgres\n")
+    both = _trial(task, "oracle", tmp_path / "both")
+    assert both.status == "passed"
+    assert both.warnings == [
+        "environment/docker-compose.yaml not used: only the Dockerfile's container runs (no compose services)"
+    ]
+    (task / "environment" / "Dockerfile").unlink()
+    only = _trial(task, "oracle", tmp_path / "only")
+    assert (only.status, only.score, only.error_kind) == ("error", None, "environment-unsatisfied")
+    assert only.missing == [
+        "environment/docker-compose.yaml: a compose environment (several services): "
+        "waza runs single-container tasks only (a Dockerfile in environment/)"
+    ]
+
+
+def test_check_names_a_compose_file_it_will_not_run(tmp_path: Path) -> None:
+    task = _copy_task(tmp_path)
+    (task / "environment" / "docker-compose.yaml").write_text("services:\n  main:\n    build: .\n")
+    done = _waza("check", task)
+    assert done.returncode == 0, done.stderr
+    assert f"{task}/environment/docker-compose.yaml: compose is not run (only the Dockerfile's container runs)" in done.stderr

@@ -9,9 +9,11 @@ when the engine is there and the image is not). Skips, saying why, where there i
 from __future__ import annotations
 
 import functools
+import http.server
 import os
 import shutil
 import subprocess
+import threading
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -20,6 +22,7 @@ from typing import TypeVar
 import anyio
 import pytest
 
+from waza.adapters.base import AdapterOptions
 from waza.protocol.errors import ConfigError
 from waza.runner.benchmarks.docker import DockerEnvironment, engine
 from waza.runner.benchmarks.environment import ENVIRONMENTS, EnvironmentSpec, EnvironmentUnsatisfied, best_available
@@ -31,6 +34,7 @@ from .conftest import executable, read_jsonl, run_waza
 
 BASE = "waza-test/busybox:1"
 IMAGES = Path(__file__).parent / "images"
+ACP_AGENT = Path(__file__).parent / "agents" / "scripted_acp_agent.py"
 T = TypeVar("T")
 
 
@@ -359,3 +363,121 @@ def test_validate_tasks_in_docker_classifies_each_broken_task(base_image: str) -
     ok = run_waza("validate-tasks", FIXTURES / "harbor" / "hello-sh", *mapped)
     assert ok.returncode == 0, ok.stderr
     assert [r["verdict"] for r in read_jsonl(ok.stdout)] == ["ok"]
+
+
+def test_storage_mb_is_enforced_or_recorded_as_not_enforced_with_the_engines_reason(tmp_path: Path, base_image: str) -> None:
+    """overlay2 takes --storage-opt size= only on xfs with pquota; elsewhere the trial runs and says why not."""
+    env_dir = task(tmp_path, "FROM ubuntu:24.04\nWORKDIR /app\n")
+
+    async def facts() -> dict[str, str]:
+        env = DockerEnvironment(spec(env_dir, storage_mb=64), tmp_path / "trial")
+        try:
+            await env.start()
+            done = await env.exec(["true"], phase="agent", env={}, timeout=120)
+            assert done.exit_code == 0, done.output
+            return env.facts()
+        finally:
+            await env.stop()
+
+    got = run(facts)["storage_mb"]
+    assert got == "64" or (got.startswith("64 (not enforced: ") and len(got) > len("64 (not enforced: )")), got
+
+
+def test_a_relayed_port_needs_python3_in_the_image_and_says_so(tmp_path: Path, base_image: str) -> None:
+    """The loopback relay (serve-model for an agent inside) runs on the image's python3; busybox has none."""
+    env_dir = task(tmp_path, "FROM ubuntu:24.04\nWORKDIR /app\n")
+
+    async def start() -> None:
+        env = DockerEnvironment(spec(env_dir, network="loopback", ports=(9,)), tmp_path / "trial")
+        try:
+            await env.start()
+        finally:
+            await env.stop()
+
+    with pytest.raises(EnvironmentUnsatisfied) as caught:
+        run(start)
+    assert caught.value.missing == ["python3 in the image (the loopback relay to the host's ports runs on it)"]
+
+
+def test_offline_refuses_the_network_option(tmp_path: Path) -> None:
+    proc = run_waza(
+        "run", FIXTURES / "harbor" / "hello-sh", "--env", "host", "--offline", "--sandbox-net", "host",
+        "--adapter", "nop", "-o", tmp_path / "r.jsonl",
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert b"--offline refuses --sandbox-net host" in proc.stderr
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_a_test_time_uvx_works_offline_once_prepared(tmp_path: Path, base_image: str) -> None:
+    """Harbor's usual verifier, `uvx --with X pytest ...`: prepare fetches uv and the packages; the offline
+    container gets uv at the end of its PATH, told to take the prepared packages, on the image's Python."""
+    if subprocess.run(["docker", "image", "inspect", PIP_IMAGE], capture_output=True, check=False).returncode != 0:
+        pytest.skip(f"{PIP_IMAGE} is not built here (tests/images/debian-pip-image.sh, run by .ci/run)")
+    task_dir = tmp_path / "dataset" / "needs-uvx"
+    shutil.copytree(FIXTURES / "harbor" / "hello-sh", task_dir)
+    (task_dir / "tests" / "test.sh").write_text(
+        "#!/bin/bash\nuvx --with iniconfig pytest -q /tests/test_hello.py"
+        " && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n"
+    )
+    (task_dir / "tests" / "test_hello.py").write_text(
+        "import iniconfig  # noqa: F401\n\n\ndef test_hello():\n    assert open('/app/hello.txt').read() == 'hello, world\\n'\n"
+    )
+    mapped = ("--base-image", f"debian:12-slim={PIP_IMAGE}", "--offline")
+    before = run_waza("run", task_dir, "--adapter", "oracle", "--env", "docker", *mapped)
+    assert before.returncode == 1
+    (result,) = read_jsonl(before.stdout)
+    assert result["error_kind"] == "environment-unsatisfied"
+    assert "tests: uv package 'uv'" in result["missing"][0]
+
+    prepared = run_waza("prepare", task_dir.parent, *mapped[:2], timeout=600)
+    assert prepared.returncode == 0, prepared.stderr
+    (line,) = read_jsonl(prepared.stdout)
+    assert line["packages"] == {"uv:uv": "fetched", "pip:iniconfig": "fetched", "pip:pytest": "fetched"}
+
+    after = run_waza("run", task_dir, "--adapter", "oracle", "--env", "docker", *mapped)
+    assert after.returncode == 0, after.stdout + after.stderr
+    (result,) = read_jsonl(after.stdout)
+    assert (result["status"], result["score"]) == ("passed", 1.0)
+    assert "UV_OFFLINE" in result["environment"]["prepared"]
+    assert "1 passed" in result["steps"][0]["verifier_output"]
+
+
+def test_an_acp_agent_and_its_terminals_share_the_relayed_port_in_one_container(tmp_path: Path, base_image: str) -> None:
+    """Every `docker exec` of a trial shares the container's loopback: the agent's relay listens on the port, and
+    a terminal the agent asks for (a second exec) reaches the host through it instead of failing to listen."""
+    if subprocess.run(["docker", "image", "inspect", PIP_IMAGE], capture_output=True, check=False).returncode != 0:
+        pytest.skip(f"{PIP_IMAGE} is not built here (tests/images/debian-pip-image.sh, run by .ci/run)")
+
+    class Hello(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"hello, world")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Hello)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    task_dir = tmp_path / "hello-sh"
+    shutil.copytree(FIXTURES / "harbor" / "hello-sh", task_dir)
+    fetch = f"import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:{port}/', timeout=30).read().decode())"
+    (task_dir / "instruction.md").write_text(f'run sh -c "python3 -c \\"{fetch}\\" > hello.txt"\n')
+    agent = AgentChoice("acp", ("/usr/bin/python3", str(ACP_AGENT)), AdapterOptions(permission="allow"))
+    try:
+        result = run(
+            lambda: run_trial(
+                load_task(task_dir),
+                agent,
+                env_kind="docker",
+                trial_dir=tmp_path / "t",
+                ports=(port,),
+                base_images={"debian:12-slim": PIP_IMAGE},
+            )
+        )
+    finally:
+        server.shutdown()
+    assert (result.status, result.score) == ("passed", 1.0), (result.error, result.steps)
+    assert result.environment["network"] == "loopback"

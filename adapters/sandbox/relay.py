@@ -4,8 +4,11 @@ Usage (waza builds it): ``python -I -S relay.py SOCKET_DIR PORT[,PORT...] -- AGE
 The sandbox has a network of its own, with nothing on its loopback; for each
 listed port this listens on ``127.0.0.1:PORT`` inside it and passes each
 connection through the Unix socket ``SOCKET_DIR/PORT``, which waza relays to the
-same port of the host's loopback. Then it runs the agent with the same standard
-streams, passes on the signals that stop it, and exits as the agent did.
+same port of the host's loopback. A port something already listens on in this
+network namespace is left to it: in a container, every command of a trial
+shares one loopback, and a terminal the agent starts (a second relay) reaches
+the host through the agent's relay. Then it runs the agent with the same
+standard streams, passes on the signals that stop it, and exits as the agent did.
 """
 
 import errno
@@ -71,7 +74,13 @@ def main(argv: list[str]) -> int:
     for port in ports:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", int(port)))
+        try:
+            listener.bind(("127.0.0.1", int(port)))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            listener.close()  # an earlier relay in this network namespace serves the port: the command uses it
+            continue
         listener.listen(64)
         threading.Thread(target=_serve, args=(listener, os.path.join(folder, port)), daemon=True).start()
     try:

@@ -2,8 +2,8 @@
 
 ``import waza`` is the Python API (README, "Using waza from Python"): typed
 specs of agents and graders, and the engine's runs (``capture``, ``trials``,
-``grade``, ``run_one``, ``run_suite``, ``calibrate``, ``compare``), each with an
-async form. The names are loaded on first use, so ``import waza`` (and every
+``grade``, ``run_one``, ``run_suite``, ``run_benchmark``, ``calibrate``,
+``compare``), each with an async form. The names are loaded on first use, so ``import waza`` (and every
 ``waza`` command, which imports this package) stays cheap.
 
 The distribution installs several packages under this one namespace
@@ -26,6 +26,8 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["agrade", "grade", "GradeRun"], "waza.runner.engine.grade"),
     **dict.fromkeys(["atrials", "trials", "summarize_trials", "TrialsRun"], "waza.runner.engine.trials"),
     **dict.fromkeys(["arun_suite", "run_suite", "SuiteRun"], "waza.runner.suites.run"),
+    **dict.fromkeys(["arun_benchmark", "run_benchmark"], "waza.runner.benchmarks.api"),
+    "BenchmarkResult": "waza.protocol.benchmark_records",
     **dict.fromkeys(["acalibrate", "calibrate", "compare", "CalibrationRun"], "waza.runner.engine.calibration"),
     **dict.fromkeys(
         ["AcpAgent", "AgentSpec", "Builtin", "ExecAgent", "Executable", "GraderBase", "GraderSpecT", "Graders", "HeadlessAgent", "HttpAgent",
@@ -45,6 +47,7 @@ __all__ = [
     "AcpAgent",
     "AgentError",
     "AgentSpec",
+    "BenchmarkResult",
     "Builtin",
     "CalibrationReport",
     "CalibrationRun",
@@ -84,6 +87,7 @@ __all__ = [
     "acalibrate",
     "acapture",
     "agrade",
+    "arun_benchmark",
     "arun_one",
     "arun_suite",
     "atrials",
@@ -93,6 +97,7 @@ __all__ = [
     "grade",
     "pass_at_k",
     "pass_hat_k",
+    "run_benchmark",
     "run_one",
     "run_suite",
     "summarize_trials",
@@ -102,6 +107,7 @@ __all__ = [
 if TYPE_CHECKING:
     from waza.adapters.sandbox.bwrap import Sandbox
     from waza.adapters.sandbox.limits import SandboxLimits
+    from waza.protocol.benchmark_records import BenchmarkResult
     from waza.protocol.errors import (
         AgentError,
         ConfigError,
@@ -116,6 +122,7 @@ if TYPE_CHECKING:
         TrialsSummary,
     )
     from waza.runner.analysis.passk import pass_at_k, pass_hat_k
+    from waza.runner.benchmarks.api import arun_benchmark, run_benchmark
     from waza.runner.engine.calibration import CalibrationRun, acalibrate, calibrate, compare
     from waza.runner.engine.capture import CaptureRun, acapture, arun_one, capture, run_one
     from waza.runner.engine.grade import GradeRun, agrade, grade

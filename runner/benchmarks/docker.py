@@ -21,9 +21,19 @@ after it, since a running container cannot take new mounts. After a command
 (and before the next) every process left in the container but its first is
 killed, so the verifier starts with nothing of the agent's still running.
 It is registered after ``host`` (see the registration below for why).
-``storage_mb`` is not enforced (the engines' storage limits depend on the
-storage driver) and says so in the facts; a ``loopback`` network (a relayed
-``waza serve-model``) is not offered here.
+``storage_mb`` is passed as ``--storage-opt size=`` where the engine's
+storage driver enforces it (overlay2 on xfs mounted with ``pquota``, btrfs,
+zfs); where the engine refuses it, the container runs without and the facts
+say ``not enforced`` with the engine's reason.
+
+A ``loopback`` network (``waza serve-model`` for an agent inside) is the
+container with no network, plus waza's relay: the host side listens on a Unix
+socket per port in a fresh folder (as for ``--sandbox``), the folder and the
+relay script (standard library only) are bind-mounted read-only into the
+container, and the agent's command runs under the relay on the image's
+``python3``, which listens on the container's own ``127.0.0.1:PORT``. No
+bridge to the host is opened and nothing else of the host is reachable; an
+image without ``python3`` cannot have the relay (the trial says so).
 """
 
 from __future__ import annotations
@@ -31,15 +41,21 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import posixpath
 import re
 import shutil
 import stat
 import subprocess
 import uuid
 from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
 from pathlib import Path
 
+import orjson
+
 import waza.runner.benchmarks.host  # noqa: F401 - registered first, so that docker comes after it
+from waza.adapters.sandbox import relay as relay_script
+from waza.adapters.sandbox.bwrap import RELAY_MOUNT, Sandbox, relayed
 from waza.protocol.io.process import run_once
 from waza.runner.benchmarks import dockerfile
 from waza.runner.benchmarks.environment import (
@@ -50,7 +66,7 @@ from waza.runner.benchmarks.environment import (
     Phase,
     register,
 )
-from waza.runner.benchmarks.prepared import MOUNT, has_pip, pip_env, prepared_dir
+from waza.runner.benchmarks.prepared import MOUNT, has_pip, has_uv, pip_env, prepared_dir, uv_env
 
 __all__ = ["DockerEnvironment", "engine"]
 
@@ -58,6 +74,10 @@ __all__ = ["DockerEnvironment", "engine"]
 OUTPUT_LIMIT = 10 * 1024 * 1024
 #: Seconds a short engine command (inspect, cp, rm, the sweep) may take on a busy machine.
 ENGINE_TIMEOUT = 120.0
+#: Where the relay script appears in a container (its sockets at the sandbox's RELAY_MOUNT).
+RELAY_SCRIPT = "/run/waza-relay.py"
+#: Per engine: why it refused ``--storage-opt size=`` (asked once per process).
+_storage_refused: dict[str, str] = {}
 #: Images waza builds are tagged here, by content hash.
 IMAGE_REPOSITORY = "waza-env"
 _FROM = re.compile(r"^(?P<lead>\s*FROM\s+(?:--\S+\s+)*)(?P<image>\S+)(?P<rest>.*)$", re.IGNORECASE)
@@ -154,6 +174,9 @@ class DockerEnvironment(Environment):
         self._program, self._version = engine()
         self._container: str | None = None
         self.image: str | None = None
+        self._stack = AsyncExitStack()
+        self._relay: Path | None = None
+        self._policy = Sandbox(network=spec.network, ports=spec.ports if spec.network == "loopback" else (), planned=True)
         self._facts: dict[str, str] = {"kind": self.kind, "engine": self._version, "workdir": spec.workdir}
 
     @classmethod
@@ -172,53 +195,95 @@ class DockerEnvironment(Environment):
     async def start(self) -> None:
         if self._program is None:
             raise EnvironmentUnsatisfied([f"a container engine ({self._version})"])
-        if self.spec.network == "loopback":
-            raise EnvironmentUnsatisfied(["a loopback relay into the container (use --env host for waza serve-model)"])
         # the workspace is the container's WORKDIR; the host folder is only where the engine's client runs
         for folder in (self.logs / "agent", self.logs / "verifier", self.workspace):
             folder.mkdir(parents=True, exist_ok=True)
         self.image = await self.build()
         self._facts["network"] = self.spec.network
         create = ["run", "-d", "--name", f"waza-{uuid.uuid4().hex[:16]}", "--label", "waza.trial=1"]
-        create += ["--network", "none" if self.spec.network == "none" else "bridge", "-w", self.spec.workdir]
+        create += ["--network", "bridge" if self.spec.network == "host" else "none", "-w", self.spec.workdir]
         if self.spec.cpus is not None:
             create += ["--cpus", str(self.spec.cpus)]
             self._facts["cpus"] = str(self.spec.cpus)
         if self.spec.memory_mb is not None:
             create += ["--memory", f"{self.spec.memory_mb}m"]
             self._facts["memory_mb"] = str(self.spec.memory_mb)
-        if self.spec.storage_mb is not None:
-            self._facts["storage_mb"] = f"{self.spec.storage_mb} (not enforced)"
         create += ["-v", f"{self.logs / 'agent'}:/logs/agent", "-v", f"{self.logs / 'verifier'}:/logs/verifier"]
-        if self.spec.network == "none" and (prepared_dir() / "pip").is_dir():
-            create += ["-v", f"{prepared_dir()}:{MOUNT}:ro", *(a for k, v in pip_env().items() for a in ("-e", f"{k}={v}"))]
-            self._facts["prepared"] = f"pip packages from {prepared_dir()} at {MOUNT} (PIP_FIND_LINKS, PIP_NO_INDEX)"
+        if self.spec.network != "host":
+            create += await self._prepared_mount()
         for path in self.spec.read_only:
             create += ["-v", f"{path}:{path}:ro"]
+        if self.spec.network == "loopback" and self.spec.ports:
+            self._relay = await self._stack.enter_async_context(relayed(self._policy))
+            create += ["-v", f"{self._relay}:{RELAY_MOUNT}:ro", "-v", f"{relay_script.__file__}:{RELAY_SCRIPT}:ro"]
+            self._facts["loopback"] = "ports " + ",".join(map(str, self.spec.ports)) + " of the host, relayed in"
         create += ["--entrypoint", "sleep", self.image, "2147483647"]
-        code, output = await self._engine(*create)
+        code, output = await self._create(create)
         if code != 0:
             raise EnvironmentUnsatisfied([f"a container of {self.image}: {output.strip()[-500:]}"])
         self._container = output.strip().splitlines()[-1]
+        missing: list[str] = []
+        if self._relay is not None and not await self._has("program", "python3"):
+            missing.append("python3 in the image (the loopback relay to the host's ports runs on it)")
         if self.spec.network != "host":
-            missing = [need for need in self.spec.verifier_needs if not await self._has(*need) and not self._prepared(*need)]
-            if missing:
-                raise EnvironmentUnsatisfied(
-                    [f"tests: {m} package {n!r} (not in the image, and the network is {self.spec.network})" for m, n in missing]
-                )
+            missing += [
+                f"tests: {m} package {n!r} (not in the image, and the network is {self.spec.network})"
+                for m, n in self.spec.verifier_needs
+                if not await self._has(m, n) and not self._prepared(m, n)
+            ]
+        if missing:
+            raise EnvironmentUnsatisfied(missing)
+
+    async def _create(self, create: list[str]) -> tuple[int | None, str]:
+        """``docker run -d``, with ``--storage-opt size=`` for ``storage_mb`` where the engine enforces it;
+        where it refuses (its storage driver cannot: overlay2 needs xfs with ``pquota``), without, and said."""
+        if self.spec.storage_mb is None:
+            return await self._engine(*create)
+        if _storage_refused.get(self._version) is None:
+            at = create.index("--entrypoint")
+            code, output = await self._engine(*create[:at], "--storage-opt", f"size={self.spec.storage_mb}m", *create[at:])
+            if code == 0:
+                self._facts["storage_mb"] = str(self.spec.storage_mb)
+                return code, output
+            if "storage-opt" not in output and "quota" not in output:
+                return code, output
+            said = [line for line in output.splitlines() if "storage-opt" in line or "quota" in line]
+            _storage_refused[self._version] = said[0].strip()[-200:]
+        self._facts["storage_mb"] = f"{self.spec.storage_mb} (not enforced: {_storage_refused[self._version]})"
+        return await self._engine(*create)
+
+    async def _prepared_mount(self) -> list[str]:
+        """The ``docker run`` options that show what ``waza prepare`` fetched, read-only, and point pip (and
+        uvx, its programs at the end of the image's ``PATH``) at it, offline; none when nothing was."""
+        if not (prepared_dir() / "pip").is_dir():
+            return []
+        env = pip_env()
+        said = ["pip packages", "(PIP_FIND_LINKS, PIP_NO_INDEX)"]
+        if has_uv():
+            assert self.image is not None
+            code, out = await self._engine("image", "inspect", "--format", "{{json .Config.Env}}", self.image)
+            image_env = dict(e.partition("=")[::2] for e in orjson.loads(out)) if code == 0 and out.strip() != "null" else {}
+            path = image_env.get("PATH") or "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+            env |= {**uv_env(), "PATH": f"{path}:{MOUNT}/uv/bin"}
+            said = ["pip packages and uv", "(PIP_FIND_LINKS, PIP_NO_INDEX, UV_OFFLINE, UV_FIND_LINKS, PATH)"]
+        self._facts["prepared"] = f"{said[0]} from {prepared_dir()} at {MOUNT} {said[1]}"
+        return ["-v", f"{prepared_dir()}:{MOUNT}:ro", *(a for k, v in env.items() for a in ("-e", f"{k}={v}"))]
 
     def _prepared(self, manager: str, name: str) -> bool:
-        """Whether ``waza prepare`` fetched it and it is shown in this container (pip packages only)."""
-        return manager == "pip" and "prepared" in self._facts and has_pip(name)
+        """Whether ``waza prepare`` fetched it and it is shown in this container (pip packages and uv)."""
+        if "prepared" not in self._facts:
+            return False
+        return has_pip(name) if manager == "pip" else manager == "uv" and has_uv()
 
     async def _has(self, manager: str, name: str) -> bool:
-        """Whether the image has what a verifier installs at test time (offline it must already be there)."""
+        """Whether the image has what a verifier installs at test time (offline it must already be there);
+        manager ``program``: a program of that name."""
         assert self._container is not None
         if manager == "apt":
             probe = ["dpkg-query", "-W", name]
         elif manager == "pip":
             probe = ["python3", "-c", "import importlib.metadata as m, sys; m.version(sys.argv[1])", name]
-        else:  # npm and uv: a program of that name
+        else:  # npm, uv and program: a program of that name
             probe = ["sh", "-c", 'command -v "$1"', "sh", name]
         return (await self._engine("exec", self._container, *probe))[0] == 0
 
@@ -249,7 +314,7 @@ class DockerEnvironment(Environment):
         shutil.rmtree(build_dir, ignore_errors=True)
         shutil.copytree(context, build_dir, symlinks=True)
         (build_dir / "Dockerfile").write_text(text, encoding="utf-8")
-        network = "none" if self.spec.network == "none" else "default"
+        network = "default" if self.spec.network == "host" else "none"
         code, output = await self._engine(
             "build", "-q", "--force-rm", "-t", tag, "--network", network, str(build_dir), timeout=self.spec.build_timeout_sec
         )
@@ -260,9 +325,12 @@ class DockerEnvironment(Environment):
         self._facts.update(image=tag, image_built="yes")
         return tag
 
-    def _exec_argv(self, argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    def _exec_argv(self, argv: Sequence[str], env: Mapping[str, str], phase: Phase) -> list[str]:
         assert self._program is not None and self._container is not None  # start() ran: the interface's order
         names = [arg for key in env for arg in ("-e", key)]  # values pass through the client's environment
+        if phase == "agent" and self._relay is not None:  # the agent's loopback gets the host's ports, relayed
+            ports = ",".join(str(p) for p in self.spec.ports)
+            argv = ["python3", "-I", "-S", RELAY_SCRIPT, RELAY_MOUNT, ports, "--", *argv]
         return [self._program, "exec", "-i", "-w", self.spec.workdir, *names, self._container, *argv]
 
     def _copy_argvs(self, mounts: Mapping[str, Path]) -> list[list[str]]:
@@ -284,7 +352,17 @@ class DockerEnvironment(Environment):
         # host's own environment (its PATH, HOME, secrets): an adapter hands over os.environ plus its own.
         kept = set(self.spec.keep_env)
         inside = {**self.spec.env, **{k: v for k, v in env.items() if k in kept or os.environ.get(k) != v}}
-        return self._exec_argv(argv, inside), {**os.environ, **inside}
+        return self._exec_argv(self._shown_program(argv), inside, phase), {**os.environ, **inside}
+
+    def _shown_program(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` with a bare program name that the host finds in an installation shown read-only (an
+        agent's CLI) made that absolute path, which the container has at the same place; any other bare
+        name is left to the image's own ``PATH``."""
+        if not argv or os.sep in argv[0] or (found := shutil.which(argv[0])) is None:
+            return list(argv)
+        real = os.path.realpath(found)
+        shown = any(Path(real).is_relative_to(folder) for folder in self.spec.read_only)
+        return [real if shown else argv[0], *argv[1:]]
 
     async def _sweep(self) -> None:
         """Kill every process in the container but its first (``kill -1`` spares the caller and PID 1)."""
@@ -309,7 +387,7 @@ class DockerEnvironment(Environment):
                 raise OSError(f"{copy[-1]} could not be copied into the container: {output.strip()[-300:]}")
         merged = {**self.spec.env, **env}
         done = await run_once(
-            self._exec_argv(argv, merged), env={**os.environ, **merged}, timeout=timeout, stdout_limit=OUTPUT_LIMIT
+            self._exec_argv(argv, merged, phase), env={**os.environ, **merged}, timeout=timeout, stdout_limit=OUTPUT_LIMIT
         )
         await self._sweep()
         for place in mounts or {}:
@@ -317,10 +395,18 @@ class DockerEnvironment(Environment):
         output = done.stdout.decode("utf-8", "replace") + done.stderr_tail
         return Completed(exit_code=done.code, timed_out=done.timed_out, output=output, seconds=round(done.duration_ms / 1000, 3))
 
+    async def collect(self, source: str, dest: Path) -> str | None:
+        assert self._container is not None
+        place = posixpath.normpath(posixpath.join(self.spec.workdir, source))
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        code, output = await self._engine("cp", f"{self._container}:{place}", str(dest))
+        return None if code == 0 else output.strip()[-300:] or f"docker cp exited {code}"
+
     async def stop(self) -> None:
         if self._container is not None:
             container, self._container = self._container, None
             await self._engine("rm", "-f", container)
+        await self._stack.aclose()
 
 
 def _empty(folder: Path) -> None:

@@ -94,6 +94,8 @@ _APT = re.compile(r"\bapt(?:-get)?\s+(?:-\S+\s+)*install\b(?P<rest>[^;&|\n]*)")
 _PIP = re.compile(r"\b(?:pip3?|python3?\s+-m\s+pip|uv\s+pip)\s+install\b(?P<rest>[^;&|\n]*)")
 _NPM = re.compile(r"\bnpm\s+(?:install|i)\s+(?:-g\s+|--global\s+)(?P<rest>[^;&|\n]*)")
 _UVX = re.compile(r"\buvx\s+(?P<rest>[^;&|\n]*)")
+#: uvx options that take a value (the word after them is not the tool).
+_UVX_VALUED = ("--with", "-w", "--from", "-p", "--python", "--with-requirements", "--index-url", "--index")
 
 
 def _names(rest: str) -> list[str]:
@@ -106,7 +108,7 @@ def _names(rest: str) -> list[str]:
 
 def installs(script: str) -> list[tuple[str, str]]:
     """The packages a shell script (a RUN line, a test.sh) installs, as ``(manager, name)``: ``apt``, ``pip``,
-    ``npm``, and ``uv`` for ``uvx`` tools and their ``--with`` packages."""
+    ``npm``, and ``uv`` for ``uvx`` (its tool's package and its ``--with`` ones are ``pip`` packages)."""
     found: list[tuple[str, str]] = []
     for match in _APT.finditer(script):
         found += [("apt", n.split("=")[0]) for n in _names(match["rest"])]
@@ -117,9 +119,14 @@ def installs(script: str) -> list[tuple[str, str]]:
     for match in _UVX.finditer(script):
         words = shlex.split(match["rest"]) if match["rest"].count('"') % 2 == 0 else match["rest"].split()
         found.append(("uv", "uv"))
+        named = False  # the tool's own package: named by --from, else the first word that is no option's
         for i, word in enumerate(words):
-            if word == "--with" and i + 1 < len(words):
-                found += [("pip", re.split(r"[<>=!~\[]", n)[0]) for n in words[i + 1].split(",")]
+            if word in ("--with", "-w", "--from") and i + 1 < len(words):
+                found += [("pip", re.split(r"[<>=!~@\[]", n)[0]) for n in words[i + 1].split(",")]
+                named = named or word == "--from"
+            elif not named and not word.startswith(("-", "$")) and (i == 0 or words[i - 1] not in _UVX_VALUED):
+                named = True
+                found.append(("pip", re.split(r"[<>=!~@\[]", word)[0]))
     return list(dict.fromkeys(found))
 
 

@@ -178,6 +178,11 @@ class Environment(abc.ABC):
         oracle. Before a ``verifier`` phase, ``logs/verifier`` is emptied."""
 
     @abc.abstractmethod
+    async def collect(self, source: str, dest: Path) -> str | None:
+        """Copy ``source`` (a file or folder inside, an absolute path or one relative to ``WORKDIR``) to
+        the host path ``dest`` (links copied as links); why it could not be, or None."""
+
+    @abc.abstractmethod
     async def stop(self) -> None:
         """Tear the machine down (idempotent); the host folders ``logs`` and ``workspace`` stay as evidence."""
 

@@ -14,11 +14,13 @@ from typing import Any, Literal
 import msgspec
 
 __all__ = [
+    "Artifact",
     "HarborAgent",
     "HarborConfig",
     "HarborEnvironment",
     "HarborStep",
     "HarborVerifier",
+    "Healthcheck",
     "NetworkMode",
     "TerminalBenchConfig",
     "known_keys",
@@ -58,13 +60,34 @@ class HarborEnvironment(msgspec.Struct, omit_defaults=True):
     mcp_servers: list[dict[str, Any]] = msgspec.field(default_factory=list)
     env: dict[str, str] = msgspec.field(default_factory=dict)
     skills_dir: str | None = None
-    healthcheck: dict[str, Any] | None = None
+    healthcheck: Healthcheck | None = None
     workdir: str | None = None
     allow_internet: bool | None = None
     network_mode: NetworkMode = "public"
     allowed_hosts: list[str] | None = None
     memory: str | None = None
     storage: str | None = None
+
+
+class Healthcheck(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A readiness check, as Docker's HEALTHCHECK: ``command`` (a shell line) run until it exits 0; failures
+    in the first ``start_period_sec`` do not count, ``retries`` failures in a row after it fail the trial."""
+
+    command: str
+    interval_sec: float = 5.0
+    timeout_sec: float = 30.0
+    start_period_sec: float = 0.0
+    start_interval_sec: float = 5.0
+    retries: int = 3
+
+
+class Artifact(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A file or folder of the environment kept after verification: ``source`` is its path inside,
+    ``destination`` where it goes under the trial's artifacts folder (default: ``source`` made relative)."""
+
+    source: str
+    destination: str | None = None
+    service: str | None = None
 
 
 class HarborSolution(msgspec.Struct, omit_defaults=True):
@@ -76,8 +99,8 @@ class HarborStep(msgspec.Struct, omit_defaults=True):
     agent: HarborAgent = msgspec.field(default_factory=HarborAgent)
     verifier: HarborVerifier = msgspec.field(default_factory=HarborVerifier)
     min_reward: float | dict[str, float] | None = None
-    healthcheck: dict[str, Any] | None = None
-    artifacts: list[str | dict[str, Any]] = msgspec.field(default_factory=list)
+    healthcheck: Healthcheck | None = None
+    artifacts: list[str | Artifact] = msgspec.field(default_factory=list)
 
 
 class HarborConfig(msgspec.Struct, omit_defaults=True):
@@ -94,7 +117,7 @@ class HarborConfig(msgspec.Struct, omit_defaults=True):
     source: str | None = None
     multi_step_reward_strategy: Literal["mean", "final"] | None = None
     steps: list[HarborStep] | None = None
-    artifacts: list[str | dict[str, Any]] = msgspec.field(default_factory=list)
+    artifacts: list[str | Artifact] = msgspec.field(default_factory=list)
 
 
 class TerminalBenchConfig(msgspec.Struct, omit_defaults=True):
@@ -117,7 +140,7 @@ class TerminalBenchConfig(msgspec.Struct, omit_defaults=True):
 
 
 #: Sections whose keys are free-form (they are the task's own data).
-_FREE = {"metadata", "task", "env", "tpu", "healthcheck", "environment", "collect", "mcp_servers", "artifacts"}
+_FREE = {"metadata", "task", "env", "tpu", "environment", "collect", "mcp_servers"}
 
 
 def known_keys(raw: Any, model: type[msgspec.Struct], where: str = "") -> list[str]:

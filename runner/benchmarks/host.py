@@ -182,6 +182,23 @@ class HostEnvironment(Environment):
         output = done.stdout.decode("utf-8", "replace") + done.stderr_tail
         return Completed(exit_code=done.code, timed_out=done.timed_out, output=output, seconds=round(done.duration_ms / 1000, 3))
 
+    async def collect(self, source: str, dest: Path) -> str | None:
+        place = posixpath.normpath(posixpath.join(self.spec.workdir, source))
+        for inside, host in ((self.spec.workdir, self.workspace), ("/logs", self.logs)):
+            if place == inside or place.startswith(inside.rstrip("/") + "/"):
+                origin = host / posixpath.relpath(place, inside)
+                break
+        else:
+            return f"{place} is neither in {self.spec.workdir} nor in /logs (the host environment keeps nothing else)"
+        if not origin.exists() and not origin.is_symlink():
+            return f"{place} does not exist"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if origin.is_dir() and not origin.is_symlink():
+            shutil.copytree(origin, dest, symlinks=True, dirs_exist_ok=True)
+        else:
+            shutil.copy2(origin, dest, follow_symlinks=False)
+        return None
+
     async def stop(self) -> None:
         await self._stack.aclose()
 

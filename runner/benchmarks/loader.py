@@ -13,7 +13,7 @@ import re
 import stat
 import tomllib
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import msgspec
@@ -21,7 +21,7 @@ import yaml
 
 from waza.protocol.errors import ConfigError
 from waza.runner.benchmarks import dockerfile, task_files
-from waza.runner.benchmarks.formats import HarborConfig, HarborStep, TerminalBenchConfig, known_keys
+from waza.runner.benchmarks.formats import Artifact, HarborConfig, HarborStep, TerminalBenchConfig, known_keys
 from waza.runner.benchmarks.tasks import BenchTask, TaskStep
 
 __all__ = ["HARBOR_FILE", "TB1_FILE", "check_folder", "is_benchmark", "load_folder", "load_task"]
@@ -29,6 +29,8 @@ __all__ = ["HARBOR_FILE", "TB1_FILE", "check_folder", "is_benchmark", "load_fold
 HARBOR_FILE = "task.toml"
 TB1_FILE = "task.yaml"
 DEFAULT_WORKDIR = "/app"
+#: The compose files Harbor's Docker environment reads from environment/ (waza runs no compose: see trial.py).
+COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
 _FIELD = re.compile(r"at `\$\.?(?P<path>[^`]*)`")
 
 
@@ -74,15 +76,14 @@ def _harbor(path: Path) -> BenchTask:
         network = "public" if env.allow_internet else "no-network"
     environment_dir: Path | None = None
     text: str | None = None
+    compose: str | None = None
     if task_files.is_dir(path, "environment"):
         environment_dir = path / "environment"
+        compose = next((f"environment/{n}" for n in COMPOSE_FILES if task_files.exists(path, f"environment/{n}")), None)
         if task_files.exists(path, "environment/Dockerfile"):
             text = task_files.read_text(path, "environment/Dockerfile")
-        elif not env.docker_image:
-            raise ConfigError(
-                "environment/ holds no Dockerfile (compose-only environments are not supported)",
-                source=str(path / "environment"),
-            )
+        elif not env.docker_image and compose is None:
+            raise ConfigError("holds neither a Dockerfile nor a compose file", source=str(path / "environment"))
     elif not env.docker_image:
         raise ConfigError("is missing (and task.toml names no [environment].docker_image)", source=str(path / "environment"))
     workdir = env.workdir or (dockerfile.parse(text).workdir if text is not None else DEFAULT_WORKDIR)
@@ -109,8 +110,29 @@ def _harbor(path: Path) -> BenchTask:
         environment_env=env.env,
         solution_env=config.solution.env,
         reward_strategy=config.multi_step_reward_strategy or "mean",
+        healthcheck=env.healthcheck,
+        compose_file=compose,
         unknown_keys=tuple(known_keys(raw, HarborConfig)),
     )
+
+
+def _artifacts(path: Path, listed: list[str | Artifact], field: str) -> tuple[Artifact, ...]:
+    """Artifacts as waza keeps them: a source inside the environment, a destination relative to the trial's
+    artifacts folder that cannot leave it; a compose service other than the main one is refused."""
+    out: list[Artifact] = []
+    for index, item in enumerate(listed):
+        one = Artifact(source=item) if isinstance(item, str) else item
+        where = f"{field}[{index}]"
+        destination = one.destination or one.source.lstrip("/")
+        parts = PurePosixPath(destination).parts
+        if ".." in PurePosixPath(one.source).parts or not parts or ".." in parts or destination.startswith("/"):
+            raise ConfigError("a source or destination that leaves its folder", source=str(path / HARBOR_FILE), field=where)
+        if one.service not in (None, "main"):
+            raise ConfigError(
+                f"service {one.service!r}: compose environments are not supported", source=str(path / HARBOR_FILE), field=where
+            )
+        out.append(Artifact(source=one.source, destination=destination))
+    return tuple(out)
 
 
 def _script(path: Path, folder: str, name: str, *, required: bool) -> str | None:
@@ -137,6 +159,7 @@ def _harbor_steps(path: Path, config: HarborConfig) -> tuple[TaskStep, ...]:
                 agent_timeout=config.agent.timeout_sec,
                 verifier_timeout=config.verifier.timeout_sec,
                 verifier_env=config.verifier.env,
+                artifacts=_artifacts(path, config.artifacts, "artifacts"),
             ),
         )
     seen: set[str] = set()
@@ -169,6 +192,9 @@ def _harbor_step(path: Path, config: HarborConfig, step: HarborStep, index: int,
         agent_timeout=step.agent.timeout_sec if step.agent.timeout_sec is not None else config.agent.timeout_sec,
         verifier_timeout=step.verifier.timeout_sec,
         verifier_env={**config.verifier.env, **step.verifier.env},
+        min_reward={"reward": float(step.min_reward)} if isinstance(step.min_reward, int | float) else step.min_reward,
+        healthcheck=step.healthcheck,
+        artifacts=_artifacts(path, config.artifacts, "artifacts") + _artifacts(path, step.artifacts, f"steps[{index}].artifacts"),
     )
 
 
@@ -257,6 +283,9 @@ def check_folder(path: Path) -> tuple[list[BenchTask], list[ConfigError], list[s
         tasks.append(task)
         source = folder / (HARBOR_FILE if task.format == "harbor" else TB1_FILE)
         notices += [f"{source}: field {key!r}: unknown key (ignored, as Harbor does)" for key in task.unknown_keys]
+        if task.compose_file is not None:
+            runs = "only the Dockerfile's container runs" if task.dockerfile else "its trials are environment-unsatisfied"
+            notices.append(f"{folder / task.compose_file}: compose is not run ({runs})")
     if not tasks and not problems:
         problems.append(ConfigError(f"holds no task folder ({HARBOR_FILE} or {TB1_FILE})", source=str(path)))
     return tasks, problems, notices

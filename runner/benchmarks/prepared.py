@@ -7,9 +7,15 @@ depends on) from the package index once, into ``pip/`` of this folder; under
 ``--env docker`` the folder is shown read-only in the container at
 :data:`MOUNT` and, with no network, the verifier's pip is pointed at it
 (``PIP_FIND_LINKS``, ``PIP_NO_INDEX``), so the same ``pip install`` works
-offline. Only pip packages are fetched: apt packages, npm packages and ``uv``
-itself must be in the image (a missing one is named, and the trial is
-``environment-unsatisfied``). Wheels are fetched for the host's Python and
+offline. ``uvx`` is prepared too: the ``uv`` and ``uvx`` programs (from the
+``uv`` wheel on the package index, static binaries) go to ``uv/bin/``, which
+offline containers get at the end of their ``PATH`` (an image's own uv wins),
+with uv told to work offline from the same ``pip/`` folder (``UV_OFFLINE``,
+``UV_FIND_LINKS``) on the image's own Python (``UV_PYTHON_DOWNLOADS=never``).
+apt and npm packages are not fetched: they must be in the image (a missing one
+is named, and the trial is ``environment-unsatisfied``); fetching them soundly
+would mean running the image's own package manager against a registry, which
+is a build step, not a cache. Wheels are fetched for the host's Python and
 platform: pure-Python packages (most test tools) fit any image; a compiled one
 fits only an image with the same Python.
 """
@@ -17,16 +23,23 @@ fits only an image with the same Python.
 from __future__ import annotations
 
 import re
+import shutil
 import sys
+import tempfile
+import zipfile
 from pathlib import Path
 
 from waza.protocol.io.model_cache import cache_dir
 from waza.protocol.io.process import run_once
 
-__all__ = ["MOUNT", "fetch_pip", "has_pip", "pip_env", "prepared_dir"]
+__all__ = ["MOUNT", "UV_PROGRAMS", "fetch_pip", "fetch_uv", "has_pip", "has_uv", "pip_env", "prepared_dir", "uv_env"]
 
 #: Where the prepared folder appears inside a container.
 MOUNT = "/opt/waza-prepared"
+#: The programs of the ``uv`` wheel that ``waza prepare`` keeps.
+UV_PROGRAMS = ("uv", "uvx")
+#: The largest program taken out of the ``uv`` wheel.
+UV_LIMIT = 256 * 1024 * 1024
 #: Seconds one ``pip download`` may take.
 FETCH_TIMEOUT = 600.0
 
@@ -63,3 +76,42 @@ async def fetch_pip(name: str, root: Path | None = None) -> str | None:
 def pip_env() -> dict[str, str]:
     """The verifier's environment that makes ``pip install`` take the prepared packages, offline."""
     return {"PIP_FIND_LINKS": f"{MOUNT}/pip", "PIP_NO_INDEX": "1"}
+
+
+def has_uv(root: Path | None = None) -> bool:
+    """Whether ``waza prepare`` put ``uv`` and ``uvx`` in ``root``'s ``uv/bin``."""
+    folder = (root or prepared_dir()) / "uv" / "bin"
+    return all((folder / name).is_file() for name in UV_PROGRAMS)
+
+
+async def fetch_uv(root: Path | None = None) -> str | None:
+    """Fetch the ``uv`` wheel for this platform and keep its ``uv`` and ``uvx`` in ``root``'s ``uv/bin``;
+    why it failed, or None."""
+    folder = (root or prepared_dir()) / "uv" / "bin"
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="waza-uv-") as scratch:
+        argv = [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps"]
+        done = await run_once([*argv, "--only-binary=:all:", "-d", scratch, "uv"], timeout=FETCH_TIMEOUT)
+        if done.code != 0:
+            return "timed out" if done.timed_out else done.stderr_tail.strip()[-500:] or f"pip exited {done.code}"
+        wheels = list(Path(scratch).glob("uv-*.whl"))
+        if len(wheels) != 1:
+            return "pip fetched no single uv wheel"
+        with zipfile.ZipFile(wheels[0]) as wheel:
+            members = {Path(info.filename).name: info for info in wheel.infolist() if "/scripts/" in info.filename}
+            for name in UV_PROGRAMS:
+                info = members.get(name)
+                if info is None or info.file_size > UV_LIMIT:
+                    return f"the uv wheel holds no {name} program (or one larger than {UV_LIMIT} bytes)"
+                target = folder / f".{name}.part"
+                with wheel.open(info) as source, target.open("wb") as sink:
+                    shutil.copyfileobj(source, sink)
+                target.chmod(0o755)
+                target.replace(folder / name)
+    return None
+
+
+def uv_env() -> dict[str, str]:
+    """The verifier's environment that makes ``uvx --with X`` take the prepared packages, offline, on the
+    image's own Python (the container's ``PATH`` gets ``MOUNT/uv/bin`` at its end, see the docker environment)."""
+    return {"UV_OFFLINE": "1", "UV_FIND_LINKS": f"{MOUNT}/pip", "UV_PYTHON_DOWNLOADS": "never"}

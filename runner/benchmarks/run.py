@@ -1,6 +1,6 @@
 """Running a benchmark: tasks x trials, ``concurrency`` at once, each result written and flushed as it ends.
 
-Results go to a JSONL file (or stdout) one :class:`~.trial.TrialResult` per
+Results go to a JSONL file (or stdout) one :class:`~waza.protocol.benchmark_records.BenchmarkResult` per
 line. With ``resume`` the file is read first and every (task, checksum, trial,
 agent) already there is skipped, so an interrupted run goes on where it
 stopped; a task whose files changed since has a new checksum and runs again.
@@ -11,7 +11,7 @@ workspace and the logs, the evidence behind the result).
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import IO
@@ -19,9 +19,10 @@ from typing import IO
 import anyio
 import msgspec
 
+from waza.protocol.benchmark_records import BenchmarkResult
 from waza.protocol.errors import ConfigError
 from waza.runner.benchmarks.tasks import BenchTask
-from waza.runner.benchmarks.trial import AgentChoice, TrialResult, run_trial
+from waza.runner.benchmarks.trial import AgentChoice, run_trial
 
 __all__ = ["RESUME_LIMIT", "done_keys", "run_benchmark", "select"]
 
@@ -54,7 +55,7 @@ def done_keys(path: Path) -> set[Key]:
             if not line.endswith(b"\n"):
                 break
             try:
-                r = msgspec.json.decode(line, type=TrialResult)
+                r = msgspec.json.decode(line, type=BenchmarkResult)
             except msgspec.DecodeError as exc:
                 raise ConfigError(f"not a benchmark result: {exc}", source=str(path), line=number) from None
             keys.add((r.task, r.checksum, r.trial, r.agent))
@@ -67,7 +68,7 @@ async def run_benchmark(
     *,
     env_kind: str,
     work_dir: Path,
-    out: IO[bytes],
+    out: IO[bytes] | None,
     trials: int = 1,
     concurrency: int = 1,
     allow_network: bool = False,
@@ -76,10 +77,11 @@ async def run_benchmark(
     keep_env: tuple[str, ...] = (),
     skip: set[Key] | None = None,
     base_images: Mapping[str, str] | None = None,
-) -> AsyncIterator[TrialResult]:
-    """Yield each result as its trial ends (after writing it to ``out`` and flushing)."""
+    offline: bool = False,
+) -> AsyncGenerator[BenchmarkResult, None]:
+    """Yield each result as its trial ends (after writing it to ``out``, when given, and flushing)."""
     plan = [(t, n) for t in tasks for n in range(1, trials + 1) if (t.id, t.checksum, n, agent.name) not in (skip or set())]
-    send, receive = anyio.create_memory_object_stream[TrialResult](len(plan) or 1)
+    send, receive = anyio.create_memory_object_stream[BenchmarkResult](len(plan) or 1)
     limiter = anyio.CapacityLimiter(concurrency)
 
     async def one(task: BenchTask, number: int) -> None:
@@ -97,9 +99,11 @@ async def run_benchmark(
                 read_only=read_only,
                 keep_env=keep_env,
                 base_images=base_images,
+                offline=offline,
             )
-        out.write(msgspec.json.encode(result) + b"\n")
-        out.flush()
+        if out is not None:
+            out.write(msgspec.json.encode(result) + b"\n")
+            out.flush()
         await send.send(result)
 
     async with anyio.create_task_group() as tg, receive, send:

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from waza.runner.benchmarks.formats import Artifact, Healthcheck
+
 __all__ = ["BenchTask", "Grading", "TaskStep"]
 
 #: ``reward``: Harbor's verifier writes /logs/verifier/reward.txt or reward.json;
@@ -32,6 +34,12 @@ class TaskStep(msgspec.Struct, frozen=True):
     verifier_timeout: float
     verifier_env: dict[str, str] = msgspec.field(default_factory=dict)
     extra_tests: dict[str, str] = msgspec.field(default_factory=dict)
+    #: Reward keys and the least each must reach for the next steps to run (Harbor's ``min_reward``).
+    min_reward: dict[str, float] | None = None
+    #: Run after the environment's own healthcheck, before this step's agent.
+    healthcheck: Healthcheck | None = None
+    #: Kept after this step's verifier (the task's own artifacts, then the step's).
+    artifacts: tuple[Artifact, ...] = ()
 
 
 class BenchTask(msgspec.Struct, frozen=True):
@@ -57,5 +65,9 @@ class BenchTask(msgspec.Struct, frozen=True):
     environment_env: dict[str, str] = msgspec.field(default_factory=dict)
     solution_env: dict[str, str] = msgspec.field(default_factory=dict)
     reward_strategy: Literal["mean", "final"] = "mean"
+    #: Run once the environment has started, before any agent (``[environment].healthcheck``).
+    healthcheck: Healthcheck | None = None
+    #: ``environment/docker-compose.yaml`` (or another compose file name) when the task has one.
+    compose_file: str | None = None
     #: task.toml / task.yaml keys waza does not know (Harbor ignores them too): reported by ``waza check``.
     unknown_keys: tuple[str, ...] = ()

@@ -16,12 +16,14 @@ agent the environment confines (exec, headless CLIs, ACP).
 
 from __future__ import annotations
 
+import math
 import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+import anyio
 import msgspec
 
 import waza.runner.benchmarks.docker
@@ -29,21 +31,25 @@ import waza.runner.benchmarks.host  # noqa: F401 - importing it registers --env 
 from waza.adapters import adapter_class
 from waza.adapters.base import AdapterOptions, AgentTask
 from waza.adapters.sandbox.bwrap import Sandbox, plan, program_as_shown
-from waza.protocol.records import PromptCase, TrajectoryStep, Usage
+from waza.protocol.benchmark_records import BenchmarkErrorKind, BenchmarkResult, BenchmarkStep
+from waza.protocol.records import PromptCase
 from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_MB, TrajectoryBuilder
 from waza.runner.benchmarks import dockerfile, task_files
 from waza.runner.benchmarks.environment import ENVIRONMENTS, Environment, EnvironmentSpec, EnvironmentUnsatisfied, Network
+from waza.runner.benchmarks.formats import Healthcheck
 from waza.runner.benchmarks.rewards import Reward, RewardError, pytest_reward, read_reward
 from waza.runner.benchmarks.tasks import BenchTask, TaskStep
 
-__all__ = ["CONTROL_AGENTS", "AgentChoice", "StepResult", "TrialResult", "run_trial", "spec_for"]
+__all__ = ["CONTROL_AGENTS", "AgentChoice", "run_trial", "spec_for"]
 
 #: The agents that are not agents: the reference solution, and doing nothing.
 CONTROL_AGENTS = ("oracle", "nop")
+#: Why a compose-only task does not run: Debian 12 ships no Docker Compose v2, and a home-made one is out.
+COMPOSE_UNSUPPORTED = (
+    "a compose environment (several services): waza runs single-container tasks only (a Dockerfile in environment/)"
+)
 #: The last bytes of the verifier's output kept in a result (all of it stays in the trial folder).
 EVIDENCE_LIMIT = 16 * 1024
-
-ErrorKind = Literal["environment-unsatisfied", "environment-failed", "verifier-timeout", "reward-missing"]
 
 
 class AgentChoice(msgspec.Struct, frozen=True):
@@ -57,47 +63,6 @@ class AgentChoice(msgspec.Struct, frozen=True):
     max_trajectory_mb: int = DEFAULT_MAX_TRAJECTORY_MB
 
 
-class StepResult(msgspec.Struct, omit_defaults=True):
-    name: str | None
-    score: float | None = None
-    subscores: dict[str, float] = msgspec.field(default_factory=dict)
-    reward_source: str | None = None
-    agent_exit: int | None = None
-    agent_timed_out: bool = False
-    agent_errors: list[str] = msgspec.field(default_factory=list)
-    #: What an adapter's agent did (oracle and nop have none): its trajectory, last answer and usage.
-    trajectory: list[TrajectoryStep] = msgspec.field(default_factory=list)
-    output: str | None = None
-    usage: Usage | None = None
-    dropped_events: int = 0
-    verifier_exit: int | None = None
-    verifier_seconds: float | None = None
-    verifier_output: str = ""
-
-
-class TrialResult(msgspec.Struct, omit_defaults=True):
-    """One line of a benchmark run's output (JSONL)."""
-
-    task: str
-    format: str
-    checksum: str
-    trial: int
-    agent: str
-    status: Literal["passed", "failed", "error"]
-    score: float | None
-    environment: dict[str, str]
-    timeouts: dict[str, float | None]
-    subscores: dict[str, float] = msgspec.field(default_factory=dict)
-    error_kind: ErrorKind | None = None
-    error: str | None = None
-    missing: list[str] = msgspec.field(default_factory=list)
-    offline: list[str] = msgspec.field(default_factory=list)
-    warnings: list[str] = msgspec.field(default_factory=list)
-    steps: list[StepResult] = msgspec.field(default_factory=list)
-    trial_dir: str | None = None
-    seconds: float = 0.0
-
-
 def spec_for(
     task: BenchTask,
     *,
@@ -106,13 +71,17 @@ def spec_for(
     read_only: tuple[Path, ...] = (),
     keep_env: tuple[str, ...] = (),
     base_images: Mapping[str, str] | None = None,
+    offline: bool = False,
 ) -> tuple[EnvironmentSpec, list[str]]:
-    """The environment a task asks for, narrowed to what the run allows, and each change made to run it so."""
+    """The environment a task asks for, narrowed to what the run allows, and each change made to run it so
+    (``offline``: no network whatever the task asks or the run allows)."""
     changed: list[str] = []
     network: Network = "none"
     if task.network != "no-network":
-        if allow_network:
+        if allow_network and not offline:
             network = "host"
+        elif offline:
+            changed.append(f"network: the task asks {task.network!r}; run with none (--offline)")
         else:
             changed.append(f"network: the task asks {task.network!r}; run with none (allow it with --sandbox-net host)")
     if network == "none" and ports:
@@ -164,7 +133,7 @@ def _stage(task: BenchTask, step: TaskStep, stage: Path) -> tuple[Path, Path | N
 
 
 async def _agent(
-    env: Environment, task: BenchTask, step: TaskStep, agent: AgentChoice, solution: Path | None, out: StepResult
+    env: Environment, task: BenchTask, step: TaskStep, agent: AgentChoice, solution: Path | None, out: BenchmarkStep
 ) -> None:
     if agent.name == "nop":
         return
@@ -193,11 +162,12 @@ async def _agent(
         case = PromptCase(id=task.id if step.name is None else f"{task.id}/{step.name}", input=step.instruction)
         run = await adapter.run(AgentTask(case=case, workspace=env.workspace, recorder=recorder, timeout=step.agent_timeout))
     out.agent_exit, out.agent_timed_out, out.agent_errors = run.exit.code, run.exit.timed_out, list(run.errors)
+    out.agent_stderr = run.stderr[-EVIDENCE_LIMIT:] if run.stderr else None
     reduced = recorder.finish()
     out.trajectory, out.output, out.usage, out.dropped_events = reduced.steps, reduced.output, reduced.usage, reduced.dropped
 
 
-async def _verify(env: Environment, task: BenchTask, step: TaskStep, tests: Path, out: StepResult) -> Reward:
+async def _verify(env: Environment, task: BenchTask, step: TaskStep, tests: Path, out: BenchmarkStep) -> Reward:
     done = await env.exec(
         ["bash", f"/tests/{step.test_script}"],
         phase="verifier",
@@ -216,8 +186,54 @@ async def _verify(env: Environment, task: BenchTask, step: TaskStep, tests: Path
         raise _Failed("reward-missing", str(exc)) from None
 
 
+async def _healthcheck(env: Environment, check: Healthcheck, whose: str) -> None:
+    """Docker's HEALTHCHECK, as Harbor runs it: the command until it exits 0; failures within the start
+    period do not count, ``retries`` failures in a row after it are the trial's ``environment-failed``."""
+    start_end = time.monotonic() + check.start_period_sec
+    failures = 0
+    while True:
+        done = await env.exec(["sh", "-c", check.command], phase="agent", env={}, timeout=check.timeout_sec)
+        if done.exit_code == 0:
+            return
+        if time.monotonic() < start_end:
+            await anyio.sleep(check.start_interval_sec)
+            continue
+        failures += 1
+        if failures >= check.retries:
+            tail = done.output.strip()[-300:]
+            raise _Failed(
+                "environment-failed",
+                f"{whose} healthcheck failed {failures} times in a row: {check.command!r}" + (f" ({tail})" if tail else ""),
+            )
+        await anyio.sleep(check.interval_sec)
+
+
+async def _collect(env: Environment, step: TaskStep, out: BenchmarkStep) -> list[str]:
+    """The step's artifacts copied into the trial folder (``artifacts/``, or ``steps/NAME/artifacts/``);
+    one warning per artifact that could not be."""
+    base = Path("artifacts") if step.name is None else Path("steps", step.name, "artifacts")
+    warnings: list[str] = []
+    for artifact in step.artifacts:
+        rel = base / (artifact.destination or artifact.source.lstrip("/"))
+        problem = await env.collect(artifact.source, env.trial_dir / rel)
+        if problem is None:
+            out.artifacts.append(rel.as_posix())
+        else:
+            warnings.append(f"artifact {artifact.source!r} not collected: {problem}")
+    return warnings
+
+
+def _below_min_reward(step: TaskStep, reward: Reward) -> str | None:
+    """Which reward key is below the step's ``min_reward`` (a missing key counts as below), or None."""
+    for key, least in (step.min_reward or {}).items():
+        actual = reward.subscores.get(key, reward.score if key == "reward" else -math.inf)
+        if actual < least:
+            return f"{key}={actual:g} below min_reward {least:g}"
+    return None
+
+
 class _Failed(Exception):
-    def __init__(self, kind: ErrorKind, message: str, missing: list[str] | None = None) -> None:
+    def __init__(self, kind: BenchmarkErrorKind, message: str, missing: list[str] | None = None) -> None:
         self.kind, self.message, self.missing = kind, message, missing or []
         super().__init__(message)
 
@@ -228,7 +244,7 @@ def shown_of_host(agent: AgentChoice, read_only: tuple[Path, ...], ports: tuple[
     ``--sandbox``: nothing the agent sends later (a terminal's command, a session id) adds to it. With
     ``ports`` relayed in, waza's own interpreter is shown too (the relay runs on it)."""
     command: list[str] = []
-    if agent.command and agent.name not in ("oracle", "nop"):
+    if agent.name not in CONTROL_AGENTS:  # a headless agent's program comes from its schema, not the command
         cls = adapter_class(agent.name)
         cls.check(list(agent.command), agent.options)
         command = cls.agent_command(list(agent.command), agent.options)
@@ -247,24 +263,26 @@ async def run_trial(
     read_only: tuple[Path, ...] = (),
     keep_env: tuple[str, ...] = (),
     base_images: Mapping[str, str] | None = None,
-) -> TrialResult:
+    offline: bool = False,
+) -> BenchmarkResult:
     """Run one trial of ``task`` in a fresh ``trial_dir``; every fault is this result's error. ``ports`` are
     host loopback ports the agent may reach (``waza serve-model``), ``read_only`` host paths it sees,
     ``keep_env`` secret-like variables it keeps, ``base_images`` a map of ``FROM`` images to local ones
-    for engines that build (``--base-image``)."""
+    for engines that build (``--base-image``); ``offline``: no network at all, and the result says so."""
     clock = time.perf_counter()
     read_only = shown_of_host(agent, read_only, ports)
-    spec, offline = spec_for(
+    spec, offline_changes = spec_for(
         task,
         allow_network=allow_network,
         ports=ports,
         read_only=read_only,
         keep_env=keep_env,
         base_images=base_images,
+        offline=offline,
     )
     env = ENVIRONMENTS[env_kind](spec, trial_dir)
     first = task.steps[0]
-    result = TrialResult(
+    result = BenchmarkResult(
         task=task.id,
         format=task.format,
         checksum=task.checksum,
@@ -274,24 +292,37 @@ async def run_trial(
         score=None,
         environment=env.facts(),
         timeouts={"agent": first.agent_timeout, "verifier": first.verifier_timeout, "build": task.build_timeout_sec},
-        offline=offline,
+        offline=[*(["the run is --offline: no network for builds, agent or verifier"] if offline else []), *offline_changes],
         trial_dir=str(trial_dir),
     )
     rewards: list[Reward] = []
     try:
+        if task.compose_file is not None:
+            if task.dockerfile is None:
+                raise _Failed("environment-unsatisfied", COMPOSE_UNSUPPORTED, [f"{task.compose_file}: {COMPOSE_UNSUPPORTED}"])
+            result.warnings.append(f"{task.compose_file} not used: only the Dockerfile's container runs (no compose services)")
         try:
             await env.start()
         except EnvironmentUnsatisfied as exc:
             raise _Failed("environment-unsatisfied", str(exc), exc.missing) from None
-        for step in task.steps:
-            out = StepResult(name=step.name)
+        if task.healthcheck is not None:
+            await _healthcheck(env, task.healthcheck, "the environment's")
+        for number, step in enumerate(task.steps, 1):
+            out = BenchmarkStep(name=step.name)
             result.steps.append(out)
+            if step.healthcheck is not None:
+                await _healthcheck(env, step.healthcheck, f"step {step.name!r}'s")
             tests, solution = _stage(task, step, trial_dir / "stage")
             await _agent(env, task, step, agent, solution, out)
             reward = await _verify(env, task, step, tests, out)
             out.score, out.subscores, out.reward_source = reward.score, reward.subscores, reward.source
             result.warnings += reward.warnings
             rewards.append(reward)
+            result.warnings += await _collect(env, step, out)
+            below = _below_min_reward(step, reward)
+            if below is not None and number < len(task.steps):
+                result.stopped = f"step {step.name!r}: {below}; the {len(task.steps) - number} later step(s) did not run"
+                break
     except _Failed as exc:
         result.error_kind, result.error, result.missing = exc.kind, exc.message, exc.missing
     except OSError as exc:

@@ -15,8 +15,9 @@ from typing import Any, Literal
 
 import msgspec
 
+from waza.protocol.benchmark_records import BenchmarkResult
 from waza.runner.benchmarks.tasks import BenchTask
-from waza.runner.benchmarks.trial import AgentChoice, TrialResult, run_trial
+from waza.runner.benchmarks.trial import AgentChoice, run_trial
 
 __all__ = ["VERDICTS", "Validation", "validate_task"]
 
@@ -35,7 +36,7 @@ class Validation(msgspec.Struct, omit_defaults=True):
     missing: list[str] = msgspec.field(default_factory=list)
 
 
-def _brief(result: TrialResult) -> dict[str, Any]:
+def _brief(result: BenchmarkResult) -> dict[str, Any]:
     brief: dict[str, Any] = {"status": result.status, "score": result.score}
     if result.error:
         brief |= {"error_kind": result.error_kind, "error": result.error}

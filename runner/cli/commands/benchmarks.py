@@ -16,11 +16,12 @@ from pathlib import Path
 import msgspec
 import orjson
 
+from waza.protocol.benchmark_records import BenchmarkResult
 from waza.protocol.errors import ConfigError
-from waza.runner.benchmarks import environment
+from waza.runner.benchmarks.api import environment_kind
 from waza.runner.benchmarks.loader import check_folder, is_benchmark, load_folder
 from waza.runner.benchmarks.run import done_keys, run_benchmark, select
-from waza.runner.benchmarks.trial import CONTROL_AGENTS, AgentChoice, TrialResult
+from waza.runner.benchmarks.trial import CONTROL_AGENTS, AgentChoice
 from waza.runner.cli.options import AgentOptions
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from waza.runner.wording import count
@@ -30,21 +31,7 @@ __all__ = ["Reach", "agent_choice", "check_benchmark", "env_kind", "is_benchmark
 
 def env_kind(name: str | None) -> str:
     """``--env``'s kind, checked here; none given: the best one this machine has."""
-    import waza.runner.benchmarks.trial  # noqa: F401 - registers the environments
-
-    if name is None:
-        best, why = environment.best_available()
-        if best is None:
-            reasons = "; ".join(f"{k}: {w}" for k, w in why.items())
-            raise ConfigError(f"no environment can run here ({reasons})", field="--env")
-        return best
-    cls = environment.ENVIRONMENTS.get(name)
-    if cls is None:
-        raise ConfigError(f"unknown environment {name!r} (known: {', '.join(environment.ENVIRONMENTS)})", field="--env")
-    why_not = cls.available()
-    if why_not is not None:
-        raise ConfigError(f"{name} cannot run here: {why_not}", field="--env")
-    return name
+    return environment_kind(name, option="--env")
 
 
 class Reach(msgspec.Struct, frozen=True):
@@ -105,7 +92,7 @@ def check_benchmark(path: Path) -> int:
     return EXIT_OK
 
 
-def _summary(results: list[TrialResult]) -> dict[str, object]:
+def _summary(results: list[BenchmarkResult]) -> dict[str, object]:
     scores = [r.score for r in results if r.score is not None]
     return {
         "trials": len(results),
@@ -148,12 +135,15 @@ async def run_benchmarks(
     output: str,
     reporters: list[str],
     base_images: list[str] | None = None,
+    offline: bool = False,
 ) -> int:
     """``waza run DIR`` for benchmark tasks: exit 0 when every trial passed, 1 when not, 2 for bad usage."""
     tasks = select(load_folder(path), names=names, tags=tags)
     kind = env_kind(env)
     images = base_images_for(kind, base_images)
     choice, reach = agent_choice(agent, command)
+    if offline and reach.allow_network:
+        raise ConfigError("--offline refuses --sandbox-net host (the network for the tasks)", field="--offline")
     report: Path | None = None
     for spec in reporters:
         fmt, _, target = spec.partition(":")
@@ -163,7 +153,7 @@ async def run_benchmarks(
     if resume and output == "-":
         raise ConfigError("--resume needs -o FILE (the results already written)")
     skip = done_keys(Path(output)) if resume else set()
-    results: list[TrialResult] = []
+    results: list[BenchmarkResult] = []
     with ExitStack() as stack:
         try:
             out = sys.stdout.buffer if output == "-" else stack.enter_context(Path(output).open("ab" if resume else "xb"))
@@ -185,6 +175,7 @@ async def run_benchmarks(
             keep_env=reach.keep_env,
             skip=skip,
             base_images=images,
+            offline=offline,
         ):
             results.append(result)
             print(

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Coroutine
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -12,6 +10,7 @@ from waza.runner.cli.metavars import option
 from waza.runner.cli.option_values import parse_gates
 from waza.runner.cli.options import AgentCommandArgument, AgentOptions, GraderOptions, OutputOptions, PromptsArgument, with_groups
 from waza.runner.cli.runtime import Interrupt, run
+from waza.runner.cli.served import served
 from waza.runner.cli.strict import AGENT_COMMAND
 from waza.runner.ray_cluster.options import ExecutorOptions
 from waza.runner.wording import count
@@ -64,44 +63,14 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         raise typer.Exit(
             run(
-                lambda interrupt: _served(
-                    serve_model, agent, _capture(prompts, command or [], agent, graders, out, execution, interrupt)
+                lambda interrupt: served(
+                    serve_model,
+                    agent,
+                    _capture(prompts, command or [], agent, graders, out, execution, interrupt),
+                    confined=agent.sandbox is not None,
                 )
             )
         )
-
-
-async def _served(source: str | None, agent: AgentOptions, body: Coroutine[Any, Any, int]) -> int:
-    """``body`` with the model server for ``source`` running and its environment set for the agents it starts.
-
-    With --sandbox, the agent reaches the server through the relay: its port is relayed (network loopback,
-    unless the user chose host), the agents' config folder shown read-only, the dummy keys kept."""
-    if source is None:
-        return await body
-    from waza.runner.model_server.serve import sandbox_reach, started
-
-    try:
-        async with started(source) as env:
-            if agent.sandbox is not None:
-                reach = sandbox_reach(env)
-                if agent.sandbox_net == "none":
-                    agent.sandbox_net = "loopback"
-                if agent.sandbox_net == "loopback":
-                    agent.sandbox_port = [*(agent.sandbox_port or []), reach.port]
-                agent.sandbox_ro = [*(agent.sandbox_ro or []), reach.config]
-                agent.sandbox_env = [*(agent.sandbox_env or []), *reach.keys]
-            saved = {name: os.environ.get(name) for name in env}
-            os.environ.update(env)
-            try:
-                return await body
-            finally:
-                for name, value in saved.items():
-                    if value is None:
-                        os.environ.pop(name, None)
-                    else:
-                        os.environ[name] = value
-    finally:
-        body.close()  # never awaited when the server did not start
 
 
 async def _capture(

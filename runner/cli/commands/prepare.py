@@ -13,7 +13,7 @@ import typer
 from waza.runner.benchmarks.docker import DockerEnvironment
 from waza.runner.benchmarks.environment import EnvironmentUnsatisfied
 from waza.runner.benchmarks.loader import load_folder
-from waza.runner.benchmarks.prepared import fetch_pip, has_pip
+from waza.runner.benchmarks.prepared import fetch_pip, fetch_uv, has_pip, has_uv
 from waza.runner.benchmarks.run import select
 from waza.runner.benchmarks.trial import spec_for
 from waza.runner.cli.commands.benchmarks import parse_base_images
@@ -24,14 +24,15 @@ HELP = """Prepare benchmark tasks (Harbor or Terminal-Bench 1.x folders) for off
 runs under --env docker, once: build each task's image with the container engine
 (cached by the content of the task's environment/, so a second prepare, and
 every run after it, builds nothing), and fetch the pip packages its verifier
-installs at test time (`pip install X`, `uvx --with X` in test.sh) into waza's
-cache folder, which offline trials show read-only to pip. Prints one JSON line
+installs at test time (`pip install X`, `uvx --with X TOOL` in test.sh), and uv
+itself for uvx, into waza's cache folder, which offline trials show read-only to
+pip and uvx. Prints one JSON line
 per task: its image, built now or found built, and each package, or what is
 missing (a base image not in the engine: give --base-image). Exit 0 when every
 task is ready, 1 when one is not, 2 for bad usage.
 
-apt and npm packages and uv itself are not fetched: offline they must be in the
-image, or the trial is environment-unsatisfied, naming them.
+apt and npm packages are not fetched: offline they must be in the image, or the
+trial is environment-unsatisfied, naming them.
 
 Examples:
 
@@ -46,12 +47,12 @@ async def _packages(needs: tuple[tuple[str, str], ...]) -> dict[str, str]:
     out: dict[str, str] = {}
     for manager, name in needs:
         key = f"{manager}:{name}"
-        if manager != "pip":
+        if manager not in ("pip", "uv"):
             out[key] = "not fetched: it must be in the image"
-        elif has_pip(name):
+        elif has_pip(name) if manager == "pip" else has_uv():
             out[key] = "prepared before"
         else:
-            problem = await fetch_pip(name)
+            problem = await (fetch_pip(name) if manager == "pip" else fetch_uv())
             out[key] = "fetched" if problem is None else f"cannot be fetched: {problem}"
     return out
 
@@ -86,7 +87,7 @@ def register(app: typer.Typer) -> None:
                     line["environment"] = env.facts()
                     packages = await _packages(spec.verifier_needs)
                     ready = ready and all(
-                        v in ("fetched", "prepared before") for k, v in packages.items() if k.startswith("pip:")
+                        v in ("fetched", "prepared before") for k, v in packages.items() if k.startswith(("pip:", "uv:"))
                     )
                     if packages:
                         line["packages"] = packages

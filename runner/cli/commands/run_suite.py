@@ -15,6 +15,7 @@ from waza.runner.cli.commands.benchmarks import is_benchmark, run_benchmarks
 from waza.runner.cli.metavars import argument
 from waza.runner.cli.options import OUTPUT, AgentOptions, GraderOptions, note_records_on_terminal, opt, with_groups
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, fail, run
+from waza.runner.cli.served import served
 from waza.runner.cli.strict import AGENT_COMMAND
 from waza.runner.engine.specs import AgentSpec, Output
 from waza.runner.ray_cluster import executor_for
@@ -43,6 +44,8 @@ task folders (see the Benchmarks guide): each trial runs in --env, graded by
 the task's verifier, one result line per trial.
 
   waza run my-dataset/ --env host --adapter oracle -o oracle.jsonl
+
+  waza run my-dataset/ --env docker --offline --serve-model replies.yaml --adapter headless --schema claude-code
 """
 
 RUN = "Suite"
@@ -51,7 +54,7 @@ BENCHMARK_OPTIONS = frozenset(
     {"suite", "command", "task", "tags", "trials", "env", "resume", "output", "reporter", "adapter", "concurrency"}
     | {"workspace_dir", "max_steps", "max_trajectory_mb", "events", "schema", "raw_log", "mcp_server", "mcp_config"}
     | {"permission", "permission_rules", "auth_method", "sandbox", "sandbox_ro", "sandbox_rw", "sandbox_net"}
-    | {"sandbox_port", "sandbox_env", "base_image"}
+    | {"sandbox_port", "sandbox_env", "base_image", "serve_model", "offline"}
 )
 
 
@@ -118,6 +121,22 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         resume: Annotated[bool, opt("--resume", help="Benchmark tasks: skip the trials already in -o FILE.", panel=RUN)] = False,
+        offline: Annotated[
+            bool,
+            opt(
+                "--offline",
+                help="Benchmark tasks: no network for any build, agent or verifier (what was not prepared is environment-unsatisfied).",
+                panel=RUN,
+            ),
+        ] = False,
+        serve_model: Annotated[
+            str | None,
+            opt(
+                "--serve-model",
+                help="Benchmark tasks: start `waza serve-model SOURCE` (a reply script, or local) and relay it into each environment.",
+                panel=RUN,
+            ),
+        ] = None,
         output: Annotated[str, opt("-o", "--output", help="Per-trial CaptureResult JSONL, or - for stdout.", panel=OUTPUT)] = "-",
         reporter: Annotated[
             list[str] | None,
@@ -164,23 +183,34 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(fail(f"{flags}: not used with benchmark task folders (see the Benchmarks guide)"))
             raise typer.Exit(
                 run(
-                    lambda _: run_benchmarks(
-                        suite,
-                        command or [],
+                    lambda _: served(
+                        serve_model,
                         agent,
-                        names=options.task,
-                        tags=options.tags,
-                        trials=trials or 1,
-                        env=env,
-                        resume=resume,
-                        output=output,
-                        reporters=options.reporters,
-                        base_images=base_image,
+                        run_benchmarks(
+                            suite,
+                            command or [],
+                            agent,
+                            names=options.task,
+                            tags=options.tags,
+                            trials=trials or 1,
+                            env=env,
+                            resume=resume,
+                            output=output,
+                            reporters=options.reporters,
+                            base_images=base_image,
+                            offline=offline,
+                        ),
+                        confined=True,
                     )
                 )
             )
-        if env is not None or resume or base_image:
-            raise typer.Exit(fail("--env, --base-image and --resume apply to benchmark task folders, not to an eval suite"))
+        if env is not None or resume or base_image or offline or serve_model:
+            raise typer.Exit(
+                fail(
+                    "--env, --base-image, --resume, --offline and --serve-model apply to benchmark task folders,"
+                    " not to an eval suite"
+                )
+            )
         raise typer.Exit(run(lambda interrupt: _run(suite, command or [], options, agent, graders, execution, interrupt)))
 
 

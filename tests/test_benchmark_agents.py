@@ -1,0 +1,93 @@
+"""A real agent CLI inside a benchmark task's environment: Claude Code (the pinned release the compatibility
+suite uses) on a Harbor task, against `waza serve-model` with a reply script, offline, in ``--env host``
+(bubblewrap) and ``--env docker`` (a Debian 12 image; the CLI's installation shown read-only from the host,
+the model server reached through waza's loopback relay on the container's own 127.0.0.1).
+
+Skips, saying why, without the CLI (.ci/run installs it), bubblewrap, a container engine or the Debian image.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from waza.protocol import schemas
+from waza.runner.benchmarks.docker import engine
+
+from .conftest import read_jsonl, run_waza
+from .test_real_agents import AGENTS
+
+FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
+DEBIAN = "waza-test/debian-pip:12"
+REPLIES = [
+    {
+        "text": "Writing the file.",
+        "tool_calls": [{"name": "Write", "input": {"file_path": "/app/hello.txt", "content": "hello, world\n"}}],
+    },
+    {"text": "Done: hello.txt holds hello, world."},
+]
+
+
+@pytest.fixture(scope="module")
+def claude() -> Path:
+    agent = AGENTS["claude-code"]
+    agent.require()
+    return agent.bin_dir
+
+
+def _run(tmp_path: Path, bin_dir: Path, *args: str) -> dict:
+    script = tmp_path / "replies.yaml"
+    script.write_text(yaml.safe_dump(REPLIES))
+    out = tmp_path / "results.jsonl"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))},
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "IS_SANDBOX": "1",  # Claude Code refuses --dangerously-skip-permissions as root without it
+    }
+    proc = run_waza(
+        "run", FIXTURES / "harbor" / "hello-sh", *args, "--offline", "--serve-model", script,
+        "--adapter", "headless", "--schema", "claude-code", "--sandbox-env", "IS_SANDBOX",
+        "--workspace-dir", tmp_path, "-o", out, env=env, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode()
+    (result,) = read_jsonl(out)
+    return result
+
+
+def _check(result: dict) -> None:
+    assert schemas.errors("BenchmarkResult", result) == []  # a real agent's trajectory in the published shape
+    assert (result["status"], result["score"]) == ("passed", 1.0), result
+    (step,) = result["steps"]
+    assert step["agent_exit"] == 0
+    calls = [s for s in step["trajectory"] if s["type"] == "tool_call"]
+    assert [(c["name"], c["status"], c["input"]["file_path"]) for c in calls] == [("Write", "completed", "/app/hello.txt")]
+    assert step["output"] == "Done: hello.txt holds hello, world."
+    assert any("--offline" in change for change in result["offline"])
+
+
+def test_claude_code_solves_a_harbor_task_on_the_host_against_serve_model(tmp_path: Path, claude: Path) -> None:
+    if shutil.which("bwrap") is None:
+        pytest.skip("no bubblewrap (bwrap) on PATH: --env host needs it")
+    result = _run(tmp_path, claude, "--env", "host")
+    _check(result)
+    assert result["environment"]["kind"] == "host"
+
+
+def test_claude_code_solves_a_harbor_task_in_docker_through_the_relay(tmp_path: Path, claude: Path) -> None:
+    program, why = engine()
+    if program is None:
+        pytest.skip(f"no container engine answers here: {why}")
+    if subprocess.run([program, "image", "inspect", DEBIAN], capture_output=True, check=False).returncode != 0:
+        pytest.skip(f"{DEBIAN} is not built here (tests/images/debian-pip-image.sh, run by .ci/run)")
+    result = _run(tmp_path, claude, "--env", "docker", "--base-image", f"debian:12-slim={DEBIAN}")
+    _check(result)
+    facts = result["environment"]
+    assert (facts["kind"], facts["network"]) == ("docker", "loopback")
+    assert "relayed in" in facts["loopback"]
+    # the work happened in the container, not in the trial's host folder
+    assert not (Path(result["trial_dir"]) / "workspace" / "hello.txt").exists()
