@@ -400,7 +400,9 @@ class AcpAdapter(Adapter):
         if session.session_id is None:
             raise AgentFault("the agent answered session/new without a sessionId")
         run.session_creation_ms = int((time.perf_counter() - started) * 1000)
-        for number, text in enumerate(task.case.turns):
+        number = 0
+        text: str | None = task.case.turns[0]
+        while text is not None:  # every turn a session/prompt of the same session
             task.recorder.start_turn(text, number)
             session.turn = await self._call(
                 agent, "session/prompt", {"sessionId": session.session_id, "prompt": [{"type": "text", "text": text}]}
@@ -408,6 +410,7 @@ class AcpAdapter(Adapter):
             reply = await self._wait(agent, session.turn)
             session.turn = None
             self._end_turn(reply, task.recorder, run)
+            number, text = number + 1, await task.next_turn(number)
 
     async def _call(self, agent: _Agent, method: str, params: dict[str, Any]) -> Pending:
         try:

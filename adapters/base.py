@@ -15,7 +15,7 @@ import abc
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import msgspec
 
@@ -27,6 +27,14 @@ from waza.protocol.trajectory import TrajectoryBuilder
 Confine = Callable[[Sequence[str], Mapping[str, str]], tuple[list[str], dict[str, str]]]
 
 
+class Conversation(Protocol):
+    """Who decides the next user turn once a turn has ended (a suite task's follow-ups, responder, checkpoints)."""
+
+    async def next_turn(self, finished: int, recorder: TrajectoryBuilder) -> str | None:
+        """The text of the user turn after turn ``finished`` (from 0), or None to end the conversation."""
+        ...
+
+
 class AgentTask(msgspec.Struct):
     """One prompt (one trial of it) for an adapter to run."""
 
@@ -35,6 +43,16 @@ class AgentTask(msgspec.Struct):
     recorder: TrajectoryBuilder
     timeout: float | None = None
     trial: int | None = None
+    #: Decides each turn after the first; without one, the turns are the case's own, in order.
+    conversation: Conversation | None = None
+
+    async def next_turn(self, finished: int) -> str | None:
+        """The user turn that follows turn ``finished`` (from 0), asked for only once that turn has ended,
+        so what comes next may depend on what the agent did; None when the conversation is over."""
+        if self.conversation is not None:
+            return await self.conversation.next_turn(finished, self.recorder)
+        turns = self.case.turns
+        return turns[finished + 1] if finished + 1 < len(turns) else None
 
 
 class AgentRun(msgspec.Struct):

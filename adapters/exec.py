@@ -115,13 +115,16 @@ class ExecAdapter(Adapter):
         history: list[dict[str, str]] = []
         run = AgentRun()
         stderr = Tail()
-        for turn, text in enumerate(task.case.turns):
+        turn = 0
+        text: str | None = task.case.turns[0]
+        while text is not None:
             task.recorder.start_turn(text, turn)
             remaining = deadline - time.monotonic()
             answer, ok = await self._turn(task, text, turn, history, remaining, run, stderr)
             history += [{"role": "user", "content": text}, {"role": "agent", "content": answer}]
             if not ok:
                 break
+            turn, text = turn + 1, await task.next_turn(turn)
         run.stderr = stderr.text() or None
         return run
 

@@ -125,7 +125,9 @@ class HeadlessAdapter(Adapter):
         mapper = LineMapper(schema)
         history: list[tuple[str, str]] = []
         session_id: str | None = None
-        for turn, text in enumerate(task.case.turns):
+        turn = 0
+        text: str | None = task.case.turns[0]
+        while text is not None:
             task.recorder.start_turn(text, turn)
             if turn and schema.session_mode == "stream" and session_id is None:
                 why = (
@@ -144,6 +146,7 @@ class HeadlessAdapter(Adapter):
             if outcome.errors:
                 break
             history.append((text, task.recorder.finish().output))
+            turn, text = turn + 1, await task.next_turn(turn)
         run.stderr = stderr.text() or None
         return run
 

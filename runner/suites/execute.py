@@ -11,6 +11,7 @@ fails or errors; trials in flight are stopped and their tasks listed as not run.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -29,9 +30,11 @@ from waza.runner.grading.grader_specs import GraderSpec
 from waza.runner.grading.judge_setup import finish as finish_judge
 from waza.runner.suites import resources
 from waza.runner.suites import triggers as trigger_tests
+from waza.runner.suites.conversation import TaskDialogue, needs_dialogue
 from waza.runner.suites.document import RunRecord
 from waza.runner.suites.fixtures import preparer
 from waza.runner.suites.models import Suite, Task
+from waza.runner.suites.responder import serving_local
 
 
 class Plan(msgspec.Struct):
@@ -95,7 +98,8 @@ def case_for(task: Task, suite: Suite, model: str | None) -> PromptCase:
     if task.golden:
         metadata["golden"] = True  # so the JSONL alone tells waza gate --golden-must-pass which tasks must pass
     unknown = {"mock": task.mock} if task.mock is not None else {}
-    return PromptCase(id=task.id, input=task.prompt, metadata=metadata, timeout=task.timeout, unknown=unknown)
+    turns: str | list[str] = [task.prompt, *task.follow_ups] if task.follow_ups else task.prompt
+    return PromptCase(id=task.id, input=turns, metadata=metadata, timeout=task.timeout, unknown=unknown)
 
 
 def fixture_of(task: Task) -> tuple[Path, str] | None:
@@ -121,6 +125,7 @@ async def execute(plan: Plan, out: Sink[CaptureResult], record: RunRecord) -> No
     """Run the plan, handing each result to ``out`` and gathering it into ``record``."""
     runners = _Runners(plan.isolate)
     graders = {t.id: [runners.get(s) for s in [*t.graders, *plan.extra_graders]] for t in plan.tasks}
+    checkpoints = {t.id: [(c, [runners.get(s) for s in c.graders]) for c in t.checkpoints] for t in plan.tasks}
     trigger_items = trigger_tests.work_items(plan.suite.triggers) if plan.suite.triggers and plan.run_triggers else []
     trigger_results: dict[str, CaptureResult] = {}
     trigger_ids = {item.case.id for item in trigger_items}
@@ -131,11 +136,19 @@ async def execute(plan: Plan, out: Sink[CaptureResult], record: RunRecord) -> No
             prepare = resources.prepare(
                 preparer(task), fixture_of(task), task.repos
             )  # one hook per task, so an executor can pack its fixtures once
+            dialogue = None
+            if needs_dialogue(task):
+                dialogue = functools.partial(TaskDialogue, task, case, checkpoints=checkpoints[task.id])
             for trial in range(1, plan.trials + 1):
-                yield WorkItem(case=case, trial=trial, prepare=prepare, graders=graders[task.id])
+                yield WorkItem(case=case, trial=trial, prepare=prepare, graders=graders[task.id], dialogue=dialogue)
         for item in trigger_items:
             yield item
 
+    if plan.executor is not run_items and any(needs_dialogue(t) for t in plan.tasks):
+        raise ConfigError(
+            "a task with a responder or checkpoints runs in this process only, not on Ray (run it without --executor ray)"
+        )
+    responders = [t.responder for t in plan.tasks if t.responder is not None]
     with anyio.CancelScope() as scope:
 
         async def sink(result: CaptureResult) -> None:
@@ -147,7 +160,7 @@ async def execute(plan: Plan, out: Sink[CaptureResult], record: RunRecord) -> No
             if plan.fail_fast and result.status in ("failed", "error"):
                 scope.cancel()
 
-        async with entered(list(runners.by_key.values())):
+        async with entered(list(runners.by_key.values())), serving_local(responders):
             await plan.executor(items(), plan.settings, sink)
     record.finished = int(time.time() * 1000)
     record.not_run = [t.id for t in plan.tasks if t.id not in record.trials]

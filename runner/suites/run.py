@@ -30,6 +30,7 @@ from waza.runner.suites import document
 from waza.runner.suites.execute import Plan, execute, require_graders, select
 from waza.runner.suites.loader import load_suite
 from waza.runner.suites.models import Suite
+from waza.runner.suites.responder import place
 
 
 def suite_agent(suite: Suite, agent: AgentSpec | None) -> AgentSpec:
@@ -102,13 +103,16 @@ class SuiteRun(msgspec.Struct):
                 raise ConfigError(
                     f"grader {spec.name!r} of graders= has the name of a suite grader; give it another GraderBase.name"
                 )
-        for spec in [*extra, *(s for t in chosen for s in t.graders)]:
+        specs = [*extra, *(s for t in chosen for s in t.graders), *(s for t in chosen for c in t.checkpoints for s in c.graders)]
+        for spec in specs:
             if spec.timeout is None:
                 spec.timeout = timeouts.grader
+        responders = [t.responder for t in chosen if t.responder is not None]
         if judge is not None:
             from waza.runner.grading.judge_setup import apply
 
-            apply([*extra, *(s for t in chosen for s in t.graders)], judge.choice())
+            apply(specs, judge.choice(), others=bool(responders))
+        place(responders, None if judge is None else judge.choice())
         if concurrency is None:
             concurrency = config.max_workers if config.parallel else 1
         if workspace_root is not None:

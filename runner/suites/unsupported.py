@@ -50,8 +50,6 @@ TASK_KEYS_NOT_APPLIED = {
 #: Task inputs.* keys waza checks but does not act on, and why.
 INPUT_KEYS = {
     "environment": "set the variables in the agent's environment",
-    "follow_up_prompts": "not applied yet: the task runs its first prompt only",
-    "responder": "not applied yet: the task runs its first prompt only",
     "workdir": "the agent starts at the workspace root",
 }
 #: Task keys waza reads (anything else in a task file is the original's open schema).
@@ -71,6 +69,7 @@ TASK_KEYS = frozenset(
         "graders",
         "mock",
         "instruction_files",
+        "checkpoints",
         *TASK_KEYS_NOT_APPLIED,
     }
 )
