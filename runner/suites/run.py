@@ -190,11 +190,14 @@ async def arun_suite(
     concurrency: int | None = None,
     timeouts: Timeouts = Timeouts(),
     output: Output | None = None,
+    judge: Judge | None = None,
 ) -> AsyncGenerator[CaptureResult, None]:
-    """Run an eval.yaml suite; yield each trial's CaptureResult as it finishes (``SuiteRun`` gives the document)."""
+    """Run an eval.yaml suite; yield each trial's CaptureResult as it finishes (``SuiteRun`` gives the document).
+
+    ``judge``: where the suite's LLM graders and its tasks' responders find their model."""
     run = SuiteRun.prepare(
         suite, agent, graders, tasks=tasks, tags=tags, trials=trials,
-        concurrency=concurrency, timeouts=timeouts, output=output,
+        concurrency=concurrency, timeouts=timeouts, output=output, judge=judge,
     )  # fmt: skip
     async with contextlib.aclosing(run.stream()) as results:  # closed in this task when the caller stops early
         async for result in results:
@@ -212,12 +215,15 @@ def run_suite(
     concurrency: int | None = None,
     timeouts: Timeouts = Timeouts(),
     output: Output | None = None,
+    judge: Judge | None = None,
 ) -> SuiteResult:
-    """Blocking suite run: the whole-suite result document (per task, metrics, triggers, passed or failed)."""
+    """Blocking suite run: the whole-suite result document (per task, metrics, triggers, passed or failed).
+
+    ``judge``: where the suite's LLM graders and its tasks' responders find their model."""
     refuse_in_event_loop("run_suite")  # before the suite is read
     run = SuiteRun.prepare(
         suite, agent, graders, tasks=tasks, tags=tags, trials=trials,
-        concurrency=concurrency, timeouts=timeouts, output=output,
+        concurrency=concurrency, timeouts=timeouts, output=output, judge=judge,
     )  # fmt: skip
 
     async def main() -> None:
