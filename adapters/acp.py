@@ -393,7 +393,7 @@ class AcpAdapter(Adapter):
         started = time.perf_counter()
         reply: Any = None
         try:
-            reply = await self._request(agent, "session/new", {"cwd": str(task.workspace), "mcpServers": self._servers})
+            reply = await self._request(agent, "session/new", {"cwd": str(task.cwd), "mcpServers": self._servers})
         finally:
             session_id = reply.get("sessionId") if isinstance(reply, dict) else None
             session.start(session_id if isinstance(session_id, str) else None)

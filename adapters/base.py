@@ -45,6 +45,13 @@ class AgentTask(msgspec.Struct):
     trial: int | None = None
     #: Decides each turn after the first; without one, the turns are the case's own, in order.
     conversation: Conversation | None = None
+    #: Where in the workspace the agent starts (a suite task's ``inputs.workdir``); None: its root.
+    workdir: str | None = None
+
+    @property
+    def cwd(self) -> Path:
+        """The folder the agent starts in: the workspace, or its ``workdir`` (the runner made sure it is one)."""
+        return self.workspace / self.workdir if self.workdir else self.workspace
 
     async def next_turn(self, finished: int) -> str | None:
         """The user turn that follows turn ``finished`` (from 0), asked for only once that turn has ended,

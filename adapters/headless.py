@@ -138,7 +138,7 @@ class HeadlessAdapter(Adapter):
                 run.errors.append(f"cannot send turn {turn} in the same session: {why}")
                 break
             prompt = render_prompt(schema, history, text) if schema.session_mode == "iterative" else text
-            argv = build_argv(schema, self.program, prompt, session_id if turn else None, task.workspace)
+            argv = build_argv(schema, self.program, prompt, session_id if turn else None, task.cwd)
             outcome = await self._turn(task, argv, prompt, turn, deadline - time.monotonic(), mapper, stderr, limit)
             session_id = session_id or outcome.session_id
             run.exit = outcome.exit
@@ -173,7 +173,7 @@ class HeadlessAdapter(Adapter):
             run_argv, env = self.sandboxed(argv, task.workspace, env)
         try:
             child = await Child.start(
-                run_argv, stdin=prompt.encode() if self.schema.prompt_stdin else None, cwd=task.workspace, env=env, stderr=stderr
+                run_argv, stdin=prompt.encode() if self.schema.prompt_stdin else None, cwd=task.cwd, env=env, stderr=stderr
             )
         except OSError as exc:
             out.errors.append(f"cannot start agent {argv[0]!r}: {exc.strerror or exc}")

@@ -153,3 +153,19 @@ def test_a_checkpoint_after_a_turn_the_task_never_has_is_refused_at_its_line(tmp
     err = done.stderr.decode()
     assert done.returncode == 2, err
     assert "t.yaml:6" in err and "checkpoints[0].after_turn" in err and "no turn 3" in err, err
+
+
+def test_workdir_is_where_the_acp_agent_starts_and_a_missing_one_is_the_trials_error() -> None:
+    trials = acp_trials(["workdir", "nowhere"])
+    assert trials["workdir"].status == "passed", (trials["workdir"].output, trials["workdir"].grades)
+    assert trials["workdir"].output.endswith("/app/src")
+    assert trials["nowhere"].status == "error"
+    assert "workdir 'missing' is not a folder of the prepared workspace" in trials["nowhere"].errors[0]
+
+
+def test_workdir_is_the_exec_agents_working_directory() -> None:
+    agent = waza.ExecAgent(command=[sys.executable, "-c", "import os; print(os.getcwd())"])
+    document = waza.run_suite(SUITE, agent, tasks=["workdir"])
+    [result] = document.tasks[0].trials
+    assert result.status == "passed", result.output
+    assert result.output.strip().endswith("/app/src")

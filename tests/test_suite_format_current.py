@@ -31,10 +31,9 @@ NOT_APPLIED = [
     "eval.yaml:35: mcp_mocks",
     "notes.yaml:8: first_event_timeout_seconds",
     "notes.yaml:9: skill_directories",
-    "notes.yaml:16: inputs.workdir",
 ]
 #: Keys waza now acts on: never named as not applied.
-APPLIED = ["inputs.follow_up_prompts", "inputs.responder"]
+APPLIED = ["inputs.follow_up_prompts", "inputs.responder", "inputs.workdir"]
 
 
 def test_a_1x_suite_with_every_key_passes_check_and_names_what_is_not_applied() -> None:

@@ -67,6 +67,9 @@ class WorkItem(msgspec.Struct):
     #: Makes the trial's conversation for its workspace (a suite task's responder or checkpoints);
     #: None: the case's turns in order.
     dialogue: Callable[[Path], Dialogue] | None = None
+    #: Where in the workspace the agent starts (a suite task's ``inputs.workdir``): a folder the workspace
+    #: starts with, else the trial is an error; None: the workspace root.
+    workdir: str | None = None
 
 
 class Workspaces(msgspec.Struct):
@@ -249,7 +252,15 @@ async def capture_one(
     limits = settings.limits
     recorder = TrajectoryBuilder(max_steps=limits.steps, max_bytes=limits.trajectory_mb << 20)
     start_epoch = time.time()
-    task = AgentTask(case=case, workspace=workspace, recorder=recorder, timeout=timeout, trial=item.trial, conversation=dialogue)
+    task = AgentTask(
+        case=case,
+        workspace=workspace,
+        recorder=recorder,
+        timeout=timeout,
+        trial=item.trial,
+        conversation=dialogue,
+        workdir=item.workdir,
+    )
     limit = math.inf if timeout is None else timeout + ADAPTER_GRACE
     run: AgentRun | None = None
     crash: str | None = None
@@ -326,6 +337,11 @@ async def run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> Capt
         workspace, remove = await anyio.to_thread.run_sync(prepared, settings.workspaces, item)
     except Exception as exc:  # a workspace problem is this item's error, not the run's end
         return failed_result(item.case, item.trial, adapter.name, f"cannot prepare workspace: {exc}")
+    if item.workdir is not None and not is_folder_in(workspace, item.workdir):
+        if remove:
+            await anyio.to_thread.run_sync(remove_workspace, workspace)
+        why = f"workdir {item.workdir!r} is not a folder of the prepared workspace (symlinks are not followed)"
+        return failed_result(item.case, item.trial, adapter.name, why)
     # a grader command that runs the agent's work (git's test_command) runs in a sandbox like the agent's,
     # a checkpoint's between two turns as well as the final graders
     grading = settings.grading_sandbox
@@ -380,6 +396,19 @@ def prepared(workspaces: Workspaces, item: WorkItem) -> tuple[Path, bool]:
                 remove_workspace(workspace)
             raise
     return workspace, remove
+
+
+def is_folder_in(workspace: Path, relative: str) -> bool:
+    """Whether ``relative`` names a folder inside ``workspace`` reached through no symlink."""
+    current = workspace
+    for part in Path(relative).parts:
+        current = current / part
+        try:
+            if not stat.S_ISDIR(os.lstat(current).st_mode):
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def remove_workspace(workspace: Path) -> None:

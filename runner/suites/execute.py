@@ -140,13 +140,16 @@ async def execute(plan: Plan, out: Sink[CaptureResult], record: RunRecord) -> No
             if needs_dialogue(task):
                 dialogue = functools.partial(TaskDialogue, task, case, checkpoints=checkpoints[task.id])
             for trial in range(1, plan.trials + 1):
-                yield WorkItem(case=case, trial=trial, prepare=prepare, graders=graders[task.id], dialogue=dialogue)
+                yield WorkItem(
+                    case=case, trial=trial, prepare=prepare, graders=graders[task.id], dialogue=dialogue, workdir=task.workdir
+                )
         for item in trigger_items:
             yield item
 
-    if plan.executor is not run_items and any(needs_dialogue(t) for t in plan.tasks):
+    if plan.executor is not run_items and any(needs_dialogue(t) or t.workdir for t in plan.tasks):
         raise ConfigError(
-            "a task with a responder or checkpoints runs in this process only, not on Ray (run it without --executor ray)"
+            "a task with a responder, checkpoints or inputs.workdir runs in this process only, not on Ray"
+            " (run it without --executor ray)"
         )
     responders = [t.responder for t in plan.tasks if t.responder is not None]
     with anyio.CancelScope() as scope:

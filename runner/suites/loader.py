@@ -225,6 +225,7 @@ def _resources(doc: Located, inputs: dict[str, Any], here: Path, root: Path, tas
             check_relative(inputs["workdir"], "workdir")
         except ConfigError as exc:
             raise doc.error(("inputs", "workdir"), exc.message) from None
+        task.workdir = inputs["workdir"]
 
 
 def _conversation(doc: Located, inputs: dict[str, Any], task: Task, roots: Roots, notices: list[str]) -> None:

@@ -109,6 +109,8 @@ class Task(msgspec.Struct):
     follow_ups: list[str] = msgspec.field(default_factory=list)
     responder: Responder | None = None
     checkpoints: list[Checkpoint] = msgspec.field(default_factory=list)
+    #: ``inputs.workdir``: where in the workspace the agent starts (relative, checked).
+    workdir: str | None = None
 
     def grader_type(self, name: str) -> str | None:
         """The built-in type of this task's grader ``name`` (None for a command-line grader)."""

@@ -50,7 +50,6 @@ TASK_KEYS_NOT_APPLIED = {
 #: Task inputs.* keys waza checks but does not act on, and why.
 INPUT_KEYS = {
     "environment": "set the variables in the agent's environment",
-    "workdir": "the agent starts at the workspace root",
 }
 #: Task keys waza reads (anything else in a task file is the original's open schema).
 TASK_KEYS = frozenset(
