@@ -46,6 +46,8 @@ class Plan(msgspec.Struct):
     trials: int
     fail_fast: bool = False
     run_triggers: bool = True
+    #: Runs of each trigger prompt (``--trigger-trials``); the tasks' own trials are ``trials``.
+    trigger_trials: int = 1
     model: str | None = None
     extra_graders: list[GraderSpec] = msgspec.field(default_factory=list)
     isolate: bool = False
@@ -56,7 +58,7 @@ class Plan(msgspec.Struct):
     @property
     def total(self) -> int:
         prompts = len(self.suite.triggers.prompts) if self.suite.triggers and self.run_triggers else 0
-        return len(self.tasks) * self.trials + prompts
+        return len(self.tasks) * self.trials + prompts * self.trigger_trials
 
 
 def select(suite: Suite, task_globs: list[str], tag_globs: list[str]) -> tuple[list[Task], list[str]]:
@@ -126,9 +128,10 @@ async def execute(plan: Plan, out: Sink[CaptureResult], record: RunRecord) -> No
     runners = _Runners(plan.isolate)
     graders = {t.id: [runners.get(s) for s in [*t.graders, *plan.extra_graders]] for t in plan.tasks}
     checkpoints = {t.id: [(c, [runners.get(s) for s in c.graders]) for c in t.checkpoints] for t in plan.tasks}
-    trigger_items = trigger_tests.work_items(plan.suite.triggers) if plan.suite.triggers and plan.run_triggers else []
-    trigger_results: dict[str, CaptureResult] = {}
-    trigger_ids = {item.case.id for item in trigger_items}
+    trigger_items = (
+        trigger_tests.work_items(plan.suite.triggers, plan.trigger_trials) if plan.suite.triggers and plan.run_triggers else []
+    )
+    trigger_results: dict[str, list[CaptureResult]] = {}
 
     async def items() -> AsyncIterator[WorkItem]:
         for task in plan.tasks:
@@ -148,16 +151,16 @@ async def execute(plan: Plan, out: Sink[CaptureResult], record: RunRecord) -> No
 
     if plan.executor is not run_items and any(needs_dialogue(t) or t.workdir for t in plan.tasks):
         raise ConfigError(
-            "a task with a responder, checkpoints or inputs.workdir runs in this process only, not on Ray"
-            " (run it without --executor ray)"
+            "a task with a responder, checkpoints or inputs.workdir runs in this process only,"
+            " not with RayOptions (the Ray executor)"
         )
     responders = [t.responder for t in plan.tasks if t.responder is not None]
     with anyio.CancelScope() as scope:
 
         async def sink(result: CaptureResult) -> None:
             await out(result)
-            if result.trial is None and result.id in trigger_ids:
-                trigger_results[result.id] = result
+            if trigger_tests.is_trigger(result):
+                trigger_results.setdefault(result.id, []).append(result)
                 return
             record.trials.setdefault(result.id, []).append(result)
             if plan.fail_fast and result.status in ("failed", "error"):

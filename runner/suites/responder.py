@@ -120,10 +120,7 @@ def place(responders: list[Responder], choice: JudgeChoice | None) -> None:
         return
     where = {} if choice is None else {k: v for k, v in choice.config().items() if k != "cache"}
     if not {"base_url", "command", "judge"} & set(where):
-        raise ConfigError(
-            "inputs.responder needs a model to play the user: give the judge options "
-            "(--judge-base-url URL, --judge-command COMMAND or --judge local; in the API, judge=Judge(...))"
-        )
+        raise ConfigError("inputs.responder needs a model to play the user: give Judge.base_url, Judge.command or Judge.local")
     for responder in responders:
         responder.judge = dict(where)
 

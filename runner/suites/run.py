@@ -82,6 +82,7 @@ class SuiteRun(msgspec.Struct):
         keep_workspaces: bool = False,
         workspace_root: Path | None = None,
         triggers: bool = True,
+        trigger_trials: int = 1,
         timeouts: Timeouts = Timeouts(),
         judge: Judge | None = None,
         isolate: bool = False,
@@ -135,6 +136,7 @@ class SuiteRun(msgspec.Struct):
             trials=trials or config.trials_per_task,
             fail_fast=config.fail_fast if fail_fast is None else fail_fast,
             run_triggers=triggers,
+            trigger_trials=trigger_trials,
             model=config.model,
             extra_graders=extra,
             isolate=isolate or any(getattr(g, "isolate", False) for g in graders),
@@ -191,13 +193,15 @@ async def arun_suite(
     timeouts: Timeouts = Timeouts(),
     output: Output | None = None,
     judge: Judge | None = None,
+    trigger_trials: int = 1,
 ) -> AsyncGenerator[CaptureResult, None]:
     """Run an eval.yaml suite; yield each trial's CaptureResult as it finishes (``SuiteRun`` gives the document).
 
-    ``judge``: where the suite's LLM graders and its tasks' responders find their model."""
+    ``judge``: where the suite's LLM graders and its tasks' responders find their model; ``trigger_trials``:
+    runs of each trigger prompt."""
     run = SuiteRun.prepare(
         suite, agent, graders, tasks=tasks, tags=tags, trials=trials,
-        concurrency=concurrency, timeouts=timeouts, output=output, judge=judge,
+        concurrency=concurrency, timeouts=timeouts, output=output, judge=judge, trigger_trials=trigger_trials,
     )  # fmt: skip
     async with contextlib.aclosing(run.stream()) as results:  # closed in this task when the caller stops early
         async for result in results:
@@ -216,14 +220,16 @@ def run_suite(
     timeouts: Timeouts = Timeouts(),
     output: Output | None = None,
     judge: Judge | None = None,
+    trigger_trials: int = 1,
 ) -> SuiteResult:
     """Blocking suite run: the whole-suite result document (per task, metrics, triggers, passed or failed).
 
-    ``judge``: where the suite's LLM graders and its tasks' responders find their model."""
+    ``judge``: where the suite's LLM graders and its tasks' responders find their model; ``trigger_trials``:
+    runs of each trigger prompt."""
     refuse_in_event_loop("run_suite")  # before the suite is read
     run = SuiteRun.prepare(
         suite, agent, graders, tasks=tasks, tags=tags, trials=trials,
-        concurrency=concurrency, timeouts=timeouts, output=output, judge=judge,
+        concurrency=concurrency, timeouts=timeouts, output=output, judge=judge, trigger_trials=trigger_trials,
     )  # fmt: skip
 
     async def main() -> None:
