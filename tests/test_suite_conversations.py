@@ -8,6 +8,7 @@ reached through the judge options, as a user reaches an OpenAI-compatible endpoi
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ import orjson
 import pytest
 
 import waza
-from tests import test_headless
+from tests import test_headless, test_real_agents
 from tests.conftest import read_jsonl, run_waza
 from tests.test_headless import calls_in, fixture_env
 from tests.test_serve_model import serving
@@ -169,3 +170,49 @@ def test_workdir_is_the_exec_agents_working_directory() -> None:
     [result] = document.tasks[0].trials
     assert result.status == "passed", result.output
     assert result.output.strip().endswith("/app/src")
+
+
+def test_claude_code_answers_the_responder_in_its_resumed_session(tmp_path: Path) -> None:
+    """The real Claude Code CLI (pinned, as tests/test_real_agents.py installs it) under the headless adapter: one
+    `waza serve-model` script is both its model (Anthropic API) and the responder's (OpenAI API); the responder's
+    reply is the second turn, sent with --resume."""
+    claude = test_real_agents.AGENTS["claude-code"]
+    claude.require()
+    suite = tmp_path / "suite"
+    (suite / "tasks").mkdir(parents=True)
+    (suite / "eval.yaml").write_text("name: real\ntasks: ['tasks/*.yaml']\n")
+    (suite / "tasks" / "logo.yaml").write_text(
+        "id: logo\ninputs:\n  prompt: Pick a colour for the logo, asking me first.\n"
+        "  responder: {instructions: You want a blue logo., max_followups: 2}\n"
+        "graders: [{type: text, name: blue, config: {contains: [Blue it is]}}]\n"
+    )
+    replies = tmp_path / "replies.yaml"
+    replies.write_text(
+        "- {match: 'Agent: Blue it is', text: '{\"action\": \"stop\"}'}\n"  # the responder, once the agent is done
+        '- {match: \'Agent: Which colour\', text: \'{"action": "reply", "message": "Blue, please."}\'}\n'
+        "- {match: '^Blue, please', text: 'Blue it is.'}\n"  # the agent's second turn
+        "- {text: 'Which colour do you want?'}\n"  # the agent's first turn
+    )
+    (tmp_path / "home").mkdir()
+    out = tmp_path / "out.jsonl"
+    with serving(replies) as (base, served):
+        env = {
+            **{k: served[k] for k in ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC")},
+            **claude.env,
+            "PATH": f"{claude.bin_dir}{os.pathsep}{os.environ['PATH']}",
+            "HOME": str(tmp_path / "home"),
+        }
+        done = run_waza(
+            "run", suite, "--adapter", "headless", "--schema", "claude-code", "--judge-base-url", f"{base}/v1",
+            "-o", out, "--no-progress", env=env, cwd=tmp_path, timeout=300,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    [result] = read_jsonl(out)
+    said = [(s["turn"], s["role"], s["content"]) for s in result["trajectory"] if s["type"] == "message"]
+    assert said == [
+        (0, "user", "Pick a colour for the logo, asking me first."),
+        (0, "agent", "Which colour do you want?"),
+        (1, "user", "Blue, please."),
+        (1, "agent", "Blue it is."),
+    ]
+    assert result["conversation"] == {"turns": 2, "outcome": "completed", "followups": 1}
