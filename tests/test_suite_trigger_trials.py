@@ -45,8 +45,8 @@ def suite(tmp_path: Path) -> Path:
 def run(suite: Path, *args: str) -> tuple[dict, list[dict]]:
     doc, out = suite / "doc.json", suite / "out.jsonl"
     done = run_waza(
-        "run", suite, "--adapter", "exec", "--events", "-o", out, "--reporter", f"json:{doc}", "--no-progress", *args,
-        "--", sys.executable, suite / "agent.py",
+        "run", suite, "--adapter", "exec", "--events", "-o", out, "--reporter", f"json:{doc}",
+        "--reporter", f"markdown:{suite / 'report.md'}", "--no-progress", *args, "--", sys.executable, suite / "agent.py",
     )  # fmt: skip
     assert done.returncode in (0, 1), done.stderr.decode()
     return orjson.loads(doc.read_bytes())["triggers"], read_jsonl(out)
@@ -63,6 +63,7 @@ def test_each_prompt_runs_trigger_trials_times_and_gets_its_trigger_rate(suite: 
     runs = sorted(r["trial"] for r in lines if "trigger" in r["metadata"] and r["id"] == "trigger-001")
     assert runs == [1, 2, 3]
     assert len([r for r in lines if "trigger" not in r["metadata"]]) == 1  # the task's own trial count is unchanged
+    assert "| what time is it | no | medium | yes (67% of 3) |" in (suite / "report.md").read_text()
 
 
 def test_one_run_per_prompt_by_default(suite: Path) -> None:
