@@ -395,7 +395,7 @@ class AcpAdapter(Adapter):
         reply: Any = None
         try:
             reply = await self._request(
-                agent, "session/new", {"cwd": str(task.workspace), "mcpServers": [*self._servers, *task.mcp_servers]}
+                agent, "session/new", {"cwd": str(task.cwd), "mcpServers": [*self._servers, *task.mcp_servers]}
             )
         finally:
             session_id = reply.get("sessionId") if isinstance(reply, dict) else None
@@ -403,7 +403,9 @@ class AcpAdapter(Adapter):
         if session.session_id is None:
             raise AgentFault("the agent answered session/new without a sessionId")
         run.session_creation_ms = int((time.perf_counter() - started) * 1000)
-        for number, text in enumerate(task.case.turns):
+        number = 0
+        text: str | None = task.case.turns[0]
+        while text is not None:  # every turn a session/prompt of the same session
             task.recorder.start_turn(text, number)
             session.turn = await self._call(
                 agent, "session/prompt", {"sessionId": session.session_id, "prompt": [{"type": "text", "text": text}]}
@@ -411,6 +413,7 @@ class AcpAdapter(Adapter):
             reply = await self._wait(agent, session.turn)
             session.turn = None
             self._end_turn(reply, task.recorder, run)
+            number, text = number + 1, await task.next_turn(number)
 
     async def _call(self, agent: _Agent, method: str, params: dict[str, Any]) -> Pending:
         try:

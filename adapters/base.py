@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import msgspec
 
@@ -26,6 +26,14 @@ from waza.protocol.trajectory import TrajectoryBuilder
 
 #: A runner-given mapping of an agent's command line and environment to those that start it somewhere else.
 Confine = Callable[[Sequence[str], Mapping[str, str]], tuple[list[str], dict[str, str]]]
+
+
+class Conversation(Protocol):
+    """Who decides the next user turn once a turn has ended (a suite task's follow-ups, responder, checkpoints)."""
+
+    async def next_turn(self, finished: int, recorder: TrajectoryBuilder) -> str | None:
+        """The text of the user turn after turn ``finished`` (from 0), or None to end the conversation."""
+        ...
 
 
 class AgentTask(msgspec.Struct):
@@ -40,6 +48,23 @@ class AgentTask(msgspec.Struct):
     mcp_servers: list[dict[str, Any]] = msgspec.field(default_factory=list)
     #: Folders put first on the agent's ``PATH`` for this task: a suite's ``command_mocks``.
     path: list[str] = msgspec.field(default_factory=list)
+    #: Decides each turn after the first; without one, the turns are the case's own, in order.
+    conversation: Conversation | None = None
+    #: Where in the workspace the agent starts (a suite task's ``inputs.workdir``); None: its root.
+    workdir: str | None = None
+
+    @property
+    def cwd(self) -> Path:
+        """The folder the agent starts in: the workspace, or its ``workdir`` (the runner made sure it is one)."""
+        return self.workspace / self.workdir if self.workdir else self.workspace
+
+    async def next_turn(self, finished: int) -> str | None:
+        """The user turn that follows turn ``finished`` (from 0), asked for only once that turn has ended,
+        so what comes next may depend on what the agent did; None when the conversation is over."""
+        if self.conversation is not None:
+            return await self.conversation.next_turn(finished, self.recorder)
+        turns = self.case.turns
+        return turns[finished + 1] if finished + 1 < len(turns) else None
 
 
 class AgentRun(msgspec.Struct):

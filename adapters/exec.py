@@ -116,13 +116,16 @@ class ExecAdapter(Adapter):
         history: list[dict[str, str]] = []
         run = AgentRun()
         stderr = Tail()
-        for turn, text in enumerate(task.case.turns):
+        turn = 0
+        text: str | None = task.case.turns[0]
+        while text is not None:
             task.recorder.start_turn(text, turn)
             remaining = deadline - time.monotonic()
             answer, ok = await self._turn(task, text, turn, history, remaining, run, stderr)
             history += [{"role": "user", "content": text}, {"role": "agent", "content": answer}]
             if not ok:
                 break
+            turn, text = turn + 1, await task.next_turn(turn)
         run.stderr = stderr.text() or None
         return run
 
@@ -160,9 +163,7 @@ class ExecAdapter(Adapter):
                 answer = task.recorder.finish().output
             else:
                 # The answer is only read at the end: the lean one-shot path is enough.
-                out = await run_once(
-                    run_argv, stdin=data, cwd=task.workspace, env=run_env, timeout=remaining, stdout_limit=LINE_LIMIT
-                )
+                out = await run_once(run_argv, stdin=data, cwd=task.cwd, env=run_env, timeout=remaining, stdout_limit=LINE_LIMIT)
                 stderr.add(out.stderr_tail.encode())
                 returncode, timed_out = out.returncode, out.timed_out
                 problems = [f"agent wrote more than {LINE_LIMIT} bytes to stdout"] if out.stdout_overflow else []
@@ -193,7 +194,7 @@ class ExecAdapter(Adapter):
         self, argv: Sequence[str], env: Mapping[str, str], data: bytes, remaining: float, task: AgentTask, stderr: Tail
     ) -> tuple[int | None, bool, list[str]]:
         """--events: each stdout line is an event, timestamped as it arrives."""
-        child = await Child.start(argv, stdin=data, cwd=task.workspace, env=env, stderr=stderr)
+        child = await Child.start(argv, stdin=data, cwd=task.cwd, env=env, stderr=stderr)
         recorder = task.recorder
         problems: list[str] = []
         reader = LineReader(child)

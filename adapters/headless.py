@@ -139,7 +139,9 @@ class HeadlessAdapter(Adapter):
         mapper = LineMapper(schema)
         history: list[tuple[str, str]] = []
         session_id: str | None = None
-        for turn, text in enumerate(task.case.turns):
+        turn = 0
+        text: str | None = task.case.turns[0]
+        while text is not None:
             task.recorder.start_turn(text, turn)
             if turn and schema.session_mode == "stream" and session_id is None:
                 why = (
@@ -150,7 +152,7 @@ class HeadlessAdapter(Adapter):
                 run.errors.append(f"cannot send turn {turn} in the same session: {why}")
                 break
             prompt = render_prompt(schema, history, text) if schema.session_mode == "iterative" else text
-            argv = build_argv(schema, self.program, prompt, session_id if turn else None, task.workspace, task.mcp_servers)
+            argv = build_argv(schema, self.program, prompt, session_id if turn else None, task.cwd, task.mcp_servers)
             outcome = await self._turn(task, argv, prompt, turn, deadline - time.monotonic(), mapper, stderr, limit)
             session_id = session_id or outcome.session_id
             run.exit = outcome.exit
@@ -158,6 +160,7 @@ class HeadlessAdapter(Adapter):
             if outcome.errors:
                 break
             history.append((text, task.recorder.finish().output))
+            turn, text = turn + 1, await task.next_turn(turn)
         run.stderr = stderr.text() or None
         return run
 
@@ -184,7 +187,7 @@ class HeadlessAdapter(Adapter):
             run_argv, env = self.sandboxed(argv, task.workspace, env)
         try:
             child = await Child.start(
-                run_argv, stdin=prompt.encode() if self.schema.prompt_stdin else None, cwd=task.workspace, env=env, stderr=stderr
+                run_argv, stdin=prompt.encode() if self.schema.prompt_stdin else None, cwd=task.cwd, env=env, stderr=stderr
             )
         except OSError as exc:
             out.errors.append(f"cannot start agent {argv[0]!r}: {exc.strerror or exc}")

@@ -105,7 +105,9 @@ class HttpAdapter(Adapter):
         if self.opts.system_prompt:
             messages.append({"role": "system", "content": self.opts.system_prompt})
         run = AgentRun()
-        for turn, text in enumerate(task.case.turns):
+        turn = 0
+        text: str | None = task.case.turns[0]
+        while text is not None:
             task.recorder.start_turn(text, turn)
             messages.append({"role": "user", "content": text})
             try:
@@ -120,6 +122,7 @@ class HttpAdapter(Adapter):
                 break
             messages.append({"role": "assistant", "content": reply})
             run.exit = Exit(stop_reason=STOP_REASONS.get(finish or "stop"))  # type: ignore[arg-type]
+            turn, text = turn + 1, await task.next_turn(turn)
         return run
 
     def _body(self, messages: list[dict[str, str]]) -> dict[str, Any]:

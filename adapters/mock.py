@@ -8,7 +8,8 @@ derived from the prompt so that runs are reproducible.
 **Script** (a task file's ``mock:`` key, a trigger prompt's ``mock:`` key, or
 a prompts-file line's ``"mock"`` key with ``waza capture --adapter mock``): a
 list of steps, each a mapping with one action key, played in order on the last
-user turn (earlier turns get the default reply):
+of the case's own user turns (every other turn, earlier ones and those a suite's
+responder adds after it, gets the reply ``Mock answer to: FIRST LINE``):
 
 - ``message: TEXT``: an agent message; the last one is the result's output.
 - ``thought: TEXT``: an agent thought.
@@ -140,18 +141,24 @@ class MockAdapter(Adapter):
 
     async def run(self, task: AgentTask) -> AgentRun:
         run = AgentRun()
-        turns = task.case.turns
-        for turn, text in enumerate(turns[:-1]):
+        scripted = len(task.case.turns) - 1
+        turn = 0
+        text: str | None = task.case.turns[0]
+        while text is not None:
             task.recorder.start_turn(text, turn)
-            task.recorder.emit(MessageChunk(f"Mock answer to: {_first_line(text)}"))
-        task.recorder.start_turn(turns[-1], len(turns) - 1)
-        raw = task.case.unknown.get("mock")
-        try:
-            steps = default_steps(task) if raw is None else parse_script(raw)
-        except ScriptError as exc:
-            run.errors.append(f"mock script: {exc}")
-            return run
-        _play(steps, task, run)
+            if turn != scripted:
+                task.recorder.emit(MessageChunk(f"Mock answer to: {_first_line(text)}"))
+            else:
+                raw = task.case.unknown.get("mock")
+                try:
+                    steps = default_steps(task) if raw is None else parse_script(raw)
+                except ScriptError as exc:
+                    run.errors.append(f"mock script: {exc}")
+                    return run
+                _play(steps, task, run)
+                if run.errors:
+                    return run
+            turn, text = turn + 1, await task.next_turn(turn)
         return run
 
 

@@ -65,6 +65,10 @@ class TriggerCase(Record, kw_only=True):
     skills: Annotated[list[str], Meta(description="Every skill the agent invoked, in order.")] = []
     reason: str = ""
     error: str | None = None
+    runs: Annotated[int, Meta(ge=1, description="Times the prompt ran (the suite's trials).")] = 1
+    trigger_rate: Annotated[
+        Unit | None, Meta(description="Share of the runs that did not error in which the skill was invoked.")
+    ] = None
 
 
 class TriggerReport(Record, kw_only=True):

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import read_jsonl, run_waza
+from tests.test_serve_model import serving
 from tests.test_suite_check import check_error
 from waza.runner.suites.loader import load_suite
 
@@ -29,10 +30,9 @@ NOT_APPLIED = [
     "eval.yaml:23: config.disabled_skills",
     "notes.yaml:8: first_event_timeout_seconds",
     "notes.yaml:9: skill_directories",
-    "notes.yaml:16: inputs.workdir",
-    "notes.yaml:18: inputs.follow_up_prompts",
-    "ask.yaml:7: inputs.responder",
 ]
+#: Keys waza now acts on: never named as not applied.
+APPLIED = ["inputs.follow_up_prompts", "inputs.responder", "inputs.workdir"]
 
 
 def test_a_1x_suite_with_every_key_passes_check_and_names_what_is_not_applied() -> None:
@@ -41,17 +41,23 @@ def test_a_1x_suite_with_every_key_passes_check_and_names_what_is_not_applied() 
     assert done.returncode == 0, err
     for key in NOT_APPLIED:
         assert sum(key in line for line in err.splitlines()) == 1, f"{key!r} not named once:\n{err}"
+    assert not [key for key in APPLIED if key in err], err
     assert "ok: 2 tasks" in err
 
 
 def test_a_1x_suite_runs_with_its_prompt_file_instructions_fixtures_and_golden_task(tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
-    done = run_waza("run", SUITES / "format-1x", "-o", out)
+    replies = tmp_path / "replies.yaml"  # the responder of ask.yaml: the user has nothing more to say
+    replies.write_text("""- text: '{"action": "stop"}'\n""")
+    with serving(replies) as (base, _):
+        done = run_waza("run", SUITES / "format-1x", "-o", out, "--judge-base-url", f"{base}/v1")
     assert done.returncode == 0, done.stderr.decode()
     by_id = {r["id"]: r for r in read_jsonl(out)}
     notes = by_id["notes"]
+    assert notes["input"][1] == "Now shorten the notes."  # the follow-up prompt: a second turn
+    assert by_id["ask"]["conversation"] == {"turns": 1, "outcome": "completed", "followups": 0}
     # suite instruction files, then the task's, then the prompt file's text
-    assert notes["input"].startswith("House rule: write release notes in the past tense.\n\nv1 shipped\n\nWrite release notes")
+    assert notes["input"][0].startswith("House rule: write release notes in the past tense.\n\nv1 shipped\n\nWrite release notes")
     assert notes["metadata"]["golden"] is True
     assert notes["metadata"]["context"]["fixture"] == "starter"
     grades = {g["name"]: g["pass"] for r in by_id.values() for g in r["grades"]}

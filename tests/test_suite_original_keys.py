@@ -92,7 +92,7 @@ def test_undefined_trigger_rates_are_0_as_in_the_original():
         skill="demo", file="trigger_tests.yaml", prompts=[TriggerPrompt("use demo", True), TriggerPrompt("unrelated", False)]
     )
     results = {
-        case_id(i): CaptureResult.from_dict({"id": case_id(i), "input": p.prompt, "output": "ok", "trajectory": []})
+        case_id(i): [CaptureResult.from_dict({"id": case_id(i), "input": p.prompt, "output": "ok", "trajectory": []})]
         for i, p in enumerate(tests.prompts)
     }
     got = report(tests, results)

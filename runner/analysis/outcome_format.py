@@ -129,6 +129,8 @@ class TaskRuns(msgspec.Struct):
     #: The scores of the trials that have one; the others score 0.
     scores: list[float] = []
     golden: bool = False
+    #: The original's ``runs[]`` entries, when there is more to say per trial than its status (a conversation).
+    runs: list[dict[str, object]] = []
 
 
 def _task(runs: TaskRuns) -> tuple[TaskOutcome, int, int]:
@@ -157,7 +159,8 @@ def _task(runs: TaskRuns) -> tuple[TaskOutcome, int, int]:
         flaky=0 < c < n,
         pass_rate_ci=_interval(c, n) if n > 1 else None,
     )
-    return TaskOutcome(test_id=runs.id, display_name=runs.name, status=status, golden=runs.golden, stats=stats), c, n
+    outcome = TaskOutcome(test_id=runs.id, display_name=runs.name, status=status, golden=runs.golden, stats=stats, runs=runs.runs)
+    return outcome, c, n
 
 
 def _interval(successes: int, n: int) -> Interval:

@@ -70,6 +70,7 @@ def from_suite(result: SuiteResult) -> Outcome:
             golden=t.golden,
             statuses=[r.status for r in t.trials],
             scores=[r.score.score for r in t.trials if r.score is not None and r.score.score is not None],
+            runs=_conversation_runs(t.trials),
         )
         for t in result.tasks
     ]
@@ -83,6 +84,22 @@ def from_suite(result: SuiteResult) -> Outcome:
         timestamp=datetime.fromtimestamp(result.started / 1000, UTC).isoformat(),
         duration_ms=max(0, result.finished - result.started),
     )
+
+
+#: What a suite task's conversation records in each trial's result (runner.suites.conversation), carried into
+#: the original's ``runs[]``: the checkpoints beside the final verdict, and how the conversation ended.
+CONVERSATION_KEYS = ("conversation", "checkpoints")
+
+
+def _conversation_runs(trials: list[CaptureResult]) -> list[dict[str, object]]:
+    """One ``runs[]`` entry per trial (number, status, conversation, checkpoints) for a task whose trials were
+    conversations; none for the others, whose results.json stays as it was."""
+    if not any(key in r.unknown for r in trials for key in CONVERSATION_KEYS):
+        return []
+    return [
+        {"run_number": number, "status": r.status, **{k: r.unknown[k] for k in CONVERSATION_KEYS if k in r.unknown}}
+        for number, r in enumerate(trials, 1)
+    ]
 
 
 def _golden(metadata: dict[str, Any]) -> bool:

@@ -64,6 +64,9 @@ FLAGS: dict[str, str] = {
     # graders
     **{f"{spec}.name": _GRADER_NAME for spec in ("GraderBase", "Builtin", "Executable", "Worker", "PythonGrader", "Judge")},
     **{f"{spec}.weight": "--grader-weight" for spec in ("GraderBase", "Builtin", "Executable", "Worker", "PythonGrader", "Judge")},
+    "Judge.base_url": "--judge-base-url",
+    "Judge.command": "--judge-command",
+    "Judge.local": "--judge local",
     # the Ray executor (``executor=RayOptions(...)``)
     "RayOptions (the Ray executor)": "--executor ray",
     "RayOptions.address": "--ray-address",

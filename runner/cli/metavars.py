@@ -42,6 +42,7 @@ _NAMED: dict[str, str] = {
     "--sandbox-rw": "PATH",
     "--concurrency": "N",
     "--trials": "N",
+    "--trigger-trials": "N",
     "--workers": "N",
     "--sample": "N",
     "--resamples": "N",

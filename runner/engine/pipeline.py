@@ -25,7 +25,7 @@ from typing import Any, Protocol, TypeAlias, TypeVar
 import anyio
 import msgspec
 
-from waza.adapters.base import Adapter, AdapterOptions, AgentRun, AgentTask
+from waza.adapters.base import Adapter, AdapterOptions, AgentRun, AgentTask, Conversation
 from waza.adapters.sandbox.bwrap import Sandbox, wrap_command
 from waza.adapters.sandbox.limits import SandboxLimits, limit_errors
 from waza.graders._commands import AGENTS_CODE_CONFINEMENT
@@ -56,6 +56,15 @@ class TrialTools(Protocol):
         """Record what the tools saw in ``result`` (calls, errors) and remove what was made for the trial."""
 
 
+class Dialogue(Conversation, Protocol):
+    """A conversation that decides the turns after the first, and records how it went in the result."""
+
+    def finish(self, result: CaptureResult) -> list[Grade]:
+        """Write the conversation's record into ``result`` (before grading); the grades the conversation
+        gives itself (a responder that abstained fails the trial), added to the graders' own."""
+        ...
+
+
 class WorkItem(msgspec.Struct):
     """One run of one prompt: the case, its trial number, and how to fill its workspace."""
 
@@ -67,6 +76,12 @@ class WorkItem(msgspec.Struct):
     graders: list[GraderRunner] | None = None
     #: Makes this item's tools (MCP servers, folders first on PATH) for its workspace, once per trial.
     tools: Callable[[Path], TrialTools] | None = None
+    #: Makes the trial's conversation for its workspace (a suite task's responder or checkpoints);
+    #: None: the case's turns in order.
+    dialogue: Callable[[Path], Dialogue] | None = None
+    #: Where in the workspace the agent starts (a suite task's ``inputs.workdir``): a folder the workspace
+    #: starts with, else the trial is an error; None: the workspace root.
+    workdir: str | None = None
 
 
 class Workspaces(msgspec.Struct):
@@ -238,14 +253,26 @@ async def grade_result(result: CaptureResult, graders: list[GraderRunner]) -> Ca
     return settle(result, [g for g in grades if g is not None])
 
 
-async def capture_one(adapter: Adapter, item: WorkItem, workspace: Path, settings: Settings) -> CaptureResult:
-    """Run one item through the adapter and build its (ungraded) result; never raises for agent faults."""
+async def capture_one(
+    adapter: Adapter, item: WorkItem, workspace: Path, settings: Settings, dialogue: Dialogue | None = None
+) -> CaptureResult:
+    """Run one item through the adapter and build its (ungraded) result; never raises for agent faults.
+
+    ``dialogue`` is told each turn's end and chooses the next (``AgentTask.conversation``)."""
     case = item.case
     timeout = case.timeout if case.timeout is not None else settings.timeout
     limits = settings.limits
     recorder = TrajectoryBuilder(max_steps=limits.steps, max_bytes=limits.trajectory_mb << 20)
     start_epoch = time.time()
-    task = AgentTask(case=case, workspace=workspace, recorder=recorder, timeout=timeout, trial=item.trial)
+    task = AgentTask(
+        case=case,
+        workspace=workspace,
+        recorder=recorder,
+        timeout=timeout,
+        trial=item.trial,
+        conversation=dialogue,
+        workdir=item.workdir,
+    )
     try:
         tools = None if item.tools is None else item.tools(workspace)
     except OSError as exc:  # this record's error, not the run's end
@@ -335,19 +362,26 @@ async def run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> Capt
         workspace, remove = await anyio.to_thread.run_sync(prepared, settings.workspaces, item)
     except Exception as exc:  # a workspace problem is this item's error, not the run's end
         return failed_result(item.case, item.trial, adapter.name, f"cannot prepare workspace: {exc}")
+    if item.workdir is not None and not is_folder_in(workspace, item.workdir):
+        if remove:
+            await anyio.to_thread.run_sync(remove_workspace, workspace)
+        why = f"workdir {item.workdir!r} is not a folder of the prepared workspace (symlinks are not followed)"
+        return failed_result(item.case, item.trial, adapter.name, why)
+    # a grader command that runs the agent's work (git's test_command) runs in a sandbox like the agent's,
+    # a checkpoint's between two turns as well as the final graders
+    grading = settings.grading_sandbox
+    confined = AGENTS_CODE_CONFINEMENT.set(None if grading is None else lambda argv, cwd: wrap_command(argv, grading, cwd))
     try:
-        result = await capture_one(adapter, item, workspace, settings)
+        dialogue = None if item.dialogue is None else item.dialogue(workspace)
+        result = await capture_one(adapter, item, workspace, settings, dialogue)
         policy = settings.opts.sandbox
         if policy is not None and policy.limits:
             result.errors.extend(await anyio.to_thread.run_sync(reached_limits, result, workspace, policy.limits))
-        # a grader command that runs the agent's work (git's test_command) runs in a sandbox like the agent's
-        policy = settings.grading_sandbox
-        confined = AGENTS_CODE_CONFINEMENT.set(None if policy is None else lambda argv, cwd: wrap_command(argv, policy, cwd))
-        try:
-            return await grade_result(result, settings.graders if item.graders is None else item.graders)
-        finally:
-            AGENTS_CODE_CONFINEMENT.reset(confined)
+        own = [] if dialogue is None else dialogue.finish(result)
+        result = await grade_result(result, settings.graders if item.graders is None else item.graders)
+        return settle(result, [*result.grades, *own]) if own else result
     finally:
+        AGENTS_CODE_CONFINEMENT.reset(confined)
         if remove:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(remove_workspace, workspace)
@@ -387,6 +421,19 @@ def prepared(workspaces: Workspaces, item: WorkItem) -> tuple[Path, bool]:
                 remove_workspace(workspace)
             raise
     return workspace, remove
+
+
+def is_folder_in(workspace: Path, relative: str) -> bool:
+    """Whether ``relative`` names a folder inside ``workspace`` reached through no symlink."""
+    current = workspace
+    for part in Path(relative).parts:
+        current = current / part
+        try:
+            if not stat.S_ISDIR(os.lstat(current).st_mode):
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def remove_workspace(workspace: Path) -> None:

@@ -71,8 +71,9 @@ def is_llm(spec: GraderSpec) -> bool:
     return spec.kind == "builtin" and spec.target in LLM_GRADERS
 
 
-def apply(specs: list[GraderSpec], choice: JudgeChoice | None) -> None:
-    """Merge the command line's judge options into the LLM graders' configs (before they are checked)."""
+def apply(specs: list[GraderSpec], choice: JudgeChoice | None, *, others: bool = False) -> None:
+    """Merge the command line's judge options into the LLM graders' configs (before they are checked);
+    ``others``: something besides graders uses the judge (a suite's responder), so none is needed."""
     if choice is None:
         return
     choice.check()
@@ -80,7 +81,7 @@ def apply(specs: list[GraderSpec], choice: JudgeChoice | None) -> None:
     if not given:
         return
     llm_specs = [s for s in specs if is_llm(s)]
-    if not llm_specs:
+    if not llm_specs and not others:
         flags = ", ".join(
             "--no-cache" if k == "cache" else "--judge" + ("" if k == "judge" else "-" + k.replace("_", "-")) for k in given
         )

@@ -30,10 +30,12 @@ from waza.runner.grading.grader_specs import GraderSpec
 from waza.runner.grading.judge_setup import finish as finish_judge
 from waza.runner.suites import resources
 from waza.runner.suites import triggers as trigger_tests
+from waza.runner.suites.conversation import TaskDialogue, needs_dialogue
 from waza.runner.suites.document import RunRecord
 from waza.runner.suites.fixtures import preparer
 from waza.runner.suites.mock_tools import MockFolder
 from waza.runner.suites.models import Suite, Task
+from waza.runner.suites.responder import serving_local
 
 
 class Plan(msgspec.Struct):
@@ -45,6 +47,8 @@ class Plan(msgspec.Struct):
     trials: int
     fail_fast: bool = False
     run_triggers: bool = True
+    #: Runs of each trigger prompt (``--trigger-trials``); the tasks' own trials are ``trials``.
+    trigger_trials: int = 1
     model: str | None = None
     extra_graders: list[GraderSpec] = msgspec.field(default_factory=list)
     isolate: bool = False
@@ -59,7 +63,7 @@ class Plan(msgspec.Struct):
     @property
     def total(self) -> int:
         prompts = len(self.suite.triggers.prompts) if self.suite.triggers and self.run_triggers else 0
-        return len(self.tasks) * self.trials + prompts
+        return len(self.tasks) * self.trials + prompts * self.trigger_trials
 
 
 def select(suite: Suite, task_globs: list[str], tag_globs: list[str]) -> tuple[list[Task], list[str]]:
@@ -101,7 +105,8 @@ def case_for(task: Task, suite: Suite, model: str | None) -> PromptCase:
     if task.golden:
         metadata["golden"] = True  # so the JSONL alone tells waza gate --golden-must-pass which tasks must pass
     unknown = {"mock": task.mock} if task.mock is not None else {}
-    return PromptCase(id=task.id, input=task.prompt, metadata=metadata, timeout=task.timeout, unknown=unknown)
+    turns: str | list[str] = [task.prompt, *task.follow_ups] if task.follow_ups else task.prompt
+    return PromptCase(id=task.id, input=turns, metadata=metadata, timeout=task.timeout, unknown=unknown)
 
 
 def commands_of(task: Task, suite: Suite) -> list[dict[str, Any]]:
@@ -132,9 +137,11 @@ async def execute(plan: Plan, out: Sink[CaptureResult], record: RunRecord) -> No
     """Run the plan, handing each result to ``out`` and gathering it into ``record``."""
     runners = _Runners(plan.isolate)
     graders = {t.id: [runners.get(s) for s in [*t.graders, *plan.extra_graders]] for t in plan.tasks}
-    trigger_items = trigger_tests.work_items(plan.suite.triggers) if plan.suite.triggers and plan.run_triggers else []
-    trigger_results: dict[str, CaptureResult] = {}
-    trigger_ids = {item.case.id for item in trigger_items}
+    checkpoints = {t.id: [(c, [runners.get(s) for s in c.graders]) for c in t.checkpoints] for t in plan.tasks}
+    trigger_items = (
+        trigger_tests.work_items(plan.suite.triggers, plan.trigger_trials) if plan.suite.triggers and plan.run_triggers else []
+    )
+    trigger_results: dict[str, list[CaptureResult]] = {}
 
     async def items() -> AsyncIterator[WorkItem]:
         for task in plan.tasks:
@@ -143,23 +150,40 @@ async def execute(plan: Plan, out: Sink[CaptureResult], record: RunRecord) -> No
                 preparer(task), fixture_of(task), task.repos
             )  # one hook per task, so an executor can pack its fixtures once
             tools = None if plan.mocks is None else functools.partial(plan.mocks.trial, commands_of(task, plan.suite))
+            dialogue = None
+            if needs_dialogue(task):
+                dialogue = functools.partial(TaskDialogue, task, case, checkpoints=checkpoints[task.id])
             for trial in range(1, plan.trials + 1):
-                yield WorkItem(case=case, trial=trial, prepare=prepare, graders=graders[task.id], tools=tools)
+                yield WorkItem(
+                    case=case,
+                    trial=trial,
+                    prepare=prepare,
+                    graders=graders[task.id],
+                    tools=tools,
+                    dialogue=dialogue,
+                    workdir=task.workdir,
+                )
         for item in trigger_items:
             yield item
 
+    if plan.executor is not run_items and any(needs_dialogue(t) or t.workdir for t in plan.tasks):
+        raise ConfigError(
+            "a task with a responder, checkpoints or inputs.workdir runs in this process only,"
+            " not with RayOptions (the Ray executor)"
+        )
+    responders = [t.responder for t in plan.tasks if t.responder is not None]
     with anyio.CancelScope() as scope:
 
         async def sink(result: CaptureResult) -> None:
             await out(result)
-            if result.trial is None and result.id in trigger_ids:
-                trigger_results[result.id] = result
+            if trigger_tests.is_trigger(result):
+                trigger_results.setdefault(result.id, []).append(result)
                 return
             record.trials.setdefault(result.id, []).append(result)
             if plan.fail_fast and result.status in ("failed", "error"):
                 scope.cancel()
 
-        async with entered(list(runners.by_key.values())):
+        async with entered(list(runners.by_key.values())), serving_local(responders):
             await plan.executor(items(), plan.settings, sink)
     record.finished = int(time.time() * 1000)
     record.not_run = [t.id for t in plan.tasks if t.id not in record.trials]

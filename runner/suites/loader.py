@@ -29,8 +29,10 @@ from waza.runner.suites.graders import JUDGES, Roots, build
 from waza.runner.suites.located import Located, PathKey, load_yaml
 from waza.runner.suites.metrics import MEASURES
 from waza.runner.suites.models import (
+    Checkpoint,
     FixtureFile,
     Metric,
+    Responder,
     Suite,
     SuiteConfig,
     Task,
@@ -236,6 +238,25 @@ def _resources(doc: Located, inputs: dict[str, Any], here: Path, root: Path, tas
             check_relative(inputs["workdir"], "workdir")
         except ConfigError as exc:
             raise doc.error(("inputs", "workdir"), exc.message) from None
+        task.workdir = inputs["workdir"]
+
+
+def _conversation(doc: Located, inputs: dict[str, Any], task: Task, roots: Roots, notices: list[str]) -> None:
+    """follow_up_prompts, responder and checkpoints of a task, checked and set on ``task``."""
+    task.follow_ups = list(inputs.get("follow_up_prompts", []))
+    if "responder" in inputs:
+        raw = inputs["responder"]
+        task.responder = Responder(raw["instructions"], raw["max_followups"], raw.get("model"))
+    for j, point in enumerate(doc.value.get("checkpoints", [])):
+        where: PathKey = ("checkpoints", j, "graders")
+        specs = [build(doc, (*where, i), g, roots, notices) for i, g in enumerate(point["graders"])]
+        _unique_names(doc, where, specs, [])
+        turns = 1 + len(task.follow_ups)
+        if point["after_turn"] > turns and task.responder is None:
+            raise doc.error(
+                ("checkpoints", j, "after_turn"), f"the task has {turns} user turn(s), so no turn {point['after_turn']}"
+            )
+        task.checkpoints.append(Checkpoint(point["after_turn"], specs, point.get("on_failure") == "stop"))
 
 
 def _task(path: Path, fixtures_root: Path, suite: Suite, instructions: str = "") -> Task:
@@ -268,6 +289,7 @@ def _task(path: Path, fixtures_root: Path, suite: Suite, instructions: str = "")
         mock=raw.get("mock"),
     )
     _resources(doc, inputs, here, root, task)
+    _conversation(doc, inputs, task, Roots(here, root), suite.notices)
     own_instructions = _instructions(doc, ("instruction_files",), root, raw.get("instruction_files", []))
     task.prompt = instructions + own_instructions + task.prompt
     for i, item in enumerate(task.files):

@@ -63,6 +63,27 @@ class RepoCheckout(msgspec.Struct, frozen=True):
     commit: str
 
 
+class Responder(msgspec.Struct):
+    """A task's ``inputs.responder``: a model playing the user from ``instructions``."""
+
+    instructions: str
+    max_followups: int
+    #: The model name asked for (``responder.model``); None: the judge's own (``--judge-model``).
+    model: str | None = None
+    #: Where the model is, in a judge's config keys (base_url, command, api_key_env, judge, model_path);
+    #: filled from the run's judge options, empty until then.
+    judge: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class Checkpoint(msgspec.Struct):
+    """One entry of a task's ``checkpoints``: graders run after user turn ``after_turn`` (from 1)."""
+
+    after_turn: int
+    graders: list[GraderSpec]
+    #: on_failure: stop: a failed checkpoint sends no later turn.
+    stop: bool = False
+
+
 class Task(msgspec.Struct):
     """One task file: the prompt, its starting workspace and the graders that judge the agent's attempt."""
 
@@ -86,6 +107,12 @@ class Task(msgspec.Struct):
     repos: list[RepoCheckout] = msgspec.field(default_factory=list)
     #: The task's own ``command_mocks`` (resolved), replacing the suite's; None: the suite's apply.
     command_mocks: list[dict[str, Any]] | None = None
+    #: ``inputs.follow_up_prompts``: user turns after the prompt, in the same session.
+    follow_ups: list[str] = msgspec.field(default_factory=list)
+    responder: Responder | None = None
+    checkpoints: list[Checkpoint] = msgspec.field(default_factory=list)
+    #: ``inputs.workdir``: where in the workspace the agent starts (relative, checked).
+    workdir: str | None = None
 
     def grader_type(self, name: str) -> str | None:
         """The built-in type of this task's grader ``name`` (None for a command-line grader)."""

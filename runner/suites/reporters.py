@@ -23,7 +23,7 @@ from waza.protocol.errors import ConfigError
 from waza.protocol.io.secrets import Redactor
 from waza.protocol.io.stdout import stdout_bytes
 from waza.protocol.records import CaptureResult
-from waza.protocol.suite_records import SuiteResult, SuiteTask
+from waza.protocol.suite_records import SuiteResult, SuiteTask, TriggerCase
 from waza.runner.analysis.markdown import cell, num, table
 from waza.runner.analysis.outcome_format import TaskStats, encode
 from waza.runner.analysis.outcome_inputs import from_suite
@@ -198,9 +198,16 @@ def to_markdown(result: SuiteResult) -> bytes:
         )
         wrong = [c for c in r.cases if not c.correct]
         if wrong:
-            case_rows = [(c.prompt, _yes(c.should_trigger), c.confidence, _yes(c.triggered), c.error or c.reason) for c in wrong]
+            case_rows = [(c.prompt, _yes(c.should_trigger), c.confidence, _triggered(c), c.error or c.reason) for c in wrong]
             out.append(table(["prompt", "should trigger", "confidence", "triggered", "note"], case_rows))
     return ("\n".join(out).rstrip("\n") + "\n").encode()
+
+
+def _triggered(case: TriggerCase) -> str:
+    """yes / no, with the trigger rate when the prompt ran more than once (``--trigger-trials``)."""
+    if case.runs == 1 or case.trigger_rate is None:
+        return _yes(case.triggered)
+    return f"{_yes(case.triggered)} ({case.trigger_rate:.0%} of {case.runs})"
 
 
 def _ci(stats: TaskStats | None) -> str:

@@ -34,6 +34,7 @@ from waza.runner.suites.execute import Plan, commands_of, execute, require_grade
 from waza.runner.suites.loader import load_suite
 from waza.runner.suites.mock_tools import MockFolder
 from waza.runner.suites.models import Suite, Task
+from waza.runner.suites.responder import place
 
 #: Adapters that play a recorded or scripted trajectory instead of running an agent.
 SCRIPTED = frozenset({"mock", "replay"})
@@ -88,6 +89,7 @@ class SuiteRun(msgspec.Struct):
         keep_workspaces: bool = False,
         workspace_root: Path | None = None,
         triggers: bool = True,
+        trigger_trials: int = 1,
         timeouts: Timeouts = Timeouts(),
         judge: Judge | None = None,
         isolate: bool = False,
@@ -109,13 +111,16 @@ class SuiteRun(msgspec.Struct):
                 raise ConfigError(
                     f"grader {spec.name!r} of graders= has the name of a suite grader; give it another GraderBase.name"
                 )
-        for spec in [*extra, *(s for t in chosen for s in t.graders)]:
+        specs = [*extra, *(s for t in chosen for s in t.graders), *(s for t in chosen for c in t.checkpoints for s in c.graders)]
+        for spec in specs:
             if spec.timeout is None:
                 spec.timeout = timeouts.grader
+        responders = [t.responder for t in chosen if t.responder is not None]
         if judge is not None:
             from waza.runner.grading.judge_setup import apply
 
-            apply([*extra, *(s for t in chosen for s in t.graders)], judge.choice())
+            apply(specs, judge.choice(), others=bool(responders))
+        place(responders, None if judge is None else judge.choice())
         if concurrency is None:
             concurrency = config.max_workers if config.parallel else 1
         if workspace_root is not None:
@@ -139,6 +144,7 @@ class SuiteRun(msgspec.Struct):
             trials=trials or config.trials_per_task,
             fail_fast=config.fail_fast if fail_fast is None else fail_fast,
             run_triggers=triggers,
+            trigger_trials=trigger_trials,
             model=config.model,
             extra_graders=extra,
             isolate=isolate or any(getattr(g, "isolate", False) for g in graders),
@@ -246,11 +252,16 @@ async def arun_suite(
     concurrency: int | None = None,
     timeouts: Timeouts = Timeouts(),
     output: Output | None = None,
+    judge: Judge | None = None,
+    trigger_trials: int = 1,
 ) -> AsyncGenerator[CaptureResult, None]:
-    """Run an eval.yaml suite; yield each trial's CaptureResult as it finishes (``SuiteRun`` gives the document)."""
+    """Run an eval.yaml suite; yield each trial's CaptureResult as it finishes (``SuiteRun`` gives the document).
+
+    ``judge``: where the suite's LLM graders and its tasks' responders find their model; ``trigger_trials``:
+    runs of each trigger prompt."""
     run = SuiteRun.prepare(
         suite, agent, graders, tasks=tasks, tags=tags, trials=trials,
-        concurrency=concurrency, timeouts=timeouts, output=output,
+        concurrency=concurrency, timeouts=timeouts, output=output, judge=judge, trigger_trials=trigger_trials,
     )  # fmt: skip
     async with contextlib.aclosing(run.stream()) as results:  # closed in this task when the caller stops early
         async for result in results:
@@ -268,12 +279,17 @@ def run_suite(
     concurrency: int | None = None,
     timeouts: Timeouts = Timeouts(),
     output: Output | None = None,
+    judge: Judge | None = None,
+    trigger_trials: int = 1,
 ) -> SuiteResult:
-    """Blocking suite run: the whole-suite result document (per task, metrics, triggers, passed or failed)."""
+    """Blocking suite run: the whole-suite result document (per task, metrics, triggers, passed or failed).
+
+    ``judge``: where the suite's LLM graders and its tasks' responders find their model; ``trigger_trials``:
+    runs of each trigger prompt."""
     refuse_in_event_loop("run_suite")  # before the suite is read
     run = SuiteRun.prepare(
         suite, agent, graders, tasks=tasks, tags=tags, trials=trials,
-        concurrency=concurrency, timeouts=timeouts, output=output,
+        concurrency=concurrency, timeouts=timeouts, output=output, judge=judge, trigger_trials=trigger_trials,
     )  # fmt: skip
 
     async def main() -> None:

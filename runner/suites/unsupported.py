@@ -48,9 +48,6 @@ TASK_KEYS_NOT_APPLIED = {
 #: Task inputs.* keys waza checks but does not act on, and why.
 INPUT_KEYS = {
     "environment": "set the variables in the agent's environment",
-    "follow_up_prompts": "not applied yet: the task runs its first prompt only",
-    "responder": "not applied yet: the task runs its first prompt only",
-    "workdir": "the agent starts at the workspace root",
 }
 #: Task keys waza reads (anything else in a task file is the original's open schema).
 TASK_KEYS = frozenset(
@@ -70,6 +67,7 @@ TASK_KEYS = frozenset(
         "mock",
         "instruction_files",
         "command_mocks",
+        "checkpoints",
         *TASK_KEYS_NOT_APPLIED,
     }
 )

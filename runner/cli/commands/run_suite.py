@@ -102,6 +102,10 @@ def register(app: typer.Typer) -> None:
             bool, opt("--keep-workspaces", help="Keep each trial's workspace; its path is the result's cwd.", panel=RUN)
         ] = False,
         triggers: Annotated[bool, opt("--triggers/--no-triggers", help="Run trigger_tests.yaml when present.", panel=RUN)] = True,
+        trigger_trials: Annotated[
+            int,
+            opt("--trigger-trials", help="Runs of each trigger prompt; a trigger rate per prompt when over 1.", panel=RUN, min=1),
+        ] = 1,
         env: Annotated[
             str | None,
             opt(
@@ -170,6 +174,7 @@ def register(app: typer.Typer) -> None:
             context_dir=context_dir,
             keep_workspaces=keep_workspaces,
             triggers=triggers,
+            trigger_trials=trigger_trials,
             output=output,
             reporters=reporter or [],
             progress=progress,
@@ -232,6 +237,7 @@ class RunOptions(msgspec.Struct):
     context_dir: Path | None
     keep_workspaces: bool
     triggers: bool
+    trigger_trials: int
     output: str
     reporters: list[str]
     progress: bool | None
@@ -293,6 +299,7 @@ async def _run(
         keep_workspaces=options.keep_workspaces,
         workspace_root=agent.workspace_dir,
         triggers=options.triggers,
+        trigger_trials=options.trigger_trials,
         timeouts=agent.timeouts(graders.grader_timeout),
         judge=graders.judge_spec(),
         isolate=graders.isolate,
