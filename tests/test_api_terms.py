@@ -21,7 +21,6 @@ from .conftest import ROOT, run_waza, write_jsonl
 ENGINE = ["runner/engine", "runner/suites", "adapters", "graders"]
 # Functions there that parse command-line values or print the CLI's own lines, and so may name options.
 CLI_FUNCTIONS = {
-    ("runner/engine/specs.py", "agent_spec"),  # --adapter NAME and its options -> a spec
     ("runner/engine/outputs.py", "finish_run"),  # the CLI's summary line and its --fail-under gate
     ("runner/suites/reporters.py", "parse"),  # --reporter KIND:FILE
     # a judge grader's own config keys, and (said to be) the command line's options that set them

@@ -20,8 +20,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from waza.adapters.base import AdapterOptions
 from waza.adapters.sandbox.bwrap import _probe
+from waza.adapters.specs import AcpAgent, ExecAgent
 from waza.protocol.errors import ConfigError
 from waza.runner.benchmarks.dockerfile import installs, parse
 from waza.runner.benchmarks.loader import check_folder, load_folder, load_task
@@ -54,7 +54,8 @@ needs_host_pytest = pytest.mark.skipif(
 
 def _trial(task_dir: Path, agent: str, tmp_path: Path, command: tuple[str, ...] = ()) -> TrialResult:
     task = load_task(task_dir)
-    return anyio.run(lambda: run_trial(task, AgentChoice(agent, command), env_kind="host", trial_dir=tmp_path / agent))
+    choice = AgentChoice(agent, ExecAgent(command=command) if agent == "exec" else None)
+    return anyio.run(lambda: run_trial(task, choice, env_kind="host", trial_dir=tmp_path / agent))
 
 
 # --- reading the folders ---------------------------------------------------------------------------------------
@@ -234,7 +235,7 @@ def test_an_exec_agent_runs_inside_the_environment_and_is_graded(tmp_path: Path)
 def test_an_acp_agent_and_the_terminals_it_asks_for_run_inside_the_environment(tmp_path: Path) -> None:
     task_dir = _copy_task(tmp_path)
     (task_dir / "instruction.md").write_text('run sh -c "pwd > where.txt; echo hello, world > hello.txt"\n')
-    agent = AgentChoice("acp", ("/usr/bin/python3", str(ACP_AGENT)), AdapterOptions(permission="allow"))
+    agent = AgentChoice("acp", AcpAgent(command=("/usr/bin/python3", str(ACP_AGENT)), permission="allow"))
     result = anyio.run(lambda: run_trial(load_task(task_dir), agent, env_kind="host", trial_dir=tmp_path / "t"))
     assert result.status == "passed", result.steps
     assert (tmp_path / "t" / "workspace" / "where.txt").read_text() == "/app\n"  # the terminal ran in WORKDIR
@@ -264,7 +265,13 @@ def test_a_loopback_port_of_the_host_is_reachable_from_inside_as_serve_model_is(
     task = load_task(FIXTURES / "harbor" / "hello-sh")
     try:
         result = anyio.run(
-            lambda: run_trial(task, AgentChoice("exec", (str(agent),)), env_kind="host", trial_dir=tmp_path / "t", ports=(port,))
+            lambda: run_trial(
+                task,
+                AgentChoice("exec", ExecAgent(command=(str(agent),))),
+                env_kind="host",
+                trial_dir=tmp_path / "t",
+                ports=(port,),
+            )
         )
     finally:
         server.shutdown()

@@ -60,6 +60,12 @@ FLAGS: dict[str, str] = {
     "HttpAgent.max_tokens": "--max-tokens",
     "HttpAgent.temperature": "--temperature",
     "HttpAgent.local_model": "--local-model",
+    "HttpAgent.system_prompt": "--system-prompt",
+    "HttpAgent.stream": "--stream",
+    "HttpAgent.cache": "--cache",
+    "ExecAgent.events": "--events",
+    **{f"{spec}.sandbox": "--sandbox" for spec in ("ExecAgent", "AcpAgent", "HeadlessAgent")},
+    **{f"{spec}.env": "--serve-model" for spec in ("ExecAgent", "AcpAgent", "HeadlessAgent")},
     "ReplayAgent.replay_from": "--from",
     # graders
     **{f"{spec}.name": _GRADER_NAME for spec in ("GraderBase", "Builtin", "Executable", "Worker", "PythonGrader", "Judge")},
@@ -108,4 +114,9 @@ def in_cli_terms(text: str) -> str:
     return _NAMES.sub(option, text)
 
 
-__all__ = ["FLAGS", "in_cli_terms"]
+def agent_flag(field: str) -> str:
+    """The option that sets an agent spec's field, whichever spec has it (``mcp_servers``: ``--mcp-server``)."""
+    return next(flag for name, flag in FLAGS.items() if name.endswith("Agent." + field))
+
+
+__all__ = ["FLAGS", "agent_flag", "in_cli_terms"]

@@ -15,7 +15,7 @@ typer reads them, and resolving forty option strings again cost a compile each.
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_type_hints
 
@@ -23,7 +23,7 @@ import msgspec
 import msgspec.structs
 
 from waza.adapters import DEFAULT_ADAPTER
-from waza.adapters.base import Adapter, AdapterOptions
+from waza.adapters.base import Adapter
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.secrets import mark_secret_env
 from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB
@@ -245,7 +245,8 @@ class AgentOptions(msgspec.Struct):
             ),
         )
 
-    def adapter_options(self) -> AdapterOptions:
+    def mcp_servers(self) -> tuple[dict[str, Any], ...]:
+        """Each --mcp-server, parsed from JSON."""
         import orjson
 
         servers = []
@@ -257,29 +258,7 @@ class AgentOptions(msgspec.Struct):
             if not isinstance(value, dict):
                 raise ConfigError("--mcp-server must be a JSON object")
             servers.append(value)
-        if self.api_key_env:
-            mark_secret_env(self.api_key_env)
-        return AdapterOptions(
-            events=self.events,
-            mcp_servers=servers,
-            mcp_config=self.mcp_config,
-            permission=self.permission,
-            permission_rules=self.permission_rules,
-            raw_log=self.raw_log,
-            auth_method=self.auth_method,
-            schema=self.schema,
-            replay_from=self.replay_from,
-            base_url=self.base_url,
-            model=self.model,
-            api_key_env=self.api_key_env,
-            system_prompt=self.system_prompt,
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-            stream=self.stream,
-            local_model=self.local_model,
-            cache=self.cache,
-            sandbox=self.sandbox_policy(),
-        )
+        return tuple(servers)
 
     def timeout_unit(self) -> "TimeoutUnit":
         if self.prompt_timeout_unit not in ("auto", "s", "ms"):
@@ -292,18 +271,35 @@ class AgentOptions(msgspec.Struct):
 
         return TableOptions(format=self.prompts_format, columns=parse_map(self.column_map))  # type: ignore[arg-type]
 
-    def spec(self, command: list[str]) -> "AgentSpec":
-        """The agent spec these options describe; an option the adapter would ignore is a ConfigError."""
-        from waza.runner.engine.specs import agent_spec
+    def spec(self, command: list[str], env: "Mapping[str, str] | None" = None) -> "AgentSpec":
+        """The agent spec these options describe, each flag set straight into the spec field of its name
+        (``env``: variables for the agent, from ``--serve-model``); a flag the adapter would ignore is a
+        usage error."""
+        from waza.adapters import adapter_class
+        from waza.adapters.specs import AGENTS
+        from waza.runner.cli.api_terms import agent_flag
 
-        return agent_spec(self.adapter, command, self.adapter_options())
+        cls = AGENTS.get(self.adapter)
+        if cls is None:
+            adapter_class(self.adapter)  # raises the "unknown adapter" error listing the known ones
+            raise AssertionError(self.adapter)
+        converted: dict[str, Any] = {"mcp_servers": self.mcp_servers(), "sandbox": self.sandbox_policy(), "env": env}
+        names = {f.name for spec in AGENTS.values() for f in msgspec.structs.fields(spec)} - {"command"}
+        values = {n: converted[n] if n in converted else getattr(self, n) for n in sorted(names)}
+        given = {n: v for n, v in values.items() if not (v is None or v is False or (isinstance(v, (tuple, dict)) and not v))}
+        if self.api_key_env:
+            mark_secret_env(self.api_key_env)
+        ignored = [n for n in given if n not in {f.name for f in msgspec.structs.fields(cls)}]
+        if ignored:
+            flags = ", ".join(agent_flag(n) for n in ignored)
+            raise ConfigError(f"{flags} does nothing with --adapter {self.adapter}; remove it or choose another adapter")
+        return cls(command=tuple(command), **given)
 
-    def resolve(self, command: list[str]) -> tuple[type[Adapter], AdapterOptions, list[str]]:
-        """The adapter class, its options and the agent command (made absolute), checked."""
+    def resolve(self, command: list[str]) -> "tuple[type[Adapter[Any]], AgentSpec]":
+        """The adapter class and the agent spec as it runs (its command made absolute), checked."""
         from waza.runner.engine.run_setup import resolve_agent
 
-        cls, command, opts = resolve_agent(self.spec(command))
-        return cls, opts, command
+        return resolve_agent(self.spec(command))
 
     def timeouts(self, grader: float) -> "Timeouts":
         from waza.runner.engine.specs import Timeouts

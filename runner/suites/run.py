@@ -93,7 +93,7 @@ class SuiteRun(msgspec.Struct):
             output.check()
         loaded = suite if isinstance(suite, Suite) else load_suite(Path(suite), context_dir=context_dir)
         config = loaded.config
-        adapter, command, opts = resolve_agent(suite_agent(loaded, agent))
+        adapter, resolved = resolve_agent(suite_agent(loaded, agent))
         chosen, filtered = select(loaded, list(tasks), list(tags))
         extra = [g.internal() for g in graders]
         require_graders(chosen, extra)
@@ -115,8 +115,7 @@ class SuiteRun(msgspec.Struct):
             workspace_root.mkdir(parents=True, exist_ok=True)
         settings = Settings(
             adapter=adapter,
-            command=command,
-            opts=opts,
+            agent=resolved,
             graders=[],
             concurrency=concurrency,
             timeout=timeouts.prompt if timeouts.prompt is not None else config.timeout_seconds,

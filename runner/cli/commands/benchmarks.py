@@ -83,11 +83,11 @@ def agent_choice(agent: AgentOptions, command: list[str]) -> tuple[AgentChoice, 
             raise ConfigError(f"the {agent.adapter} adapter runs no agent command, but one was given: {' '.join(command)!r}")
         return AgentChoice(agent.adapter), reach
     plain = msgspec.structs.replace(agent, sandbox_ro=None, sandbox_port=None, sandbox_env=None, sandbox_net="none")
-    cls, opts, resolved = plain.resolve(command)
+    cls, spec = plain.resolve(command)
     if not cls.confinable:
         raise ConfigError(f"the {cls.name} adapter cannot run inside a task's environment (exec, headless and acp can)")
     limits = {"max_steps": agent.max_steps, "max_trajectory_mb": agent.max_trajectory_mb}
-    return AgentChoice(cls.name, tuple(resolved), opts, **limits), reach
+    return AgentChoice(cls.name, spec, **limits), reach
 
 
 def check_benchmark(path: Path) -> int:

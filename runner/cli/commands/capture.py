@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Annotated, Any
 
 import typer
@@ -65,48 +64,40 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(
             run(
                 lambda interrupt: _served(
-                    serve_model, agent, _capture(prompts, command or [], agent, graders, out, execution, interrupt)
+                    serve_model,
+                    agent,
+                    lambda env: _capture(prompts, command or [], env, agent, graders, out, execution, interrupt),
                 )
             )
         )
 
 
-async def _served(source: str | None, agent: AgentOptions, body: Coroutine[Any, Any, int]) -> int:
-    """``body`` with the model server for ``source`` running and its environment set for the agents it starts.
+async def _served(source: str | None, agent: AgentOptions, body: Callable[[Mapping[str, str]], Coroutine[Any, Any, int]]) -> int:
+    """``body`` with the model server for ``source`` running, given the environment that points an agent at it
+    (the agent spec's ``env``: waza's own environment is left as it is).
 
     With --sandbox, the agent reaches the server through the relay: its port is relayed (network loopback,
     unless the user chose host), the agents' config folder shown read-only, the dummy keys kept."""
     if source is None:
-        return await body
+        return await body({})
     from waza.runner.model_server.serve import sandbox_reach, started
 
-    try:
-        async with started(source) as env:
-            if agent.sandbox is not None:
-                reach = sandbox_reach(env)
-                if agent.sandbox_net == "none":
-                    agent.sandbox_net = "loopback"
-                if agent.sandbox_net == "loopback":
-                    agent.sandbox_port = [*(agent.sandbox_port or []), reach.port]
-                agent.sandbox_ro = [*(agent.sandbox_ro or []), reach.config]
-                agent.sandbox_env = [*(agent.sandbox_env or []), *reach.keys]
-            saved = {name: os.environ.get(name) for name in env}
-            os.environ.update(env)
-            try:
-                return await body
-            finally:
-                for name, value in saved.items():
-                    if value is None:
-                        os.environ.pop(name, None)
-                    else:
-                        os.environ[name] = value
-    finally:
-        body.close()  # never awaited when the server did not start
+    async with started(source) as env:
+        if agent.sandbox is not None:
+            reach = sandbox_reach(env)
+            if agent.sandbox_net == "none":
+                agent.sandbox_net = "loopback"
+            if agent.sandbox_net == "loopback":
+                agent.sandbox_port = [*(agent.sandbox_port or []), reach.port]
+            agent.sandbox_ro = [*(agent.sandbox_ro or []), reach.config]
+            agent.sandbox_env = [*(agent.sandbox_env or []), *reach.keys]
+        return await body(env)
 
 
 async def _capture(
     prompts: str,
     command: list[str],
+    env: Mapping[str, str],
     agent: AgentOptions,
     graders: GraderOptions,
     out: OutputOptions,
@@ -123,7 +114,7 @@ async def _capture(
     gates = parse_gates(out.fail_under)
     capture = CaptureRun.prepare(
         prompts,
-        agent.spec(command),
+        agent.spec(command, env),
         graders.specs(),
         timeouts=agent.timeouts(graders.grader_timeout),
         concurrency=agent.concurrency,
