@@ -358,8 +358,8 @@ class GraderOptions(msgspec.Struct):
     def specs(self, *, judge: bool = True) -> "list[GraderSpecT]":
         """Every ``--grader`` parsed into an API spec, judge options merged in (unless ``judge`` is false):
         the one way commands name graders."""
+        from waza.runner.cli.grader_flags import build_specs
         from waza.runner.engine.specs import from_internal
-        from waza.runner.grading.grader_specs import build_specs
         from waza.runner.grading.judge_setup import apply as apply_judge
 
         parsed = build_specs(self.grader or [], self.grader_config, self.grader_weight)
@@ -395,6 +395,8 @@ class GraderOptions(msgspec.Struct):
     def judge_choice(self) -> "JudgeChoice":
         from waza.runner.grading.judge_setup import JudgeChoice
 
+        if self.judge not in (None, "local"):
+            raise ConfigError(f"--judge takes 'local', got {self.judge!r}", field="--judge")
         if self.judge_api_key_env:
             mark_secret_env(self.judge_api_key_env)
         return JudgeChoice(

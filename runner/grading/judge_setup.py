@@ -1,6 +1,6 @@
-"""Pointing the LLM graders at a judge: command-line judge options, and the local model server.
+"""Pointing the LLM graders at a judge: a ``Judge``'s choice (the CLI's ``--judge`` options), and the local model server.
 
-``--judge-*`` options are merged into the config of every LLM grader of the
+A judge choice is merged into the config of every LLM grader of the
 run (``llm``, ``llm_comparison``, ``prompt``), overriding what a grader config
 says: the command line is the run-time choice. They are rejected when no LLM
 grader is there to use them, and in combinations that contradict each other.
@@ -57,14 +57,13 @@ class JudgeChoice(msgspec.Struct):
         return {k: v for k, v in values.items() if v is not None}
 
     def check(self) -> None:
-        if self.judge not in (None, "local"):
-            raise ConfigError(f"--judge takes 'local', got {self.judge!r}", field="--judge")
+        """Refuse choices that contradict each other, in the ``Judge`` spec's terms."""
         if self.judge == "local" and (self.base_url or self.command):
-            raise ConfigError("--judge local starts its own server; drop --judge-base-url / --judge-command")
+            raise ConfigError("Judge.local starts its own server; drop Judge.base_url / Judge.command")
         if self.base_url and self.command:
-            raise ConfigError("give --judge-base-url or --judge-command, not both")
+            raise ConfigError("give Judge.base_url or Judge.command, not both")
         if self.model_path and self.judge != "local":
-            raise ConfigError("--judge-model-path is for --judge local", field="--judge-model-path")
+            raise ConfigError("Judge.model_path is for Judge.local", field="Judge.model_path")
 
 
 def is_llm(spec: GraderSpec) -> bool:
@@ -81,10 +80,8 @@ def apply(specs: list[GraderSpec], choice: JudgeChoice | None) -> None:
         return
     llm_specs = [s for s in specs if is_llm(s)]
     if not llm_specs:
-        flags = ", ".join(
-            "--no-cache" if k == "cache" else "--judge" + ("" if k == "judge" else "-" + k.replace("_", "-")) for k in given
-        )
-        raise ConfigError(f"{flags} does nothing without an LLM grader (builtin:llm, builtin:llm_comparison, builtin:prompt)")
+        fields = ", ".join("Judge." + ("local" if k == "judge" else k) for k in given)
+        raise ConfigError(f"{fields} does nothing without an LLM grader (builtin:llm, builtin:llm_comparison, builtin:prompt)")
     # A judge chosen on the command line replaces the one a config chose, not just some of its keys.
     replaced = DESTINATION_KEYS if DESTINATION_KEYS & set(given) else frozenset()
     for spec in llm_specs:

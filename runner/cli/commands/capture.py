@@ -7,12 +7,12 @@ from typing import Annotated, Any
 
 import typer
 
+from waza.runner.cli.executor_options import ExecutorOptions
 from waza.runner.cli.metavars import option
 from waza.runner.cli.option_values import parse_gates
 from waza.runner.cli.options import AgentCommandArgument, AgentOptions, GraderOptions, OutputOptions, PromptsArgument, with_groups
 from waza.runner.cli.runtime import Interrupt, run
 from waza.runner.cli.strict import AGENT_COMMAND
-from waza.runner.ray_cluster.options import ExecutorOptions
 from waza.runner.wording import count
 
 HELP = """Run each prompt through an agent, record what it did, and grade the result.
@@ -105,8 +105,8 @@ async def _capture(
     interrupt: Interrupt,
 ) -> int:
     # The engine is loaded here, not with the options: --help and usage errors do without it.
+    from waza.runner.cli.run_summary import finish_run
     from waza.runner.engine.capture import CaptureRun
-    from waza.runner.engine.outputs import finish_run
     from waza.runner.engine.specs import Workspace
     from waza.runner.ray_cluster import executor_for
 

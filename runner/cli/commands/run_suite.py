@@ -12,13 +12,13 @@ import typer
 
 from waza.protocol.errors import ConfigError
 from waza.runner.cli.commands.benchmarks import is_benchmark, run_benchmarks
+from waza.runner.cli.executor_options import ExecutorOptions
 from waza.runner.cli.metavars import argument
 from waza.runner.cli.options import OUTPUT, AgentOptions, GraderOptions, opt, with_groups
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, fail, run
 from waza.runner.cli.strict import AGENT_COMMAND
 from waza.runner.engine.specs import AgentSpec, Output
 from waza.runner.ray_cluster import executor_for
-from waza.runner.ray_cluster.options import ExecutorOptions
 from waza.runner.suites import reporters
 from waza.runner.suites.loader import load_suite
 from waza.runner.suites.models import Suite
