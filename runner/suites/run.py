@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import msgspec
 
@@ -53,6 +54,18 @@ def suite_agent(suite: Suite, agent: AgentSpec | None) -> AgentSpec:
     if suite.config.model and isinstance(agent, HttpAgent) and agent.model is None:
         agent = msgspec.structs.replace(agent, model=suite.config.model)
     return agent
+
+
+class SuiteOptions(TypedDict, total=False):
+    """The keyword options of :func:`run_suite` and :func:`arun_suite`, spelled once; ``SuiteRun.prepare`` takes
+    the same (and gives their defaults), plus what only the command line sets (``fail_fast``, ``judge``, ...)."""
+
+    tasks: Sequence[str]
+    tags: Sequence[str]
+    trials: int | None
+    concurrency: int | None
+    timeouts: Timeouts
+    output: Output | None
 
 
 class SuiteRun(msgspec.Struct):
@@ -178,19 +191,10 @@ async def arun_suite(
     suite: str | Path,
     agent: AgentSpec | None = None,
     graders: Graders = (),
-    *,
-    tasks: Sequence[str] = (),
-    tags: Sequence[str] = (),
-    trials: int | None = None,
-    concurrency: int | None = None,
-    timeouts: Timeouts = Timeouts(),
-    output: Output | None = None,
+    **options: Unpack[SuiteOptions],
 ) -> AsyncGenerator[CaptureResult, None]:
     """Run an eval.yaml suite; yield each trial's CaptureResult as it finishes (``SuiteRun`` gives the document)."""
-    run = SuiteRun.prepare(
-        suite, agent, graders, tasks=tasks, tags=tags, trials=trials,
-        concurrency=concurrency, timeouts=timeouts, output=output,
-    )  # fmt: skip
+    run = SuiteRun.prepare(suite, agent, graders, **options)
     async with contextlib.aclosing(run.stream()) as results:  # closed in this task when the caller stops early
         async for result in results:
             yield result
@@ -200,20 +204,11 @@ def run_suite(
     suite: str | Path,
     agent: AgentSpec | None = None,
     graders: Graders = (),
-    *,
-    tasks: Sequence[str] = (),
-    tags: Sequence[str] = (),
-    trials: int | None = None,
-    concurrency: int | None = None,
-    timeouts: Timeouts = Timeouts(),
-    output: Output | None = None,
+    **options: Unpack[SuiteOptions],
 ) -> SuiteResult:
     """Blocking suite run: the whole-suite result document (per task, metrics, triggers, passed or failed)."""
     refuse_in_event_loop("run_suite")  # before the suite is read
-    run = SuiteRun.prepare(
-        suite, agent, graders, tasks=tasks, tags=tags, trials=trials,
-        concurrency=concurrency, timeouts=timeouts, output=output,
-    )  # fmt: skip
+    run = SuiteRun.prepare(suite, agent, graders, **options)
 
     async def main() -> None:
         async with contextlib.aclosing(run.stream()) as results:
@@ -224,4 +219,4 @@ def run_suite(
     return run.result()
 
 
-__all__ = ["SuiteRun", "arun_suite", "run_suite", "suite_agent"]
+__all__ = ["SuiteOptions", "SuiteRun", "arun_suite", "run_suite", "suite_agent"]
