@@ -10,6 +10,7 @@ from typing import Annotated
 import msgspec
 import typer
 
+from waza.adapters.specs import AcpAgent, ExecAgent, HeadlessAgent
 from waza.protocol.errors import ConfigError
 from waza.runner.cli.commands.benchmarks import is_benchmark, run_benchmarks
 from waza.runner.cli.executor_options import ExecutorOptions
@@ -46,12 +47,20 @@ the task's verifier, one result line per trial.
 """
 
 RUN = "Suite"
+#: The agent flags of the agents that can run in a task's environment: their specs' fields (``mcp_servers`` is
+#: set by ``--mcp-server``; ``env`` by ``--serve-model``, which ``waza run`` has not).
+CONFINABLE_AGENT_OPTIONS = {
+    "mcp_server" if name == "mcp_servers" else name
+    for spec in (ExecAgent, AcpAgent, HeadlessAgent)
+    for name in spec.__struct_fields__
+    if name not in ("command", "env")
+}
 #: The options a run of benchmark task folders honours (the adapter checks its own); any other given is refused.
 BENCHMARK_OPTIONS = frozenset(
     {"suite", "command", "task", "tags", "trials", "env", "resume", "output", "reporter", "adapter", "concurrency"}
-    | {"workspace_dir", "max_steps", "max_trajectory_mb", "events", "schema", "raw_log", "mcp_server", "mcp_config"}
-    | {"permission", "permission_rules", "auth_method", "sandbox", "sandbox_ro", "sandbox_rw", "sandbox_net"}
+    | {"workspace_dir", "max_steps", "max_trajectory_mb", "sandbox_ro", "sandbox_rw", "sandbox_net"}
     | {"sandbox_port", "sandbox_env", "base_image"}
+    | CONFINABLE_AGENT_OPTIONS
 )
 
 
