@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from waza.runner.engine.inputs import TimeoutUnit
     from waza.runner.engine.specs import AgentSpec, GraderSpecT, Judge, Limits, Output, Timeouts
     from waza.runner.grading.grader_runners import GraderRunner
-    from waza.runner.grading.judge_setup import JudgeChoice
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -363,8 +362,9 @@ class GraderOptions(msgspec.Struct):
         from waza.runner.grading.judge_setup import apply as apply_judge
 
         parsed = build_specs(self.grader or [], self.grader_config, self.grader_weight)
-        if judge:
-            apply_judge(parsed, self.judge_choice())
+        chosen = self.judge_spec() if judge else None
+        if chosen is not None:
+            apply_judge(parsed, chosen.judge_config())
         return [from_internal(s, isolate=self.isolate) for s in parsed]
 
     def runners(self) -> "list[GraderRunner]":
@@ -375,32 +375,16 @@ class GraderOptions(msgspec.Struct):
         return build_graders(self.specs(), Timeouts(grader=self.grader_timeout))
 
     def judge_spec(self) -> "Judge | None":
-        """The --judge-* options as a Judge spec (for a suite's own LLM graders); None when none is given."""
+        """The --judge-* options as a Judge spec (merged into the run's LLM graders, or a suite's); None when none
+        is given."""
         from waza.runner.engine.specs import Judge
-
-        choice = self.judge_choice()
-        choice.check()
-        if not choice.config():
-            return None
-        return Judge(
-            local=choice.judge == "local",
-            base_url=choice.base_url,
-            model=choice.model,
-            api_key_env=choice.api_key_env,
-            command=choice.command,
-            model_path=choice.model_path,
-            cache=choice.cache,
-        )
-
-    def judge_choice(self) -> "JudgeChoice":
-        from waza.runner.grading.judge_setup import JudgeChoice
 
         if self.judge not in (None, "local"):
             raise ConfigError(f"--judge takes 'local', got {self.judge!r}", field="--judge")
         if self.judge_api_key_env:
             mark_secret_env(self.judge_api_key_env)
-        return JudgeChoice(
-            judge=self.judge,
+        judge = Judge(
+            local=self.judge == "local",
             base_url=self.judge_base_url,
             model=self.judge_model,
             api_key_env=self.judge_api_key_env,
@@ -408,6 +392,7 @@ class GraderOptions(msgspec.Struct):
             model_path=self.judge_model_path,
             cache=not self.no_cache,
         )
+        return judge if judge.judge_config() else None
 
 
 class OutputOptions(msgspec.Struct):

@@ -23,7 +23,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import msgspec
 import msgspec.structs
@@ -45,9 +45,6 @@ from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB
 from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_MB
 from waza.runner.engine.inputs import TimeoutUnit
 from waza.runner.grading.grader_specs import GraderSpec, check_python_target, parse_grader, resolve_argv
-
-if TYPE_CHECKING:
-    from waza.runner.grading.judge_setup import JudgeChoice
 
 
 class Timeouts(msgspec.Struct, frozen=True):
@@ -287,19 +284,25 @@ class Judge(GraderBase, frozen=True, kw_only=True):
     #: False: the judge is asked every time and nothing is kept in the model cache (--no-cache).
     cache: bool = True
 
-    def choice(self) -> JudgeChoice:
-        """Where this judge is, as the judge options of a command line."""
-        from waza.runner.grading.judge_setup import JudgeChoice
-
-        return JudgeChoice(
-            judge="local" if self.local else None,
-            base_url=self.base_url,
-            model=self.model,
-            api_key_env=self.api_key_env,
-            command=self.command,
-            model_path=self.model_path,
-            cache=self.cache,
-        )
+    def judge_config(self) -> dict[str, Any]:
+        """The grader-config keys saying where this judge is (``local``: ``judge: local``), only those set;
+        ConfigError when they contradict each other."""
+        if self.local and (self.base_url or self.command):
+            raise ConfigError("Judge.local starts its own server; drop Judge.base_url / Judge.command")
+        if self.base_url and self.command:
+            raise ConfigError("give Judge.base_url or Judge.command, not both")
+        if self.model_path and not self.local:
+            raise ConfigError("Judge.model_path is for Judge.local", field="Judge.model_path")
+        values = {
+            "judge": "local" if self.local else None,
+            "base_url": self.base_url,
+            "model": self.model,
+            "api_key_env": self.api_key_env,
+            "command": self.command,
+            "model_path": str(self.model_path) if self.model_path else None,
+            "cache": None if self.cache else False,
+        }
+        return {k: v for k, v in values.items() if v is not None}
 
     def internal(self) -> GraderSpec:
         from waza.runner.grading.judge_setup import apply
@@ -307,7 +310,7 @@ class Judge(GraderBase, frozen=True, kw_only=True):
         spec = Builtin(
             grader=self.grader, name=self.name, config=self.config, weight=self.weight, timeout=self.timeout
         ).internal()
-        apply([spec], self.choice())
+        apply([spec], self.judge_config())
         return spec
 
 

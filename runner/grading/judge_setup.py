@@ -14,10 +14,9 @@ run.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-
-import msgspec
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import Grade, GraderRequest
@@ -31,51 +30,13 @@ DESTINATION_KEYS = frozenset({"judge", "base_url", "command", "model_path"})
 LOCAL_REASONING_CHARS = 400
 
 
-class JudgeChoice(msgspec.Struct):
-    """The judge options of one command line."""
-
-    judge: str | None = None
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    command: str | None = None
-    model_path: Path | None = None
-    #: False with --no-cache: every judge call is made, none is kept.
-    cache: bool = True
-
-    def config(self) -> dict[str, Any]:
-        """The grader-config keys these options set (``--judge`` is ``judge``, and so on)."""
-        values = {
-            "judge": self.judge,
-            "base_url": self.base_url,
-            "model": self.model,
-            "api_key_env": self.api_key_env,
-            "command": self.command,
-            "model_path": str(self.model_path) if self.model_path else None,
-            "cache": None if self.cache else False,
-        }
-        return {k: v for k, v in values.items() if v is not None}
-
-    def check(self) -> None:
-        """Refuse choices that contradict each other, in the ``Judge`` spec's terms."""
-        if self.judge == "local" and (self.base_url or self.command):
-            raise ConfigError("Judge.local starts its own server; drop Judge.base_url / Judge.command")
-        if self.base_url and self.command:
-            raise ConfigError("give Judge.base_url or Judge.command, not both")
-        if self.model_path and self.judge != "local":
-            raise ConfigError("Judge.model_path is for Judge.local", field="Judge.model_path")
-
-
 def is_llm(spec: GraderSpec) -> bool:
     return spec.kind == "builtin" and spec.target in LLM_GRADERS
 
 
-def apply(specs: list[GraderSpec], choice: JudgeChoice | None) -> None:
-    """Merge the command line's judge options into the LLM graders' configs (before they are checked)."""
-    if choice is None:
-        return
-    choice.check()
-    given = choice.config()
+def apply(specs: list[GraderSpec], given: Mapping[str, Any]) -> None:
+    """Merge a ``Judge``'s choice (its grader-config keys, ``Judge.judge_config``) into the LLM graders' configs
+    (before they are checked): the run-time choice overrides what a grader's config says."""
     if not given:
         return
     llm_specs = [s for s in specs if is_llm(s)]

@@ -121,7 +121,7 @@ class SuiteRun(msgspec.Struct):
         if judge is not None:
             from waza.runner.grading.judge_setup import apply
 
-            apply([*extra, *(s for t in chosen for s in t.graders)], judge.choice())
+            apply([*extra, *(s for t in chosen for s in t.graders)], judge.judge_config())
         if concurrency is None:
             concurrency = config.max_workers if config.parallel else 1
         if workspace_root is not None:
