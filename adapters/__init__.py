@@ -8,10 +8,11 @@ nothing to a run that does not use it.
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from waza.protocol.errors import ConfigError
 
-from .base import Adapter, AdapterOptions, AgentRun, AgentTask
+from .base import Adapter, AgentRun, AgentTask
 
 ADAPTERS: dict[str, str] = {
     "acp": "waza.adapters.acp:AcpAdapter",
@@ -25,15 +26,15 @@ ADAPTERS: dict[str, str] = {
 DEFAULT_ADAPTER = "acp"
 
 
-def adapter_class(name: str) -> type[Adapter]:
+def adapter_class(name: str) -> type[Adapter[Any]]:
     try:
         target = ADAPTERS[name]
     except KeyError:
         known = ", ".join(sorted(ADAPTERS))
         raise ConfigError(f"unknown adapter {name!r} (known: {known})") from None
     module, _, cls = target.partition(":")
-    adapter: type[Adapter] = getattr(importlib.import_module(module), cls)
+    adapter: type[Adapter[Any]] = getattr(importlib.import_module(module), cls)
     return adapter
 
 
-__all__ = ["ADAPTERS", "DEFAULT_ADAPTER", "Adapter", "AdapterOptions", "AgentRun", "AgentTask", "adapter_class"]
+__all__ = ["ADAPTERS", "DEFAULT_ADAPTER", "Adapter", "AgentRun", "AgentTask", "adapter_class"]

@@ -52,7 +52,8 @@ from .acp_rpc import (
 )
 from .acp_session import CLIENT_METHODS, ClientSession, check_params
 from .acp_updates import prompt_usage, update_events
-from .base import Adapter, AdapterOptions, AgentRun, AgentTask
+from .base import Adapter, AgentRun, AgentTask, Confine
+from .specs import AcpAgent
 
 log = get_logger("waza.acp")
 
@@ -165,28 +166,25 @@ class _PromptStderr(Tail):
         self.tail.add(data)
 
 
-class AcpAdapter(Adapter):
+class AcpAdapter(Adapter[AcpAgent]):
     name: ClassVar[str] = "acp"
-    options: ClassVar[frozenset[str]] = frozenset(
-        {"mcp_servers", "mcp_config", "permission", "permission_rules", "raw_log", "auth_method", "sandbox"}
-    )
     confinable: ClassVar[bool] = True
     takes_mcp_servers: ClassVar[bool] = True
 
     @classmethod
-    def check(cls, command: list[str], opts: AdapterOptions) -> None:
-        if not command:
+    def check(cls, spec: AcpAgent) -> None:
+        if not spec.command:
             raise ConfigError("the acp adapter needs an agent command (after the prompts file or after --)")
-        mcp_servers(opts.mcp_servers, opts.mcp_config)
-        PermissionPolicy.load(opts.permission, opts.permission_rules)
+        mcp_servers(spec.mcp_servers, spec.mcp_config)
+        PermissionPolicy.load(spec.permission, spec.permission_rules)
         first_handshake_timeout()
-        if opts.raw_log is not None:
-            acp_rawlog.reset(opts.raw_log)
+        if spec.raw_log is not None:
+            acp_rawlog.reset(spec.raw_log)
 
-    def __init__(self, command: list[str], opts: AdapterOptions) -> None:
-        super().__init__(command, opts)
-        self._servers = mcp_servers(opts.mcp_servers, opts.mcp_config)
-        self._policy = PermissionPolicy.load(opts.permission, opts.permission_rules)
+    def __init__(self, spec: AcpAgent, *, confine: Confine | None = None) -> None:
+        super().__init__(spec, confine=confine)
+        self._servers = mcp_servers(spec.mcp_servers, spec.mcp_config)
+        self._policy = PermissionPolicy.load(spec.permission, spec.permission_rules)
         self._raw: acp_rawlog.RawLog | None = None
         self._stack = AsyncExitStack()
         self._tg: anyio.abc.TaskGroup | None = None
@@ -199,8 +197,8 @@ class AcpAdapter(Adapter):
     async def __aenter__(self) -> AcpAdapter:
         await super().__aenter__()
         await self._stack.__aenter__()
-        if self.opts.raw_log is not None:
-            self._raw = acp_rawlog.RawLog(self.opts.raw_log)
+        if self.spec.raw_log is not None:
+            self._raw = acp_rawlog.RawLog(self.spec.raw_log)
             self._stack.callback(self._raw.close)
         self._tg = await self._stack.enter_async_context(anyio.create_task_group())
         return self
@@ -229,7 +227,7 @@ class AcpAdapter(Adapter):
         # Tagged as every agent is: what it starts in a session of its own is found when it is stopped,
         # and what it leaves running when its worker dies under it (a Ray worker).
         tag = new_tag()
-        argv, env = self.sandboxed(self.command, workspace, {**os.environ, TAG_VAR: tag.value})
+        argv, env = self.sandboxed(self.command, workspace, self.environ(**{TAG_VAR: tag.value}))
         try:
             child = await Child.start(
                 argv, env=env, cwd=workspace if self.confined else None, stderr=self._stderr, keep_stdin=True
@@ -279,7 +277,7 @@ class AcpAdapter(Adapter):
             raise AgentFault(f"the agent answered initialize with protocol version {got!r}; waza speaks {PROTOCOL_VERSION}")
         methods = found if isinstance(found := reply.get("authMethods"), list) else []
         agent.auth_methods = [m["id"] for m in methods if isinstance(m, dict) and isinstance(m.get("id"), str)]
-        method = self.opts.auth_method
+        method = self.spec.auth_method
         if method is not None:
             if method not in agent.auth_methods:
                 offered = ", ".join(agent.auth_methods) or "none"
@@ -366,7 +364,7 @@ class AcpAdapter(Adapter):
             self._raw.prompt_id = task.case.id
         assert self._tg is not None, "use the adapter as an async context manager"
         prepare = self.sandboxed if self.confined else None
-        session = ClientSession(None, task.workspace, task.recorder, self._policy, self._tg.start_soon, prepare)
+        session = ClientSession(None, task.workspace, task.recorder, self._policy, self._tg.start_soon, prepare, self.spec.env)
         self._session = session
         deadline = math.inf if task.timeout is None else anyio.current_time() + task.timeout
         try:

@@ -10,6 +10,7 @@ objects), which is converted. Everything is checked before the first prompt.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +70,9 @@ def _server(value: Any, where: str, source: str, name: str | None = None) -> dic
     return server
 
 
-def mcp_servers(given: list[dict[str, Any]], config: Path | None) -> list[dict[str, Any]]:
+def mcp_servers(given: Sequence[Mapping[str, Any]], config: Path | None) -> list[dict[str, Any]]:
     """Every configured server in ACP form; ConfigError naming the option or file and the field."""
-    servers = [_server(v, f"[{i}]", "AcpAgent.mcp_servers") for i, v in enumerate(given)]
+    servers = [_server(dict(v) if isinstance(v, Mapping) else v, f"[{i}]", "AcpAgent.mcp_servers") for i, v in enumerate(given)]
     if config is None:
         return servers
     source = str(config)

@@ -9,7 +9,7 @@ and what came of it, refusals (a path outside the workspace) included.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,7 @@ class ClientSession:
         policy: PermissionPolicy,
         spawn: Spawn,
         prepare: Prepare | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.session_id = session_id
         #: Set once ``session/new`` was answered (or failed): requests wait for it.
@@ -69,7 +70,7 @@ class ClientSession:
         self.workspace = workspace
         self.recorder = recorder
         self.policy = policy
-        self.terminals = Terminals(workspace, spawn, prepare)
+        self.terminals = Terminals(workspace, spawn, prepare, env)
         #: Set once ``session/cancel`` was sent: permission requests are then answered ``cancelled``.
         self.cancelling = False
         self._methods: dict[str, Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]] = {

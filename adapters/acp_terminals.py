@@ -83,8 +83,12 @@ class Terminal:
 class Terminals:
     """The terminals of one prompt."""
 
-    def __init__(self, workspace: Path, spawn_task: Spawn, prepare: Prepare | None = None) -> None:
+    def __init__(
+        self, workspace: Path, spawn_task: Spawn, prepare: Prepare | None = None, env: Mapping[str, str] | None = None
+    ) -> None:
         self.workspace = workspace
+        #: The agent's own variables (its spec's ``env``), which its terminals inherit.
+        self._env = env or {}
         self._spawn_task = spawn_task
         #: Wraps a command in the agent's sandbox, when it runs in one: its terminals run there too.
         self._prepare = prepare
@@ -116,7 +120,7 @@ class Terminals:
         limit = params.get("outputByteLimit")
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
             raise RpcError(INVALID_PARAMS, "outputByteLimit must be a non-negative integer")
-        env = {**os.environ, TAG_VAR: self._tag.value}
+        env = {**os.environ, **self._env, TAG_VAR: self._tag.value}
         argv: Sequence[str] = [command, *args] if args else ["/bin/sh", "-c", command]
         run_env: Mapping[str, str] = {**env, **asked}
         if self._prepare is not None:

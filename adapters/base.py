@@ -16,16 +16,20 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import msgspec
 
-from waza.adapters.sandbox.bwrap import Sandbox, plan, relayed, sandbox_env, wrap_command
+from waza.adapters.sandbox.bwrap import plan, relayed, sandbox_env, wrap_command
+from waza.adapters.specs import AgentBase, ProcessAgent, sandbox_of
 from waza.protocol.records import Exit, PromptCase
 from waza.protocol.trajectory import TrajectoryBuilder
 
 #: A runner-given mapping of an agent's command line and environment to those that start it somewhere else.
 Confine = Callable[[Sequence[str], Mapping[str, str]], tuple[list[str], dict[str, str]]]
+
+#: The spec an adapter takes.
+A = TypeVar("A", bound=AgentBase)
 
 
 class Conversation(Protocol):
@@ -76,57 +80,15 @@ class AgentRun(msgspec.Struct):
     session_creation_ms: int | None = None
 
 
-class AdapterOptions(msgspec.Struct):
-    """Every adapter option the CLI and suite files can set; each adapter declares which it honours.
+class Adapter(abc.ABC, Generic[A]):
+    """Base class of agent adapters: one takes its spec (``A``, from :mod:`.specs`) and reads its options there.
 
-    An option set on the command line that the chosen adapter does not honour is
-    a usage error (exit 2), never silently ignored.
-    """
-
-    # exec
-    events: bool = False
-    # acp
-    mcp_servers: list[dict[str, Any]] = msgspec.field(default_factory=list)
-    mcp_config: Path | None = None
-    permission: str | None = None
-    permission_rules: Path | None = None
-    raw_log: Path | None = None
-    auth_method: str | None = None
-    # headless
-    schema: Path | None = None
-    # replay
-    replay_from: Path | None = None
-    # http
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    system_prompt: str | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    stream: bool = False
-    local_model: bool = False
-    cache: bool = False
-    # exec, headless, acp: run the agent (and all it starts) in a bubblewrap sandbox
-    sandbox: Sandbox | None = None
-    # exec, headless, acp: run the agent inside a benchmark task's environment (set by the runner, not a flag):
-    # maps the agent's command line and environment to the ones that start it there
-    confine: Confine | None = None
-
-    def given(self) -> set[str]:
-        """Names of the options set to something other than their default."""
-        defaults = AdapterOptions()
-        return {name for name in self.__struct_fields__ if getattr(self, name) != getattr(defaults, name)}
-
-
-class Adapter(abc.ABC):
-    """Base class of agent adapters.
-
-    Subclasses set ``name``, ``options`` (the AdapterOptions fields they honour),
-    ``needs_command`` (whether an agent command line is required) and ``confinable``.
+    Subclasses set ``name``, ``needs_command`` (whether an agent command line is required)
+    and ``confinable``. ``confine`` (set by the runner, never by a user) maps the agent's
+    command line and environment to the ones that start it inside a benchmark task's environment.
     """
 
     name: ClassVar[str]
-    options: ClassVar[frozenset[str]] = frozenset()
     needs_command: ClassVar[bool] = True
     #: Whether the agent can run inside a benchmark task's environment (the runner's ``confine`` hook).
     confinable: ClassVar[bool] = False
@@ -135,31 +97,40 @@ class Adapter(abc.ABC):
     #: Whether the adapter starts its agent per task, so a task's ``path`` can be put first on its PATH.
     takes_path: ClassVar[bool] = False
 
-    def __init__(self, command: list[str], opts: AdapterOptions) -> None:
-        self.command = command
-        if opts.sandbox is not None and not opts.sandbox.planned:  # the runner plans it once per run; the API may not have
-            opts = msgspec.structs.replace(opts, sandbox=plan(opts.sandbox, self.agent_command(command, opts)))
-        self.opts = opts
+    def __init__(self, spec: A, *, confine: Confine | None = None) -> None:
+        sandbox = sandbox_of(spec)
+        if sandbox is not None and not sandbox.planned:  # the runner plans it once per run; the API may not have
+            sandbox = plan(sandbox, self.agent_command(spec))
+            spec = msgspec.structs.replace(spec, sandbox=sandbox)
+        self.spec = spec
+        self.command = list(spec.command)
+        self.sandbox = sandbox
+        self.confine = confine
         self._sandbox_stack = AsyncExitStack()
         self._relay: Path | None = None
 
-    @classmethod  # noqa: B027 - a hook, not abstract: an adapter with nothing to check inherits this no-op
-    def check(cls, command: list[str], opts: AdapterOptions) -> None:
+    @classmethod
+    def check(cls, spec: A) -> None:
         """Raise ConfigError for options this adapter cannot honour; runs once, before any prompt."""
 
     @classmethod
-    def accepts_mcp_servers(cls, opts: AdapterOptions) -> bool:
-        """Whether this adapter, with these options, hands a task's ``mcp_servers`` to its agent."""
+    def accepts_mcp_servers(cls, spec: A) -> bool:
+        """Whether this adapter, with this spec, hands a task's ``mcp_servers`` to its agent."""
         return cls.takes_mcp_servers
 
     @classmethod
-    def agent_command(cls, command: list[str], opts: AdapterOptions) -> list[str]:
+    def agent_command(cls, spec: A) -> list[str]:
         """The command line the agent is started with: what its sandbox's view is planned from."""
-        return command
+        return list(spec.command)
 
-    async def __aenter__(self) -> Adapter:
-        if self.opts.sandbox is not None:
-            self._relay = await self._sandbox_stack.enter_async_context(relayed(self.opts.sandbox))
+    def environ(self, **extra: str) -> dict[str, str]:
+        """The environment the agent starts with: waza's, then the spec's ``env``, then ``extra``."""
+        env = self.spec.env if isinstance(self.spec, ProcessAgent) else {}
+        return {**os.environ, **env, **extra}
+
+    async def __aenter__(self) -> Adapter[A]:
+        if self.sandbox is not None:
+            self._relay = await self._sandbox_stack.enter_async_context(relayed(self.sandbox))
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -168,7 +139,7 @@ class Adapter(abc.ABC):
     @property
     def confined(self) -> bool:
         """Whether the agent starts somewhere else than the host as it is (a sandbox or a task's environment)."""
-        return self.opts.sandbox is not None or self.opts.confine is not None
+        return self.sandbox is not None or self.confine is not None
 
     def sandboxed(
         self, argv: Sequence[str], workspace: Path, env: Mapping[str, str], setenv: Mapping[str, str] | None = None
@@ -178,9 +149,9 @@ class Adapter(abc.ABC):
         agent's command line, with ``env`` less secret-like variables and ``setenv`` (what the agent
         asked for) set inside only, never on the ``bwrap`` process that runs on the host; or inside the
         benchmark environment the runner confines the agent to."""
-        if self.opts.confine is not None:
-            return self.opts.confine(argv, {**env, **(setenv or {})})
-        policy = self.opts.sandbox
+        if self.confine is not None:
+            return self.confine(argv, {**env, **(setenv or {})})
+        policy = self.sandbox
         if policy is None:
             return argv, {**env, **(setenv or {})}
         return wrap_command(argv, policy, workspace, self._relay, setenv), sandbox_env(policy, env)

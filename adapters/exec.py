@@ -14,7 +14,6 @@ trajectory event per line (see README, "exec adapter").
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -48,7 +47,8 @@ from waza.protocol.trajectory import (
     UsageUpdate,
 )
 
-from .base import Adapter, AdapterOptions, AgentRun, AgentTask
+from .base import Adapter, AgentRun, AgentTask
+from .specs import ExecAgent
 
 #: Linux refuses a single environment string over 128 kB (E2BIG); larger prompts travel on stdin only.
 ENV_VALUE_LIMIT = 100_000
@@ -100,15 +100,14 @@ def event_from_line(value: Any, number: int) -> Event:
     return RawUpdate(kind, value)
 
 
-class ExecAdapter(Adapter):
+class ExecAdapter(Adapter[ExecAgent]):
     name: ClassVar[str] = "exec"
-    options: ClassVar[frozenset[str]] = frozenset({"events", "sandbox"})
     confinable: ClassVar[bool] = True
     takes_path: ClassVar[bool] = True
 
     @classmethod
-    def check(cls, command: list[str], opts: AdapterOptions) -> None:
-        if not command:
+    def check(cls, spec: ExecAgent) -> None:
+        if not spec.command:
             raise ConfigError("the exec adapter needs an agent command (after the prompts file or after --)")
 
     async def run(self, task: AgentTask) -> AgentRun:
@@ -141,8 +140,9 @@ class ExecAdapter(Adapter):
     ) -> tuple[str, bool]:
         substitute = any("{prompt}" in a for a in self.command)
         argv = [a.replace("{prompt}", text) for a in self.command] if substitute else list(self.command)
-        env = self.with_path(os.environ, task)
-        env.update({"WAZA_PROMPT_ID": task.case.id, "WAZA_TURN": str(turn), "WAZA_WORKSPACE": str(task.workspace)})
+        env = self.with_path(
+            self.environ(WAZA_PROMPT_ID=task.case.id, WAZA_TURN=str(turn), WAZA_WORKSPACE=str(task.workspace)), task
+        )
         if task.trial is not None:
             env["WAZA_TRIAL"] = str(task.trial)
         for name, value in (("WAZA_PROMPT", text), ("WAZA_HISTORY", orjson.dumps(history).decode())):
@@ -158,7 +158,7 @@ class ExecAdapter(Adapter):
         program = argv[0]
         run_argv, run_env = self.sandboxed(argv, task.workspace, env)
         try:
-            if self.opts.events:
+            if self.spec.events:
                 returncode, timed_out, problems = await self._streamed(run_argv, run_env, data, remaining, task, stderr)
                 answer = task.recorder.finish().output
             else:

@@ -16,7 +16,6 @@ secret values masked in it as in records (however the CLI escaped them).
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,9 +32,10 @@ from waza.protocol.io.secrets import Redactor
 from waza.protocol.records import Exit
 from waza.protocol.trajectory import RawUpdate
 
-from .base import Adapter, AdapterOptions, AgentRun, AgentTask
+from .base import Adapter, AgentRun, AgentTask, Confine
 from .headless_events import LineMapper
 from .headless_schema import HeadlessSchema, load_schema, shipped
+from .specs import HeadlessAgent
 
 #: Seconds a CLI may take to exit after printing its result line.
 RESULT_GRACE = 3.0
@@ -77,52 +77,51 @@ def build_argv(
     return argv
 
 
-class HeadlessAdapter(Adapter):
+class HeadlessAdapter(Adapter[HeadlessAgent]):
     name: ClassVar[str] = "headless"
-    options: ClassVar[frozenset[str]] = frozenset({"schema", "raw_log", "sandbox"})
     confinable: ClassVar[bool] = True
     needs_command: ClassVar[bool] = False
     takes_path: ClassVar[bool] = True
 
     @classmethod
-    def accepts_mcp_servers(cls, opts: AdapterOptions) -> bool:
-        return load_schema(opts.schema).mcp_config is not None if opts.schema is not None else False
+    def accepts_mcp_servers(cls, spec: HeadlessAgent) -> bool:
+        return load_schema(spec.schema).mcp_config is not None if spec.schema is not None else False
 
-    def __init__(self, command: list[str], opts: AdapterOptions) -> None:
-        super().__init__(command, opts)
-        assert opts.schema is not None
-        self.schema = load_schema(opts.schema)
+    def __init__(self, spec: HeadlessAgent, *, confine: Confine | None = None) -> None:
+        super().__init__(spec, confine=confine)
+        assert spec.schema is not None
+        self.schema = load_schema(spec.schema)
         self.program = resolve_agent_command(list(self.schema.command))
         self._raw: IO[bytes] | None = None
         self._redact = Redactor()
 
     @classmethod
-    def agent_command(cls, command: list[str], opts: AdapterOptions) -> list[str]:
-        assert opts.schema is not None, "check() runs first"
-        return resolve_agent_command(list(load_schema(opts.schema).command))
+    def agent_command(cls, spec: HeadlessAgent) -> list[str]:
+        assert spec.schema is not None, "check() runs first"
+        return resolve_agent_command(list(load_schema(spec.schema).command))
 
     @classmethod
-    def check(cls, command: list[str], opts: AdapterOptions) -> None:
-        if opts.schema is None:
+    def check(cls, spec: HeadlessAgent) -> None:
+        if spec.schema is None:
             names = ", ".join(shipped())
             raise ConfigError(f"the headless adapter needs HeadlessAgent.schema: a file or a shipped schema name ({names})")
-        schema = load_schema(opts.schema)
+        schema = load_schema(spec.schema)
         try:
             resolve_agent_command(list(schema.command))
         except ConfigError as exc:  # not installed: one line before the run, as for exec and ACP agents
             raise ConfigError(exc.message, source=schema.source, field="command") from None
-        if opts.raw_log is not None:
+        if spec.raw_log is not None:
             try:
-                opts.raw_log.write_bytes(b"")  # one run, one log: workers append to it
+                spec.raw_log.write_bytes(b"")  # one run, one log: workers append to it
             except OSError as exc:
                 raise ConfigError(
-                    f"cannot write: {exc.strerror or exc}", source=str(opts.raw_log), field="HeadlessAgent.raw_log"
+                    f"cannot write: {exc.strerror or exc}", source=str(spec.raw_log), field="HeadlessAgent.raw_log"
                 ) from None
 
     async def __aenter__(self) -> HeadlessAdapter:
         await super().__aenter__()
-        if self.opts.raw_log is not None:
-            self._raw = open(self.opts.raw_log, "ab")  # noqa: SIM115 - closed in __aexit__
+        if self.spec.raw_log is not None:
+            self._raw = open(self.spec.raw_log, "ab")  # noqa: SIM115 - closed in __aexit__
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -181,7 +180,7 @@ class HeadlessAdapter(Adapter):
             out.errors.append(f"timed out before turn {turn}")
             return out
         tag = new_tag()  # finds what the CLI started in a session of its own (Gemini CLI's shell commands)
-        env: Mapping[str, str] = {**self.with_path(os.environ, task), TAG_VAR: tag.value}
+        env: Mapping[str, str] = self.with_path(self.environ(**{TAG_VAR: tag.value}), task)
         run_argv: Sequence[str] = argv
         if self.confined:
             run_argv, env = self.sandboxed(argv, task.workspace, env)

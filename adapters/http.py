@@ -32,7 +32,8 @@ from waza.protocol.io.chat_http import ChatFailed, RetryPolicy, check_status, ex
 from waza.protocol.records import Exit, Usage
 from waza.protocol.trajectory import MessageChunk, ThoughtChunk, TrajectoryBuilder, UsageUpdate
 
-from .base import Adapter, AdapterOptions, AgentRun, AgentTask
+from .base import Adapter, AgentRun, AgentTask, Confine
+from .specs import HttpAgent
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 POLICY = RetryPolicy()
@@ -65,45 +66,42 @@ def usage_of(data: dict[str, Any]) -> Usage | None:
     )
 
 
-class HttpAdapter(Adapter):
+class HttpAdapter(Adapter[HttpAgent]):
     name: ClassVar[str] = "http"
-    options: ClassVar[frozenset[str]] = frozenset(
-        {"base_url", "model", "api_key_env", "system_prompt", "temperature", "max_tokens", "stream", "local_model", "cache"}
-    )
     needs_command: ClassVar[bool] = False
 
-    def __init__(self, command: list[str], opts: AdapterOptions) -> None:
-        super().__init__(command, opts)
+    def __init__(self, spec: HttpAgent, *, confine: Confine | None = None) -> None:
+        super().__init__(spec, confine=confine)
         self._auth: dict[str, str] = {}
         #: What the model cache knows the endpoint by instead of its URL (a local model: the model, not its port).
         self.cache_as: str | None = None
 
     @classmethod
-    def check(cls, command: list[str], opts: AdapterOptions) -> None:
-        if opts.local_model:  # the runner starts the server and fills in base_url and model
-            if opts.base_url:
+    def check(cls, spec: HttpAgent) -> None:
+        if spec.local_model:  # the runner starts the server and fills in base_url and model
+            if spec.base_url:
                 raise ConfigError("HttpAgent.local_model starts its own server; leave HttpAgent.base_url unset")
-        elif not opts.base_url:
+        elif not spec.base_url:
             raise ConfigError("the http adapter needs HttpAgent.base_url (e.g. http://127.0.0.1:8000/v1)")
-        elif not opts.base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"not an http(s) URL: {opts.base_url!r}", field="HttpAgent.base_url")
-        if not opts.model and not opts.local_model:
+        elif not spec.base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"not an http(s) URL: {spec.base_url!r}", field="HttpAgent.base_url")
+        if not spec.model and not spec.local_model:
             raise ConfigError("the http adapter needs HttpAgent.model")
-        if opts.api_key_env is not None and opts.api_key_env not in os.environ:
-            raise ConfigError(f"the environment variable {opts.api_key_env!r} is not set", field="HttpAgent.api_key_env")
-        if opts.max_tokens is not None and opts.max_tokens < 1:
+        if spec.api_key_env is not None and spec.api_key_env not in os.environ:
+            raise ConfigError(f"the environment variable {spec.api_key_env!r} is not set", field="HttpAgent.api_key_env")
+        if spec.max_tokens is not None and spec.max_tokens < 1:
             raise ConfigError("must be at least 1", field="HttpAgent.max_tokens")
 
     async def __aenter__(self) -> HttpAdapter:
-        key = os.environ.get(self.opts.api_key_env or DEFAULT_KEY_ENV)
+        key = os.environ.get(self.spec.api_key_env or DEFAULT_KEY_ENV)
         self._auth = {"Authorization": f"Bearer {key}"} if key else {}
         return self
 
     async def run(self, task: AgentTask) -> AgentRun:
         deadline = math.inf if task.timeout is None else time.monotonic() + task.timeout
         messages: list[dict[str, str]] = []
-        if self.opts.system_prompt:
-            messages.append({"role": "system", "content": self.opts.system_prompt})
+        if self.spec.system_prompt:
+            messages.append({"role": "system", "content": self.spec.system_prompt})
         run = AgentRun()
         turn = 0
         text: str | None = task.case.turns[0]
@@ -126,12 +124,12 @@ class HttpAdapter(Adapter):
         return run
 
     def _body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.opts.model, "messages": messages}
-        if self.opts.temperature is not None:
-            body["temperature"] = self.opts.temperature
-        if self.opts.max_tokens is not None:
-            body["max_tokens"] = self.opts.max_tokens
-        if self.opts.stream:
+        body: dict[str, Any] = {"model": self.spec.model, "messages": messages}
+        if self.spec.temperature is not None:
+            body["temperature"] = self.spec.temperature
+        if self.spec.max_tokens is not None:
+            body["max_tokens"] = self.spec.max_tokens
+        if self.spec.stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
         return body
@@ -140,7 +138,7 @@ class HttpAdapter(Adapter):
         """Send the conversation, with retries (or answer it from the cache); (reply text, finish_reason)."""
         body = self._body(messages)
         key = None
-        if self.opts.cache:
+        if self.spec.cache:
             key = model_cache.key_of({"url": self.cache_as or self._url(), "body": body, "trial": task.trial})
             hit = model_cache.load(key)
             usable = hit is not None and isinstance(hit.get("text"), str)
@@ -153,7 +151,7 @@ class HttpAdapter(Adapter):
 
         async def attempt(timeout: float) -> tuple[str, str | None]:
             kept.clear()
-            if self.opts.stream:
+            if self.spec.stream:
                 return await self._streamed(payload, httpx.Timeout(timeout), recorder)
             return await self._whole(payload, httpx.Timeout(timeout), recorder)
 
@@ -163,7 +161,7 @@ class HttpAdapter(Adapter):
         return text, finish
 
     def _url(self) -> str:
-        return (self.opts.base_url or "").rstrip("/") + "/chat/completions"
+        return (self.spec.base_url or "").rstrip("/") + "/chat/completions"
 
     async def _whole(self, body: bytes, timeout: httpx.Timeout, recorder: _Keeping) -> tuple[str, str | None]:
         headers = {**_JSON, **self._auth}

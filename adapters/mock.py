@@ -47,6 +47,7 @@ from waza.protocol.records import Usage
 from waza.protocol.trajectory import MessageChunk, ThoughtChunk, ToolCallPatch, UsageUpdate
 
 from .base import Adapter, AgentRun, AgentTask
+from .specs import MockAgent
 
 ACTIONS = ("message", "thought", "tool", "skill", "write", "delete", "usage", "error")
 _EXTRA = {"tool": {"kind", "input", "output", "status"}, "write": {"content"}}
@@ -133,7 +134,7 @@ def relative_problem(path: str) -> str | None:
     return None
 
 
-class MockAdapter(Adapter):
+class MockAdapter(Adapter[MockAgent]):
     """Plays a script (or the default) into the recorder; never starts a process."""
 
     name: ClassVar[str] = "mock"

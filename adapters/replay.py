@@ -48,9 +48,10 @@ from waza.protocol.trajectory import (
 )
 
 from .acp_replay import RawLogMapper, is_raw_log_line
-from .base import Adapter, AdapterOptions, AgentRun, AgentTask
+from .base import Adapter, AgentRun, AgentTask, Confine
 from .copilot_events import CopilotMapper, epoch_ms, is_copilot_event
 from .exec import event_from_line
+from .specs import ReplayAgent
 
 _WS = b" \t\r\n"
 STOP_REASONS = ("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled")
@@ -230,25 +231,24 @@ def _keep_text_extras(recorded: list[TrajectoryStep], built: list[TrajectoryStep
             step.extra = {**(step.extra or {}), **extra}
 
 
-class ReplayAdapter(Adapter):
+class ReplayAdapter(Adapter[ReplayAgent]):
     name: ClassVar[str] = "replay"
-    options: ClassVar[frozenset[str]] = frozenset({"replay_from"})
     needs_command: ClassVar[bool] = False
 
-    def __init__(self, command: list[str], opts: AdapterOptions) -> None:
-        super().__init__(command, opts)
-        if opts.replay_from is None:
+    def __init__(self, spec: ReplayAgent, *, confine: Confine | None = None) -> None:
+        super().__init__(spec, confine=confine)
+        if spec.replay_from is None:
             raise ConfigError("the replay adapter needs replay_from (a CaptureResult JSONL or a recorded event stream)")
-        self.path = opts.replay_from
+        self.path = spec.replay_from
         self.index = build_index(self.path)
 
     @classmethod
-    def check(cls, command: list[str], opts: AdapterOptions) -> None:
-        if opts.replay_from is None:
+    def check(cls, spec: ReplayAgent) -> None:
+        if spec.replay_from is None:
             raise ConfigError(
                 "the replay adapter needs ReplayAgent.replay_from: a file of CaptureResult JSONL or a recorded event stream"
             )
-        build_index(opts.replay_from)
+        build_index(spec.replay_from)
 
     def _recording(self, task: AgentTask) -> Recording | None:
         case = task.case

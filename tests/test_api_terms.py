@@ -13,17 +13,16 @@ from pathlib import Path
 import pytest
 
 import waza
-from waza.runner.cli.api_terms import FLAGS, in_cli_terms
+from waza.runner.cli.api_terms import FLAGS, cli_message, in_cli_terms
 
 from .conftest import ROOT, run_waza, write_jsonl
 
 # Where the engine lives: what a Python caller reaches through ``import waza``.
-ENGINE = ["runner/engine", "runner/suites", "adapters", "graders"]
+ENGINE = ["runner/engine", "runner/suites", "runner/grading", "runner/ray_cluster", "adapters", "graders"]
 # Functions there that parse command-line values or print the CLI's own lines, and so may name options.
 CLI_FUNCTIONS = {
-    ("runner/engine/specs.py", "agent_spec"),  # --adapter NAME and its options -> a spec
-    ("runner/engine/outputs.py", "finish_run"),  # the CLI's summary line and its --fail-under gate
     ("runner/suites/reporters.py", "parse"),  # --reporter KIND:FILE
+    ("runner/ray_cluster/connect.py", "reach"),  # Ray's own command line (`ray start --head --port PORT`)
     # a judge grader's own config keys, and (said to be) the command line's options that set them
     ("graders/_judge_client.py", "from_config"),
 }
@@ -86,3 +85,10 @@ def test_a_python_caller_reads_spec_names_and_a_cli_user_reads_options(tmp_path:
     assert proc.stderr.decode().startswith("waza: the http adapter needs --base-url (e.g."), proc.stderr
     proc = run_waza("capture", prompts, "--adapter", "exec", "--timeout", "0", "--", "cat")
     assert proc.returncode == 2 and "HttpAgent" not in proc.stderr.decode() and "Timeouts" not in proc.stderr.decode()
+
+
+def test_a_judge_error_names_the_spec_field_in_python_and_the_option_on_the_command_line(tmp_path: Path) -> None:
+    with pytest.raises(waza.ConfigError) as caught:
+        waza.capture([{"id": "a", "input": "x"}], waza.MockAgent(), [waza.Judge(model_path=tmp_path / "m.gguf")])
+    assert caught.value.field == "Judge.model_path" and "--" not in str(caught.value)
+    assert cli_message(caught.value) == "field '--judge-model-path': --judge-model-path is for --judge local"

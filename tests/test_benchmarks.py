@@ -21,8 +21,8 @@ import anyio
 import msgspec
 import pytest
 
-from waza.adapters.base import AdapterOptions
 from waza.adapters.sandbox.bwrap import _probe
+from waza.adapters.specs import AcpAgent, ExecAgent
 from waza.protocol import schemas
 from waza.protocol.benchmark_records import BenchmarkResult
 from waza.protocol.errors import ConfigError
@@ -59,7 +59,8 @@ def _trial(task_dir: Path, agent: str, tmp_path: Path, command: tuple[str, ...] 
     """One trial in the host environment; every result (passed, failed, each kind of error) is also held to
     the published schema of the result line, schemas/BenchmarkResult.json."""
     task = load_task(task_dir)
-    result = anyio.run(lambda: run_trial(task, AgentChoice(agent, command), env_kind="host", trial_dir=tmp_path / agent))
+    choice = AgentChoice(agent, ExecAgent(command=command) if agent == "exec" else None)
+    result = anyio.run(lambda: run_trial(task, choice, env_kind="host", trial_dir=tmp_path / agent))
     assert schemas.errors("BenchmarkResult", json.loads(msgspec.json.encode(result))) == []
     return result
 
@@ -259,7 +260,7 @@ def test_an_agent_that_fails_to_start_leaves_its_stderr_in_the_result(tmp_path: 
 def test_an_acp_agent_and_the_terminals_it_asks_for_run_inside_the_environment(tmp_path: Path) -> None:
     task_dir = _copy_task(tmp_path)
     (task_dir / "instruction.md").write_text('run sh -c "pwd > where.txt; echo hello, world > hello.txt"\n')
-    agent = AgentChoice("acp", ("/usr/bin/python3", str(ACP_AGENT)), AdapterOptions(permission="allow"))
+    agent = AgentChoice("acp", AcpAgent(command=("/usr/bin/python3", str(ACP_AGENT)), permission="allow"))
     result = anyio.run(lambda: run_trial(load_task(task_dir), agent, env_kind="host", trial_dir=tmp_path / "t"))
     assert result.status == "passed", result.steps
     assert (tmp_path / "t" / "workspace" / "where.txt").read_text() == "/app\n"  # the terminal ran in WORKDIR
@@ -289,7 +290,13 @@ def test_a_loopback_port_of_the_host_is_reachable_from_inside_as_serve_model_is(
     task = load_task(FIXTURES / "harbor" / "hello-sh")
     try:
         result = anyio.run(
-            lambda: run_trial(task, AgentChoice("exec", (str(agent),)), env_kind="host", trial_dir=tmp_path / "t", ports=(port,))
+            lambda: run_trial(
+                task,
+                AgentChoice("exec", ExecAgent(command=(str(agent),))),
+                env_kind="host",
+                trial_dir=tmp_path / "t",
+                ports=(port,),
+            )
         )
     finally:
         server.shutdown()

@@ -22,7 +22,7 @@ from typing import TypeVar
 import anyio
 import pytest
 
-from waza.adapters.base import AdapterOptions
+from waza.adapters.specs import AcpAgent
 from waza.protocol.errors import ConfigError
 from waza.runner.benchmarks.docker import DockerEnvironment, engine
 from waza.runner.benchmarks.environment import ENVIRONMENTS, EnvironmentSpec, EnvironmentUnsatisfied, best_available
@@ -465,7 +465,7 @@ def test_an_acp_agent_and_its_terminals_share_the_relayed_port_in_one_container(
     shutil.copytree(FIXTURES / "harbor" / "hello-sh", task_dir)
     fetch = f"import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:{port}/', timeout=30).read().decode())"
     (task_dir / "instruction.md").write_text(f'run sh -c "python3 -c \\"{fetch}\\" > hello.txt"\n')
-    agent = AgentChoice("acp", ("/usr/bin/python3", str(ACP_AGENT)), AdapterOptions(permission="allow"))
+    agent = AgentChoice("acp", AcpAgent(command=("/usr/bin/python3", str(ACP_AGENT)), permission="allow"))
     try:
         result = run(
             lambda: run_trial(

@@ -19,6 +19,8 @@ SECTIONS: list[tuple[str, list[str]]] = [
                 "Sandbox", "SandboxLimits"]),
     ("Graders", ["Graders", "GraderSpecT", "GraderBase", "Builtin", "Executable", "Worker", "PythonGrader", "Judge"]),
     ("Settings", ["Timeouts", "Limits", "Workspace", "Output"]),
+    ("Options of each run", ["CaptureOptions", "RunOneOptions", "TrialsOptions", "GradeOptions", "SuiteOptions",
+                             "CalibrateOptions"]),
     ("Records", ["PromptCase", "CaptureResult", "Grade", "GraderRequest", "TrialResult", "TrialsSummary",
                  "CalibrationReport", "BenchmarkResult"]),
     ("Run objects", ["CaptureRun", "GradeRun", "TrialsRun", "SuiteRun", "CalibrationRun"]),
@@ -62,6 +64,12 @@ MEANINGS: dict[str, str] = {
     "(`builtin:hint`, `./check.py`, `worker:./g.js`, `file.py:fn`) or a Python callable.",
     "GraderSpecT": "Any one grader spec (the typed form of one entry of `Graders`).",
     # the runs' parameters
+    "trigger_trials": "Runs of each trigger prompt (a trigger rate per prompt); 1: one run, as the original.",
+    "SuiteOptions.judge": "Where the suite's LLM graders and its tasks' responders find their model (Judge).",
+    "env": "Variables the agent starts with, on top of waza's own environment (`--serve-model` sets its server's "
+    "here; waza's own `os.environ` is left as it is).",
+    "options": "The run's keyword options: the keys of its options `TypedDict` (see Options of each run), with "
+    "the defaults its `prepare` form gives.",
     "prompts": "The prompts: a file (JSONL, CSV or Parquet, by extension; `-` is stdin) or an iterable of "
     "PromptCase or dicts with the same fields.",
     "agent": "The agent under test: one agent spec (see Agents).",

@@ -18,6 +18,7 @@ render: no ``|`` inside a table's code spans (GitHub would split the cell there)
 from __future__ import annotations
 
 import inspect
+import typing
 import json
 import re
 import sys
@@ -234,7 +235,8 @@ def _signature(label: str, obj: Any) -> tuple[str, list[tuple[str, str, str]]]:
         kind = _short(p.annotation) if p.annotation is not inspect.Parameter.empty else ""
         default = _default(obj, p.name, p.default)
         params.append((p.name, kind, default))
-        lines.append(p.name + (f": {kind}" if kind else "") + (f" = {default}" if default else ""))
+        stars = "**" if p.kind is inspect.Parameter.VAR_KEYWORD else ""
+        lines.append(stars + p.name + (f": {kind}" if kind else "") + (f" = {default}" if default else ""))
     returns = signature.return_annotation
     shown = "" if returns is inspect.Signature.empty else _short(returns)
     tail = f" -> {shown}" if shown not in ("", "None") else ""
@@ -308,6 +310,13 @@ def _entry(name: str) -> str:
         if fields:
             code, params = _signature(f"waza.{name}", obj.__init__)
             out.append(code + "\n\n" + _parameter_table(name, params))
+        return "\n".join(out)
+    if typing.is_typeddict(obj):  # a run's keyword options: every key optional, its default in prepare()
+        hints = typing.get_type_hints(obj)
+        keys = [(key, _short(hint), "") for key, hint in hints.items()]
+        body = "".join(f"    {key}: {kind}\n" for key, kind, _ in keys)
+        out.append(f"```python\nclass {name}(TypedDict, total=False):\n{body}```\n\n{doc}\n")
+        out.append(_parameter_table(name, keys))
         return "\n".join(out)
     run_object = isinstance(obj, type) and hasattr(obj, "prepare")
     if run_object:  # made by prepare(), not by calling the class

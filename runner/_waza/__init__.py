@@ -21,14 +21,14 @@ __version__ = "0.1.0"
 #: public name -> module that defines it.
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
-        ["acapture", "arun_one", "capture", "run_one", "CaptureRun"], "waza.runner.engine.capture",
+        ["acapture", "arun_one", "capture", "run_one", "CaptureOptions", "CaptureRun", "RunOneOptions"], "waza.runner.engine.capture",
     ),
-    **dict.fromkeys(["agrade", "grade", "GradeRun"], "waza.runner.engine.grade"),
-    **dict.fromkeys(["atrials", "trials", "summarize_trials", "TrialsRun"], "waza.runner.engine.trials"),
-    **dict.fromkeys(["arun_suite", "run_suite", "SuiteRun"], "waza.runner.suites.run"),
+    **dict.fromkeys(["agrade", "grade", "GradeOptions", "GradeRun"], "waza.runner.engine.grade"),
+    **dict.fromkeys(["atrials", "trials", "summarize_trials", "TrialsOptions", "TrialsRun"], "waza.runner.engine.trials"),
+    **dict.fromkeys(["arun_suite", "run_suite", "SuiteOptions", "SuiteRun"], "waza.runner.suites.run"),
     **dict.fromkeys(["arun_benchmark", "run_benchmark"], "waza.runner.benchmarks.api"),
     "BenchmarkResult": "waza.protocol.benchmark_records",
-    **dict.fromkeys(["acalibrate", "calibrate", "compare", "CalibrationRun"], "waza.runner.engine.calibration"),
+    **dict.fromkeys(["acalibrate", "calibrate", "compare", "CalibrateOptions", "CalibrationRun"], "waza.runner.engine.calibration"),
     **dict.fromkeys(
         ["AcpAgent", "AgentSpec", "Builtin", "ExecAgent", "Executable", "GraderBase", "GraderSpecT", "Graders", "HeadlessAgent", "HttpAgent",
          "Judge", "Limits", "MockAgent", "Output", "PythonGrader", "ReplayAgent", "Timeouts", "Worker", "Workspace"], "waza.runner.engine.specs",
@@ -49,14 +49,17 @@ __all__ = [
     "AgentSpec",
     "BenchmarkResult",
     "Builtin",
+    "CalibrateOptions",
     "CalibrationReport",
     "CalibrationRun",
+    "CaptureOptions",
     "CaptureResult",
     "CaptureRun",
     "ConfigError",
     "ExecAgent",
     "Executable",
     "Grade",
+    "GradeOptions",
     "GradeRun",
     "GraderBase",
     "GraderError",
@@ -72,11 +75,14 @@ __all__ = [
     "PromptCase",
     "PythonGrader",
     "ReplayAgent",
+    "RunOneOptions",
     "Sandbox",
     "SandboxLimits",
+    "SuiteOptions",
     "SuiteRun",
     "Timeouts",
     "TrialResult",
+    "TrialsOptions",
     "TrialsRun",
     "TrialsSummary",
     "UsageError",
@@ -123,9 +129,9 @@ if TYPE_CHECKING:
     )
     from waza.runner.analysis.passk import pass_at_k, pass_hat_k
     from waza.runner.benchmarks.api import arun_benchmark, run_benchmark
-    from waza.runner.engine.calibration import CalibrationRun, acalibrate, calibrate, compare
-    from waza.runner.engine.capture import CaptureRun, acapture, arun_one, capture, run_one
-    from waza.runner.engine.grade import GradeRun, agrade, grade
+    from waza.runner.engine.calibration import CalibrateOptions, CalibrationRun, acalibrate, calibrate, compare
+    from waza.runner.engine.capture import CaptureOptions, CaptureRun, RunOneOptions, acapture, arun_one, capture, run_one
+    from waza.runner.engine.grade import GradeOptions, GradeRun, agrade, grade
     from waza.runner.engine.specs import (
         AcpAgent,
         AgentSpec,
@@ -147,8 +153,8 @@ if TYPE_CHECKING:
         Worker,
         Workspace,
     )
-    from waza.runner.engine.trials import TrialsRun, atrials, summarize_trials, trials
-    from waza.runner.suites.run import SuiteRun, arun_suite, run_suite
+    from waza.runner.engine.trials import TrialsOptions, TrialsRun, atrials, summarize_trials, trials
+    from waza.runner.suites.run import SuiteOptions, SuiteRun, arun_suite, run_suite
 
 
 def __getattr__(name: str) -> Any:

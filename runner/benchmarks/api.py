@@ -62,10 +62,10 @@ def agent_choice_of(agent: AgentSpec | ControlAgent) -> AgentChoice:
         return AgentChoice(agent)
     if getattr(agent, "sandbox", None) is not None:
         raise ConfigError(f"{type(agent).__name__}.sandbox: a benchmark's agent always runs in the task's environment")
-    cls, command, opts = resolve_agent(agent)
+    cls, spec = resolve_agent(agent)
     if not cls.confinable:
         raise ConfigError(f"the {cls.name} adapter cannot run inside a task's environment (exec, headless and acp can)")
-    return AgentChoice(cls.name, tuple(command), opts)
+    return AgentChoice(cls.name, spec)
 
 
 async def arun_benchmark(

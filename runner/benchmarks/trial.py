@@ -29,8 +29,9 @@ import msgspec
 import waza.runner.benchmarks.docker
 import waza.runner.benchmarks.host  # noqa: F401 - importing it registers --env host
 from waza.adapters import adapter_class
-from waza.adapters.base import AdapterOptions, AgentTask
+from waza.adapters.base import AgentTask
 from waza.adapters.sandbox.bwrap import Sandbox, plan, program_as_shown
+from waza.adapters.specs import AgentSpec
 from waza.protocol.benchmark_records import BenchmarkErrorKind, BenchmarkResult, BenchmarkStep
 from waza.protocol.records import PromptCase
 from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_MB, TrajectoryBuilder
@@ -53,11 +54,10 @@ EVIDENCE_LIMIT = 16 * 1024
 
 
 class AgentChoice(msgspec.Struct, frozen=True):
-    """``name`` is ``oracle``, ``nop`` or an adapter's name (then ``command`` and ``options`` are its own)."""
+    """``name`` is ``oracle``, ``nop`` or an adapter's name (then ``agent`` is its spec)."""
 
     name: str
-    command: tuple[str, ...] = ()
-    options: AdapterOptions = msgspec.field(default_factory=AdapterOptions)
+    agent: AgentSpec | None = None
     #: The trajectory kept per step (as ``--max-steps`` and ``--max-trajectory-mb``).
     max_steps: int = DEFAULT_MAX_STEPS
     max_trajectory_mb: int = DEFAULT_MAX_TRAJECTORY_MB
@@ -155,8 +155,9 @@ async def _agent(
     def confine(argv: Any, environ: Any) -> tuple[list[str], dict[str, str]]:
         return env.command(argv, phase="agent", env=environ)
 
-    options = msgspec.structs.replace(agent.options, confine=confine)
-    adapter = adapter_class(agent.name)(program_as_shown(agent.command), options)
+    assert agent.agent is not None, "an adapter's choice carries its spec"
+    spec = msgspec.structs.replace(agent.agent, command=tuple(program_as_shown(list(agent.agent.command))))
+    adapter = adapter_class(agent.name)(spec, confine=confine)
     recorder = TrajectoryBuilder(max_steps=agent.max_steps, max_bytes=agent.max_trajectory_mb << 20)
     async with adapter:
         case = PromptCase(id=task.id if step.name is None else f"{task.id}/{step.name}", input=step.instruction)
@@ -244,10 +245,10 @@ def shown_of_host(agent: AgentChoice, read_only: tuple[Path, ...], ports: tuple[
     ``--sandbox``: nothing the agent sends later (a terminal's command, a session id) adds to it. With
     ``ports`` relayed in, waza's own interpreter is shown too (the relay runs on it)."""
     command: list[str] = []
-    if agent.name not in CONTROL_AGENTS:  # a headless agent's program comes from its schema, not the command
+    if agent.agent is not None:  # a headless agent's program comes from its schema, not the command
         cls = adapter_class(agent.name)
-        cls.check(list(agent.command), agent.options)
-        command = cls.agent_command(list(agent.command), agent.options)
+        cls.check(agent.agent)
+        command = cls.agent_command(agent.agent)
     return plan(Sandbox(read_only=read_only, network="loopback" if ports else "none", ports=ports), command).read_only
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from waza.protocol.errors import ConfigError
+
 _AGENT_COMMAND = "the agent command (after the prompts, or after --)"
 _GRADER_NAME = "the grader's NAME (--grader NAME=SPEC)"
 
@@ -60,13 +62,24 @@ FLAGS: dict[str, str] = {
     "HttpAgent.max_tokens": "--max-tokens",
     "HttpAgent.temperature": "--temperature",
     "HttpAgent.local_model": "--local-model",
+    "HttpAgent.system_prompt": "--system-prompt",
+    # an LLM grader's judge (``Judge(...)``; on the command line, the --judge options)
+    "Judge.local": "--judge local",
+    "Judge.base_url": "--judge-base-url",
+    "Judge.model_path": "--judge-model-path",
+    "Judge.model": "--judge-model",
+    "Judge.api_key_env": "--judge-api-key-env",
+    "Judge.command": "--judge-command",
+    "Judge.cache": "--no-cache",
+    "HttpAgent.stream": "--stream",
+    "HttpAgent.cache": "--cache",
+    "ExecAgent.events": "--events",
+    **{f"{spec}.sandbox": "--sandbox" for spec in ("ExecAgent", "AcpAgent", "HeadlessAgent")},
+    **{f"{spec}.env": "--serve-model" for spec in ("ExecAgent", "AcpAgent", "HeadlessAgent")},
     "ReplayAgent.replay_from": "--from",
     # graders
     **{f"{spec}.name": _GRADER_NAME for spec in ("GraderBase", "Builtin", "Executable", "Worker", "PythonGrader", "Judge")},
     **{f"{spec}.weight": "--grader-weight" for spec in ("GraderBase", "Builtin", "Executable", "Worker", "PythonGrader", "Judge")},
-    "Judge.base_url": "--judge-base-url",
-    "Judge.command": "--judge-command",
-    "Judge.local": "--judge local",
     # the Ray executor (``executor=RayOptions(...)``)
     "RayOptions (the Ray executor)": "--executor ray",
     "RayOptions.address": "--ray-address",
@@ -99,6 +112,18 @@ _NAMES = re.compile(
 )
 
 
+def cli_message(error: BaseException | str) -> str:
+    """An error as the command line says it: the ``field`` it carries looked up in :data:`FLAGS` (``graders=``
+    is ``--grader``), then the message's own API names replaced (:func:`in_cli_terms`)."""
+    if not isinstance(error, ConfigError) or not error.field or type(error).__str__ is not ConfigError.__str__:
+        return in_cli_terms(str(error))
+    where = ""
+    if error.source:
+        where = f"{error.source}:{error.line}: " if error.line else f"{error.source}: "
+    field = FLAGS.get(error.field) or in_cli_terms(error.field)
+    return f"{where}field {field!r}: {in_cli_terms(error.message)}"
+
+
 def in_cli_terms(text: str) -> str:
     """``text`` with each API name replaced by its option (``errors=fail`` becomes ``--errors fail``)."""
 
@@ -111,4 +136,9 @@ def in_cli_terms(text: str) -> str:
     return _NAMES.sub(option, text)
 
 
-__all__ = ["FLAGS", "in_cli_terms"]
+def agent_flag(field: str) -> str:
+    """The option that sets an agent spec's field, whichever spec has it (``mcp_servers``: ``--mcp-server``)."""
+    return next(flag for name, flag in FLAGS.items() if name.endswith("Agent." + field))
+
+
+__all__ = ["FLAGS", "agent_flag", "cli_message", "in_cli_terms"]

@@ -16,7 +16,7 @@ typer reads them, and resolving forty option strings again cost a compile each.
 import functools
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_type_hints
 
@@ -24,7 +24,7 @@ import msgspec
 import msgspec.structs
 
 from waza.adapters import DEFAULT_ADAPTER
-from waza.adapters.base import Adapter, AdapterOptions
+from waza.adapters.base import Adapter
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.secrets import mark_secret_env
 from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from waza.runner.engine.inputs import TimeoutUnit
     from waza.runner.engine.specs import AgentSpec, GraderSpecT, Judge, Limits, Output, Timeouts
     from waza.runner.grading.grader_runners import GraderRunner
-    from waza.runner.grading.judge_setup import JudgeChoice
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -246,7 +245,8 @@ class AgentOptions(msgspec.Struct):
             ),
         )
 
-    def adapter_options(self) -> AdapterOptions:
+    def mcp_servers(self) -> tuple[dict[str, Any], ...]:
+        """Each --mcp-server, parsed from JSON."""
         import orjson
 
         servers = []
@@ -258,29 +258,7 @@ class AgentOptions(msgspec.Struct):
             if not isinstance(value, dict):
                 raise ConfigError("--mcp-server must be a JSON object")
             servers.append(value)
-        if self.api_key_env:
-            mark_secret_env(self.api_key_env)
-        return AdapterOptions(
-            events=self.events,
-            mcp_servers=servers,
-            mcp_config=self.mcp_config,
-            permission=self.permission,
-            permission_rules=self.permission_rules,
-            raw_log=self.raw_log,
-            auth_method=self.auth_method,
-            schema=self.schema,
-            replay_from=self.replay_from,
-            base_url=self.base_url,
-            model=self.model,
-            api_key_env=self.api_key_env,
-            system_prompt=self.system_prompt,
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-            stream=self.stream,
-            local_model=self.local_model,
-            cache=self.cache,
-            sandbox=self.sandbox_policy(),
-        )
+        return tuple(servers)
 
     def timeout_unit(self) -> "TimeoutUnit":
         if self.prompt_timeout_unit not in ("auto", "s", "ms"):
@@ -293,18 +271,35 @@ class AgentOptions(msgspec.Struct):
 
         return TableOptions(format=self.prompts_format, columns=parse_map(self.column_map))  # type: ignore[arg-type]
 
-    def spec(self, command: list[str]) -> "AgentSpec":
-        """The agent spec these options describe; an option the adapter would ignore is a ConfigError."""
-        from waza.runner.engine.specs import agent_spec
+    def spec(self, command: list[str], env: "Mapping[str, str] | None" = None) -> "AgentSpec":
+        """The agent spec these options describe, each flag set straight into the spec field of its name
+        (``env``: variables for the agent, from ``--serve-model``); a flag the adapter would ignore is a
+        usage error."""
+        from waza.adapters import adapter_class
+        from waza.adapters.specs import AGENTS
+        from waza.runner.cli.api_terms import agent_flag
 
-        return agent_spec(self.adapter, command, self.adapter_options())
+        cls = AGENTS.get(self.adapter)
+        if cls is None:
+            adapter_class(self.adapter)  # raises the "unknown adapter" error listing the known ones
+            raise AssertionError(self.adapter)
+        converted: dict[str, Any] = {"mcp_servers": self.mcp_servers(), "sandbox": self.sandbox_policy(), "env": env}
+        names = {f.name for spec in AGENTS.values() for f in msgspec.structs.fields(spec)} - {"command"}
+        values = {n: converted[n] if n in converted else getattr(self, n) for n in sorted(names)}
+        given = {n: v for n, v in values.items() if not (v is None or v is False or (isinstance(v, (tuple, dict)) and not v))}
+        if self.api_key_env:
+            mark_secret_env(self.api_key_env)
+        ignored = [n for n in given if n not in {f.name for f in msgspec.structs.fields(cls)}]
+        if ignored:
+            flags = ", ".join(agent_flag(n) for n in ignored)
+            raise ConfigError(f"{flags} does nothing with --adapter {self.adapter}; remove it or choose another adapter")
+        return cls(command=tuple(command), **given)
 
-    def resolve(self, command: list[str]) -> tuple[type[Adapter], AdapterOptions, list[str]]:
-        """The adapter class, its options and the agent command (made absolute), checked."""
+    def resolve(self, command: list[str], env: "Mapping[str, str] | None" = None) -> "tuple[type[Adapter[Any]], AgentSpec]":
+        """The adapter class and the agent spec as it runs (its command made absolute), checked."""
         from waza.runner.engine.run_setup import resolve_agent
 
-        cls, command, opts = resolve_agent(self.spec(command))
-        return cls, opts, command
+        return resolve_agent(self.spec(command, env))
 
     def timeouts(self, grader: float) -> "Timeouts":
         from waza.runner.engine.specs import Timeouts
@@ -363,13 +358,14 @@ class GraderOptions(msgspec.Struct):
     def specs(self, *, judge: bool = True) -> "list[GraderSpecT]":
         """Every ``--grader`` parsed into an API spec, judge options merged in (unless ``judge`` is false):
         the one way commands name graders."""
+        from waza.runner.cli.grader_flags import build_specs
         from waza.runner.engine.specs import from_internal
-        from waza.runner.grading.grader_specs import build_specs
         from waza.runner.grading.judge_setup import apply as apply_judge
 
         parsed = build_specs(self.grader or [], self.grader_config, self.grader_weight)
-        if judge:
-            apply_judge(parsed, self.judge_choice())
+        chosen = self.judge_spec() if judge else None
+        if chosen is not None:
+            apply_judge(parsed, chosen.judge_config())
         return [from_internal(s, isolate=self.isolate) for s in parsed]
 
     def runners(self) -> "list[GraderRunner]":
@@ -380,30 +376,16 @@ class GraderOptions(msgspec.Struct):
         return build_graders(self.specs(), Timeouts(grader=self.grader_timeout))
 
     def judge_spec(self) -> "Judge | None":
-        """The --judge-* options as a Judge spec (for a suite's own LLM graders); None when none is given."""
+        """The --judge-* options as a Judge spec (merged into the run's LLM graders, or a suite's); None when none
+        is given."""
         from waza.runner.engine.specs import Judge
 
-        choice = self.judge_choice()
-        choice.check()
-        if not choice.config():
-            return None
-        return Judge(
-            local=choice.judge == "local",
-            base_url=choice.base_url,
-            model=choice.model,
-            api_key_env=choice.api_key_env,
-            command=choice.command,
-            model_path=choice.model_path,
-            cache=choice.cache,
-        )
-
-    def judge_choice(self) -> "JudgeChoice":
-        from waza.runner.grading.judge_setup import JudgeChoice
-
+        if self.judge not in (None, "local"):
+            raise ConfigError(f"--judge takes 'local', got {self.judge!r}", field="--judge")
         if self.judge_api_key_env:
             mark_secret_env(self.judge_api_key_env)
-        return JudgeChoice(
-            judge=self.judge,
+        judge = Judge(
+            local=self.judge == "local",
             base_url=self.judge_base_url,
             model=self.judge_model,
             api_key_env=self.judge_api_key_env,
@@ -411,6 +393,7 @@ class GraderOptions(msgspec.Struct):
             model_path=self.judge_model_path,
             cache=not self.no_cache,
         )
+        return judge if judge.judge_config() else None
 
 
 class OutputOptions(msgspec.Struct):

@@ -48,9 +48,9 @@ EXIT_CODES: tuple[tuple[type[WazaError], int], ...] = (
 def fail(error: WazaError | str) -> int:
     """Print the error as one line on stderr, in the command line's terms; its exit code (a plain message is a
     usage error)."""
-    from waza.runner.cli.api_terms import in_cli_terms
+    from waza.runner.cli.api_terms import cli_message
 
-    print(f"waza: {in_cli_terms(str(error))}", file=sys.stderr)
+    print(f"waza: {cli_message(error)}", file=sys.stderr)
     if isinstance(error, str):
         return EXIT_USAGE
     return next(code for cls, code in EXIT_CODES if isinstance(error, cls))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from typing import TypedDict, Unpack
 
 import msgspec
 
@@ -137,6 +138,19 @@ async def regrade(
     await grade_stream(copies(), runners, concurrency, judged)
 
 
+class CalibrateOptions(TypedDict, total=False):
+    """The keyword options of :func:`calibrate`, :func:`acalibrate` and ``CalibrationRun.prepare`` (which gives
+    their defaults), spelled once."""
+
+    labels: str | None
+    graders: Graders
+    sample: int | None
+    seed: int
+    min_kappa: float | None
+    concurrency: int
+    timeouts: Timeouts
+
+
 class CalibrationRun(msgspec.Struct):
     """One calibration: which items, against which labels, with which new graders (if any)."""
 
@@ -220,43 +234,20 @@ class CalibrationRun(msgspec.Struct):
 
 async def acalibrate(
     results: str,
-    *,
-    labels: str | None = None,
-    graders: Graders = (),
-    sample: int | None = None,
-    seed: int = 0,
-    min_kappa: float | None = None,
-    concurrency: int = 1,
-    timeouts: Timeouts = Timeouts(),
+    **options: Unpack[CalibrateOptions],
 ) -> CalibrationReport:
     """Agreement of a results file's verdicts (or of ``graders``, re-grading) with human ``labels`` and/or
     with the old verdicts; the first comparison is the one ``min_kappa`` gates (``report.gate``)."""
-    run = CalibrationRun.prepare(
-        results, labels=labels, graders=graders, sample=sample, seed=seed,
-        min_kappa=min_kappa, concurrency=concurrency, timeouts=timeouts,
-    )  # fmt: skip
+    run = CalibrationRun.prepare(results, **options)
     return await run.run()
 
 
 def calibrate(
     results: str,
-    *,
-    labels: str | None = None,
-    graders: Graders = (),
-    sample: int | None = None,
-    seed: int = 0,
-    min_kappa: float | None = None,
-    concurrency: int = 1,
-    timeouts: Timeouts = Timeouts(),
+    **options: Unpack[CalibrateOptions],
 ) -> CalibrationReport:
     """Blocking :func:`acalibrate`."""
-    return run_blocking(
-        functools.partial(
-            acalibrate, results, labels=labels, graders=graders, sample=sample, seed=seed,
-            min_kappa=min_kappa, concurrency=concurrency, timeouts=timeouts,
-        ),
-        "calibrate",
-    )  # fmt: skip
+    return run_blocking(functools.partial(acalibrate, results, **options), "calibrate")
 
 
 def compare(
@@ -290,4 +281,4 @@ def compare(
     )
 
 
-__all__ = ["CalibrationRun", "Comparisons", "acalibrate", "calibrate", "compare", "load_labels", "show_key"]
+__all__ = ["CalibrateOptions", "CalibrationRun", "Comparisons", "acalibrate", "calibrate", "compare", "load_labels", "show_key"]

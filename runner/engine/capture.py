@@ -26,7 +26,7 @@ from collections.abc import (
     Mapping,
 )
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import msgspec
 
@@ -65,6 +65,27 @@ from waza.runner.engine.specs import AgentSpec, Graders, Limits, Output, Timeout
 from waza.runner.grading.grader_runners import GraderRunner
 
 # --- capture --------------------------------------------------------------------------------------
+
+
+class CaptureOptions(TypedDict, total=False):
+    """The keyword options of :func:`capture` and :func:`acapture`, spelled once; ``CaptureRun.prepare``
+    takes the same (and gives their defaults), plus the command line's ``table`` and ``executor``."""
+
+    timeouts: Timeouts
+    concurrency: int
+    workspace: Workspace
+    output: Output | None
+    limits: Limits
+
+
+class RunOneOptions(TypedDict, total=False):
+    """The keyword options of :func:`run_one`: those of :func:`arun_one` (which gives their defaults)."""
+
+    trial: int | None
+    timeouts: Timeouts
+    workspace: Workspace
+    prepare: Callable[[Path], None] | None
+    limits: Limits
 
 
 class CaptureRun(msgspec.Struct):
@@ -166,12 +187,7 @@ async def acapture(
     prompts: Prompts,
     agent: AgentSpec,
     graders: Graders = (),
-    *,
-    timeouts: Timeouts = Timeouts(),
-    concurrency: int = 1,
-    workspace: Workspace = Workspace(),
-    output: Output | None = None,
-    limits: Limits = Limits(),
+    **options: Unpack[CaptureOptions],
 ) -> AsyncGenerator[CaptureResult, None]:
     """Run every prompt through the agent and the graders; yield each CaptureResult as it finishes.
 
@@ -179,9 +195,7 @@ async def acapture(
     file as it finishes; ``Output(path, resume=True)`` skips prompts already there (those that ended
     as errors too, unless ``retry_errors=True``).
     """
-    run = CaptureRun.prepare(
-        prompts, agent, graders, timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output, limits=limits
-    )
+    run = CaptureRun.prepare(prompts, agent, graders, **options)
     async with contextlib.aclosing(run.stream()) as results:  # closed in this task when the caller stops early
         async for result in results:
             yield result
@@ -191,28 +205,10 @@ def capture(
     prompts: Prompts,
     agent: AgentSpec,
     graders: Graders = (),
-    *,
-    timeouts: Timeouts = Timeouts(),
-    concurrency: int = 1,
-    workspace: Workspace = Workspace(),
-    output: Output | None = None,
-    limits: Limits = Limits(),
+    **options: Unpack[CaptureOptions],
 ) -> list[CaptureResult]:
     """Blocking :func:`acapture`: every CaptureResult, in the order they finished."""
-    return collect(
-        functools.partial(
-            acapture,
-            prompts,
-            agent,
-            graders,
-            timeouts=timeouts,
-            concurrency=concurrency,
-            workspace=workspace,
-            output=output,
-            limits=limits,
-        ),
-        "capture",
-    )
+    return collect(functools.partial(acapture, prompts, agent, graders, **options), "capture")
 
 
 # --- one prompt -----------------------------------------------------------------------------------
@@ -252,23 +248,13 @@ def run_one(
     case: PromptCase | Mapping[str, Any],
     agent: AgentSpec,
     graders: Graders = (),
-    *,
-    trial: int | None = None,
-    timeouts: Timeouts = Timeouts(),
-    workspace: Workspace = Workspace(fresh=True),
-    prepare: Callable[[Path], None] | None = None,
-    limits: Limits = Limits(),
+    **options: Unpack[RunOneOptions],
 ) -> CaptureResult:
     """Blocking :func:`arun_one`."""
-    return run_blocking(
-        functools.partial(
-            arun_one, case, agent, graders, trial=trial, timeouts=timeouts, workspace=workspace, prepare=prepare, limits=limits
-        ),
-        "run_one",
-    )
+    return run_blocking(functools.partial(arun_one, case, agent, graders, **options), "run_one")
 
 
 # --- grading results that exist -------------------------------------------------------------------
 
 
-__all__ = ["CaptureRun", "acapture", "arun_one", "capture", "run_one"]
+__all__ = ["CaptureOptions", "CaptureRun", "RunOneOptions", "acapture", "arun_one", "capture", "run_one"]

@@ -15,6 +15,7 @@ from collections.abc import (
     Iterable,
 )
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import msgspec
 
@@ -69,6 +70,16 @@ def read_results(
                 skipped.append(str(exc))
 
     return decoded()
+
+
+class GradeOptions(TypedDict, total=False):
+    """The keyword options of :func:`grade` and :func:`agrade`, spelled once; ``GradeRun.prepare`` takes the
+    same (and gives their defaults), plus the command line's ``skip_invalid``."""
+
+    timeouts: Timeouts
+    concurrency: int
+    output: Output | None
+    limits: Limits
 
 
 class GradeRun(msgspec.Struct):
@@ -142,14 +153,10 @@ class GradeRun(msgspec.Struct):
 async def agrade(
     results: str | Path | Iterable[CaptureResult],
     graders: Graders,
-    *,
-    timeouts: Timeouts = Timeouts(),
-    concurrency: int = 1,
-    output: Output | None = None,
-    limits: Limits = Limits(),
+    **options: Unpack[GradeOptions],
 ) -> AsyncGenerator[CaptureResult, None]:
     """Grade CaptureResults again with ``graders`` (a JSONL file, ``-``, or records); yield each as it is graded."""
-    run = GradeRun.prepare(results, graders, timeouts=timeouts, concurrency=concurrency, output=output, limits=limits)
+    run = GradeRun.prepare(results, graders, **options)
     async with contextlib.aclosing(run.stream()) as graded:  # closed in this task when the caller stops early
         async for result in graded:
             yield result
@@ -158,17 +165,10 @@ async def agrade(
 def grade(
     results: str | Path | Iterable[CaptureResult],
     graders: Graders,
-    *,
-    timeouts: Timeouts = Timeouts(),
-    concurrency: int = 1,
-    output: Output | None = None,
-    limits: Limits = Limits(),
+    **options: Unpack[GradeOptions],
 ) -> list[CaptureResult]:
     """Blocking :func:`agrade`."""
-    return collect(
-        functools.partial(agrade, results, graders, timeouts=timeouts, concurrency=concurrency, output=output, limits=limits),
-        "grade",
-    )
+    return collect(functools.partial(agrade, results, graders, **options), "grade")
 
 
-__all__ = ["GradeRun", "agrade", "grade", "read_results"]
+__all__ = ["GradeOptions", "GradeRun", "agrade", "grade", "read_results"]

@@ -24,8 +24,7 @@ from waza.protocol.io.secrets import Redactor
 from waza.protocol.jsonl import DEFAULT_MAX_LINE, JsonlError, dumps, iter_existing, repair_torn_tail
 from waza.protocol.records import CaptureResult
 from waza.runner.analysis.error_digest import ErrorDigest
-from waza.runner.analysis.pass_rate import describe_pass_rate, pass_rate
-from waza.runner.engine.cache_summary import print_cache_line
+from waza.runner.analysis.pass_rate import pass_rate
 from waza.runner.engine.progress import Progress
 from waza.runner.engine.rerun import ErrorRecords
 from waza.runner.wording import count
@@ -210,25 +209,3 @@ def resume_state(
         retry.ids = {key[0] for key in errored - done if isinstance(key[0], str)}
         retry.again = len(errored - done)
     return done
-
-
-def finish_run(tally: Tally, gates: dict[str, float], *, skipped: int = 0, errors: ErrorDigest | None = None) -> int:
-    """Print a run's summary (and why results errored) on stderr; its exit code (1: a gate missed or a result errored)."""
-    line = tally.describe()
-    if skipped:
-        line += f" ({skipped} already done, skipped)"
-    rate = describe_pass_rate(tally.statuses["passed"], tally.statuses["failed"], tally.statuses["error"])
-    if rate:
-        line += f"; {rate}"
-    score = tally.mean_score()
-    if score is not None:
-        line += f"; mean score {score:.3f}"
-    print(f"waza: {line}", file=sys.stderr)
-    print_cache_line()
-    if errors is not None:
-        errors.print()
-    missed = tally.missed_gates(gates)
-    if missed:
-        print(f"waza: --fail-under not met: {'; '.join(missed)}", file=sys.stderr)
-        return 1
-    return 1 if tally.statuses["error"] else 0

@@ -25,9 +25,10 @@ from typing import Any, Protocol, TypeAlias, TypeVar
 import anyio
 import msgspec
 
-from waza.adapters.base import Adapter, AdapterOptions, AgentRun, AgentTask, Conversation
+from waza.adapters.base import Adapter, AgentRun, AgentTask, Conversation
 from waza.adapters.sandbox.bwrap import Sandbox, wrap_command
 from waza.adapters.sandbox.limits import SandboxLimits, limit_errors
+from waza.adapters.specs import AgentSpec, sandbox_of
 from waza.graders._commands import AGENTS_CODE_CONFINEMENT
 from waza.protocol.errors import AgentError, ConfigError, GraderError, WazaError
 from waza.protocol.grader_protocol import request_for, settle
@@ -185,9 +186,9 @@ def _has_mark(root_fd: int, name: str) -> bool:
 class Settings(msgspec.Struct):
     """Everything a run of prompts needs besides the prompts: the agent, its graders and the limits."""
 
-    adapter: type[Adapter]
-    command: list[str]
-    opts: AdapterOptions
+    adapter: type[Adapter[Any]]
+    #: The agent as it runs: its command resolved, its sandbox planned (``run_setup.resolve_agent``).
+    agent: AgentSpec
     graders: list[GraderRunner]
     concurrency: int = 1
     timeout: float | None = None
@@ -220,9 +221,9 @@ async def entered(runners: Sequence[GraderRunner]) -> AsyncIterator[Sequence[Gra
 
 
 @contextlib.asynccontextmanager
-async def open_adapter(settings: Settings) -> AsyncIterator[Adapter]:
+async def open_adapter(settings: Settings) -> AsyncIterator[Adapter[Any]]:
     """One adapter (one agent) for a worker; an agent that cannot start stops the run with an AgentError."""
-    adapter = settings.adapter(settings.command, settings.opts)
+    adapter = settings.adapter(settings.agent)
     try:
         await adapter.__aenter__()
     except WazaError:
@@ -254,7 +255,7 @@ async def grade_result(result: CaptureResult, graders: list[GraderRunner]) -> Ca
 
 
 async def capture_one(
-    adapter: Adapter, item: WorkItem, workspace: Path, settings: Settings, dialogue: Dialogue | None = None
+    adapter: Adapter[Any], item: WorkItem, workspace: Path, settings: Settings, dialogue: Dialogue | None = None
 ) -> CaptureResult:
     """Run one item through the adapter and build its (ungraded) result; never raises for agent faults.
 
@@ -354,7 +355,7 @@ async def run_items(items: AsyncIterator[WorkItem], settings: Settings, sink: Si
 Executor: TypeAlias = Callable[[AsyncIterator[WorkItem], Settings, Sink[CaptureResult]], Awaitable[None]]
 
 
-async def run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> CaptureResult:
+async def run_item(adapter: Adapter[Any], item: WorkItem, settings: Settings) -> CaptureResult:
     """One item in its workspace through an open adapter, graded; a fault is this record's error."""
     try:
         # Making and filling a workspace reads and writes whole trees: in a worker thread, so the
@@ -374,7 +375,7 @@ async def run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> Capt
     try:
         dialogue = None if item.dialogue is None else item.dialogue(workspace)
         result = await capture_one(adapter, item, workspace, settings, dialogue)
-        policy = settings.opts.sandbox
+        policy = sandbox_of(settings.agent)
         if policy is not None and policy.limits:
             result.errors.extend(await anyio.to_thread.run_sync(reached_limits, result, workspace, policy.limits))
         own = [] if dialogue is None else dialogue.finish(result)

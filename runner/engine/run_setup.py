@@ -26,9 +26,10 @@ import anyio
 import msgspec
 
 from waza.adapters import adapter_class
-from waza.adapters.base import Adapter, AdapterOptions
+from waza.adapters.base import Adapter
 from waza.adapters.sandbox.bwrap import check_available, hidden_places, plan, program_as_shown, too_high
 from waza.adapters.sandbox.limits import describe
+from waza.adapters.specs import HttpAgent, ProcessAgent, sandbox_of
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.agent_command import resolve_agent_command
 from waza.protocol.records import CaptureResult, PromptCase
@@ -58,11 +59,11 @@ Prompts = str | Path | Iterable[PromptCase | Mapping[str, Any]]
 # --- turning specs into live objects --------------------------------------------------------------
 
 
-def resolve_agent(agent: AgentSpec) -> tuple[type[Adapter], list[str], AdapterOptions]:
-    """The adapter class, command and options of an agent spec, checked before anything runs."""
+def resolve_agent(agent: AgentSpec) -> tuple[type[Adapter[Any]], AgentSpec]:
+    """The adapter class of an agent spec, and the spec as it runs (its command resolved, its sandbox planned),
+    checked before anything runs."""
     cls = adapter_class(agent.adapter)
     command = list(agent.command)
-    opts = agent.options()
     if cls.needs_command and not command:
         raise ConfigError(f"{type(agent).__name__}.command is empty: the {cls.name} adapter needs an agent command")
     if not cls.needs_command and command:
@@ -70,21 +71,20 @@ def resolve_agent(agent: AgentSpec) -> tuple[type[Adapter], list[str], AdapterOp
             f"{type(agent).__name__}.command: the {cls.name} adapter runs no agent command, but one was given: {' '.join(command)!r}"
         )
     if command:
-        command = resolve_agent_command(command)
-    cls.check(command, opts)
-    if opts.sandbox is not None:
+        agent = msgspec.structs.replace(agent, command=tuple(resolve_agent_command(command)))
+    cls.check(agent)
+    if isinstance(agent, ProcessAgent) and agent.sandbox is not None:
         check_available()  # no bubblewrap or no namespaces here: one clear line before anything runs
         # what every sandbox of the run shows, decided once from this command line, before any agent runs
-        planned = plan(opts.sandbox, cls.agent_command(command, opts))
-        opts = msgspec.structs.replace(opts, sandbox=planned)
-        command = program_as_shown(command)
+        planned = plan(agent.sandbox, cls.agent_command(agent))
+        agent = msgspec.structs.replace(agent, sandbox=planned, command=tuple(program_as_shown(list(agent.command))))
         if planned.limits:
             say_limits()
-    if opts.local_model:  # HttpAgent's: the runner owns the server, the adapter only sees its URL
+    if isinstance(agent, HttpAgent) and agent.local_model:  # the runner owns the server, the adapter only sees its URL
         from waza.runner.local_model.server import resolve_model, with_local_model
 
-        cls = with_local_model(resolve_model(Path(opts.model) if opts.model else None, option="HttpAgent.model"))
-    return cls, command, opts
+        cls = with_local_model(resolve_model(Path(agent.model) if agent.model else None, option="HttpAgent.model"))
+    return cls, agent
 
 
 @functools.cache
@@ -134,7 +134,7 @@ def check_sandbox_workspaces(settings: Settings, files: Mapping[str, str | Path 
     """ConfigError when a sandboxed agent's workspace would be, or hold, ``/``, a home, a temporary
     folder of the host, or one of ``files`` (the results, the prompts) or a grader's file: the agent
     could read or rewrite them."""
-    if settings.opts.sandbox is None:
+    if sandbox_of(settings.agent) is None:
         return
     places = [("Workspace.root", settings.workspaces.root)] if settings.workspaces.root is not None else []
     if not places and not settings.workspaces.fresh:
@@ -167,19 +167,19 @@ def run_settings(
     workspaces: Workspaces,
     limits: Limits = Limits(),
 ) -> Settings:
-    adapter, command, opts = resolve_agent(agent)
+    adapter, agent = resolve_agent(agent)
+    sandbox = sandbox_of(agent)
     if concurrency < 1:
         raise ConfigError(f"concurrency must be at least 1, got {concurrency}", field="concurrency")
     return Settings(
         adapter=adapter,
-        command=command,
-        opts=opts,
+        agent=agent,
         graders=runners,
         concurrency=concurrency,
         timeout=timeouts.prompt,
         workspaces=workspaces,
         limits=limits,
-        grading_sandbox=None if opts.sandbox is None else plan(opts.sandbox, [sys.executable]),
+        grading_sandbox=None if sandbox is None else plan(sandbox, [sys.executable]),
     )
 
 

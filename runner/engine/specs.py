@@ -7,9 +7,10 @@ a spec into live objects (an adapter, grader runners), and it checks each one
 there, before anything runs (a ConfigError names what is wrong).
 
 One agent spec per adapter (``ExecAgent``, ``AcpAgent``, ``HeadlessAgent``,
-``HttpAgent``, ``ReplayAgent``, ``MockAgent``); its fields are exactly the
-options that adapter honours, so an option an adapter would ignore cannot be
-written. Grader specs: ``Builtin`` (by name, with its config), ``Executable``
+``HttpAgent``, ``ReplayAgent``, ``MockAgent``), defined beside the adapters
+that take them (:mod:`waza.adapters.specs`) and re-exported here; its fields are
+exactly the options that adapter honours, so an option an adapter would ignore
+cannot be written. Grader specs: ``Builtin`` (by name, with its config), ``Executable``
 (one process per result), ``Worker`` (a persistent worker process),
 ``PythonGrader`` (``file.py:fn``, ``package.module:fn`` or a callable) and
 ``Judge`` (an LLM grader pointed at a judge).
@@ -20,25 +21,30 @@ from __future__ import annotations
 import math
 import os
 import re
-import shlex
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import msgspec
 import msgspec.structs
 from msgspec.structs import force_setattr
 
-from waza.adapters.base import AdapterOptions
-from waza.adapters.sandbox.bwrap import Sandbox
+from waza.adapters.specs import (
+    AGENTS,
+    AcpAgent,
+    AgentSpec,
+    ExecAgent,
+    HeadlessAgent,
+    HttpAgent,
+    MockAgent,
+    ReplayAgent,
+    command_argv,
+)
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB
 from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_MB
 from waza.runner.engine.inputs import TimeoutUnit
 from waza.runner.grading.grader_specs import GraderSpec, check_python_target, parse_grader, resolve_argv
-
-if TYPE_CHECKING:
-    from waza.runner.grading.judge_setup import JudgeChoice
 
 
 class Timeouts(msgspec.Struct, frozen=True):
@@ -64,15 +70,6 @@ def _positive(value: object, name: str, unit: str) -> None:
     """Refuse a limit that is not a finite number above zero (a bool is not a number here)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise ConfigError(f"{name} must be a positive number of {unit}, got {value!r}")
-
-
-def _argv(value: object, name: str) -> tuple[str, ...]:
-    """A command as a tuple of arguments: a string is split as a POSIX shell would (``"python x.py"``)."""
-    if isinstance(value, str):
-        return tuple(shlex.split(value))
-    if not isinstance(value, (list, tuple)):
-        raise ConfigError(f"{name} takes a command line (a string) or a sequence of arguments, got {value!r}")
-    return tuple(str(c) for c in value)
 
 
 class Limits(msgspec.Struct, frozen=True):
@@ -162,130 +159,6 @@ class Output(msgspec.Struct, frozen=True):
         raise ConfigError(f"Output.path {self.path!r}: {problem}")
 
 
-# --- agents ---------------------------------------------------------------------------------------
-
-
-class _Agent(msgspec.Struct, frozen=True, kw_only=True):
-    """Base of agent specs: ``adapter`` names the adapter; the other fields are its options."""
-
-    adapter: ClassVar[str]
-    #: The agent's command line: a sequence of arguments, or a string split as a POSIX shell would.
-    command: str | Sequence[str] = ()
-
-    def __post_init__(self) -> None:
-        force_setattr(self, "command", _argv(self.command, f"{type(self).__name__}.command"))
-
-    def options(self) -> AdapterOptions:
-        """The adapter options this spec sets (every other option keeps its default)."""
-        values: dict[str, Any] = {}
-        for f in msgspec.structs.fields(self):
-            if f.name == "command":
-                continue
-            value = getattr(self, f.name)
-            if f.name == "mcp_servers":
-                value = [dict(s) for s in value]
-            elif isinstance(value, str) and f.name in _PATH_OPTIONS:
-                value = Path(value)
-            values[f.name] = value
-        return AdapterOptions(**values)
-
-
-_PATH_OPTIONS = frozenset({"mcp_config", "permission_rules", "raw_log", "schema", "replay_from"})
-
-
-class ExecAgent(_Agent, frozen=True, kw_only=True):
-    """A command run once per turn: the prompt on stdin, the answer on stdout (``events``: JSONL events)."""
-
-    adapter: ClassVar[str] = "exec"
-    command: str | Sequence[str]
-    events: bool = False
-    sandbox: Sandbox | None = None
-
-
-class AcpAgent(_Agent, frozen=True, kw_only=True):
-    """An agent speaking the Agent Client Protocol over stdio."""
-
-    adapter: ClassVar[str] = "acp"
-    command: str | Sequence[str]
-    mcp_servers: tuple[Mapping[str, Any], ...] = ()
-    mcp_config: Path | None = None
-    permission: str | None = None
-    permission_rules: Path | None = None
-    raw_log: Path | None = None
-    auth_method: str | None = None
-    sandbox: Sandbox | None = None
-
-
-class HeadlessAgent(_Agent, frozen=True, kw_only=True):
-    """A CLI agent's headless mode, read through an adapter schema (a file or a bundled name)."""
-
-    adapter: ClassVar[str] = "headless"
-    schema: Path | None = None
-    raw_log: Path | None = None
-    sandbox: Sandbox | None = None
-
-
-class HttpAgent(_Agent, frozen=True, kw_only=True):
-    """An OpenAI-compatible chat endpoint (``local_model``: a local model server started for the run)."""
-
-    adapter: ClassVar[str] = "http"
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    system_prompt: str | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    stream: bool = False
-    local_model: bool = False
-    #: Keep replies in the model cache and reuse them (keyed by the trial number in trials).
-    cache: bool = False
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.temperature is not None and (not math.isfinite(self.temperature) or self.temperature < 0):
-            raise ConfigError(f"HttpAgent.temperature must be a number of at least 0, got {self.temperature!r}")
-        if self.max_tokens is not None and (isinstance(self.max_tokens, bool) or self.max_tokens < 1):
-            raise ConfigError(f"HttpAgent.max_tokens must be at least 1, got {self.max_tokens!r}")
-
-
-class ReplayAgent(_Agent, frozen=True, kw_only=True):
-    """Results recorded earlier, replayed as the agent's answers (to re-grade without the agent)."""
-
-    adapter: ClassVar[str] = "replay"
-    replay_from: Path | None = None
-
-
-class MockAgent(_Agent, frozen=True, kw_only=True):
-    """The scripted offline agent (a prompt's ``mock`` key scripts it)."""
-
-    adapter: ClassVar[str] = "mock"
-
-
-AgentSpec: TypeAlias = ExecAgent | AcpAgent | HeadlessAgent | HttpAgent | ReplayAgent | MockAgent
-AGENTS: dict[str, type[AgentSpec]] = {
-    cls.adapter: cls for cls in (ExecAgent, AcpAgent, HeadlessAgent, HttpAgent, ReplayAgent, MockAgent)
-}
-
-
-def agent_spec(adapter: str, command: list[str], opts: AdapterOptions) -> AgentSpec:
-    """The spec for ``--adapter NAME`` and its options; an option the adapter would ignore is a ConfigError."""
-    from waza.adapters import adapter_class
-
-    cls = AGENTS.get(adapter)
-    if cls is None:
-        adapter_class(adapter)  # raises the "unknown adapter" error listing the known ones
-        raise AssertionError(adapter)
-    names = {f.name for f in msgspec.structs.fields(cls)} - {"command"}
-    ignored = sorted(opts.given() - names)
-    if ignored:
-        flags = ", ".join("--" + ("from" if n == "replay_from" else n.replace("_", "-")) for n in ignored)
-        raise ConfigError(f"{flags} does nothing with --adapter {adapter}; remove it or choose another adapter")
-    values = {n: getattr(opts, n) for n in names}
-    if "mcp_servers" in values:
-        values["mcp_servers"] = tuple(values["mcp_servers"])
-    return cls(command=tuple(command), **values)
-
-
 # --- graders --------------------------------------------------------------------------------------
 
 _NAME = re.compile(r"^[A-Za-z_][\w.-]*$")
@@ -349,7 +222,7 @@ class Executable(GraderBase, frozen=True, kw_only=True):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        force_setattr(self, "argv", _argv(self.argv, "Executable.argv"))
+        force_setattr(self, "argv", command_argv(self.argv, "Executable.argv"))
 
     def internal(self) -> GraderSpec:
         argv = resolve_argv([str(a) for a in self.argv])
@@ -364,7 +237,7 @@ class Worker(GraderBase, frozen=True, kw_only=True):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        force_setattr(self, "argv", _argv(self.argv, "Worker.argv"))
+        force_setattr(self, "argv", command_argv(self.argv, "Worker.argv"))
 
     def internal(self) -> GraderSpec:
         argv = resolve_argv([str(a) for a in self.argv])
@@ -411,19 +284,25 @@ class Judge(GraderBase, frozen=True, kw_only=True):
     #: False: the judge is asked every time and nothing is kept in the model cache (--no-cache).
     cache: bool = True
 
-    def choice(self) -> JudgeChoice:
-        """Where this judge is, as the judge options of a command line."""
-        from waza.runner.grading.judge_setup import JudgeChoice
-
-        return JudgeChoice(
-            judge="local" if self.local else None,
-            base_url=self.base_url,
-            model=self.model,
-            api_key_env=self.api_key_env,
-            command=self.command,
-            model_path=self.model_path,
-            cache=self.cache,
-        )
+    def judge_config(self) -> dict[str, Any]:
+        """The grader-config keys saying where this judge is (``local``: ``judge: local``), only those set;
+        ConfigError when they contradict each other."""
+        if self.local and (self.base_url or self.command):
+            raise ConfigError("Judge.local starts its own server; drop Judge.base_url / Judge.command")
+        if self.base_url and self.command:
+            raise ConfigError("give Judge.base_url or Judge.command, not both")
+        if self.model_path and not self.local:
+            raise ConfigError("Judge.model_path is for Judge.local", field="Judge.model_path")
+        values = {
+            "judge": "local" if self.local else None,
+            "base_url": self.base_url,
+            "model": self.model,
+            "api_key_env": self.api_key_env,
+            "command": self.command,
+            "model_path": str(self.model_path) if self.model_path else None,
+            "cache": None if self.cache else False,
+        }
+        return {k: v for k, v in values.items() if v is not None}
 
     def internal(self) -> GraderSpec:
         from waza.runner.grading.judge_setup import apply
@@ -431,7 +310,7 @@ class Judge(GraderBase, frozen=True, kw_only=True):
         spec = Builtin(
             grader=self.grader, name=self.name, config=self.config, weight=self.weight, timeout=self.timeout
         ).internal()
-        apply([spec], self.choice())
+        apply([spec], self.judge_config())
         return spec
 
 
@@ -497,7 +376,6 @@ __all__ = [
     "Timeouts",
     "Worker",
     "Workspace",
-    "agent_spec",
     "from_internal",
     "grader_specs",
 ]

@@ -11,6 +11,7 @@ import contextlib
 import functools
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import msgspec
 
@@ -44,7 +45,21 @@ from waza.runner.engine.trial_runs import (
     sidecar_path,
 )
 
-__all__ = ["TrialsRun", "atrials", "summarize_trials", "trials"]
+__all__ = ["TrialsOptions", "TrialsRun", "atrials", "summarize_trials", "trials"]
+
+
+class TrialsOptions(TypedDict, total=False):
+    """The keyword options of :func:`trials` and :func:`atrials`, spelled once; ``TrialsRun.prepare`` takes the
+    same (and gives their defaults), plus the command line's ``seed``, ``summary``, ``table`` and ``executor``."""
+
+    k: int
+    k_values: Sequence[int] | None
+    errors: ErrorPolicy
+    timeouts: Timeouts
+    concurrency: int
+    workspace: Workspace
+    output: Output | None
+    limits: Limits
 
 
 class TrialsRun(msgspec.Struct):
@@ -186,22 +201,11 @@ async def atrials(
     prompts: Prompts,
     agent: AgentSpec,
     graders: Graders,
-    *,
-    k: int = 5,
-    k_values: Sequence[int] | None = None,
-    errors: ErrorPolicy = "exclude",
-    timeouts: Timeouts = Timeouts(),
-    concurrency: int = 1,
-    workspace: Workspace = Workspace(),
-    output: Output | None = None,
-    limits: Limits = Limits(),
+    **options: Unpack[TrialsOptions],
 ) -> AsyncGenerator[TrialResult, None]:
     """Run every prompt ``k`` times (fresh agent session and workspace each); yield each prompt's
     TrialResult (its trials, pass rate, pass@k and pass^k for ``k_values``) when its last trial is in."""
-    run = TrialsRun.prepare(
-        prompts, agent, graders, k=k, k_values=k_values, errors=errors,
-        timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output, limits=limits,
-    )  # fmt: skip
+    run = TrialsRun.prepare(prompts, agent, graders, **options)
     async with contextlib.aclosing(run.stream()) as results:  # closed in this task when the caller stops early
         async for result in results:
             yield result
@@ -211,24 +215,10 @@ def trials(
     prompts: Prompts,
     agent: AgentSpec,
     graders: Graders,
-    *,
-    k: int = 5,
-    k_values: Sequence[int] | None = None,
-    errors: ErrorPolicy = "exclude",
-    timeouts: Timeouts = Timeouts(),
-    concurrency: int = 1,
-    workspace: Workspace = Workspace(),
-    output: Output | None = None,
-    limits: Limits = Limits(),
+    **options: Unpack[TrialsOptions],
 ) -> list[TrialResult]:
     """Blocking :func:`atrials`: every prompt's TrialResult, in the order they finished."""
-    return collect(
-        functools.partial(
-            atrials, prompts, agent, graders, k=k, k_values=k_values, errors=errors,
-            timeouts=timeouts, concurrency=concurrency, workspace=workspace, output=output, limits=limits,
-        ),
-        "trials",
-    )  # fmt: skip
+    return collect(functools.partial(atrials, prompts, agent, graders, **options), "trials")
 
 
 def summarize_trials(results: Iterable[TrialResult], *, seed: int = 0) -> TrialsSummary:

@@ -1,6 +1,6 @@
-"""Parsing ``--grader`` / ``--grader-config`` / ``--grader-weight`` into grader specs.
+"""Parsing a grader named by a string (``graders=["builtin:regex"]``, and the CLI's ``--grader``) into a spec.
 
-``--grader`` takes, optionally prefixed by ``NAME=``:
+A string takes, optionally prefixed by ``NAME=``:
   ``builtin:NAME``           a built-in grader (in-process; ``--isolate`` runs it as a process)
   ``worker:CMD``             an executable in persistent worker mode (JSONL in, JSONL out)
   ``FILE.py:FUNC`` / ``pkg.module:FUNC``   a Python callable, imported and called in-process
@@ -8,8 +8,7 @@
                              run per result under Bun, Node or tsx (see :mod:`.module_graders`),
                              unless it is an executable script with a ``#!`` line
   ``PATH [ARGS...]``         any executable: one process per result (shell-split when it has spaces)
-``--grader-config`` and ``--grader-weight`` take ``NAME=VALUE``, or a bare value
-when there is exactly one grader.
+Errors name the API's ``graders=``; the command line says ``--grader`` (``runner/cli/api_terms.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
-import orjson
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.agent_command import absolute_file_args
@@ -55,7 +53,7 @@ def parse_grader(text: str) -> GraderSpec:
     if sep and _NAME.match(head) and not os.path.exists(text):
         name, text = head, rest
     if not text:
-        raise ConfigError("--grader needs a value")
+        raise ConfigError("graders= needs a value")
     if text.startswith("builtin:"):
         builtin = text[len("builtin:") :]
         from waza.graders import canonical, load
@@ -79,13 +77,13 @@ def check_python_target(text: str) -> tuple[str, str]:
     """(target, function) of ``FILE.py:FUNC`` or ``package.module:FUNC``; ConfigError when it is neither."""
     match = _CALLABLE.match(text)
     if not match:
-        raise ConfigError(f"{text!r} is neither FILE.py:FUNC nor package.module:FUNC", field="--grader")
+        raise ConfigError(f"{text!r} is neither FILE.py:FUNC nor package.module:FUNC", field="graders=")
     target, func = match["target"], match["func"]
     if target.endswith(".py"):
         if not Path(target).is_file():
-            raise ConfigError(f"grader file {target!r} does not exist", field="--grader")
+            raise ConfigError(f"grader file {target!r} does not exist", field="graders=")
     elif not re.match(r"^[A-Za-z_][\w.]*$", target):
-        raise ConfigError(f"{text!r} is neither FILE.py:FUNC nor package.module:FUNC", field="--grader")
+        raise ConfigError(f"{text!r} is neither FILE.py:FUNC nor package.module:FUNC", field="graders=")
     return target, func
 
 
@@ -101,16 +99,16 @@ def resolve_argv(argv: list[str]) -> list[str]:
     """``argv`` with its program resolved to an absolute path (ConfigError when it cannot run)."""
     argv = list(argv)
     if not argv or not argv[0]:
-        raise ConfigError("--grader needs a value")
+        raise ConfigError("graders= needs a value")
     exe = argv[0]
     path = Path(exe)
     if os.sep in exe or path.exists():
         if path.is_dir():
-            raise ConfigError(f"grader {exe!r} is a directory, not an executable", field="--grader")
+            raise ConfigError(f"grader {exe!r} is a directory, not an executable", field="graders=")
         if not path.exists():
-            raise ConfigError(f"grader {exe!r} does not exist", field="--grader")
+            raise ConfigError(f"grader {exe!r} does not exist", field="graders=")
         if not os.access(path, os.X_OK):
-            raise ConfigError(f"grader {exe!r} is not executable (chmod +x it)", field="--grader")
+            raise ConfigError(f"grader {exe!r} is not executable (chmod +x it)", field="graders=")
         # Absolute (graders run in the workspace), but not through symlinks: a venv's python is
         # a symlink whose own path is what makes it the venv's.
         argv[0] = os.path.abspath(exe)
@@ -119,54 +117,8 @@ def resolve_argv(argv: list[str]) -> list[str]:
 
         found = shutil.which(exe)
         if found is None:
-            raise ConfigError(f"grader {exe!r} not found on PATH", field="--grader")
+            raise ConfigError(f"grader {exe!r} not found on PATH", field="graders=")
         argv[0] = found
     # `python3 g.py`: the file argument too, or the grader would look for it in the workspace.
     argv[1:] = absolute_file_args(argv[1:], Path.cwd())
     return argv
-
-
-def _keyed(values: list[str], specs: list[GraderSpec], option: str) -> list[tuple[GraderSpec, str]]:
-    by_name = {s.name: s for s in specs}
-    out = []
-    for value in values:
-        head, sep, rest = value.partition("=")
-        if sep and head in by_name:
-            out.append((by_name[head], rest))
-        elif len(specs) == 1:
-            out.append((specs[0], value))
-        else:
-            names = ", ".join(by_name) or "none"
-            raise ConfigError(f"{option} {value!r} must be NAME=VALUE naming a grader (graders: {names})")
-    return out
-
-
-def build_specs(
-    graders: list[str],
-    configs: list[str] | None = None,
-    weights: list[str] | None = None,
-    timeout: float | None = None,
-) -> list[GraderSpec]:
-    specs = [parse_grader(g) for g in graders]
-    seen: set[str] = set()
-    for s in specs:
-        if s.name in seen:
-            raise ConfigError(f"two graders are named {s.name!r}; name them with NAME=SPEC", field="--grader")
-        seen.add(s.name)
-        s.timeout = timeout
-    for spec, raw in _keyed(configs or [], specs, "--grader-config"):
-        try:
-            value = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise ConfigError(f"--grader-config for {spec.name!r} is not valid JSON: {exc}") from None
-        if not isinstance(value, dict):
-            raise ConfigError(f"--grader-config for {spec.name!r} must be a JSON object")
-        spec.config = value
-    for spec, raw in _keyed(weights or [], specs, "--grader-weight"):
-        try:
-            spec.weight = float(raw)
-        except ValueError:
-            raise ConfigError(f"--grader-weight for {spec.name!r} must be a number, got {raw!r}") from None
-        if spec.weight < 0:
-            raise ConfigError(f"--grader-weight for {spec.name!r} must not be negative")
-    return specs

@@ -1,6 +1,6 @@
-"""Pointing the LLM graders at a judge: command-line judge options, and the local model server.
+"""Pointing the LLM graders at a judge: a ``Judge``'s choice (the CLI's ``--judge`` options), and the local model server.
 
-``--judge-*`` options are merged into the config of every LLM grader of the
+A judge choice is merged into the config of every LLM grader of the
 run (``llm``, ``llm_comparison``, ``prompt``), overriding what a grader config
 says: the command line is the run-time choice. They are rejected when no LLM
 grader is there to use them, and in combinations that contradict each other.
@@ -14,10 +14,9 @@ run.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-
-import msgspec
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import Grade, GraderRequest
@@ -31,61 +30,20 @@ DESTINATION_KEYS = frozenset({"judge", "base_url", "command", "model_path"})
 LOCAL_REASONING_CHARS = 400
 
 
-class JudgeChoice(msgspec.Struct):
-    """The judge options of one command line."""
-
-    judge: str | None = None
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    command: str | None = None
-    model_path: Path | None = None
-    #: False with --no-cache: every judge call is made, none is kept.
-    cache: bool = True
-
-    def config(self) -> dict[str, Any]:
-        """The grader-config keys these options set (``--judge`` is ``judge``, and so on)."""
-        values = {
-            "judge": self.judge,
-            "base_url": self.base_url,
-            "model": self.model,
-            "api_key_env": self.api_key_env,
-            "command": self.command,
-            "model_path": str(self.model_path) if self.model_path else None,
-            "cache": None if self.cache else False,
-        }
-        return {k: v for k, v in values.items() if v is not None}
-
-    def check(self) -> None:
-        if self.judge not in (None, "local"):
-            raise ConfigError(f"--judge takes 'local', got {self.judge!r}", field="--judge")
-        if self.judge == "local" and (self.base_url or self.command):
-            raise ConfigError("--judge local starts its own server; drop --judge-base-url / --judge-command")
-        if self.base_url and self.command:
-            raise ConfigError("give --judge-base-url or --judge-command, not both")
-        if self.model_path and self.judge != "local":
-            raise ConfigError("--judge-model-path is for --judge local", field="--judge-model-path")
-
-
 def is_llm(spec: GraderSpec) -> bool:
     return spec.kind == "builtin" and spec.target in LLM_GRADERS
 
 
-def apply(specs: list[GraderSpec], choice: JudgeChoice | None, *, others: bool = False) -> None:
-    """Merge the command line's judge options into the LLM graders' configs (before they are checked);
-    ``others``: something besides graders uses the judge (a suite's responder), so none is needed."""
-    if choice is None:
-        return
-    choice.check()
-    given = choice.config()
+def apply(specs: list[GraderSpec], given: Mapping[str, Any], *, others: bool = False) -> None:
+    """Merge a ``Judge``'s choice (its grader-config keys, ``Judge.judge_config``) into the LLM graders' configs
+    (before they are checked): the run-time choice overrides what a grader's config says; ``others``: something
+    besides graders uses the judge (a suite's responder), so none is needed."""
     if not given:
         return
     llm_specs = [s for s in specs if is_llm(s)]
     if not llm_specs and not others:
-        flags = ", ".join(
-            "--no-cache" if k == "cache" else "--judge" + ("" if k == "judge" else "-" + k.replace("_", "-")) for k in given
-        )
-        raise ConfigError(f"{flags} does nothing without an LLM grader (builtin:llm, builtin:llm_comparison, builtin:prompt)")
+        fields = ", ".join("Judge." + ("local" if k == "judge" else k) for k in given)
+        raise ConfigError(f"{fields} does nothing without an LLM grader (builtin:llm, builtin:llm_comparison, builtin:prompt)")
     # A judge chosen on the command line replaces the one a config chose, not just some of its keys.
     replaced = DESTINATION_KEYS if DESTINATION_KEYS & set(given) else frozenset()
     for spec in llm_specs:

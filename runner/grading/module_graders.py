@@ -71,5 +71,5 @@ def module_argv(path: Path) -> list[str]:
     need = "Bun (https://bun.sh), Node 22.6 or later, or tsx (npm install -g tsx)" if typescript else "Bun or Node"
     raise ConfigError(
         f"grader {str(path)!r} is a {'TypeScript' if typescript else 'JavaScript'} module: install {need} to run it",
-        field="--grader",
+        field="graders=",
     )

@@ -201,7 +201,7 @@ def shared(model: Path) -> SharedServer:
     return _SERVERS.setdefault(model, SharedServer(model))
 
 
-def with_local_model(model: Path) -> type[Adapter]:
+def with_local_model(model: Path) -> type[Adapter[Any]]:
     """The http adapter (the only one with ``local_model``) pointed at the shared local server for ``model``
     while it is entered."""
     from waza.adapters.http import HttpAdapter
@@ -212,7 +212,7 @@ def with_local_model(model: Path) -> type[Adapter]:
         async def __aenter__(self) -> HttpAdapter:
             self._local = server.use()
             url = await self._local.__aenter__()
-            self.opts = msgspec.structs.replace(self.opts, base_url=url, model=MODEL_NAME)
+            self.spec = msgspec.structs.replace(self.spec, base_url=url, model=MODEL_NAME)
             self.cache_as = identity(model)  # the port is new each run; --cache knows the model
             try:
                 return await super().__aenter__()

@@ -76,7 +76,7 @@ class Slot:
         self.portal = self.stack.enter_context(anyio.from_thread.start_blocking_portal())
         self.graders = contextlib.ExitStack()
         self.stack.callback(self.graders.close)  # the graders stop before the agent and the portal
-        self.adapter: Adapter | None = None
+        self.adapter: Adapter[Any] | None = None
         self.grader_specs: tuple[GraderSpecT, ...] | None = None
         self.runners: list[Any] = []
         self.scope: anyio.CancelScope | None = None
@@ -115,7 +115,7 @@ class Slot:
         with self.lock:
             self.stack.close()
 
-    def _open(self, job: Job) -> Adapter:
+    def _open(self, job: Job) -> Adapter[Any]:
         """The slot's adapter, opened at its first item; the job's grader runners, started when they change."""
         if job.graders != self.grader_specs:
             self.graders.close()
@@ -126,7 +126,7 @@ class Slot:
             self.adapter = self.stack.enter_context(self.portal.wrap_async_context_manager(open_adapter(self.settings)))
         return self.adapter
 
-    async def _item(self, adapter: Adapter, job: Job, prepare: Callable[[Path], None]) -> CaptureResult | None:
+    async def _item(self, adapter: Adapter[Any], job: Job, prepare: Callable[[Path], None]) -> CaptureResult | None:
         with anyio.CancelScope() as self.scope:
             if self.closing:  # close came between run's check and this scope
                 self.scope.cancel()

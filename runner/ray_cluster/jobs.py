@@ -42,7 +42,6 @@ from waza.runner.engine.specs import (
     Timeouts,
     Worker,
     Workspace,
-    agent_spec,
     from_internal,
 )
 from waza.runner.grading.grader_runners import GraderRunner
@@ -75,7 +74,7 @@ class NodeMismatch(Exception):
 
 def agent_of(settings: Settings) -> AgentSpec:
     """The agent spec of a run's settings, its command and paths absolute as the driver resolved them."""
-    spec = agent_spec(settings.adapter.name, list(settings.command), settings.opts)
+    spec = settings.agent
     changes: dict[str, object] = {}
     for f in msgspec.structs.fields(spec):
         value = getattr(spec, f.name)

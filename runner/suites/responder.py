@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,7 +27,6 @@ import msgspec
 from waza.graders._judge_client import JudgeError, JudgeSettings, ask
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import TrajectoryStep
-from waza.runner.grading.judge_setup import JudgeChoice
 from waza.runner.suites.models import Responder
 
 __all__ = ["Decision", "ResponderError", "decide", "place", "serving_local"]
@@ -113,12 +112,12 @@ async def decide(responder: Responder, steps: list[TrajectoryStep]) -> Decision:
     return parse(reply.text)
 
 
-def place(responders: list[Responder], choice: JudgeChoice | None) -> None:
+def place(responders: list[Responder], choice: Mapping[str, Any] | None) -> None:
     """Point every responder at the run's judge (its model stays the responder's own when it names one);
     a responder with no judge to ask is a configuration error, before anything runs."""
     if not responders:
         return
-    where = {} if choice is None else {k: v for k, v in choice.config().items() if k != "cache"}
+    where = {} if choice is None else {k: v for k, v in choice.items() if k != "cache"}
     if not {"base_url", "command", "judge"} & set(where):
         raise ConfigError("inputs.responder needs a model to play the user: give Judge.base_url, Judge.command or Judge.local")
     for responder in responders:

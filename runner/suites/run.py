@@ -14,11 +14,13 @@ import sys
 import time
 from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
+from typing import Any, TypedDict, Unpack
 
 import msgspec
 
-from waza.adapters.base import Adapter, AdapterOptions
+from waza.adapters.base import Adapter
 from waza.adapters.sandbox.bwrap import plan as plan_sandbox
+from waza.adapters.specs import sandbox_of
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult
 from waza.protocol.suite_records import SuiteResult
@@ -63,6 +65,22 @@ def suite_agent(suite: Suite, agent: AgentSpec | None) -> AgentSpec:
     return agent
 
 
+class SuiteOptions(TypedDict, total=False):
+    """The keyword options of :func:`run_suite` and :func:`arun_suite`, spelled once; ``SuiteRun.prepare`` takes
+    the same (and gives their defaults), plus what only the command line sets (``fail_fast``, ``judge``, ...)."""
+
+    tasks: Sequence[str]
+    tags: Sequence[str]
+    trials: int | None
+    concurrency: int | None
+    timeouts: Timeouts
+    output: Output | None
+    #: Where the suite's LLM graders and its tasks' responders find their model.
+    judge: Judge | None
+    #: Runs of each trigger prompt.
+    trigger_trials: int
+
+
 class SuiteRun(msgspec.Struct):
     """A suite's plan (tasks, trials, graders, agent) and its record as results come in."""
 
@@ -102,7 +120,7 @@ class SuiteRun(msgspec.Struct):
             output.check()
         loaded = suite if isinstance(suite, Suite) else load_suite(Path(suite), context_dir=context_dir)
         config = loaded.config
-        adapter, command, opts = resolve_agent(suite_agent(loaded, agent))
+        adapter, resolved = resolve_agent(suite_agent(loaded, agent))
         chosen, filtered = select(loaded, list(tasks), list(tags))
         extra = [g.internal() for g in graders]
         require_graders(chosen, extra)
@@ -119,22 +137,21 @@ class SuiteRun(msgspec.Struct):
         if judge is not None:
             from waza.runner.grading.judge_setup import apply
 
-            apply(specs, judge.choice(), others=bool(responders))
-        place(responders, None if judge is None else judge.choice())
+            apply(specs, judge.judge_config(), others=bool(responders))
+        place(responders, None if judge is None else judge.judge_config())
         if concurrency is None:
             concurrency = config.max_workers if config.parallel else 1
         if workspace_root is not None:
             workspace_root.mkdir(parents=True, exist_ok=True)
         settings = Settings(
             adapter=adapter,
-            command=command,
-            opts=opts,
+            agent=resolved,
             graders=[],
             concurrency=concurrency,
             timeout=timeouts.prompt if timeouts.prompt is not None else config.timeout_seconds,
             workspaces=Workspaces(root=workspace_root, fresh=True, keep=keep_workspaces),
         )
-        mocked = check_mocks(loaded, chosen, adapter, opts)
+        mocked = check_mocks(loaded, chosen, adapter, resolved)
         if adapter.name != "mock" and any(t.mock is not None for t in chosen):
             print(f"waza: mock scripts in task files are not used with the {adapter.name} adapter", file=sys.stderr)
         plan = Plan(
@@ -197,19 +214,19 @@ class SuiteRun(msgspec.Struct):
         folder = MockFolder(self.suite.mcp_mocks)
         self.plan.mocks = folder
         settings = self.plan.settings
-        policy = settings.opts.sandbox
+        policy = sandbox_of(settings.agent)
         if policy is not None:
             widened = msgspec.structs.replace(
                 policy, read_only=(*policy.read_only, folder.root), read_write=(*policy.read_write, folder.logs)
             )
-            settings.opts = msgspec.structs.replace(settings.opts, sandbox=plan_sandbox(widened, (sys.executable,)))
+            settings.agent = msgspec.structs.replace(settings.agent, sandbox=plan_sandbox(widened, (sys.executable,)))
 
     def result(self) -> SuiteResult:
         """The whole-suite document (tasks, metrics, triggers, verdict) of what ran."""
         return document.build(self.suite, self.record)
 
 
-def check_mocks(suite: Suite, chosen: Sequence[Task], adapter: type[Adapter], opts: AdapterOptions) -> bool:
+def check_mocks(suite: Suite, chosen: Sequence[Task], adapter: type[Adapter[Any]], agent: AgentSpec) -> bool:
     """Whether the run makes the suite's mocks; ConfigError when they cannot reach the chosen adapter's agent.
     A scripted adapter (mock, replay) runs no agent, so mocks are not made for it, with a note."""
     commands = any(commands_of(t, suite) for t in chosen)
@@ -226,7 +243,7 @@ def check_mocks(suite: Suite, chosen: Sequence[Task], adapter: type[Adapter], op
         raise ConfigError(
             f"mcp_mocks: the mock servers need the official MCP SDK: {pip_install('mocks')}", source=str(suite.file)
         )
-    if suite.mcp_mocks and not adapter.accepts_mcp_servers(opts):
+    if suite.mcp_mocks and not adapter.accepts_mcp_servers(agent):
         raise ConfigError(
             f"mcp_mocks: the {adapter.name} adapter cannot hand MCP servers to its agent; run the suite with an acp agent"
             " or a headless schema with mcpConfig (claude-code)",
@@ -245,24 +262,10 @@ async def arun_suite(
     suite: str | Path,
     agent: AgentSpec | None = None,
     graders: Graders = (),
-    *,
-    tasks: Sequence[str] = (),
-    tags: Sequence[str] = (),
-    trials: int | None = None,
-    concurrency: int | None = None,
-    timeouts: Timeouts = Timeouts(),
-    output: Output | None = None,
-    judge: Judge | None = None,
-    trigger_trials: int = 1,
+    **options: Unpack[SuiteOptions],
 ) -> AsyncGenerator[CaptureResult, None]:
-    """Run an eval.yaml suite; yield each trial's CaptureResult as it finishes (``SuiteRun`` gives the document).
-
-    ``judge``: where the suite's LLM graders and its tasks' responders find their model; ``trigger_trials``:
-    runs of each trigger prompt."""
-    run = SuiteRun.prepare(
-        suite, agent, graders, tasks=tasks, tags=tags, trials=trials,
-        concurrency=concurrency, timeouts=timeouts, output=output, judge=judge, trigger_trials=trigger_trials,
-    )  # fmt: skip
+    """Run an eval.yaml suite; yield each trial's CaptureResult as it finishes (``SuiteRun`` gives the document)."""
+    run = SuiteRun.prepare(suite, agent, graders, **options)
     async with contextlib.aclosing(run.stream()) as results:  # closed in this task when the caller stops early
         async for result in results:
             yield result
@@ -272,25 +275,14 @@ def run_suite(
     suite: str | Path,
     agent: AgentSpec | None = None,
     graders: Graders = (),
-    *,
-    tasks: Sequence[str] = (),
-    tags: Sequence[str] = (),
-    trials: int | None = None,
-    concurrency: int | None = None,
-    timeouts: Timeouts = Timeouts(),
-    output: Output | None = None,
-    judge: Judge | None = None,
-    trigger_trials: int = 1,
+    **options: Unpack[SuiteOptions],
 ) -> SuiteResult:
     """Blocking suite run: the whole-suite result document (per task, metrics, triggers, passed or failed).
 
     ``judge``: where the suite's LLM graders and its tasks' responders find their model; ``trigger_trials``:
     runs of each trigger prompt."""
     refuse_in_event_loop("run_suite")  # before the suite is read
-    run = SuiteRun.prepare(
-        suite, agent, graders, tasks=tasks, tags=tags, trials=trials,
-        concurrency=concurrency, timeouts=timeouts, output=output, judge=judge, trigger_trials=trigger_trials,
-    )  # fmt: skip
+    run = SuiteRun.prepare(suite, agent, graders, **options)
 
     async def main() -> None:
         async with contextlib.aclosing(run.stream()) as results:
@@ -301,4 +293,4 @@ def run_suite(
     return run.result()
 
 
-__all__ = ["SuiteRun", "arun_suite", "run_suite", "suite_agent"]
+__all__ = ["SuiteOptions", "SuiteRun", "arun_suite", "run_suite", "suite_agent"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -43,8 +43,11 @@ class Reach(msgspec.Struct, frozen=True):
     allow_network: bool
 
 
-def agent_choice(agent: AgentOptions, command: list[str]) -> tuple[AgentChoice, Reach]:
-    """The agent and what the environment lets it reach: ports, read-only paths, variables, the network.
+def agent_choice(
+    agent: AgentOptions, command: list[str], agent_env: Mapping[str, str] | None = None
+) -> tuple[AgentChoice, Reach]:
+    """The agent and what the environment lets it reach: ports, read-only paths, variables, the network
+    (``agent_env``: variables for the agent, from ``--serve-model``).
 
     The sandbox flags mean the same here, applied to the task's environment
     (which is the sandbox): ``--sandbox-port`` relays a loopback port in
@@ -71,11 +74,11 @@ def agent_choice(agent: AgentOptions, command: list[str]) -> tuple[AgentChoice, 
             raise ConfigError(f"the {agent.adapter} adapter runs no agent command, but one was given: {' '.join(command)!r}")
         return AgentChoice(agent.adapter), reach
     plain = msgspec.structs.replace(agent, sandbox_ro=None, sandbox_port=None, sandbox_env=None, sandbox_net="none")
-    cls, opts, resolved = plain.resolve(command)
+    cls, spec = plain.resolve(command, agent_env)
     if not cls.confinable:
         raise ConfigError(f"the {cls.name} adapter cannot run inside a task's environment (exec, headless and acp can)")
     limits = {"max_steps": agent.max_steps, "max_trajectory_mb": agent.max_trajectory_mb}
-    return AgentChoice(cls.name, tuple(resolved), opts, **limits), reach
+    return AgentChoice(cls.name, spec, **limits), reach
 
 
 def check_benchmark(path: Path) -> int:
@@ -136,12 +139,13 @@ async def run_benchmarks(
     reporters: list[str],
     base_images: list[str] | None = None,
     offline: bool = False,
+    agent_env: Mapping[str, str] | None = None,
 ) -> int:
     """``waza run DIR`` for benchmark tasks: exit 0 when every trial passed, 1 when not, 2 for bad usage."""
     tasks = select(load_folder(path), names=names, tags=tags)
     kind = env_kind(env)
     images = base_images_for(kind, base_images)
-    choice, reach = agent_choice(agent, command)
+    choice, reach = agent_choice(agent, command, agent_env)
     if offline and reach.allow_network:
         raise ConfigError("--offline refuses --sandbox-net host (the network for the tasks)", field="--offline")
     report: Path | None = None

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 import typer
 
+from waza.runner.cli.executor_options import ExecutorOptions
 from waza.runner.cli.metavars import option
 from waza.runner.cli.option_values import parse_gates
 from waza.runner.cli.options import AgentCommandArgument, AgentOptions, GraderOptions, OutputOptions, PromptsArgument, with_groups
 from waza.runner.cli.runtime import Interrupt, run
 from waza.runner.cli.served import served
 from waza.runner.cli.strict import AGENT_COMMAND
-from waza.runner.ray_cluster.options import ExecutorOptions
 from waza.runner.wording import count
 
 HELP = """Run each prompt through an agent, record what it did, and grade the result.
@@ -66,7 +67,7 @@ def register(app: typer.Typer) -> None:
                 lambda interrupt: served(
                     serve_model,
                     agent,
-                    _capture(prompts, command or [], agent, graders, out, execution, interrupt),
+                    lambda env: _capture(prompts, command or [], env, agent, graders, out, execution, interrupt),
                     confined=agent.sandbox is not None,
                 )
             )
@@ -76,6 +77,7 @@ def register(app: typer.Typer) -> None:
 async def _capture(
     prompts: str,
     command: list[str],
+    env: Mapping[str, str],
     agent: AgentOptions,
     graders: GraderOptions,
     out: OutputOptions,
@@ -83,8 +85,8 @@ async def _capture(
     interrupt: Interrupt,
 ) -> int:
     # The engine is loaded here, not with the options: --help and usage errors do without it.
+    from waza.runner.cli.run_summary import finish_run
     from waza.runner.engine.capture import CaptureRun
-    from waza.runner.engine.outputs import finish_run
     from waza.runner.engine.specs import Workspace
     from waza.runner.ray_cluster import executor_for
 
@@ -92,7 +94,7 @@ async def _capture(
     gates = parse_gates(out.fail_under)
     capture = CaptureRun.prepare(
         prompts,
-        agent.spec(command),
+        agent.spec(command, env),
         graders.specs(),
         timeouts=agent.timeouts(graders.grader_timeout),
         concurrency=agent.concurrency,

@@ -11,9 +11,9 @@ import orjson
 import typer
 
 from waza.runner.cli.metavars import option
+from waza.runner.cli.run_summary import finish_run
 from waza.runner.cli.runtime import Interrupt, run
 from waza.runner.engine.capture import CaptureRun
-from waza.runner.engine.outputs import finish_run
 from waza.runner.engine.specs import Builtin, ExecAgent, Output, PythonGrader, Timeouts
 from waza.runner.wording import count
 

@@ -11,9 +11,9 @@ from waza.protocol.jsonl import display_name
 from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.option_values import parse_gates
 from waza.runner.cli.options import GraderOptions, OutputOptions, with_groups
+from waza.runner.cli.run_summary import finish_run
 from waza.runner.cli.runtime import Interrupt, fail, run
 from waza.runner.engine.grade import GradeRun
-from waza.runner.engine.outputs import finish_run
 from waza.runner.engine.specs import Timeouts
 from waza.runner.wording import count
 

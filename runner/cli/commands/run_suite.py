@@ -10,8 +10,10 @@ from typing import Annotated
 import msgspec
 import typer
 
+from waza.adapters.specs import AcpAgent, ExecAgent, HeadlessAgent
 from waza.protocol.errors import ConfigError
 from waza.runner.cli.commands.benchmarks import is_benchmark, run_benchmarks
+from waza.runner.cli.executor_options import ExecutorOptions
 from waza.runner.cli.metavars import argument
 from waza.runner.cli.options import OUTPUT, AgentOptions, GraderOptions, note_records_on_terminal, opt, with_groups
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, fail, run
@@ -19,7 +21,6 @@ from waza.runner.cli.served import served
 from waza.runner.cli.strict import AGENT_COMMAND
 from waza.runner.engine.specs import AgentSpec, Output
 from waza.runner.ray_cluster import executor_for
-from waza.runner.ray_cluster.options import ExecutorOptions
 from waza.runner.suites import reporters
 from waza.runner.suites.loader import load_suite
 from waza.runner.suites.models import Suite
@@ -49,12 +50,20 @@ the task's verifier, one result line per trial.
 """
 
 RUN = "Suite"
+#: The agent flags of the agents that can run in a task's environment: their specs' fields (``mcp_servers`` is
+#: set by ``--mcp-server``; ``env`` by ``--serve-model``, which sets it itself).
+CONFINABLE_AGENT_OPTIONS = {
+    "mcp_server" if name == "mcp_servers" else name
+    for spec in (ExecAgent, AcpAgent, HeadlessAgent)
+    for name in spec.__struct_fields__
+    if name not in ("command", "env")
+}
 #: The options a run of benchmark task folders honours (the adapter checks its own); any other given is refused.
 BENCHMARK_OPTIONS = frozenset(
     {"suite", "command", "task", "tags", "trials", "env", "resume", "output", "reporter", "adapter", "concurrency"}
-    | {"workspace_dir", "max_steps", "max_trajectory_mb", "events", "schema", "raw_log", "mcp_server", "mcp_config"}
-    | {"permission", "permission_rules", "auth_method", "sandbox", "sandbox_ro", "sandbox_rw", "sandbox_net"}
+    | {"workspace_dir", "max_steps", "max_trajectory_mb", "sandbox_ro", "sandbox_rw", "sandbox_net"}
     | {"sandbox_port", "sandbox_env", "base_image", "serve_model", "offline"}
+    | CONFINABLE_AGENT_OPTIONS
 )
 
 
@@ -191,7 +200,7 @@ def register(app: typer.Typer) -> None:
                     lambda _: served(
                         serve_model,
                         agent,
-                        run_benchmarks(
+                        lambda agent_env: run_benchmarks(
                             suite,
                             command or [],
                             agent,
@@ -204,6 +213,7 @@ def register(app: typer.Typer) -> None:
                             reporters=options.reporters,
                             base_images=base_image,
                             offline=offline,
+                            agent_env=agent_env,
                         ),
                         confined=True,
                     )

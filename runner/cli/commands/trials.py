@@ -18,6 +18,7 @@ import typer
 from waza.protocol.trial_records import TrialsSummary
 from waza.runner.analysis.passk import parse_k_values
 from waza.runner.analysis.trial_stats import describe
+from waza.runner.cli.executor_options import ExecutorOptions
 from waza.runner.cli.metavars import option
 from waza.runner.cli.option_values import parse_gates
 from waza.runner.cli.options import AgentCommandArgument, AgentOptions, GraderOptions, OutputOptions, PromptsArgument, with_groups
@@ -29,7 +30,6 @@ from waza.runner.engine.specs import Workspace
 from waza.runner.engine.trial_runs import check_policy
 from waza.runner.engine.trials import TrialsRun
 from waza.runner.ray_cluster import executor_for
-from waza.runner.ray_cluster.options import ExecutorOptions
 from waza.runner.wording import count
 
 HELP = """Run each prompt k times (fresh agent session and workspace per trial); report pass@k and pass^k.

@@ -1,4 +1,5 @@
-"""The ``--executor`` option group shared by ``capture``, ``trials`` and ``run``."""
+"""The ``--executor`` option group shared by ``capture``, ``trials`` and ``run``: the Ray executor's flags,
+turned into the engine's ``RayOptions`` (flag names stay in the command line)."""
 
 import math
 import os
