@@ -18,10 +18,10 @@ render: no ``|`` inside a table's code spans (GitHub would split the cell there)
 from __future__ import annotations
 
 import inspect
-import typing
 import json
 import re
 import sys
+import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
