@@ -164,10 +164,12 @@ class HeadlessAdapter(Adapter):
             out.errors.append(f"timed out before turn {turn}")
             return out
         tag = new_tag()  # finds what the CLI started in a session of its own (Gemini CLI's shell commands)
-        env: Mapping[str, str] = {**os.environ, TAG_VAR: tag.value}
         run_argv: Sequence[str] = argv
+        env: Mapping[str, str] | Mapping[bytes, bytes]
         if self.confined:
-            run_argv, env = self.sandboxed(argv, task.workspace, env)
+            run_argv, env = self.sandboxed(argv, task.workspace, {**os.environ, TAG_VAR: tag.value})
+        else:  # as bytes: not decoded here and encoded again by the spawn, variable by variable
+            env = {**os.environb, TAG_VAR.encode(): tag.value.encode()}
         try:
             child = await Child.start(
                 run_argv, stdin=prompt.encode() if self.schema.prompt_stdin else None, cwd=task.workspace, env=env, stderr=stderr
