@@ -16,6 +16,7 @@ secret values masked in it as in records (however the CLI escaped them).
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -180,10 +181,14 @@ class HeadlessAdapter(Adapter[HeadlessAgent]):
             out.errors.append(f"timed out before turn {turn}")
             return out
         tag = new_tag()  # finds what the CLI started in a session of its own (Gemini CLI's shell commands)
-        env: Mapping[str, str] = self.with_path(self.environ(**{TAG_VAR: tag.value}), task)
         run_argv: Sequence[str] = argv
+        env: Mapping[str, str] | Mapping[bytes, bytes]
         if self.confined:
-            run_argv, env = self.sandboxed(argv, task.workspace, env)
+            run_argv, env = self.sandboxed(argv, task.workspace, self.with_path(self.environ(**{TAG_VAR: tag.value}), task))
+        elif self.spec.env or task.path:
+            env = self.with_path(self.environ(**{TAG_VAR: tag.value}), task)
+        else:  # as bytes: not decoded here and encoded again by the spawn, variable by variable
+            env = {**os.environb, TAG_VAR.encode(): tag.value.encode()}
         try:
             child = await Child.start(
                 run_argv, stdin=prompt.encode() if self.schema.prompt_stdin else None, cwd=task.cwd, env=env, stderr=stderr

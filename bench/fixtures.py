@@ -129,8 +129,8 @@ def executable(path: Path, text: str) -> Path:
     return path
 
 
-def generate(data: Path, prompts: int, records_mb: tuple[float, float]) -> dict[str, Path]:
-    """Write every input; return them by name."""
+def generate(data: Path, prompts: int, records_mb: tuple[float, float] | None) -> dict[str, Path]:
+    """Write every input (the record files only with their sizes); return them by name."""
     data.mkdir(parents=True, exist_ok=True)
     f = {
         "agent.py": executable(data / "agent.py", AGENT_PY),
@@ -141,8 +141,6 @@ def generate(data: Path, prompts: int, records_mb: tuple[float, float]) -> dict[
         "function.py": data / "function.py",
         "prompts": data / f"prompts-{prompts}.jsonl",
         "prompt-1": data / "prompts-1.jsonl",
-        "small": data / f"records-{records_mb[0]:g}MB.jsonl",
-        "large": data / f"records-{records_mb[1]:g}MB.jsonl",
     }
     f["function.py"].write_text(FUNCTION)
     for name in ("agent.py", "agent.sh"):
@@ -150,6 +148,8 @@ def generate(data: Path, prompts: int, records_mb: tuple[float, float]) -> dict[
         path.write_bytes(orjson.dumps(schema(f[name]), option=orjson.OPT_INDENT_2))
     write_prompts(f["prompts"], prompts)
     write_prompts(f["prompt-1"], 1)
-    write_records(f["small"], records_mb[0])
-    write_records(f["large"], records_mb[1])
+    if records_mb is not None:
+        f["small"], f["large"] = data / f"records-{records_mb[0]:g}MB.jsonl", data / f"records-{records_mb[1]:g}MB.jsonl"
+        write_records(f["small"], records_mb[0])
+        write_records(f["large"], records_mb[1])
     return f

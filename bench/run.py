@@ -4,9 +4,10 @@ The capture workloads also run ``floor.py --anyio`` (the same runner on anyio's
 processes, a task per slot): what the process library itself allows, reported
 under the main table.
 
-Installs the peer (``@plaited/agent-eval-harness`` 0.12 and Bun, from npm) into
-bench/.data/peer once, skipping it with a note where npm or the registry cannot
-be reached; writes the inputs (``fixtures.py``); then runs every workload's
+Uses the peer (``@plaited/agent-eval-harness`` 0.12 and Bun) that .ci/run
+installs for the tests (~/.cache/waza-tests/acp-harness-0.12.2), else installs
+it from npm into bench/.data/peer once, skipping it with a note where npm or the
+registry cannot be reached; writes the inputs (``fixtures.py``); then runs every workload's
 commands (waza, the peer, the floor in ``floor.py``) alternately, forward then
 backward, ``--runs`` times, each as a fresh process. Wall time is measured
 around the process; its own CPU (all threads, not its children) is read from
@@ -37,6 +38,8 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE / ".data"
 PEER_DIR = DATA / "peer"
 PEER_PACKAGES = ["@plaited/agent-eval-harness@0.12", "bun@1"]
+#: Where .ci/run installs the same packages for the tests: used when present, so nothing is fetched twice.
+CI_PEER_DIR = Path(os.environ.get("WAZA_TEST_CACHE", Path.home() / ".cache" / "waza-tests")) / "acp-harness-0.12.2"
 PY = sys.executable
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -58,8 +61,9 @@ def waza_sources() -> list[str]:
 
 def install_peer() -> tuple[list[str] | None, str]:
     """The peer's argv (its CLI under the Bun from npm), or None and why it is skipped."""
-    cli = PEER_DIR / "node_modules" / ".bin" / "agent-eval-harness"
-    bun = PEER_DIR / "node_modules" / ".bin" / "bun"
+    home = CI_PEER_DIR if (CI_PEER_DIR / "node_modules" / ".bin" / "bun").exists() else PEER_DIR
+    cli = home / "node_modules" / ".bin" / "agent-eval-harness"
+    bun = home / "node_modules" / ".bin" / "bun"
     if not (cli.exists() and bun.exists()):
         npm = shutil.which("npm")
         if npm is None:

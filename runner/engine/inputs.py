@@ -30,7 +30,18 @@ import anyio.lowlevel
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import DEFAULT_MAX_LINE, JsonlError, decode_line, display_name, is_regular, iter_lines, open_input
 from waza.protocol.records import PromptCase
-from waza.runner.engine.datasets import TableOptions, check_seekable, detect_format, error_type, iter_table
+from waza.runner.engine.datasets import PromptFormat, TableOptions, check_seekable, detect_format, error_type, iter_table
+
+__all__ = [
+    "AMBIGUOUS_TIMEOUT",
+    "BATCH",
+    "PromptFile",
+    "TimeoutUnit",
+    "check_resumed",
+    "in_batches",
+    "is_stream",
+    "require_lines",
+]
 
 T = TypeVar("T")
 
@@ -131,51 +142,77 @@ async def in_batches(source: Iterable[T] | Callable[[Callable[[], None]], Iterab
         reader.requests.put(None)
 
 
-def _decoded(
-    path: str | Path, table: TableOptions | None, max_line: int, on_wait: Callable[[], None] | None
-) -> Iterator[tuple[int, PromptCase]]:
-    """Prompts as written, with their line (or Parquet row) numbers: JSONL, CSV or Parquet."""
-    table = table or TableOptions()
-    fmt = detect_format(path, table.format)
-    if fmt != "jsonl":
-        yield from iter_table(path, fmt, table.columns, max_line, on_wait)
-        return
-    if table.columns:
-        raise ConfigError("TableOptions.columns is for CSV and Parquet prompts files; a JSONL prompt names its fields")
-    source = display_name(path)
-    with open_input(path, on_wait) as stream:
-        for number, line in iter_lines(stream, source, max_line):
-            yield number, decode_line(source, number, line, PromptCase)
+class PromptFile:
+    """A prompts file and how to read it: its path (or ``-``), its format (decided once, here, from
+    ``TableOptions.format`` or the extension), the columns that fill a table's fields, how a
+    prompt's ``timeout`` is read, and the longest line. ``scan`` checks it whole before a run,
+    ``cases`` reads it lazily and ``stream`` hands its prompts to a run as they are read: the one
+    place prompts files are read."""
 
+    def __init__(
+        self,
+        path: str | Path,
+        table: TableOptions | None = None,
+        *,
+        timeout_unit: TimeoutUnit | None = None,
+        max_line: int = DEFAULT_MAX_LINE,
+    ) -> None:
+        """``timeout_unit``: a prompt's ``timeout`` converted to seconds from it (None: left as written)."""
+        self.path = path
+        self.name = display_name(path)
+        self.format: PromptFormat = detect_format(path, table.format if table else None)
+        self.columns = table.columns if table else {}
+        self.timeout_unit = timeout_unit
+        self.max_line = max_line
+        self._error = error_type(self.format)
 
-def iter_prompts(
-    path: str | Path,
-    timeout_unit: TimeoutUnit | None = None,
-    table: TableOptions | None = None,
-    max_line: int = DEFAULT_MAX_LINE,
-    on_wait: Callable[[], None] | None = None,
-) -> Iterator[tuple[int, PromptCase]]:
-    """Decode prompts lazily, rejecting a repeated id at the line that repeats it; with a
-    ``timeout_unit``, a prompt's ``timeout`` is converted to seconds (None: left as written).
-    ``table`` says how to read a CSV or Parquet file (without it: by extension, columns by name);
-    ``max_line`` bounds a line in bytes; ``on_wait`` is called before a read of a stream that may wait."""
-    source = display_name(path)
-    error = error_type(detect_format(path, table.format if table else None))
-    seen: dict[str, int] = {}
-    for number, case in _decoded(path, table, max_line, on_wait):
-        if case.id in seen:
-            raise error(source, number, f"duplicate id {case.id!r} (first on line {seen[case.id]})", "id")
-        if not case.turns or not all(isinstance(t, str) for t in case.turns):
-            raise error(source, number, "must be a string or a non-empty list of strings", "input")
-        nul = _nul_field(case)
-        if nul is not None:
-            raise error(source, number, "must not contain a NUL character (no agent can be handed one)", nul)
-        if case.timeout is not None and not (math.isfinite(case.timeout) and case.timeout > 0):
-            raise error(source, number, f"must be a number greater than 0, got {case.timeout!r}", "timeout")
-        seen[case.id] = number
-        if timeout_unit is not None and case.timeout is not None:
-            case.timeout = _seconds(case.timeout, timeout_unit, error(source, number, "", "timeout"))
-        yield number, case
+    def scan(self) -> set[str] | None:
+        """Validate a whole regular prompts file before running; its ids (None for a stream, read once later)."""
+        if self.format == "parquet":
+            check_seekable(self.path)  # before is_stream: a Parquet FIFO is refused, not left for a reader to block on
+        if is_stream(self.path):
+            return None
+        ids = {case.id for _, case in self.cases()}
+        if not ids:
+            raise JsonlError(self.name, 0, "holds no prompts")
+        return ids
+
+    def cases(self, on_wait: Callable[[], None] | None = None) -> Iterator[tuple[int, PromptCase]]:
+        """Decode prompts lazily with their line (or Parquet row) numbers, rejecting a repeated id at the
+        line that repeats it; ``on_wait`` is called before a read of a stream that may wait."""
+        error, source = self._error, self.name
+        seen: dict[str, int] = {}
+        for number, case in self._decoded(on_wait):
+            if case.id in seen:
+                raise error(source, number, f"duplicate id {case.id!r} (first on line {seen[case.id]})", "id")
+            if not case.turns or not all(isinstance(t, str) for t in case.turns):
+                raise error(source, number, "must be a string or a non-empty list of strings", "input")
+            nul = _nul_field(case)
+            if nul is not None:
+                raise error(source, number, "must not contain a NUL character (no agent can be handed one)", nul)
+            if case.timeout is not None and not (math.isfinite(case.timeout) and case.timeout > 0):
+                raise error(source, number, f"must be a number greater than 0, got {case.timeout!r}", "timeout")
+            seen[case.id] = number
+            if self.timeout_unit is not None and case.timeout is not None:
+                case.timeout = _seconds(case.timeout, self.timeout_unit, error(source, number, "", "timeout"))
+            yield number, case
+
+    async def stream(self, keep: Callable[[PromptCase], bool] = lambda c: True) -> AsyncIterator[PromptCase]:
+        """The prompts ``keep`` accepts, as they are read (each line of a stream handed on as it arrives)."""
+        async for _, case in in_batches(self.cases):
+            if keep(case):
+                yield case
+
+    def _decoded(self, on_wait: Callable[[], None] | None) -> Iterator[tuple[int, PromptCase]]:
+        """Prompts as written, with their line (or Parquet row) numbers: JSONL, CSV or Parquet."""
+        if self.format != "jsonl":
+            yield from iter_table(self.path, self.format, self.columns, self.max_line, on_wait)
+            return
+        if self.columns:
+            raise ConfigError("TableOptions.columns is for CSV and Parquet prompts files; a JSONL prompt names its fields")
+        with open_input(self.path, on_wait) as stream:
+            for number, line in iter_lines(stream, self.name, self.max_line):
+                yield number, decode_line(self.name, number, line, PromptCase)
 
 
 def _nul_field(case: PromptCase) -> str | None:
@@ -210,20 +247,6 @@ def is_stream(path: str | Path) -> bool:
     return str(path) == "-" or (os.path.exists(path) and not is_regular(path))  # a missing path: the open says why
 
 
-def prescan(
-    path: str | Path, timeout_unit: TimeoutUnit | None = None, table: TableOptions | None = None, max_line: int = DEFAULT_MAX_LINE
-) -> set[str] | None:
-    """Validate a whole regular prompts file before running; its ids (None for a stream, read once later)."""
-    if detect_format(path, table.format if table else None) == "parquet":
-        check_seekable(path)  # before is_stream: a Parquet FIFO is refused, not left for a reader to block on
-    if is_stream(path):
-        return None
-    ids = {case.id for _, case in iter_prompts(path, timeout_unit, table, max_line)}
-    if not ids:
-        raise JsonlError(display_name(path), 0, "holds no prompts")
-    return ids
-
-
 def require_lines(path: str | Path, what: str) -> None:
     """A regular file with no non-blank line is an error before anything runs (streams are checked
     by their reader once read)."""
@@ -245,20 +268,3 @@ def check_resumed(output: str, done: set[str], ids: set[str] | None, prompts: st
             source=output,
             field="Output.resume",
         )
-
-
-async def prompt_cases(
-    path: str | Path,
-    keep: Callable[[PromptCase], bool] = lambda c: True,
-    timeout_unit: TimeoutUnit | None = None,
-    table: TableOptions | None = None,
-    max_line: int = DEFAULT_MAX_LINE,
-) -> AsyncIterator[PromptCase]:
-    """The prompts of ``path`` as they are read (each line of a stream handed on as it arrives)."""
-
-    def cases(on_wait: Callable[[], None]) -> Iterator[tuple[int, PromptCase]]:
-        return iter_prompts(path, timeout_unit, table, max_line, on_wait)
-
-    async for _, case in in_batches(cases):
-        if keep(case):
-            yield case

@@ -101,6 +101,11 @@ class Workspaces(msgspec.Struct):
     def __post_init__(self) -> None:
         self.cwd = self.cwd.resolve()  # once, not a walk of the path's symlinks per item
 
+    @property
+    def shared(self) -> bool:
+        """Every item runs in ``cwd`` itself: no directory is made for one."""
+        return self.root is None and not self.fresh
+
     def create(self, item: WorkItem) -> tuple[Path, bool]:
         """(directory, whether to remove it after grading)."""
         if self.root is not None:
@@ -357,12 +362,15 @@ Executor: TypeAlias = Callable[[AsyncIterator[WorkItem], Settings, Sink[CaptureR
 
 async def run_item(adapter: Adapter[Any], item: WorkItem, settings: Settings) -> CaptureResult:
     """One item in its workspace through an open adapter, graded; a fault is this record's error."""
-    try:
-        # Making and filling a workspace reads and writes whole trees: in a worker thread, so the
-        # event loop keeps running every other trial's agent, graders and timeouts meanwhile.
-        workspace, remove = await anyio.to_thread.run_sync(prepared, settings.workspaces, item)
-    except Exception as exc:  # a workspace problem is this item's error, not the run's end
-        return failed_result(item.case, item.trial, adapter.name, f"cannot prepare workspace: {exc}")
+    if settings.workspaces.shared and item.prepare is None:
+        workspace, remove = settings.workspaces.cwd, False  # nothing to make or fill: no trip to a thread
+    else:
+        try:
+            # Making and filling a workspace reads and writes whole trees: in a worker thread, so the
+            # event loop keeps running every other trial's agent, graders and timeouts meanwhile.
+            workspace, remove = await anyio.to_thread.run_sync(prepared, settings.workspaces, item)
+        except Exception as exc:  # a workspace problem is this item's error, not the run's end
+            return failed_result(item.case, item.trial, adapter.name, f"cannot prepare workspace: {exc}")
     if item.workdir is not None and not is_folder_in(workspace, item.workdir):
         if remove:
             await anyio.to_thread.run_sync(remove_workspace, workspace)

@@ -36,7 +36,7 @@ from waza.protocol.records import CaptureResult, PromptCase
 from waza.runner.analysis.error_digest import ErrorDigest
 from waza.runner.engine.blocking import run_blocking, single_error
 from waza.runner.engine.datasets import TableOptions
-from waza.runner.engine.inputs import check_resumed, prescan, prompt_cases
+from waza.runner.engine.inputs import PromptFile, check_resumed
 from waza.runner.engine.outputs import ResultWriter, Tally
 from waza.runner.engine.pipeline import (
     Settings,
@@ -199,13 +199,12 @@ class PromptSource:
         self, prompts: Prompts, timeouts: Timeouts, table: TableOptions | None = None, limits: Limits = Limits()
     ) -> None:
         self.path: str | None = None
-        self.unit = timeouts.prompt_unit
-        self.table = table
-        self.max_line = limits.line_bytes
+        self.file: PromptFile | None = None
         self.cases: list[PromptCase] = []
         if isinstance(prompts, (str, Path)):
             self.path = str(prompts)
-            self.ids = prescan(self.path, self.unit, table, self.max_line)
+            self.file = PromptFile(self.path, table, timeout_unit=timeouts.prompt_unit, max_line=limits.line_bytes)
+            self.ids = self.file.scan()
             self.total: int | None = None if self.ids is None else len(self.ids)
             return
         seen: set[str] = set()
@@ -231,8 +230,8 @@ class PromptSource:
         check_resumed(output, (done | rerun.ids) if rerun is not None else done, self.ids, self.path or "the prompts given")
 
     async def stream(self, keep: Callable[[PromptCase], bool]) -> AsyncGenerator[PromptCase, None]:
-        if self.path is not None:
-            async for case in prompt_cases(self.path, keep, self.unit, self.table, self.max_line):
+        if self.file is not None:
+            async for case in self.file.stream(keep):
                 yield case
             return
         for case in self.cases:

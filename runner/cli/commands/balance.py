@@ -13,7 +13,7 @@ from waza.runner.analysis.runs import check_readable
 from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.option_values import FORMAT_OPTION, MARKDOWN_ALIAS, ReportFormat, finite_number, wants_markdown
 from waza.runner.cli.sync_command import run_sync
-from waza.runner.engine.inputs import iter_prompts
+from waza.runner.engine.inputs import PromptFile
 from waza.runner.engine.sink import output_stream
 
 HELP = """Count prompts per value of a metadata key, flag under-represented values, suggest what to add.
@@ -57,7 +57,7 @@ def _balance(prompts: str, key: str, expect: list[str], threshold: float, markdo
     if not key.strip() or any(not part for part in key.split(".")):
         raise ConfigError(f"--key {key!r} is not a key name (use name or a.b for nested metadata)")
     check_readable(prompts)
-    report = balance((case for _, case in iter_prompts(prompts)), key, threshold=threshold, expect=expect)
+    report = balance((case for _, case in PromptFile(prompts).cases()), key, threshold=threshold, expect=expect)
     with output_stream(output) as out:
         out.write(balance_markdown(report).encode() if markdown else dumps(report))
     return 0

@@ -20,7 +20,7 @@ from waza.protocol.records import CaptureResult
 from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.options import GraderOptions, with_groups
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, Interrupt, run
-from waza.runner.engine.inputs import prescan, prompt_cases
+from waza.runner.engine.inputs import PromptFile
 from waza.runner.engine.outputs import ResultWriter
 from waza.runner.engine.pipeline import entered, grade_stream
 from waza.runner.wording import count
@@ -71,11 +71,12 @@ async def _validate(prompts: str, concurrency: int, output: str, graders: Grader
     runners = graders.runners()
     if not runners:
         raise ConfigError("validate-refs needs at least one --grader")
-    prescan(prompts)
+    prompt_file = PromptFile(prompts)
+    prompt_file.scan()
     without: list[str] = []
 
     async def references() -> AsyncIterator[CaptureResult]:
-        async for case in prompt_cases(prompts):
+        async for case in prompt_file.stream():
             if case.reference is None:
                 without.append(case.id)
                 continue
