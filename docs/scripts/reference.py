@@ -312,8 +312,8 @@ def _entry(name: str) -> str:
             out.append(code + "\n\n" + _parameter_table(name, params))
         return "\n".join(out)
     if typing.is_typeddict(obj):  # a run's keyword options: every key optional, its default in prepare()
-        hints = typing.get_type_hints(obj)
-        keys = [(key, _short(hint), "") for key, hint in hints.items()]
+        written = {k: getattr(v, "__forward_arg__", v) for k, v in obj.__annotations__.items()}  # as written
+        keys = [(key, _short(hint), "") for key, hint in written.items()]
         body = "".join(f"    {key}: {kind}\n" for key, kind, _ in keys)
         out.append(f"```python\nclass {name}(TypedDict, total=False):\n{body}```\n\n{doc}\n")
         out.append(_parameter_table(name, keys))
