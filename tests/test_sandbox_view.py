@@ -274,3 +274,43 @@ def test_a_git_test_command_runs_the_agents_work_inside_the_sandbox(host: Host) 
     assert grade.status == "passed", grade
     assert "checked" in grade.details["testOutput"] and "s3cr3t" not in grade.details["testOutput"], grade.details
     assert not host.outside.exists()  # its write outside failed, inside the sandbox
+
+
+def test_files_only_root_may_read_in_etc_are_masked_for_an_agent_run_as_root(host: Host) -> None:
+    """``/etc/shadow``, ``gshadow``, ``sudoers.d``, SSH host keys, ``ssl/private``: what an ordinary account
+    may not read in ``/etc`` is empty inside the sandbox, though the agent runs as root; the rest of
+    ``/etc`` (``passwd``, ``hosts``) is shown as before."""
+    if os.getuid() != 0:
+        pytest.skip("masking matters for root: an ordinary account cannot read these files anyway")
+    if not Path("/etc/shadow").exists():
+        pytest.skip("no /etc/shadow on this system")
+    agent = host.base / "agents" / "reads-etc.sh"
+    agent.parent.mkdir()
+    agent.write_text(
+        """#!/bin/sh
+cat > /dev/null
+for f in /etc/shadow /etc/gshadow /etc/sudoers /etc/ssh/ssh_host_ed25519_key /etc/ssh/ssh_host_rsa_key; do
+  cat "$f" 2>/dev/null
+done
+for d in /etc/ssl/private /etc/sudoers.d; do [ -d "$d" ] && ls -A "$d" | wc -l; done
+cat /etc/ssl/private/* 2>/dev/null
+touch /etc/ssl/private/planted 2>/dev/null && echo PLANTED
+grep -c '^root:' /etc/passwd
+id -u
+"""
+    )
+    agent.chmod(0o755)
+    (result,) = waza.capture(
+        [{"id": "p", "input": "go"}],
+        waza.ExecAgent(command=(str(agent),), sandbox=waza.Sandbox()),
+        workspace=waza.Workspace(cwd=host.workspace),
+        timeouts=waza.Timeouts(prompt=120),
+    )
+    assert result.errors == [], result.stderr
+    shadow_root = Path("/etc/shadow").read_text().splitlines()[0]
+    assert shadow_root.startswith("root:")
+    assert shadow_root not in result.output and "PRIVATE KEY" not in result.output, result.output
+    assert "PLANTED" not in result.output
+    *listed, roots, uid = result.output.split()
+    assert set(listed) <= {"0"}, result.output  # the private folders are empty
+    assert (roots, uid) == ("1", "0"), result.output  # passwd shown; still root inside
