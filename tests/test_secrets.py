@@ -255,3 +255,18 @@ def test_a_suite_s_documents_keep_their_words_when_a_secret_equals_one(tmp_path)
     assert junit(secret[1]) == junit(plain[1])
     for word in (b"PASSED", b"FAILED", b"| passed", b"| failed"):
         assert secret[2].count(word) == plain[2].count(word)
+
+
+def test_values_held_for_a_secret_that_never_completes_stay_bounded(monkeypatch):
+    """A CLI whose every line ends with the start of a key (and never the rest) holds back no more than a
+    bounded number of lines: the log goes on being written as the lines come, masked as they stand."""
+    from waza.protocol.io.secrets import Redactor, ValueStreamMasker
+
+    monkeypatch.setenv("BOUND_TEST_TOKEN", "tok-0123456789abcdef")
+    stream = ValueStreamMasker(Redactor())
+    handed = 0
+    for n in range(5000):
+        handed += len(stream.push({"n": n, "text": "partial tok-0123"}))
+        assert n + 1 - handed <= 1025
+    rest = stream.drain()
+    assert handed + len(rest) == 5000 and all(v["text"] == "partial tok-0123" for v in rest)
