@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
@@ -18,6 +19,8 @@ from pathlib import Path
 
 import msgspec
 
+from waza.adapters.sandbox.bwrap import Sandbox, check_available, plan, wrap_command
+from waza.graders._commands import AGENTS_CODE_CONFINEMENT
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import (
     DEFAULT_MAX_LINE,
@@ -83,6 +86,8 @@ class GradeRun(msgspec.Struct):
     tally: Tally = msgspec.field(default_factory=Tally)
     #: Why results errored, for a one-look summary at the end.
     errors: ErrorDigest = msgspec.field(default_factory=ErrorDigest)
+    #: Planned: a grader command that runs the agent's work (git's ``test_command``) runs in this sandbox.
+    sandbox: Sandbox | None = None
 
     @classmethod
     def prepare(
@@ -95,7 +100,11 @@ class GradeRun(msgspec.Struct):
         output: Output | None = None,
         skip_invalid: bool = False,
         limits: Limits = Limits(),
+        sandbox: Sandbox | None = None,
     ) -> GradeRun:
+        if sandbox is not None:  # the agent's work is run again by a grader: in a sandbox like a capture's
+            check_available()
+            sandbox = plan(sandbox, [sys.executable])
         if output is not None:
             output.check()
             if output.resume:
@@ -110,7 +119,8 @@ class GradeRun(msgspec.Struct):
             require_lines(results, "results")
         if output is not None:
             output.check()
-        return cls(results, runners, concurrency, output, [] if skip_invalid else None, limits.line_bytes)
+        skipped = [] if skip_invalid else None
+        return cls(results, runners, concurrency, output, skipped, limits.line_bytes, sandbox=sandbox)
 
     async def stream(self) -> AsyncGenerator[CaptureResult, None]:
         async with contextlib.aclosing(as_stream(self.run_to)) as results:  # closed in this task when the caller stops early
@@ -129,11 +139,14 @@ class GradeRun(msgspec.Struct):
         each = counted(writer, self.tally, self.errors, sink)
 
         complete = False
+        policy = self.sandbox
+        confined = AGENTS_CODE_CONFINEMENT.set(None if policy is None else lambda argv, cwd: wrap_command(argv, policy, cwd))
         try:
             async with entered(self.runners):
                 await grade_stream(source, self.runners, self.concurrency, each)
             complete = True
         finally:
+            AGENTS_CODE_CONFINEMENT.reset(confined)
             if writer is not None:
                 writer.close(complete=complete)
             progress.close()
@@ -147,9 +160,13 @@ async def agrade(
     concurrency: int = 1,
     output: Output | None = None,
     limits: Limits = Limits(),
+    sandbox: Sandbox | None = None,
 ) -> AsyncGenerator[CaptureResult, None]:
-    """Grade CaptureResults again with ``graders`` (a JSONL file, ``-``, or records); yield each as it is graded."""
-    run = GradeRun.prepare(results, graders, timeouts=timeouts, concurrency=concurrency, output=output, limits=limits)
+    """Grade CaptureResults again with ``graders`` (a JSONL file, ``-``, or records); yield each as it is graded.
+    With ``sandbox``, a grader command that runs the agent's work (git's ``test_command``) runs inside it."""
+    run = GradeRun.prepare(
+        results, graders, timeouts=timeouts, concurrency=concurrency, output=output, limits=limits, sandbox=sandbox
+    )
     async with contextlib.aclosing(run.stream()) as graded:  # closed in this task when the caller stops early
         async for result in graded:
             yield result
@@ -163,12 +180,13 @@ def grade(
     concurrency: int = 1,
     output: Output | None = None,
     limits: Limits = Limits(),
+    sandbox: Sandbox | None = None,
 ) -> list[CaptureResult]:
     """Blocking :func:`agrade`."""
-    return collect(
-        functools.partial(agrade, results, graders, timeouts=timeouts, concurrency=concurrency, output=output, limits=limits),
-        "grade",
+    run = functools.partial(
+        agrade, results, graders, timeouts=timeouts, concurrency=concurrency, output=output, limits=limits, sandbox=sandbox
     )
+    return collect(run, "grade")
 
 
 __all__ = ["GradeRun", "agrade", "grade", "read_results"]
