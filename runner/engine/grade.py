@@ -119,7 +119,7 @@ class GradeRun(msgspec.Struct):
             require_lines(results, "results")
         if output is not None:
             output.check()
-        skipped = [] if skip_invalid else None
+        skipped: list[str] | None = [] if skip_invalid else None
         return cls(results, runners, concurrency, output, skipped, limits.line_bytes, sandbox=sandbox)
 
     async def stream(self) -> AsyncGenerator[CaptureResult, None]:

@@ -12,6 +12,7 @@ process outlives the run (``fanout``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import re
@@ -35,6 +36,7 @@ from waza.protocol.io.logs import get_logger
 from waza.protocol.records import CaptureResult, Exit, Grade, PromptCase, Timing
 from waza.protocol.trajectory import TrajectoryBuilder
 from waza.runner.engine.fanout import fan_out
+from waza.runner.engine.overlays import Seed, mount_overlay, mounted, unmount_overlay
 from waza.runner.engine.specs import Limits
 from waza.runner.engine.trees import remove_tree, tree_bytes
 from waza.runner.grading.grader_runners import GraderRunner
@@ -307,7 +309,8 @@ async def run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> Capt
     try:
         # Making and filling a workspace reads and writes whole trees: in a worker thread, so the
         # event loop keeps running every other trial's agent, graders and timeouts meanwhile.
-        workspace, remove = await anyio.to_thread.run_sync(prepared, settings.workspaces, item)
+        overlay = settings.opts.sandbox is not None  # the agent reaches the workspace only through the sandbox
+        workspace, remove = await anyio.to_thread.run_sync(prepared, settings.workspaces, item, overlay)
     except Exception as exc:  # a workspace problem is this item's error, not the run's end
         return failed_result(item.case, item.trial, adapter.name, f"cannot prepare workspace: {exc}")
     try:
@@ -323,8 +326,10 @@ async def run_item(adapter: Adapter, item: WorkItem, settings: Settings) -> Capt
         finally:
             AGENTS_CODE_CONFINEMENT.reset(confined)
     finally:
-        if remove:
-            with anyio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True):
+            if mounted(workspace):  # graders have read the merged view; a kept one becomes a plain folder
+                await anyio.to_thread.run_sync(functools.partial(take_down, workspace, keep=not remove))
+            if remove:
                 await anyio.to_thread.run_sync(remove_workspace, workspace)
 
 
@@ -350,9 +355,12 @@ def reached_limits(result: CaptureResult, workspace: Path, limits: SandboxLimits
 FILLING = threading.BoundedSemaphore(2)
 
 
-def prepared(workspaces: Workspaces, item: WorkItem) -> tuple[Path, bool]:
-    """``item``'s workspace, made and filled (blocking: run in a worker thread); a half-filled one is removed."""
+def prepared(workspaces: Workspaces, item: WorkItem, overlay: bool = False) -> tuple[Path, bool]:
+    """``item``'s workspace, made and filled (blocking: run in a worker thread); a half-filled one is removed.
+    With ``overlay``, a workspace from a template is an overlay of it where the machine allows (no copy)."""
     workspace, remove = workspaces.create(item)
+    if overlay and isinstance(item.prepare, Seed) and mount_overlay(item.prepare.source, workspace):
+        return workspace, remove
     if item.prepare is not None:
         try:
             with FILLING:
@@ -362,6 +370,15 @@ def prepared(workspaces: Workspaces, item: WorkItem) -> tuple[Path, bool]:
                 remove_workspace(workspace)
             raise
     return workspace, remove
+
+
+def take_down(workspace: Path, *, keep: bool) -> None:
+    """Unmount a workspace's overlay (a kept one copied to a plain folder first); a failure is logged, never
+    the record's."""
+    try:
+        unmount_overlay(workspace, keep=keep)
+    except OSError as exc:
+        log.warning("cannot take the workspace's overlay down", path=str(workspace), error=str(exc))
 
 
 def remove_workspace(workspace: Path) -> None:
