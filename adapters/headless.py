@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
@@ -169,9 +169,7 @@ class HeadlessAdapter(Adapter):
             return out
         tag = new_tag()  # finds what the CLI started in a session of its own (Gemini CLI's shell commands)
         env: Mapping[str, str] = {**os.environ, TAG_VAR: tag.value}
-        run_argv: Sequence[str] = argv
-        if self.confined:
-            run_argv, env = self.sandboxed(argv, task.workspace, env)
+        run_argv, env = self.sandboxed(argv, task.workspace, env)
         try:
             child = await Child.start(
                 run_argv, stdin=prompt.encode() if self.schema.prompt_stdin else None, cwd=task.workspace, env=env, stderr=stderr

@@ -38,6 +38,8 @@ __all__ = [
     "Redactor",
     "StreamMasker",
     "ValueStreamMasker",
+    "for_agents",
+    "give_to_agents",
     "is_secret_name",
     "mark_secret_env",
     "marked_names",
@@ -85,6 +87,22 @@ def mark_secret_env(name: str) -> None:
 def marked_names() -> tuple[str, ...]:
     """The names given to :func:`mark_secret_env` in this process (a Ray job carries them to its node)."""
     return tuple(sorted(_marked))
+
+
+#: Marked variables the user passes to agents too (``--agent-env NAME``).
+_given: set[str] = set()
+
+
+def give_to_agents(name: str) -> None:
+    """Let agents have ``name`` though it is one of waza's own keys (marked: a judge's or an HTTP agent's)."""
+    _given.add(name)
+
+
+def for_agents(env: Mapping[str, str], keep: Collection[str] = ()) -> dict[str, str]:
+    """``env`` without waza's own keys (the variables :func:`mark_secret_env` named: the judge's, an HTTP
+    agent's), which no agent gets, sandboxed or not, unless given (:func:`give_to_agents`, or ``keep``: a
+    sandbox's ``keep_env``). Other secret-like variables stay: an unsandboxed agent runs as the user."""
+    return {k: v for k, v in env.items() if k not in _marked or k in _given or k in keep}
 
 
 def is_secret_name(name: str) -> bool:

@@ -25,7 +25,7 @@ import msgspec.structs
 from waza.adapters import DEFAULT_ADAPTER
 from waza.adapters.base import Adapter, AdapterOptions
 from waza.protocol.errors import ConfigError
-from waza.protocol.io.secrets import mark_secret_env
+from waza.protocol.io.secrets import give_to_agents, mark_secret_env
 from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB
 from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_MB
 from waza.runner.cli.metavars import argument, option
@@ -150,6 +150,15 @@ class AgentOptions(msgspec.Struct):
             panel=AGENT,
         ),
     ] = False
+    agent_env: Annotated[
+        list[str] | None,
+        opt(
+            "--agent-env",
+            help="Give the agent NAME though the judge or waza uses it as a key (--judge-api-key-env; repeatable).",
+            panel=AGENT,
+            metavar="NAME",
+        ),
+    ] = None
     sandbox: Annotated[
         str | None,
         opt(
@@ -259,6 +268,8 @@ class AgentOptions(msgspec.Struct):
             servers.append(value)
         if self.api_key_env:
             mark_secret_env(self.api_key_env)
+        for name in self.agent_env or []:
+            give_to_agents(name)
         return AdapterOptions(
             events=self.events,
             mcp_servers=servers,
