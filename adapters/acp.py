@@ -363,8 +363,9 @@ class AcpAdapter(Adapter[AcpAgent]):
         if self._raw is not None:
             self._raw.prompt_id = task.case.id
         assert self._tg is not None, "use the adapter as an async context manager"
-        prepare = self.sandboxed if self.confined else None
-        session = ClientSession(None, task.workspace, task.recorder, self._policy, self._tg.start_soon, prepare, self.spec.env)
+        session = ClientSession(
+            None, task.workspace, task.recorder, self._policy, self._tg.start_soon, self.sandboxed, self.spec.env
+        )
         self._session = session
         deadline = math.inf if task.timeout is None else anyio.current_time() + task.timeout
         try:

@@ -22,6 +22,7 @@ import msgspec
 
 from waza.adapters.sandbox.bwrap import plan, relayed, sandbox_env, wrap_command
 from waza.adapters.specs import AgentBase, ProcessAgent, sandbox_of
+from waza.protocol.io.secrets import for_agents
 from waza.protocol.records import Exit, PromptCase
 from waza.protocol.trajectory import TrajectoryBuilder
 
@@ -144,14 +145,16 @@ class Adapter(abc.ABC, Generic[A]):
     def sandboxed(
         self, argv: Sequence[str], workspace: Path, env: Mapping[str, str], setenv: Mapping[str, str] | None = None
     ) -> tuple[Sequence[str], Mapping[str, str]]:
-        """The command line and environment that start ``argv`` for ``workspace``: as they are (``setenv``
+        """The command line and environment that start ``argv`` for ``workspace``, never with waza's own keys
+        (:func:`~waza.protocol.io.secrets.for_agents`): as they are (``setenv``
         added to ``env``), inside the sandbox the options ask for, its view planned once from the
         agent's command line, with ``env`` less secret-like variables and ``setenv`` (what the agent
         asked for) set inside only, never on the ``bwrap`` process that runs on the host; or inside the
         benchmark environment the runner confines the agent to."""
+        policy = self.sandbox
+        env = for_agents(env, () if policy is None else policy.keep_env)  # the judge's key is not the agent's
         if self.confine is not None:
             return self.confine(argv, {**env, **(setenv or {})})
-        policy = self.sandbox
         if policy is None:
             return argv, {**env, **(setenv or {})}
         return wrap_command(argv, policy, workspace, self._relay, setenv), sandbox_env(policy, env)

@@ -10,7 +10,11 @@ short grace to exit before its process group is killed. Whatever the CLI
 started is killed with the turn, even in a session of its own (found by the
 turn's process tag in its environment). With ``--raw-log``
 every stdout line is appended to the file with its prompt id, turn and time,
-secret values masked in it as in records (however the CLI escaped them).
+secret values masked in it as in records (however the CLI escaped them), a key
+split across two lines included: the strings at the same place of successive
+lines (a text delta's ``text``) are one stream through a
+:class:`~waza.protocol.io.secrets.ValueStreamMasker`, which holds a line back
+while its end could still start a secret.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import orjson
 from waza.protocol.errors import ConfigError
 from waza.protocol.io.agent_command import resolve_agent_command
 from waza.protocol.io.process import TAG_VAR, Child, LineReader, LineTooLong, Tail, exit_parts, kill_tagged, new_tag
-from waza.protocol.io.secrets import Redactor
+from waza.protocol.io.secrets import Redactor, ValueStreamMasker, holds_waza_keys
 from waza.protocol.records import Exit
 from waza.protocol.trajectory import RawUpdate
 
@@ -183,10 +187,8 @@ class HeadlessAdapter(Adapter[HeadlessAgent]):
         tag = new_tag()  # finds what the CLI started in a session of its own (Gemini CLI's shell commands)
         run_argv: Sequence[str] = argv
         env: Mapping[str, str] | Mapping[bytes, bytes]
-        if self.confined:
+        if self.confined or self.spec.env or task.path or holds_waza_keys(os.environ):
             run_argv, env = self.sandboxed(argv, task.workspace, self.with_path(self.environ(**{TAG_VAR: tag.value}), task))
-        elif self.spec.env or task.path:
-            env = self.with_path(self.environ(**{TAG_VAR: tag.value}), task)
         else:  # as bytes: not decoded here and encoded again by the spawn, variable by variable
             env = {**os.environb, TAG_VAR.encode(): tag.value.encode()}
         try:
@@ -198,6 +200,7 @@ class HeadlessAdapter(Adapter[HeadlessAgent]):
             return out
         recorder = task.recorder
         reader = LineReader(child)
+        logged = ValueStreamMasker(self._redact)  # the raw log's lines: a secret split across two is masked too
         grace = anyio.CancelScope()  # given a deadline when the result line is seen
 
         def take(line: bytes) -> None:
@@ -208,7 +211,7 @@ class HeadlessAdapter(Adapter[HeadlessAgent]):
                 value: Any = orjson.loads(line)
             except orjson.JSONDecodeError:
                 recorder.emit(RawUpdate("unparsed", line.decode("utf-8", "replace")), at)
-                self._log(task, turn, at, line.decode("utf-8", "replace"), False)
+                self._log(logged, task, turn, at, line.decode("utf-8", "replace"), False)
                 return
             reading = mapper.read(value)
             for event in reading.events:
@@ -217,7 +220,7 @@ class HeadlessAdapter(Adapter[HeadlessAgent]):
             out.stop_reason = reading.stop_reason or out.stop_reason
             if reading.error is not None:
                 out.errors.append(f"agent reported an error: {reading.error}")
-            self._log(task, turn, at, value, True)
+            self._log(logged, task, turn, at, value, True)
             if reading.result and not out.result:
                 out.result = True
                 grace.deadline = anyio.current_time() + RESULT_GRACE
@@ -246,6 +249,7 @@ class HeadlessAdapter(Adapter[HeadlessAgent]):
         finally:
             await child.aclose()
             kill_tagged(tag)  # what the CLI left running, even in a session of its own
+            self._write(logged.drain())
         code, sig = exit_parts(child.returncode)
         if timed_out:
             out.exit = Exit(timed_out=True)
@@ -266,12 +270,20 @@ class HeadlessAdapter(Adapter[HeadlessAgent]):
                 )
         return out
 
-    def _log(self, task: AgentTask, turn: int, at: int, line: Any, parsed: bool) -> None:
+    def _log(self, logged: ValueStreamMasker, task: AgentTask, turn: int, at: int, line: Any, parsed: bool) -> None:
         if self._raw is None:
             return
         entry = {"time": int(time.time() * 1000), "ms": at, "id": task.case.id, "turn": turn, "trial": task.trial}
         entry["line" if parsed else "text"] = line
-        self._raw.write(self._redact(orjson.dumps(entry), decode=True) + b"\n")
+        self._write(logged.push(entry) if self._redact.longest else [entry])
+
+    def _write(self, entries: list[Any]) -> None:
+        """Entries whose strings are masked across lines already; masked once more line by line, for a
+        secret the CLI escaped (``\\u`` forms) in one line."""
+        if self._raw is None:
+            return
+        for entry in entries:
+            self._raw.write(self._redact(orjson.dumps(entry), decode=True) + b"\n")
         self._raw.flush()
 
 

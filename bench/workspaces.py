@@ -7,8 +7,9 @@ measures, alternating the commands forward then backward ``--runs`` times:
 * **setup**: one trial's workspace filled from the fixture: ``cp -a`` (the
   floor), waza's copy (``trees.copy_tree``, the kernel's copy, reflinks where
   the filesystem has them), ``shutil.copytree`` (what templates used
-  before) and a per-file copy resolving each path (what suite fixtures used before); whether this filesystem reflinks is printed, and the overlay row says
-  whether this machine's bubblewrap has ``--overlay-src``;
+  before), a per-file copy resolving each path (what suite fixtures used before),
+  an empty folder, and, as root, the kernel overlay a sandboxed trial from a template gets
+  (``runner.engine.overlays``: one mount); whether this filesystem reflinks is printed;
 * **sandbox start**: ``true`` run directly, through waza's bubblewrap command
   line, and through it with limits (the launcher and its control group);
 * **-j 16**: 16 prompts of an agent that sleeps ``--sleep`` seconds, each in a
@@ -40,6 +41,7 @@ import anyio
 import waza
 from waza.adapters.sandbox.bwrap import Sandbox, wrap_command
 from waza.adapters.sandbox.limits import SandboxLimits, describe
+from waza.runner.engine.overlays import mount_overlay, mounted, unmount_overlay
 from waza.runner.engine.trees import copy_tree, remove_tree
 
 DATA = Path(__file__).resolve().parent / ".data" / "workspaces"
@@ -94,9 +96,9 @@ def overlay_here() -> str:
         return "no bubblewrap"
     text = subprocess.run([bwrap, "--help"], capture_output=True, text=True, check=False).stdout
     version = subprocess.run([bwrap, "--version"], capture_output=True, text=True, check=False).stdout.strip()
-    return f"{version}: " + (
-        "has --overlay-src" if "--overlay-src" in text else "no --overlay-src (bubblewrap 0.9 or later has it)"
-    )
+    bwrap_says = "has --overlay-src" if "--overlay-src" in text else "no --overlay-src"
+    kernel = "waza mounts a kernel overlay (root)" if os.geteuid() == 0 else "not root: sandboxed trials copy"
+    return f"{version}: {bwrap_says}; {kernel}"
 
 
 def setup_rows(source: Path, runs: int) -> dict[str, float]:
@@ -110,6 +112,10 @@ def setup_rows(source: Path, runs: int) -> dict[str, float]:
 
     def clear() -> None:  # each copy is removed before the next (untimed): a small filesystem holds the bench
         for entry in list(scratch.iterdir()):
+            if mounted(entry):
+                unmount_overlay(entry, keep=False)
+            if entry.name.startswith("."):  # an overlay's layers, removed with it
+                continue
             remove_tree(entry)
         os.sync()
 
@@ -140,6 +146,12 @@ def setup_rows(source: Path, runs: int) -> dict[str, float]:
     def empty() -> None:
         fresh().mkdir()
 
+    def overlay() -> None:  # what a sandboxed trial from a template gets as root: one mount, no copy
+        target = fresh()
+        target.mkdir()
+        if not mount_overlay(source, target):
+            raise RuntimeError("no overlay here (see the line above)")
+
     try:
         return measure(
             {
@@ -148,6 +160,7 @@ def setup_rows(source: Path, runs: int) -> dict[str, float]:
                 "shutil.copytree": copytree,
                 "per-file copy (suites before)": per_file,
                 "empty": empty,
+                **({"overlay (sandboxed trials, root)": overlay} if os.geteuid() == 0 else {}),
             },
             runs,
             clear,

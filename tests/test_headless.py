@@ -391,6 +391,36 @@ def test_raw_log_masks_secret_values_the_cli_printed(fake_clis, tmp_path):
     assert read_jsonl(raw)[0]["line"]["type"] == "thread.started"  # lines are still whole records
 
 
+def test_raw_log_masks_a_secret_the_cli_streamed_across_two_lines(fake_clis, tmp_path):
+    """A key a CLI streams as two text deltas (``sk-wz-5a6b`` in one line, ``7c8d9e0f`` in the next): neither
+    line holds it whole, and the raw log still holds the mask and no part of the key's tail."""
+    secret = "sk-wz-5a6b7c8d9e0f"
+    lines = (FIXTURES / "codex.jsonl").read_text().splitlines()
+    deltas = [
+        {"type": "item.updated", "item": {"id": "item_9", "type": "agent_message", "text": f"my key is {secret[:10]}"}},
+        {"type": "item.updated", "item": {"id": "item_9", "type": "agent_message", "text": f"{secret[10:]}, use it"}},
+    ]
+    fixture = tmp_path / "split.jsonl"
+    fixture.write_text("\n".join([*lines[:3], *map(lambda d: orjson.dumps(d).decode(), deltas), *lines[3:]]) + "\n")
+    raw = tmp_path / "raw.jsonl"
+    proc = run_waza(
+        "capture", write_jsonl(tmp_path / "prompts.jsonl", ONE), "--adapter", "headless", "--schema", "codex",
+        "--raw-log", raw, cwd=tmp_path, env={"FAKE_CLI_FIXTURE": str(fixture), "CODEX_API_KEY": secret},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    logged = read_jsonl(raw)
+    assert len(logged) == len(lines) + 2  # every line, in order, whole
+    texts = [
+        entry["line"]["item"]["text"]
+        for entry in logged
+        if entry["line"].get("type") == "item.updated" and "text" in entry["line"]["item"]
+    ]
+    assert texts == ["my key is [REDACTED]", ", use it"], texts
+    data = raw.read_text()
+    assert secret[:10] not in data and secret[10:] not in data
+    assert [entry["line"]["type"] for entry in logged][:2] == ["thread.started", "turn.started"]
+
+
 def test_bad_schemas_are_usage_errors_naming_file_and_field(fake_clis, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_bytes(

@@ -50,11 +50,16 @@ def node_tmp():
         shutil.rmtree(path, ignore_errors=True)
 
 
+#: The clusters the module started (a test looks into their session folders).
+CLUSTERS: list[Cluster] = []
+
+
 @pytest.fixture(scope="module")
 def address(node_tmp):
     """A one-node cluster (``ray start --head``, 2 CPUs) wanting a token; every waza of the module has the token."""
     token = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16)}
     cluster = Cluster(token)
+    CLUSTERS.append(cluster)
     with pytest.MonkeyPatch.context() as env:
         for name, value in token.items():
             env.setenv(name, value)
@@ -402,6 +407,14 @@ def test_ray_env_reaches_the_tasks_and_secrets_stay_masked(tmp_path, address):
     assert record["output"].strip() == "setting=fast-mode key=[REDACTED]"
     assert env["WAZA_TEST_API_KEY"].encode() not in out.read_bytes() + proc.stderr
     assert set(record["metadata"]["ray"]) == {"node_id", "host"} and len(record["metadata"]["ray"]["node_id"]) == 56
+    # the values travel as call arguments, not in runtime_env: no file of the cluster's session holds them
+    leaked = [
+        path
+        for node in CLUSTERS[-1].nodes
+        for path in Path(node.temp_dir).rglob("*")
+        if path.is_file() and not path.is_symlink() and env["WAZA_TEST_API_KEY"].encode() in path.read_bytes()
+    ]
+    assert leaked == []
     proc = run_waza(*args, "--ray-env", "WAZA_TEST_UNSET", "--", *agent)
     assert (
         proc.returncode == 2

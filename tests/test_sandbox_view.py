@@ -274,3 +274,77 @@ def test_a_git_test_command_runs_the_agents_work_inside_the_sandbox(host: Host) 
     assert grade.status == "passed", grade
     assert "checked" in grade.details["testOutput"] and "s3cr3t" not in grade.details["testOutput"], grade.details
     assert not host.outside.exists()  # its write outside failed, inside the sandbox
+
+
+def test_waza_grade_with_sandbox_runs_a_test_command_of_earlier_results_inside(host: Host, tmp_path: Path) -> None:
+    """Results captured earlier (no sandbox then), graded again: with ``--sandbox bwrap`` (``sandbox=`` in the
+    API) the ``check.sh`` the agent wrote runs in a sandbox, reading no secret and writing nothing outside;
+    without it, it runs on the host, as the guide says."""
+    subprocess.run(["git", "init", "-q", str(host.workspace)], check=True)
+    check = f"#!/bin/sh\ncat {host.home}/secret.txt {host.base}/tmp-secret.txt 2>/dev/null\necho pwned > {host.outside}\necho checked\n"
+    agent = host.base / "agents" / "writes-check.sh"
+    agent.parent.mkdir(parents=True, exist_ok=True)
+    agent.write_text(f"#!/bin/sh\ncat > /dev/null\nprintf '{check}' > check.sh\nchmod +x check.sh\necho wrote\n")
+    agent.chmod(0o755)
+    (captured,) = waza.capture(
+        [{"id": "p", "input": "go"}],
+        waza.ExecAgent(command=(str(agent),)),
+        workspace=waza.Workspace(cwd=host.workspace),
+        timeouts=waza.Timeouts(prompt=120),
+    )
+    assert (host.workspace / "check.sh").exists() and not host.outside.exists()
+    results = tmp_path / "results.jsonl"
+    results.write_bytes(captured.to_json() + b"\n")
+    config = json.dumps({"test_command": "./check.sh", "expect_created": ["check.sh"]})
+    done = subprocess.run(
+        [sys.executable, "-m", "waza", "grade", str(results), "--sandbox", "bwrap", "-g", "builtin:git", "--grader-config", config],
+        cwd=host.workspace, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (grade,) = json.loads(done.stdout)["grades"]
+    assert grade["status"] == "passed", grade
+    assert "checked" in grade["details"]["testOutput"] and "s3cr3t" not in grade["details"]["testOutput"], grade
+    assert not host.outside.exists()  # its write outside failed, inside the sandbox
+    grader = waza.Builtin(grader="git", config=json.loads(config))
+    (unconfined,) = waza.grade([captured], [grader])
+    assert "s3cr3t-home" in unconfined.grades[0].details["testOutput"] and host.outside.exists()  # the host, as documented
+
+
+def test_files_only_root_may_read_in_etc_are_masked_for_an_agent_run_as_root(host: Host) -> None:
+    """``/etc/shadow``, ``gshadow``, ``sudoers.d``, SSH host keys, ``ssl/private``: what an ordinary account
+    may not read in ``/etc`` is empty inside the sandbox, though the agent runs as root; the rest of
+    ``/etc`` (``passwd``, ``hosts``) is shown as before."""
+    if os.getuid() != 0:
+        pytest.skip("masking matters for root: an ordinary account cannot read these files anyway")
+    if not Path("/etc/shadow").exists():
+        pytest.skip("no /etc/shadow on this system")
+    agent = host.base / "agents" / "reads-etc.sh"
+    agent.parent.mkdir()
+    agent.write_text(
+        """#!/bin/sh
+cat > /dev/null
+for f in /etc/shadow /etc/gshadow /etc/sudoers /etc/ssh/ssh_host_ed25519_key /etc/ssh/ssh_host_rsa_key; do
+  cat "$f" 2>/dev/null
+done
+for d in /etc/ssl/private /etc/sudoers.d; do [ -d "$d" ] && ls -A "$d" | wc -l; done
+cat /etc/ssl/private/* 2>/dev/null
+touch /etc/ssl/private/planted 2>/dev/null && echo PLANTED
+grep -c '^root:' /etc/passwd
+id -u
+"""
+    )
+    agent.chmod(0o755)
+    (result,) = waza.capture(
+        [{"id": "p", "input": "go"}],
+        waza.ExecAgent(command=(str(agent),), sandbox=waza.Sandbox()),
+        workspace=waza.Workspace(cwd=host.workspace),
+        timeouts=waza.Timeouts(prompt=120),
+    )
+    assert result.errors == [], result.stderr
+    shadow_root = Path("/etc/shadow").read_text().splitlines()[0]
+    assert shadow_root.startswith("root:")
+    assert shadow_root not in result.output and "PRIVATE KEY" not in result.output, result.output
+    assert "PLANTED" not in result.output
+    *listed, roots, uid = result.output.split()
+    assert set(listed) <= {"0"}, result.output  # the private folders are empty
+    assert (roots, uid) == ("1", "0"), result.output  # passwd shown; still root inside

@@ -255,3 +255,42 @@ def test_a_suite_s_documents_keep_their_words_when_a_secret_equals_one(tmp_path)
     assert junit(secret[1]) == junit(plain[1])
     for word in (b"PASSED", b"FAILED", b"| passed", b"| failed"):
         assert secret[2].count(word) == plain[2].count(word)
+
+
+def test_values_held_for_a_secret_that_never_completes_stay_bounded(monkeypatch):
+    """A CLI whose every line ends with the start of a key (and never the rest) holds back no more than a
+    bounded number of lines: the log goes on being written as the lines come, masked as they stand."""
+    from waza.protocol.io.secrets import Redactor, ValueStreamMasker
+
+    monkeypatch.setenv("BOUND_TEST_TOKEN", "tok-0123456789abcdef")
+    stream = ValueStreamMasker(Redactor())
+    handed = 0
+    for n in range(5000):
+        handed += len(stream.push({"n": n, "text": "partial tok-0123"}))
+        assert n + 1 - handed <= 1025
+    rest = stream.drain()
+    assert handed + len(rest) == 5000 and all(v["text"] == "partial tok-0123" for v in rest)
+
+
+def test_an_unsandboxed_agent_never_gets_the_judges_key_unless_given_it(tmp_path):
+    """The judge's key shares its variable name with the agent's usual one (OPENAI_API_KEY): the agent, and
+    a command it starts, do not get it; `--agent-env OPENAI_API_KEY` gives it back. Other secret-like
+    variables stay (an unsandboxed agent runs as the user)."""
+    agent = tmp_path / "agent.py"
+    agent.write_text(
+        "import os, subprocess, sys\nsys.stdin.read()\n"
+        "child = subprocess.run(['sh', '-c', 'test -n \"$OPENAI_API_KEY\" && echo has || echo none'], capture_output=True, text=True)\n"
+        "print('agent', 'has' if os.environ.get('OPENAI_API_KEY') else 'none', 'child', child.stdout.strip(),\n"
+        "      'other', 'has' if os.environ.get('MY_OTHER_TOKEN') else 'none')\n"
+    )
+    prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "p", "input": "go"}])
+    env = {"OPENAI_API_KEY": "sk-judge-0123456789", "MY_OTHER_TOKEN": "tok-0123456789"}
+    judge = ["-g", "builtin:llm", "--judge-api-key-env", "OPENAI_API_KEY", "--judge-base-url", "http://127.0.0.1:9/v1"]
+    outputs = []
+    for extra in ([], ["--agent-env", "OPENAI_API_KEY"]):
+        proc = run_waza(
+            "capture", prompts, "--adapter", "exec", *judge, *extra, "--", sys.executable, agent, cwd=tmp_path, env=env
+        )
+        assert b"sk-judge" not in proc.stdout + proc.stderr
+        outputs.append(json.loads(proc.stdout)["output"].strip())
+    assert outputs == ["agent none child none other has", "agent has child has other has"]

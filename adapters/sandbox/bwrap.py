@@ -51,6 +51,7 @@ __all__ = [
     "Sandbox",
     "check_available",
     "hidden_places",
+    "masked_in_etc",
     "plan",
     "program_as_shown",
     "relayed",
@@ -162,6 +163,38 @@ def hidden_places() -> list[str]:
 def too_high(path: str, hidden: Sequence[str]) -> bool:
     """Whether showing ``path`` (a real path) would show ``/``, a hidden place or a folder holding one."""
     return path == "/" or any(h == path or h.startswith(path.rstrip("/") + "/") for h in hidden)
+
+
+@functools.cache
+def masked_in_etc() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The files and folders of ``/etc`` that an ordinary account may not read (``/etc/shadow``,
+    ``gshadow``, ``sudoers``, ``sudoers.d``, SSH host keys, ``ssl/private``, ...): ``(files, folders)``.
+
+    The rule is the permission bits, not a list of names: a file others may not read, or a folder others
+    may not list and enter. Inside the sandbox, files are replaced by ``/dev/null`` and folders by an
+    empty one, so an agent run as root (or in the file's group) sees ``/etc`` as any other account does.
+    Links are not followed; found once per process (the walk of ``/etc`` takes milliseconds).
+    """
+    files: list[str] = []
+    folders: list[str] = []
+    for root, dirs, names in os.walk("/etc", onerror=lambda _exc: None):
+        kept = []
+        for name in dirs:
+            path = os.path.join(root, name)
+            with suppress(OSError):
+                mode = os.lstat(path).st_mode
+                if stat.S_ISDIR(mode) and mode & 0o005 != 0o005:
+                    folders.append(path)
+                    continue
+            kept.append(name)
+        dirs[:] = kept
+        for name in names:
+            path = os.path.join(root, name)
+            with suppress(OSError):
+                mode = os.lstat(path).st_mode
+                if stat.S_ISREG(mode) and not mode & 0o004:
+                    files.append(path)
+    return tuple(files), tuple(folders)
 
 
 def _under_system(path: str) -> bool:
@@ -409,6 +442,12 @@ def wrap_command(
             out += ["--symlink", os.readlink(path), path]
         elif os.path.exists(path):
             out += ["--ro-bind", path, path]
+    if os.path.isdir("/etc") and not os.path.islink("/etc"):
+        files, folders = masked_in_etc()
+        for path in filter(os.path.lexists, files):  # one removed since the walk would stop bwrap
+            out += ["--ro-bind", "/dev/null", path]
+        for path in filter(os.path.isdir, folders):
+            out += ["--tmpfs", path, "--remount-ro", path]
     out += ["--dev", "/dev", "--proc", "/proc"]
     for path in TEMPORARY:
         out += ["--tmpfs", path]

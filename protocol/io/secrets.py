@@ -26,6 +26,7 @@ is masked.
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Collection, Mapping
 from typing import Any, TypeAlias
 
@@ -36,6 +37,10 @@ __all__ = [
     "OWN_FIELDS",
     "Redactor",
     "StreamMasker",
+    "ValueStreamMasker",
+    "for_agents",
+    "give_to_agents",
+    "holds_waza_keys",
     "is_secret_name",
     "mark_secret_env",
     "marked_names",
@@ -83,6 +88,27 @@ def mark_secret_env(name: str) -> None:
 def marked_names() -> tuple[str, ...]:
     """The names given to :func:`mark_secret_env` in this process (a Ray job carries them to its node)."""
     return tuple(sorted(_marked))
+
+
+#: Marked variables the user passes to agents too (``--agent-env NAME``).
+_given: set[str] = set()
+
+
+def give_to_agents(name: str) -> None:
+    """Let agents have ``name`` though it is one of waza's own keys (marked: a judge's or an HTTP agent's)."""
+    _given.add(name)
+
+
+def for_agents(env: Mapping[str, str], keep: Collection[str] = ()) -> dict[str, str]:
+    """``env`` without waza's own keys (the variables :func:`mark_secret_env` named: the judge's, an HTTP
+    agent's), which no agent gets, sandboxed or not, unless given (:func:`give_to_agents`, or ``keep``: a
+    sandbox's ``keep_env``). Other secret-like variables stay: an unsandboxed agent runs as the user."""
+    return {k: v for k, v in env.items() if k not in _marked or k in _given or k in keep}
+
+
+def holds_waza_keys(env: Mapping[str, str]) -> bool:
+    """Whether :func:`for_agents` would take anything out of ``env`` (checked before copying it)."""
+    return any(name in env and name not in _given for name in _marked)
 
 
 def is_secret_name(name: str) -> bool:
@@ -252,6 +278,86 @@ class StreamMasker:
             start += len(chunk)
         self._held = []
         return out
+
+
+class _Held:
+    """A JSON value waiting for the masked text of its strings (``missing`` of them not back yet)."""
+
+    __slots__ = ("box", "missing")
+
+    def __init__(self, box: list[Any], missing: int) -> None:
+        self.box, self.missing = box, missing
+
+
+#: Streams of one :class:`ValueStreamMasker` (the strings of further places share one), and values it holds
+#: at most: past that, everything held is handed back masked as it stands (memory stays flat).
+_MOST_STREAMS, _MOST_HELD = 256, 1024
+
+
+class ValueStreamMasker:
+    """Masks secrets split across consecutive JSON values (a headless CLI's event lines, whose text deltas
+    cut a key anywhere). The strings found at the same place of successive values (the same keys, any list
+    index) are one stream through a :class:`StreamMasker`, as an ACP message's chunks are: a text delta's
+    ``event.delta.text`` of one line continues in the next. :meth:`push` hands back the values that can be
+    written now, in order, their strings masked; a value waits while one of its strings is held, and the
+    values after it wait with it. :meth:`drain` hands back the rest when the stream ends. What is held is
+    bounded (the longest secret per stream, :data:`_MOST_HELD` values), so memory stays flat.
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redact = redactor
+        self._queue: deque[_Held] = deque()  # values not handed back yet, in order
+        self._streams: dict[tuple[str, ...], tuple[StreamMasker, deque[tuple[_Held, Any, Any]]]] = {}
+
+    def push(self, value: Any) -> list[Any]:
+        held = _Held([value], 0)
+        self._queue.append(held)
+        for place, container, key in _strings(held.box):
+            if place not in self._streams and len(self._streams) >= _MOST_STREAMS:
+                place = ("*",)
+            masker, slots = self._streams.setdefault(place, (StreamMasker(self._redact), deque()))
+            slots.append((held, container, key))
+            held.missing += 1
+            self._fill(slots, masker.push(container[key]))
+        if len(self._queue) > _MOST_HELD:
+            return self.drain()
+        return self._ready()
+
+    def drain(self) -> list[Any]:
+        for masker, slots in self._streams.values():
+            self._fill(slots, masker.drain())
+        self._streams.clear()
+        return self._ready()
+
+    @staticmethod
+    def _fill(slots: deque[tuple[_Held, Any, Any]], texts: list[str]) -> None:
+        for text in texts:
+            held, container, key = slots.popleft()
+            container[key] = text
+            held.missing -= 1
+
+    def _ready(self) -> list[Any]:
+        out = []
+        while self._queue and not self._queue[0].missing:
+            out.append(self._queue.popleft().box[0])
+        return out
+
+
+def _strings(box: list[Any]) -> list[tuple[tuple[str, ...], Any, Any]]:
+    """The strings of ``box[0]`` as (place, container, key), in document order; a place is the keys on the
+    way to the string (``[]`` for any list index). Keys themselves are not searched."""
+    found: list[tuple[tuple[str, ...], Any, Any]] = []
+    stack: list[tuple[tuple[str, ...], Any, Any]] = [((), box, 0)]
+    while stack:
+        place, container, key = stack.pop()
+        item = container[key]
+        if isinstance(item, str):
+            found.append((place, container, key))
+        elif isinstance(item, dict):
+            stack.extend(((*place, str(k)), item, k) for k in reversed(list(item)))
+        elif isinstance(item, list):
+            stack.extend(((*place, "[]"), item, i) for i in reversed(range(len(item))))
+    return found
 
 
 def _spans(text: str, secrets: list[str]) -> list[tuple[int, int]]:

@@ -26,7 +26,7 @@ import msgspec.structs
 from waza.adapters import DEFAULT_ADAPTER
 from waza.adapters.base import Adapter
 from waza.protocol.errors import ConfigError
-from waza.protocol.io.secrets import mark_secret_env
+from waza.protocol.io.secrets import give_to_agents, mark_secret_env
 from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB
 from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_MB
 from waza.runner.cli.metavars import argument, option
@@ -150,6 +150,15 @@ class AgentOptions(msgspec.Struct):
             panel=AGENT,
         ),
     ] = False
+    agent_env: Annotated[
+        list[str] | None,
+        opt(
+            "--agent-env",
+            help="Give the agent NAME though the judge or waza uses it as a key (--judge-api-key-env; repeatable).",
+            panel=AGENT,
+            metavar="NAME",
+        ),
+    ] = None
     sandbox: Annotated[
         str | None,
         opt(
@@ -289,6 +298,8 @@ class AgentOptions(msgspec.Struct):
         given = {n: v for n, v in values.items() if not (v is None or v is False or (isinstance(v, (tuple, dict)) and not v))}
         if self.api_key_env:
             mark_secret_env(self.api_key_env)
+        for name in self.agent_env or []:
+            give_to_agents(name)
         ignored = [n for n in given if n not in {f.name for f in msgspec.structs.fields(cls)}]
         if ignored:
             flags = ", ".join(agent_flag(n) for n in ignored)

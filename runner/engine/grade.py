@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
@@ -19,6 +20,8 @@ from typing import TypedDict, Unpack
 
 import msgspec
 
+from waza.adapters.sandbox.bwrap import Sandbox, check_available, plan, wrap_command
+from waza.graders._commands import AGENTS_CODE_CONFINEMENT
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import (
     DEFAULT_MAX_LINE,
@@ -80,6 +83,8 @@ class GradeOptions(TypedDict, total=False):
     concurrency: int
     output: Output | None
     limits: Limits
+    #: A grader command that runs the agent's work (git's ``test_command``) runs inside this sandbox.
+    sandbox: Sandbox | None
 
 
 class GradeRun(msgspec.Struct):
@@ -94,6 +99,8 @@ class GradeRun(msgspec.Struct):
     tally: Tally = msgspec.field(default_factory=Tally)
     #: Why results errored, for a one-look summary at the end.
     errors: ErrorDigest = msgspec.field(default_factory=ErrorDigest)
+    #: Planned: a grader command that runs the agent's work (git's ``test_command``) runs in this sandbox.
+    sandbox: Sandbox | None = None
 
     @classmethod
     def prepare(
@@ -106,7 +113,11 @@ class GradeRun(msgspec.Struct):
         output: Output | None = None,
         skip_invalid: bool = False,
         limits: Limits = Limits(),
+        sandbox: Sandbox | None = None,
     ) -> GradeRun:
+        if sandbox is not None:  # the agent's work is run again by a grader: in a sandbox like a capture's
+            check_available()
+            sandbox = plan(sandbox, [sys.executable])
         if output is not None:
             output.check()
             if output.resume:
@@ -121,7 +132,8 @@ class GradeRun(msgspec.Struct):
             require_lines(results, "results")
         if output is not None:
             output.check()
-        return cls(results, runners, concurrency, output, [] if skip_invalid else None, limits.line_bytes)
+        skipped: list[str] | None = [] if skip_invalid else None
+        return cls(results, runners, concurrency, output, skipped, limits.line_bytes, sandbox=sandbox)
 
     async def stream(self) -> AsyncGenerator[CaptureResult, None]:
         async with contextlib.aclosing(as_stream(self.run_to)) as results:  # closed in this task when the caller stops early
@@ -140,11 +152,14 @@ class GradeRun(msgspec.Struct):
         each = counted(writer, self.tally, self.errors, sink)
 
         complete = False
+        policy = self.sandbox
+        confined = AGENTS_CODE_CONFINEMENT.set(None if policy is None else lambda argv, cwd: wrap_command(argv, policy, cwd))
         try:
             async with entered(self.runners):
                 await grade_stream(source, self.runners, self.concurrency, each)
             complete = True
         finally:
+            AGENTS_CODE_CONFINEMENT.reset(confined)
             if writer is not None:
                 writer.close(complete=complete)
             progress.close()

@@ -12,6 +12,7 @@ process outlives the run (``fanout``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import re
@@ -36,6 +37,7 @@ from waza.protocol.io.logs import get_logger
 from waza.protocol.records import CaptureResult, Exit, Grade, PromptCase, Timing
 from waza.protocol.trajectory import TrajectoryBuilder
 from waza.runner.engine.fanout import fan_out
+from waza.runner.engine.overlays import Seed, mount_overlay, mounted, unmount_overlay
 from waza.runner.engine.specs import Limits
 from waza.runner.engine.trees import remove_tree, tree_bytes
 from waza.runner.grading.grader_runners import GraderRunner
@@ -368,12 +370,12 @@ async def run_item(adapter: Adapter[Any], item: WorkItem, settings: Settings) ->
         try:
             # Making and filling a workspace reads and writes whole trees: in a worker thread, so the
             # event loop keeps running every other trial's agent, graders and timeouts meanwhile.
-            workspace, remove = await anyio.to_thread.run_sync(prepared, settings.workspaces, item)
+            overlay = sandbox_of(settings.agent) is not None  # the agent reaches it only through the sandbox
+            workspace, remove = await anyio.to_thread.run_sync(prepared, settings.workspaces, item, overlay)
         except Exception as exc:  # a workspace problem is this item's error, not the run's end
             return failed_result(item.case, item.trial, adapter.name, f"cannot prepare workspace: {exc}")
     if item.workdir is not None and not is_folder_in(workspace, item.workdir):
-        if remove:
-            await anyio.to_thread.run_sync(remove_workspace, workspace)
+        await release(workspace, remove)
         why = f"workdir {item.workdir!r} is not a folder of the prepared workspace (symlinks are not followed)"
         return failed_result(item.case, item.trial, adapter.name, why)
     # a grader command that runs the agent's work (git's test_command) runs in a sandbox like the agent's,
@@ -391,9 +393,17 @@ async def run_item(adapter: Adapter[Any], item: WorkItem, settings: Settings) ->
         return settle(result, [*result.grades, *own]) if own else result
     finally:
         AGENTS_CODE_CONFINEMENT.reset(confined)
+        await release(workspace, remove)
+
+
+async def release(workspace: Path, remove: bool) -> None:
+    """A trial's workspace after its graders: an overlay taken down (a kept one becomes a plain folder), the
+    folder removed unless kept; shielded, so an interrupt leaves no mount or folder behind."""
+    with anyio.CancelScope(shield=True):
+        if mounted(workspace):  # graders have read the merged view
+            await anyio.to_thread.run_sync(functools.partial(take_down, workspace, keep=not remove))
         if remove:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(remove_workspace, workspace)
+            await anyio.to_thread.run_sync(remove_workspace, workspace)
 
 
 def reached_limits(result: CaptureResult, workspace: Path, limits: SandboxLimits) -> list[str]:
@@ -418,9 +428,12 @@ def reached_limits(result: CaptureResult, workspace: Path, limits: SandboxLimits
 FILLING = threading.BoundedSemaphore(2)
 
 
-def prepared(workspaces: Workspaces, item: WorkItem) -> tuple[Path, bool]:
-    """``item``'s workspace, made and filled (blocking: run in a worker thread); a half-filled one is removed."""
+def prepared(workspaces: Workspaces, item: WorkItem, overlay: bool = False) -> tuple[Path, bool]:
+    """``item``'s workspace, made and filled (blocking: run in a worker thread); a half-filled one is removed.
+    With ``overlay``, a workspace from a template is an overlay of it where the machine allows (no copy)."""
     workspace, remove = workspaces.create(item)
+    if overlay and isinstance(item.prepare, Seed) and mount_overlay(item.prepare.source, workspace):
+        return workspace, remove
     if item.prepare is not None:
         try:
             with FILLING:
@@ -443,6 +456,15 @@ def is_folder_in(workspace: Path, relative: str) -> bool:
         except OSError:
             return False
     return True
+
+
+def take_down(workspace: Path, *, keep: bool) -> None:
+    """Unmount a workspace's overlay (a kept one copied to a plain folder first); a failure is logged, never
+    the record's."""
+    try:
+        unmount_overlay(workspace, keep=keep)
+    except OSError as exc:
+        log.warning("cannot take the workspace's overlay down", path=str(workspace), error=str(exc))
 
 
 def remove_workspace(workspace: Path) -> None:

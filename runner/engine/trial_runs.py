@@ -36,9 +36,9 @@ from waza.protocol.records import CaptureResult, PromptCase
 from waza.protocol.trial_records import ErrorPolicy, TrialEntry, TrialResult
 from waza.runner.analysis.error_digest import ErrorDigest
 from waza.runner.analysis.trial_stats import SummaryBuilder, trial_entry, trial_result
+from waza.runner.engine.overlays import Seed
 from waza.runner.engine.progress import Progress
 from waza.runner.engine.rerun import ErrorRecords
-from waza.runner.engine.trees import copy_tree
 
 SIDECAR_SUFFIX = ".trials.jsonl"
 
@@ -163,7 +163,7 @@ def _repair(path: Path) -> None:
         print(f"waza: repaired {path}: removed a torn last line ({removed} bytes)", file=sys.stderr)
 
 
-def seeder(template: Path | None) -> Callable[[Path], None] | None:
+def seeder(template: Path | None) -> Seed | None:
     """Each trial's fresh workspace starts as a copy of ``template`` (--cwd) (when given), so no trial sees another's changes.
 
     The copy follows no link (links are copied as links, as ``shutil.copytree(symlinks=True)`` did) and
@@ -173,11 +173,7 @@ def seeder(template: Path | None) -> Callable[[Path], None] | None:
     source = template.resolve()
     if not source.is_dir():
         raise ConfigError(f"Workspace.template {str(template)!r} is not a directory")
-
-    def prepare(workspace: Path) -> None:
-        copy_tree(source, workspace, links_outside=True)
-
-    return prepare
+    return Seed(source)
 
 
 class TrialsOutput:

@@ -47,7 +47,7 @@ from waza.runner.ray_cluster.collect import Collected, _is_reviewer
 from waza.runner.ray_cluster.faults import Attempts, loss_of, one_line
 from waza.runner.ray_cluster.jobs import Job, check_node, located, node_failure, seeded, telling
 from waza.runner.ray_cluster.nodes import Nodes
-from waza.runner.ray_cluster.tracks import Mark, Teller, Tracker
+from waza.runner.ray_cluster.tracks import Mark, Teller, Tracker, apply_env
 
 if TYPE_CHECKING:
     from waza.adapters.base import Adapter
@@ -91,6 +91,7 @@ class Slot:
         """One item through this slot's agent: its record, in the tasks' shape (nothing collected: see
         ``_refuse_collected``); None once the slot is closing. While it runs, a private directory named
         after ``mark`` is its track, as a task's (``ray_tracks``): what it made is found if the slot dies."""
+        apply_env(job.env)
         check_node(job, self.node_id)
         with self.lock:
             if self.closing:
@@ -279,8 +280,6 @@ async def run_slots(
         "max_restarts": 0,
         "concurrency_groups": {_CONTROL: 1},
     }
-    if options.env:
-        actor_options["runtime_env"] = {"env_vars": dict(options.env)}
     slots = _Slots(ray, nodes, ray.remote(**actor_options)(Slot), (jobs.agent, jobs.timeouts, jobs.workspace))
     tracker = Tracker(ray, options.env)
     pending: dict[Any, tuple[_Held, WorkItem, Job, Any, Attempts, Mark]] = {}

@@ -51,7 +51,7 @@ from waza.runner.ray_cluster.connect import INSTALL_HINT, WORKER_NICENESS, conne
 from waza.runner.ray_cluster.faults import Attempts, Loss, loss_of, one_line
 from waza.runner.ray_cluster.jobs import Job, NodeMismatch, agent_of, graders_of, pack, run_job, workspace_of
 from waza.runner.ray_cluster.nodes import Nodes
-from waza.runner.ray_cluster.tracks import Mark, Teller, Track, Tracker
+from waza.runner.ray_cluster.tracks import Mark, Teller, Track, Tracker, apply_env
 from waza.runner.wording import count
 
 #: How often an item is run again after its node was lost (its own worker dying: once, ``ray_faults``).
@@ -142,7 +142,7 @@ class RayExecutor:
         options = self.options
         nodes = Nodes(ray, {**options.resources, "CPU": options.task_cpus}, options.node_error_limit, _REFRESH)
         await self._wait_for_room(nodes)
-        jobs = _Jobs(ray, settings)
+        jobs = _Jobs(ray, settings, options.env)
         if options.warm_agents:
             from waza.runner.ray_cluster.actors import run_slots
 
@@ -155,8 +155,6 @@ class RayExecutor:
             "max_retries": 0,  # the driver reruns what was lost, telling a lost node from a dying worker
             "retry_exceptions": False,
         }
-        if options.env:
-            task_options["runtime_env"] = {"env_vars": dict(options.env)}
         task = on_node.options(**task_options)
         affinity = import_module("ray.util.scheduling_strategies").NodeAffinitySchedulingStrategy
         tracker = Tracker(ray, options.env)
@@ -298,6 +296,7 @@ def _unschedulable(ray: Any, ref: Any) -> bool:
 def _on_node(job: Job, seed: bytes | None, mark: Mark) -> tuple[CaptureResult, Collected]:
     """What each task runs: the job, told which Ray node it is on, and the files it wrote for the driver;
     its private directory's name, after ``mark``, is its track while it runs (``ray_tracks``)."""
+    apply_env(job.env)  # first: a TMPDIR among them is where the task's private folder goes
     node_id = import_module("ray").get_runtime_context().get_node_id()
     teller = Teller(job.workspace)
 
@@ -315,8 +314,9 @@ class _Jobs:
     """Turns work items into (job, seed) pairs, converting each distinct grader list and packing each
     distinct ``prepare`` hook once (a seed is put in Ray's object store once and shared by its tasks)."""
 
-    def __init__(self, ray: Any, settings: Settings) -> None:
+    def __init__(self, ray: Any, settings: Settings, env: Mapping[str, str]) -> None:
         self.ray = ray
+        self.env = dict(env)  # --ray-env: in each job, in memory, never in runtime_env
         self.adapter = settings.adapter.name
         self.agent = agent_of(settings)
         self.timeouts = Timeouts(prompt=settings.timeout)
@@ -347,7 +347,9 @@ class _Jobs:
             if id(item.prepare) not in self.seeds:
                 self.seeds[id(item.prepare)] = (item.prepare, self.ray.put(pack(item.prepare)))
             seed = self.seeds[id(item.prepare)][1]
-        job = Job(item.case, item.trial, self.agent, graders, self.timeouts, self.workspace, __version__, marked_names())
+        job = Job(
+            item.case, item.trial, self.agent, graders, self.timeouts, self.workspace, __version__, marked_names(), self.env
+        )
         return job, seed
 
 

@@ -66,6 +66,9 @@ class Job(msgspec.Struct, frozen=True):
     #: Variables the driver was told hold keys (``--api-key-env``, ``--judge-api-key-env``): secret on the
     #: node too, whatever their names, so masked there and kept from graders and sandboxed agents.
     secrets: tuple[str, ...] = ()
+    #: ``--ray-env`` names and values: set in the worker's environment when the job starts there
+    #: (:func:`apply_env`), carried as a call argument, never in Ray's ``runtime_env`` (which Ray logs).
+    env: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class NodeMismatch(Exception):

@@ -44,7 +44,7 @@ import msgspec
 from waza.protocol.io.process import kill_orphans
 from waza.runner.engine.specs import Workspace
 
-__all__ = ["LOOKUP_WAIT", "Mark", "Teller", "Track", "Tracker"]
+__all__ = ["LOOKUP_WAIT", "Mark", "Teller", "Track", "Tracker", "apply_env"]
 
 #: Seconds the driver waits for the nodes to say which of them a task whose worker died ran on.
 LOOKUP_WAIT = 10.0
@@ -110,8 +110,7 @@ class Tracker:
         self.keys = itertools.count()
         self.sweep = ray.remote(_sweep)
         self.sweep_options: dict[str, Any] = {"num_cpus": 0, "max_retries": 0}
-        if env:  # the tasks' environment, so the same temporary directory as theirs (TMPDIR)
-            self.sweep_options["runtime_env"] = {"env_vars": dict(env)}
+        self.env = dict(env)  # the tasks' --ray-env, so the same temporary directory as theirs (TMPDIR)
 
     def mark(self) -> Mark:
         """A new task's mark, with a key of its own."""
@@ -129,7 +128,7 @@ class Tracker:
         refs = []
         for node in nodes:
             options = {**self.sweep_options, "scheduling_strategy": self.affinity(node, soft=False)}
-            refs.append(self.sweep.options(**options).remote(self.run, keys))
+            refs.append(self.sweep.options(**options).remote(self.run, keys, self.env))
         found: dict[int, Track] = {}
         if not refs:
             return found
@@ -140,11 +139,22 @@ class Tracker:
         return found
 
 
-def _sweep(run: str, keys: list[int]) -> dict[int, Track]:
+def apply_env(env: Mapping[str, str]) -> None:
+    """Set the driver's ``--ray-env`` variables in this worker (and so in what it starts), as a task, a
+    slot or a sweep begins: they come as call arguments, never in Ray's ``runtime_env`` (which Ray logs).
+    A ``TMPDIR`` among them is where this worker's temporary folders go from now on."""
+    if env:
+        os.environ.update(env)
+        if "TMPDIR" in env:
+            tempfile.tempdir = None  # the documented way to have tempfile read TMPDIR again
+
+
+def _sweep(run: str, keys: list[int], env: Mapping[str, str]) -> dict[int, Track]:
     """On one node: the tracks of the tasks ``keys`` of ``run`` whose private directory is here, with
     what their dead workers' agents left running killed (:func:`kill_orphans`: the processes whose
     ``WAZA_PROCESS_TAG`` the worker made), and the workspace it links and the directory itself removed,
-    as the tasks would have."""
+    as the tasks would have (``env``: the tasks' ``--ray-env``, set here as there)."""
+    apply_env(env)
     tmp = Path(tempfile.gettempdir()).resolve()
     host = socket.gethostname()
     found = {}
