@@ -24,7 +24,7 @@ ENTRY_POINTS: list[tuple[type, Callable[..., Any], set[str], list[Callable[..., 
     (
         waza.SuiteOptions,
         waza.SuiteRun.prepare,
-        {"fail_fast", "context_dir", "keep_workspaces", "workspace_root", "triggers", "judge", "isolate", "executor"},
+        {"fail_fast", "context_dir", "keep_workspaces", "workspace_root", "triggers", "isolate", "executor"},
         [waza.run_suite, waza.arun_suite],
     ),
     (waza.CalibrateOptions, waza.CalibrationRun.prepare, set(), [waza.calibrate, waza.acalibrate]),

@@ -64,6 +64,10 @@ MEANINGS: dict[str, str] = {
     "(`builtin:hint`, `./check.py`, `worker:./g.js`, `file.py:fn`) or a Python callable.",
     "GraderSpecT": "Any one grader spec (the typed form of one entry of `Graders`).",
     # the runs' parameters
+    "grade.sandbox": "A sandbox for the grader commands that run the agent's work again (git's `test_command`): they run inside it, with the agent's view; None: on the host.",
+    "agrade.sandbox": "A sandbox for the grader commands that run the agent's work again (git's `test_command`): they run inside it, with the agent's view; None: on the host.",
+    "GradeOptions.sandbox": "A sandbox for the grader commands that run the agent's work again (git's `test_command`): they run inside it, with the agent's view; None: on the host.",
+    "GradeRun.sandbox": "A sandbox for the grader commands that run the agent's work again (git's `test_command`): they run inside it, with the agent's view; None: on the host.",
     "trigger_trials": "Runs of each trigger prompt (a trigger rate per prompt); 1: one run, as the original.",
     "SuiteOptions.judge": "Where the suite's LLM graders and its tasks' responders find their model (Judge).",
     "env": "Variables the agent starts with, on top of waza's own environment (`--serve-model` sets its server's "

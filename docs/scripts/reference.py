@@ -220,6 +220,15 @@ def _default(obj: Any, name: str, value: Any) -> str:
     return text
 
 
+def _options_of(annotation: str) -> dict[str, Any] | None:
+    """The keys of the options ``TypedDict`` an ``Unpack[...]`` annotation names, as written; None otherwise."""
+    import waza
+
+    match = re.fullmatch(r"Unpack\[(\w+)\]", annotation)
+    found = getattr(waza, match.group(1), None) if match else None
+    return dict(found.__annotations__) if found is not None and typing.is_typeddict(found) else None
+
+
 def _signature(label: str, obj: Any) -> tuple[str, list[tuple[str, str, str]]]:
     """The signature as a code block, and (name, type, default) of each parameter."""
     signature = inspect.signature(obj)
@@ -233,6 +242,11 @@ def _signature(label: str, obj: Any) -> tuple[str, list[tuple[str, str, str]]]:
             lines.append("*")
             star = True
         kind = _short(p.annotation) if p.annotation is not inspect.Parameter.empty else ""
+        options = _options_of(kind) if p.kind is inspect.Parameter.VAR_KEYWORD else None
+        if options is not None:  # **options: Unpack[XOptions]: each key is a parameter of its own
+            params.extend((key, _short(getattr(hint, "__forward_arg__", hint)), "") for key, hint in options.items())
+            lines.append(f"**{p.name}: {kind}")
+            continue
         default = _default(obj, p.name, p.default)
         params.append((p.name, kind, default))
         stars = "**" if p.kind is inspect.Parameter.VAR_KEYWORD else ""

@@ -12,6 +12,7 @@ Exit codes (every command):
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import sys
@@ -113,9 +114,11 @@ def run(body: Callable[[Interrupt], Awaitable[int]]) -> int:
         code = anyio.run(main)
     except BaseException as exc:  # every exception: sorted below; anything else re-raised
         found = find_cause(exc, WazaError)
-        if found is None:
-            raise
-        return fail(found)
+        if found is not None:
+            return fail(found)
+        if find_cause(exc, BrokenPipeError) is not None:
+            return reader_went_away()
+        raise
     finally:
         for s, handler in previous.items():
             # An interrupted command ends now: a late signal is ignored to the end (SIG_IGN, which Python's
@@ -127,6 +130,14 @@ def run(body: Callable[[Interrupt], Awaitable[int]]) -> int:
         print(f"waza: interrupted by {name}" + (f"; {done}" if done else ""), file=sys.stderr)
         return EXIT_SIGNAL_BASE + interrupt.received
     return code
+
+
+def reader_went_away() -> int:
+    """The reader of stdout went away (``waza ... | head -1``): 141, as a shell reports SIGPIPE, with stdout
+    pointed at /dev/null so the interpreter's final flush is silent."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_SIGNAL_BASE + signal.SIGPIPE
 
 
 def configure_logging(verbose: int) -> None:

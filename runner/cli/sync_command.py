@@ -10,13 +10,12 @@ behind (the ``finally`` blocks of :mod:`.sink` run), and a closed pipe
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from collections.abc import Callable
 
 from waza.protocol.errors import WazaError
-from waza.runner.cli.runtime import EXIT_SIGNAL_BASE, fail
+from waza.runner.cli.runtime import EXIT_SIGNAL_BASE, fail, reader_went_away
 
 
 class _Terminated(BaseException):
@@ -40,9 +39,6 @@ def run_sync(body: Callable[[], int]) -> int:
         print("waza: interrupted by SIGTERM", file=sys.stderr)
         return EXIT_SIGNAL_BASE + signal.SIGTERM
     except BrokenPipeError:
-        # The reader went away; point stdout at /dev/null so the interpreter's final flush is silent.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_SIGNAL_BASE + signal.SIGPIPE
+        return reader_went_away()
     finally:
         signal.signal(signal.SIGTERM, previous)
