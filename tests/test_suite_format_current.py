@@ -198,6 +198,15 @@ def test_the_current_format_couplings_are_refused_at_their_line(
     assert where in line and text in line, line
 
 
+def test_a_context_fixture_folder_holding_a_link_out_of_the_fixtures_is_refused_when_the_suite_loads(tmp_path: Path) -> None:
+    """A sandboxed run may show the folder as it is (an overlay), so a link out is refused before any trial."""
+    (tmp_path / "secret.txt").write_text("host secret\n")
+    (tmp_path / "fixtures" / "starter").mkdir(parents=True)
+    (tmp_path / "fixtures" / "starter" / "key").symlink_to(tmp_path / "secret.txt")
+    line = check_error(tmp_path, BASE, TASK + "  context: {fixture: starter}\n")
+    assert "inputs.context.fixture" in line and "'starter/key'" in line and "outside" in line, line
+
+
 def git(*args: str, cwd: Path) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 

@@ -8,6 +8,7 @@ each tries to change the template through its workspace: delete a file, rewrite 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -127,3 +128,67 @@ print(sorted((r.status, *r.output.splitlines()[1:]) for r in results))
     told = [line for line in done.stderr.splitlines() if "not overlaid" in line]
     assert len(told) == 1 and "copied" in told[0], done.stderr
     _unchanged(odd)
+
+
+SUITE_AGENT = """#!/bin/sh
+cat > /dev/null
+cat added.txt
+stat -f -c %T . > fs.txt
+rm keep.txt
+echo rewritten > notes/a.txt
+echo new > new.txt
+"""
+
+SUITE_TASK = """id: edit
+inputs:
+  prompt: change the fixture
+  context: {fixture: starter}
+  files:
+    - {path: added.txt, content: "added by the task"}
+graders:
+  - type: file
+    name: changed
+    config:
+      must_exist: [new.txt, added.txt]
+      must_not_exist: [keep.txt]
+      content_patterns:
+        - {path: notes/a.txt, must_match: ["^rewritten$"]}
+        - {path: fs.txt, must_match: ["^overlayfs$"]}
+  - type: git
+    name: changes
+    config:
+      expect_created: [new.txt, fs.txt]
+      expect_deleted: [keep.txt]
+      expect_unchanged: [added.txt]
+"""
+
+
+def test_a_sandboxed_suite_task_overlays_its_fixture_folder_and_adds_its_files_over_it(tmp_path: Path) -> None:
+    """The fixture folder is the lower layer; the task's files and the git baseline are written over it."""
+    suite = tmp_path / "suite"
+    (suite / "tasks").mkdir(parents=True)
+    (suite / "eval.yaml").write_text('name: overlay\nconfig: {executor: mock}\ntasks: ["tasks/*.yaml"]\n')
+    (suite / "tasks" / "edit.yaml").write_text(SUITE_TASK)
+    template, agent = _setup(tmp_path)
+    (suite / "fixtures").mkdir()
+    fixture = template.rename(suite / "fixtures" / "starter")
+    agent.write_text(SUITE_AGENT)
+    result = waza.run_suite(
+        suite,
+        waza.ExecAgent(command=(str(agent),), sandbox=waza.Sandbox()),
+        trials=2,
+        concurrency=2,
+        timeouts=waza.Timeouts(prompt=120),
+        output=waza.Output(str(tmp_path / "out.jsonl")),
+    )
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert len(records) == 2
+    for record in records:
+        assert record["errors"] == [], record["stderr"]
+        assert record["output"] == "added by the task", record["output"]  # written into the merged view
+        assert {g["name"]: g["pass"] for g in record["grades"]} == {"changed": True, "changes": True}, record["grades"]
+        assert record["status"] == "passed"
+    assert result.summary.status == "passed" and result.summary.trials == 2
+    _unchanged(fixture)
+    assert not (fixture / ".git").exists() and not (fixture / "added.txt").exists()
+    assert [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if str(tmp_path) in line] == []

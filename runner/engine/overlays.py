@@ -1,6 +1,7 @@
 """Workspaces from a template without copying it: a kernel overlayfs per trial (Linux, as root).
 
-A sandboxed trial whose workspace starts as a copy of ``Workspace.template`` gets, where the
+A sandboxed trial whose workspace starts as a copy of ``Workspace.template`` (or of a suite task's
+``context.fixture`` folder) gets, where the
 kernel allows, an ``overlay`` mount instead: the template is the read-only lower layer, the
 trial's writes go to an upper folder of its own beside the workspace, and the workspace folder
 is the merged view. Setting it up is one ``mount`` call whatever the template's size, so a
@@ -24,6 +25,7 @@ import os
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from waza.runner.engine.trees import copy_tree, remove_tree
@@ -41,14 +43,30 @@ _said = False
 
 
 class Seed:
-    """The WorkItem ``prepare`` hook that fills a fresh workspace with a copy of ``source`` (links copied as
-    links, FIFOs and devices refused: ``trees.copy_tree``); a sandboxed run may overlay ``source`` instead."""
+    """The WorkItem ``prepare`` hook that fills a fresh workspace with a copy of the tree ``source``, then runs
+    ``then`` over it (a suite task's extra files and git baseline); a sandboxed run may overlay ``source``
+    instead and run only ``then``, whose writes land in the trial's upper layer.
 
-    def __init__(self, source: Path) -> None:
+    The copy is ``copy`` when given (a suite fixture keeps its own copying rules), else ``trees.copy_tree``
+    (links copied as links, FIFOs and devices refused)."""
+
+    def __init__(
+        self,
+        source: Path,
+        then: Callable[[Path], None] | None = None,
+        copy: Callable[[Path], None] | None = None,
+    ) -> None:
         self.source = source
+        self.then = then
+        self.copy = copy
 
     def __call__(self, workspace: Path) -> None:
-        copy_tree(self.source, workspace, links_outside=True)
+        if self.copy is None:
+            copy_tree(self.source, workspace, links_outside=True)
+        else:
+            self.copy(workspace)
+        if self.then is not None:
+            self.then(workspace)
 
 
 def _libc() -> ctypes.CDLL:

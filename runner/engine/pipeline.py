@@ -432,13 +432,15 @@ def prepared(workspaces: Workspaces, item: WorkItem, overlay: bool = False) -> t
     """``item``'s workspace, made and filled (blocking: run in a worker thread); a half-filled one is removed.
     With ``overlay``, a workspace from a template is an overlay of it where the machine allows (no copy)."""
     workspace, remove = workspaces.create(item)
-    if overlay and isinstance(item.prepare, Seed) and mount_overlay(item.prepare.source, workspace):
-        return workspace, remove
-    if item.prepare is not None:
+    fill = item.prepare
+    if overlay and isinstance(fill, Seed) and mount_overlay(fill.source, workspace):
+        fill = fill.then  # what is added over the tree goes to the trial's upper layer
+    if fill is not None:
         try:
             with FILLING:
-                item.prepare(workspace)
+                fill(workspace)
         except BaseException:
+            take_down(workspace, keep=False)
             if remove:
                 remove_workspace(workspace)
             raise

@@ -8,20 +8,25 @@ that baseline holds them. A repository is cloned from the local ``source`` witho
 checkout of ``commit``), where the original adds a ``git worktree`` to the
 source: the agent gets the same files at the same commit and the source
 repository gains no worktree entry to clean up. A ``context.fixture`` file or
-folder is copied to the workspace root (a folder's contents, not the folder).
+folder is copied to the workspace root (a folder's contents, not the folder); a folder
+with no ``repos`` beside it is an ``overlays.Seed``, so a sandboxed run as root overlays it
+instead of copying it.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from waza.graders._paths import PathEscape, check_relative, inside
+from waza.graders._paths import check_relative, inside
 from waza.protocol.errors import ConfigError
-from waza.runner.suites.models import RepoCheckout
+from waza.runner.engine.overlays import Seed
+from waza.runner.suites import fixtures
+from waza.runner.suites.models import FixtureFile, RepoCheckout
 
 __all__ = ["check_fixture", "check_repo", "prepare", "read_text_file"]
 
@@ -56,14 +61,9 @@ def check_repo(here: Path, raw: dict[str, str]) -> RepoCheckout:
 
 
 def check_fixture(root: Path, relative: str) -> None:
-    """ConfigError unless ``relative`` is a file or folder inside ``root``."""
-    check_relative(relative, "fixture")
-    try:
-        path = inside(root, relative)
-    except PathEscape as exc:
-        raise ConfigError(f"fixture: {exc}") from None
-    if not path.exists():
-        raise ConfigError(f"fixture: {relative!r} not found in {root}")
+    """ConfigError unless ``relative`` is a file or folder inside ``root`` whose every entry resolves inside
+    ``root`` (a sandboxed run may show the folder as it is, links included, rather than copy it)."""
+    fixtures.check(root, FixtureFile(relative), "fixture")
 
 
 def read_text_file(root: Path, relative: str, what: str) -> str:
@@ -117,6 +117,9 @@ def prepare(first: Callable[[Path], None], fixture: tuple[Path, str] | None, rep
     """The context fixture, then each repository, then ``first`` (the task's files and git baseline)."""
     if fixture is None and not repos:
         return first
+    if fixture is not None and not repos and inside(*fixture).is_dir():
+        # one folder the workspace starts as: a sandboxed run may overlay it (overlays.Seed)
+        return Seed(inside(*fixture), then=first, copy=functools.partial(_copy_fixture, *fixture))
 
     def run(workspace: Path) -> None:
         if fixture is not None:
