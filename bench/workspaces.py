@@ -9,7 +9,8 @@ measures, alternating the commands forward then backward ``--runs`` times:
   the filesystem has them), ``shutil.copytree`` (what templates used
   before), a per-file copy resolving each path (what suite fixtures used before),
   an empty folder, and, as root, the kernel overlay a sandboxed trial from a template gets
-  (``runner.engine.overlays``: one mount); whether this filesystem reflinks is printed;
+  (``runner.engine.overlays``: one mount) and a sandboxed suite task's ``context.fixture``
+  folder gets (the same mount, its files written over it); whether this filesystem reflinks is printed;
 * **sandbox start**: ``true`` run directly, through waza's bubblewrap command
   line, and through it with limits (the launcher and its control group);
 * **-j 16**: 16 prompts of an agent that sleeps ``--sleep`` seconds, each in a
@@ -41,8 +42,9 @@ import anyio
 import waza
 from waza.adapters.sandbox.bwrap import Sandbox, wrap_command
 from waza.adapters.sandbox.limits import SandboxLimits, describe
-from waza.runner.engine.overlays import mount_overlay, mounted, unmount_overlay
+from waza.runner.engine.overlays import Seed, mount_overlay, mounted, unmount_overlay
 from waza.runner.engine.trees import copy_tree, remove_tree
+from waza.runner.suites import resources
 
 DATA = Path(__file__).resolve().parent / ".data" / "workspaces"
 
@@ -152,6 +154,14 @@ def setup_rows(source: Path, runs: int) -> dict[str, float]:
         if not mount_overlay(source, target):
             raise RuntimeError("no overlay here (see the line above)")
 
+    def suite_overlay() -> None:  # a sandboxed suite task from a context.fixture folder: one mount, its files over it
+        seed = resources.prepare(lambda ws: (ws / "added.txt").write_text("added\n"), (source.parent, source.name), [])
+        target = fresh()
+        target.mkdir()
+        if not (isinstance(seed, Seed) and seed.then is not None and mount_overlay(seed.source, target)):
+            raise RuntimeError("no overlay here (see the line above)")
+        seed.then(target)
+
     try:
         return measure(
             {
@@ -161,6 +171,7 @@ def setup_rows(source: Path, runs: int) -> dict[str, float]:
                 "per-file copy (suites before)": per_file,
                 "empty": empty,
                 **({"overlay (sandboxed trials, root)": overlay} if os.geteuid() == 0 else {}),
+                **({"suite fixture folder, overlaid (root)": suite_overlay} if os.geteuid() == 0 else {}),
             },
             runs,
             clear,
