@@ -78,68 +78,69 @@ def decide_docs(tmp_path: Path, baseline: dict[str, Any], current: dict[str, Any
 def test_the_regression_is_the_drop_of_the_suite_pass_rate_in_points(tmp_path: Path) -> None:
     current = [task("a"), task("b"), task("c"), task("d", "failed")]
     report = decide_docs(tmp_path, results(FOUR), results(current), max_regression_pct=20)
-    assert report.regression_pct == 25.0 and report.exit_code == 1 and report.verdict == "fail"
-    assert report.failures[0].kind == "regression"
-    assert "regressed by 25.00 percentage points, exceeding 20.00" in report.failures[0].message
+    assert report.regression_pct == 25.0 and report.exit_code == 1 and report.outcome == "regression"
+    assert report.regression_exceeds_threshold and math.isclose(report.pass_rate_delta, -0.25)
 
 
 def test_a_drop_equal_to_the_threshold_passes_and_an_improvement_is_no_regression(tmp_path: Path) -> None:
     current = [task("a"), task("b"), task("c"), task("d", "failed")]
-    assert decide_docs(tmp_path, results(FOUR), results(current), max_regression_pct=25).passed
+    assert decide_docs(tmp_path, results(FOUR), results(current), max_regression_pct=25).exit_code == 0
     better = decide_docs(tmp_path, results(current), results(FOUR))
-    assert better.passed and better.regression_pct == 0.0
+    assert better.exit_code == 0 and better.regression_pct == 0.0 and better.pass_rate_delta == 0.25
 
 
 def test_the_gate_is_one_number_over_the_suite_not_per_task(tmp_path: Path) -> None:
     """a fails where it passed, b passes where it failed: the rate holds, so the gate passes (as the original)."""
     before = [task("a"), task("b", "failed")]
     after = [task("a", "failed"), task("b")]
-    assert decide_docs(tmp_path, results(before), results(after)).passed
+    assert decide_docs(tmp_path, results(before), results(after)).outcome == "pass"
 
 
 def test_a_golden_failure_wins_over_a_regression(tmp_path: Path) -> None:
     current = [task("a", "failed", golden=True), task("b"), task("c"), task("d")]
-    report = decide_docs(tmp_path, results(FOUR), results(current), golden_must_pass=True)
-    assert report.exit_code == 2 and report.verdict == "golden-failure"
-    assert [t.task_id for t in report.golden_failures] == ["a"]
-    assert [i.kind for i in report.failures] == ["regression", "golden_failure"]
+    report = decide_docs(tmp_path, results(FOUR), results(current))
+    assert report.exit_code == 2 and report.outcome == "golden_failure" and report.regression_exceeds_threshold
+    assert [(g.test_id, g.baseline_status, g.current_status) for g in report.golden_failures] == [("a", "passed", "failed")]
 
 
-def test_golden_tasks_count_only_in_the_current_run_and_only_with_golden_must_pass(tmp_path: Path) -> None:
+def test_golden_must_pass_is_the_default_and_can_be_turned_off(tmp_path: Path) -> None:
     failing_golden = [task("a", "error", golden=True), task("b")]
-    without = decide_docs(tmp_path, results(failing_golden), results(failing_golden))
-    assert without.passed and without.golden_failures == []
-    only_in_baseline = decide_docs(
-        tmp_path, results(failing_golden), results([task("a", "error"), task("b")]), golden_must_pass=True
-    )
-    assert only_in_baseline.passed
+    on = decide_docs(tmp_path, results(failing_golden), results(failing_golden))
+    assert on.golden_must_pass and on.exit_code == 2 and on.golden_total == 1
+    off = decide_docs(tmp_path, results(failing_golden), results(failing_golden), golden_must_pass=False)
+    assert off.exit_code == 0 and [g.test_id for g in off.golden_failures] == ["a"]  # still listed
 
 
-@pytest.mark.parametrize(
-    ("policy", "passed", "warnings", "failures"), [("allow", True, 0, 0), ("warn", True, 1, 0), ("fail", False, 0, 1)]
-)
-def test_new_task_policies(tmp_path: Path, policy: str, passed: bool, warnings: int, failures: int) -> None:
+def test_a_task_golden_in_either_file_must_pass_and_must_not_go_missing(tmp_path: Path) -> None:
+    """The baseline marks a golden, the current file predates the field: a still counts; b, golden in the
+    baseline, is gone from the current run: a golden failure with status n/a."""
+    baseline = [task("a", golden=True), task("b", golden=True), task("c")]
+    current = [task("a", "failed"), task("c")]
+    report = decide_docs(tmp_path, results(baseline), results(current), on_removed_tasks="allow")
+    assert report.exit_code == 2 and report.golden_total == 2
+    assert [(g.test_id, g.current_status) for g in report.golden_failures] == [("a", "failed"), ("b", "n/a")]
+
+
+@pytest.mark.parametrize(("policy", "code", "warnings", "errors"), [("allow", 0, 0, 0), ("warn", 0, 1, 0), ("fail", 1, 0, 1)])
+def test_new_task_policies(tmp_path: Path, policy: str, code: int, warnings: int, errors: int) -> None:
     report = decide_docs(tmp_path, results(FOUR), results([*FOUR, task("e")]), on_new_tasks=policy)
-    assert report.passed is passed and [t.task_id for t in report.new_tasks] == ["e"]
-    assert (len(report.warnings), len(report.failures)) == (warnings, failures)
-    if not passed:
-        assert report.exit_code == 1 and report.failures[0].kind == "new_task"
-        assert report.failures[0].message == 'task "E" (e) is present only in current results and policy is fail'
+    assert report.exit_code == code and report.new_tasks == ["e"]
+    assert (len(report.warnings), len(report.errors)) == (warnings, errors)
+    if errors:
+        assert report.outcome == "regression" and report.errors == ["current adds 1 task(s) not in baseline: e"]
 
 
-@pytest.mark.parametrize(
-    ("policy", "passed", "warnings", "failures"), [("allow", True, 0, 0), ("warn", True, 1, 0), ("fail", False, 0, 1)]
-)
-def test_removed_task_policies(tmp_path: Path, policy: str, passed: bool, warnings: int, failures: int) -> None:
+@pytest.mark.parametrize(("policy", "code", "warnings", "errors"), [("allow", 0, 0, 0), ("warn", 0, 1, 0), ("fail", 1, 0, 1)])
+def test_removed_task_policies(tmp_path: Path, policy: str, code: int, warnings: int, errors: int) -> None:
     report = decide_docs(tmp_path, results(FOUR), results(FOUR[:3]), on_removed_tasks=policy)
-    assert report.passed is passed and [t.task_id for t in report.removed_tasks] == ["d"]
-    assert (len(report.warnings), len(report.failures)) == (warnings, failures)
+    assert report.exit_code == code and report.removed_tasks == ["d"]
+    assert (len(report.warnings), len(report.errors)) == (warnings, errors)
 
 
 def test_the_default_policies_allow_new_tasks_and_warn_on_removed_ones(tmp_path: Path) -> None:
     report = decide_docs(tmp_path, results(FOUR[:3]), results([*FOUR[1:], task("e")]))
-    assert report.passed and report.new_task_policy == "allow" and report.removed_task_policy == "warn"
-    assert [i.kind for i in report.warnings] == ["removed_task"]
+    assert report.exit_code == 0 and report.on_new_tasks == "allow" and report.on_removed_tasks == "warn"
+    assert report.warnings == ["current is missing 1 task(s) present in baseline: a"]
 
 
 # --- the command: exit codes, formats, configuration errors ----------------------------------------
@@ -148,7 +149,9 @@ def test_the_default_policies_allow_new_tasks_and_warn_on_removed_ones(tmp_path:
 def test_exit_0_on_a_pass(tmp_path: Path) -> None:
     done = gate(tmp_path, results(FOUR), results(FOUR))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.decode().startswith("Waza gate: PASS\n\nBaseline: 100.0% pass rate (4 tasks, model: gpt-4o)")
+    out = done.stdout.decode()
+    assert out.startswith("Waza gate: PASS\n") and out.endswith("outcome: PASS (exit 0)\n")
+    assert "pass rate: 100.0% -> 100.0%" in out
 
 
 def test_exit_1_on_a_regression_beyond_max_regression_pct(tmp_path: Path) -> None:
@@ -156,17 +159,27 @@ def test_exit_1_on_a_regression_beyond_max_regression_pct(tmp_path: Path) -> Non
     done = gate(tmp_path, results(FOUR), results(current), "--max-regression-pct", "5")
     assert done.returncode == 1
     out = done.stdout.decode()
-    assert "Waza gate: FAIL" in out and "Regression: 25.00 percentage points (max allowed 5.00)" in out
-    assert b"gate failed: 1 failure(s)" in done.stderr
+    assert "regression of 25.00 points exceeds 5.00" in out and "outcome: REGRESSION (exit 1)" in out
+    assert b"waza gate: regression (exit 1)" in done.stderr
     assert gate(tmp_path, results(FOUR), results(current), "--max-regression-pct", "25.0").returncode == 0
 
 
-def test_exit_2_on_a_golden_failure(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        ([], 2),
+        (["--golden-must-pass"], 2),
+        (["--golden-must-pass=true"], 2),
+        (["--golden-must-pass=false"], 1),
+        (["--golden-must-pass=0"], 1),
+        (["--golden-must-pass", "--golden-must-pass=F"], 1),
+    ],
+)
+def test_golden_must_pass_reads_as_the_originals_boolean_flag(tmp_path: Path, args: list[str], code: int) -> None:
     current = [task("a", "failed", golden=True), *FOUR[1:]]
-    done = gate(tmp_path, results(FOUR), results(current), "--golden-must-pass", "--max-regression-pct", "50")
-    assert done.returncode == 2
-    assert "Waza gate: GOLDEN-FAILURE" in done.stdout.decode()
-    assert 'golden task "A" (a) did not pass; status=failed' in done.stdout.decode()
+    done = gate(tmp_path, results(FOUR), results(current), *args)
+    assert done.returncode == code, done.stderr
+    assert "a (A): failed" in done.stdout.decode()
 
 
 def test_exit_1_when_a_task_set_policy_fails(tmp_path: Path) -> None:
@@ -183,6 +196,7 @@ def test_exit_1_when_a_task_set_policy_fails(tmp_path: Path) -> None:
         (["--max-regression-pct", "five"], "'five' is not a number"),
         (["--max-regression-pct", "nan"], "--max-regression-pct must be >= 0"),
         (["--format", "xml"], "unsupported format 'xml'"),
+        (["--golden-must-pass=maybe"], "--golden-must-pass: 'maybe' is not true or false"),
     ],
 )
 def test_exit_3_on_a_bad_option_value(tmp_path: Path, args: list[str], message: str) -> None:
@@ -220,29 +234,31 @@ def test_exit_3_on_an_unreadable_or_malformed_results_file(tmp_path: Path, conte
     assert message in done.stderr.decode() and b"Traceback" not in done.stderr
 
 
-def test_json_format_has_the_original_report_fields(tmp_path: Path) -> None:
+def test_json_format_has_the_original_report_fields_in_its_order(tmp_path: Path) -> None:
     current = [task("a", "failed", golden=True), *FOUR[1:], task("e")]
-    done = gate(tmp_path, results(FOUR, model="m1"), results(current, model="m2"), "-f", "json", "--golden-must-pass")
+    done = gate(tmp_path, results(FOUR, model="m1"), results(current, model="m2"), "-f", "json")
     assert done.returncode == 2
     report = orjson.loads(done.stdout)
-    assert report["passed"] is False and report["exit_code"] == 2 and report["verdict"] == "golden-failure"
-    assert report["baseline_success_rate"] == 1.0 and report["current_success_rate"] == 0.8
+    assert list(report) == [
+        "baseline_file", "current_file", "baseline_pass_rate", "current_pass_rate", "pass_rate_delta",
+        "max_regression_pct", "regression_pct", "regression_exceeds_threshold", "golden_failures", "golden_total",
+        "golden_must_pass", "new_tasks", "on_new_tasks", "on_removed_tasks", "exit_code", "outcome",
+    ]  # fmt: skip
+    assert report["exit_code"] == 2 and report["outcome"] == "golden_failure" and report["golden_must_pass"] is True
+    assert report["baseline_pass_rate"] == 1.0 and report["current_pass_rate"] == 0.8
     assert math.isclose(report["regression_pct"], 20.0)
-    assert (report["baseline_model"], report["current_model"]) == ("m1", "m2")
-    assert (report["baseline_task_count"], report["current_task_count"]) == (4, 5)
     assert report["golden_failures"] == [
-        {"task_id": "a", "display_name": "A", "golden": True, "status": "failed", "pass_rate": 0.0}
+        {"test_id": "a", "display_name": "A", "baseline_status": "passed", "current_status": "failed"}
     ]
-    assert [t["task_id"] for t in report["new_tasks"]] == ["e"]
-    assert "warnings" not in report and "removed_tasks" not in report  # empty lists are left out, as in the original
+    assert report["new_tasks"] == ["e"]  # empty lists (warnings, removed_tasks) are left out, as in the original
 
 
 def test_markdown_format(tmp_path: Path) -> None:
     done = gate(tmp_path, results(FOUR), results(FOUR[:3]), "--format", "markdown")
     out = done.stdout.decode()
     assert done.returncode == 0
-    assert out.startswith("## Waza gate: PASS\n\n| Metric | Baseline | Current |")
-    assert "- Removed tasks: 1 (`warn`)" in out and "### Warnings" in out
+    assert out.startswith("## ✅ Waza gate: `PASS`\n\n| | Baseline | Current | Delta |")
+    assert "- Removed tasks (`warn`): `d`" in out and "- Warning: current is missing 1 task(s)" in out
 
 
 def test_github_actions_format_annotates_and_appends_the_step_summary(tmp_path: Path) -> None:
@@ -252,18 +268,64 @@ def test_github_actions_format_annotates_and_appends_the_step_summary(tmp_path: 
     done = gate(tmp_path, results(FOUR), results(current), "-f", "github-actions", env={"GITHUB_STEP_SUMMARY": str(summary)})
     assert done.returncode == 1
     assert done.stdout.decode() == (
-        "::error title=Waza gate::aggregate pass rate regressed by 25.00 percentage points%2C exceeding 0.00\n"
+        "::error title=Waza gate pass rate::100.0%25 -> 75.0%25 (delta -25.0 points%2C at most 0.0 allowed)\n"
     )
     text = summary.read_text()
-    assert text.startswith("earlier step\n## Waza gate: FAIL") and "| Pass rate | 100.0% | 75.0% |" in text
+    assert text.startswith("earlier step\n## ❌ Waza gate: `REGRESSION`") and "| Pass rate | 100.0% | 75.0% |" in text
 
 
-def test_github_actions_format_without_a_step_summary_prints_it(tmp_path: Path) -> None:
-    done = gate(tmp_path, results(FOUR), results(FOUR[:3]), "-f", "github-actions", env={"GITHUB_STEP_SUMMARY": ""})
+def test_github_actions_demotes_golden_failures_to_warnings_when_they_do_not_block(tmp_path: Path) -> None:
+    current = [task("a", "failed", golden=True), *FOUR[1:]]
+    done = gate(
+        tmp_path, results(FOUR), results(current), "-f", "github-actions", "--golden-must-pass=false",
+        "--max-regression-pct", "50", env={"GITHUB_STEP_SUMMARY": ""},
+    )  # fmt: skip
     out = done.stdout.decode()
     assert done.returncode == 0
-    assert out.startswith('::warning title=Waza gate::task "D" (d) is present only in baseline results and policy is warn\n')
-    assert "## Waza gate: PASS" in out
+    assert "::warning title=Waza gate golden task::a (A)%3A failed\n" in out and "::error" not in out
+    assert "## ✅ Waza gate: `PASS`" in out  # no step summary file: the summary is printed
+
+
+def test_the_originals_own_compatibility_files_gate_as_there(tmp_path: Path) -> None:
+    """The original's CLI test: its results-1.0.json against itself passes; a copy whose golden task failed
+    exits 1 with --golden-must-pass=false and 2 without; a missing file is 3."""
+    base = tmp_path / "results-1.0.json"
+    base.write_text(ORIGINAL_RESULTS)
+    bad = orjson.loads(ORIGINAL_RESULTS)
+    bad["summary"].update(success_rate=0, succeeded=0, failed=1)
+    bad["tasks"][0]["status"] = bad["tasks"][0]["runs"][0]["status"] = "failed"
+    write(tmp_path / "bad.json", bad)
+    for args, code in (
+        (["--current", base], 0),
+        (["--current", tmp_path / "bad.json", "--golden-must-pass=false"], 1),
+        (["--current", tmp_path / "bad.json"], 2),
+        (["--current", tmp_path / "missing.json"], 3),
+    ):
+        done = run_waza("gate", "--baseline", base, *args, "--format", "json", cwd=tmp_path)
+        assert done.returncode == code, done.stderr
+        if code != 3:
+            assert orjson.loads(done.stdout)["exit_code"] == code
+
+
+#: The original's ``internal/testdata/compatibility/v1/results-1.0.json`` (microsoft/waza), as it is there.
+ORIGINAL_RESULTS = """{
+  "schemaVersion": "1.0",
+  "eval_id": "compatibility-run",
+  "skill": "compatibility-skill",
+  "eval_name": "compatibility",
+  "timestamp": "2026-01-01T00:00:00Z",
+  "config": {"runs_per_test": 1, "model_id": "mock-model", "engine_type": "mock", "timeout_sec": 30},
+  "summary": {"total_tests": 1, "succeeded": 1, "failed": 0, "errors": 0, "skipped": 0, "success_rate": 1,
+              "aggregate_score": 1, "weighted_score": 1, "min_score": 1, "max_score": 1, "std_dev": 0, "duration_ms": 10},
+  "metrics": {},
+  "tasks": [{
+    "test_id": "compatibility-task", "display_name": "Compatibility task", "golden": true, "status": "passed",
+    "runs": [{"run_number": 1, "attempts": 1, "status": "passed", "duration_ms": 10,
+              "validations": {"answer": {"identifier": "answer", "type": "text", "passed": true, "score": 1, "weight": 1}},
+              "session_digest": {}, "final_output": "ready"}]
+  }]
+}
+"""
 
 
 def test_a_compact_one_line_results_document_is_read_as_a_document(tmp_path: Path) -> None:
@@ -393,8 +455,8 @@ def test_the_gate_reads_every_kind_of_waza_results(runs: tuple[Path, Path], kind
     )
     report = orjson.loads(done.stdout)
     assert done.returncode == 2, done.stderr
-    assert [t["task_id"] for t in report["golden_failures"]] == ["a"]
-    assert [t["task_id"] for t in report["new_tasks"]] == ["d"] and [t["task_id"] for t in report["removed_tasks"]] == ["c"]
+    assert [t["test_id"] for t in report["golden_failures"]] == ["a"]
+    assert report["new_tasks"] == ["d"] and report["removed_tasks"] == ["c"]
     assert math.isclose(report["regression_pct"], 100 / 3)
 
 

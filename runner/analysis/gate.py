@@ -1,20 +1,23 @@
 """The CI gate: does a run's results hold up against a baseline's, decided as the original waza decides.
 
-The rules are microsoft/waza's ``waza gate``, so a pipeline moved to waza
-passes and fails on the same files:
+The rules are microsoft/waza's ``waza gate`` (its current form), so a pipeline
+moved to waza passes and fails on the same files:
 
 - The regression is the drop of the suite's success rate (tasks passed /
-  tasks, ``summary.success_rate``) in percentage points, never negative; the
-  gate fails when it exceeds ``max_regression_pct`` (equal is allowed). It is
-  one number over the suite, not per task: a task that went from passing to
-  failing counts only through that rate.
-- With ``golden_must_pass``, every task of the *current* run marked golden
-  must have status passed; golden tasks of the baseline are not looked at.
+  tasks, ``summary.success_rate``) in percentage points, never negative; it
+  fails the gate when it exceeds ``max_regression_pct`` (equal is allowed). It
+  is one number over the suite, not per task.
+- A task is golden when either file marks it so: a task declared golden must
+  keep passing even when the older file predates the field. A golden task
+  that is not ``passed`` in the current run, or is missing from it, is a
+  golden failure. Golden failures decide the verdict only with
+  ``golden_must_pass`` (the default, as in the original); without it they are
+  still listed.
 - A task id only in the current run is new, one only in the baseline removed;
-  each policy is allow (nothing), warn (a warning) or fail (a failure).
-  Tasks are matched on their id (``test_id``).
-- A golden failure wins: the verdict is golden-failure (exit 2) even when
-  other failures exist; otherwise any failure is fail (exit 1); else pass.
+  each policy is allow (nothing), warn (a warning) or fail (an error). Tasks
+  are matched on their id (``test_id``).
+- The verdict, in this order: a golden failure (exit 2), a regression beyond
+  the threshold (exit 1), a task-set error (exit 1), else pass (exit 0).
 """
 
 from __future__ import annotations
@@ -30,15 +33,16 @@ __all__ = [
     "PASS",
     "POLICIES",
     "REGRESSION",
-    "GateIssue",
     "GateOptions",
+    "GateOutcome",
     "GateReport",
-    "GateTask",
+    "GoldenStatus",
     "Policy",
     "decide",
 ]
 
 Policy = Literal["allow", "warn", "fail"]
+GateOutcome = Literal["pass", "regression", "golden_failure"]
 POLICIES: tuple[Policy, ...] = ("allow", "warn", "fail")
 
 #: The verdicts' exit statuses, as the original defines them.
@@ -47,73 +51,43 @@ PASS, REGRESSION, GOLDEN_FAILURE = 0, 1, 2
 
 class GateOptions(msgspec.Struct, frozen=True):
     max_regression_pct: float = 0.0
-    golden_must_pass: bool = False
+    golden_must_pass: bool = True
     on_new_tasks: Policy = "allow"
     on_removed_tasks: Policy = "warn"
 
 
-class GateTask(msgspec.Struct, omit_defaults=True):
-    task_id: str
+class GoldenStatus(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A golden task that did not pass: its status in each file (``n/a``: missing from the current run)."""
+
+    test_id: str
     display_name: str
-    status: str
-    pass_rate: float
-    golden: bool = False
+    baseline_status: str = ""
+    current_status: str
 
 
-class GateIssue(msgspec.Struct, omit_defaults=True):
-    kind: str
-    severity: str
-    message: str
-    task_id: str = ""
-    task_name: str = ""
+class GateReport(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The decision and what it rests on; field names and order are the original's ``--format json`` ones
+    (the lists are left out when empty, as the original's ``omitempty``)."""
 
-
-class GateReport(msgspec.Struct, omit_defaults=True):
-    """The decision and what it rests on; the field names are the original's ``--format json`` ones."""
-
-    passed: bool
-    exit_code: int
-    verdict: Literal["pass", "fail", "golden-failure"]
     baseline_file: str
     current_file: str
-    baseline_success_rate: float
-    current_success_rate: float
-    regression_pct: float
+    baseline_pass_rate: float
+    current_pass_rate: float
+    pass_rate_delta: float
     max_regression_pct: float
+    regression_pct: float
+    regression_exceeds_threshold: bool
+    golden_failures: list[GoldenStatus] = []
+    golden_total: int
     golden_must_pass: bool
-    baseline_task_count: int
-    current_task_count: int
-    new_task_policy: str
-    removed_task_policy: str
-    baseline_aggregate_score: float
-    current_aggregate_score: float
-    golden_failures: list[GateTask] = []
-    new_tasks: list[GateTask] = []
-    removed_tasks: list[GateTask] = []
-    warnings: list[GateIssue] = []
-    failures: list[GateIssue] = []
-    baseline_model: str = ""
-    current_model: str = ""
-    baseline_runs_per_test: int = 0
-    current_runs_per_test: int = 0
-
-
-def _task(outcome: TaskOutcome) -> GateTask:
-    rate = outcome.stats.pass_rate if outcome.stats is not None else 0.0
-    return GateTask(
-        task_id=outcome.test_id, display_name=outcome.display_name, status=outcome.status, pass_rate=rate, golden=outcome.golden
-    )
-
-
-def _policy_issue(policy: Policy, kind: str, task: GateTask) -> GateIssue:
-    where = "current" if kind == "new_task" else "baseline"
-    return GateIssue(
-        kind=kind,
-        severity="error" if policy == "fail" else "warning",
-        message=f'task "{task.display_name}" ({task.task_id}) is present only in {where} results and policy is {policy}',
-        task_id=task.task_id,
-        task_name=task.display_name,
-    )
+    new_tasks: list[str] = []
+    removed_tasks: list[str] = []
+    on_new_tasks: str
+    on_removed_tasks: str
+    warnings: list[str] = []
+    errors: list[str] = []
+    exit_code: int
+    outcome: GateOutcome
 
 
 def _index(outcome: Outcome) -> dict[str, TaskOutcome]:
@@ -121,78 +95,72 @@ def _index(outcome: Outcome) -> dict[str, TaskOutcome]:
     return {t.test_id: t for t in outcome.tasks}
 
 
+def _policy(policy: Policy, message: str, warnings: list[str], errors: list[str]) -> None:
+    if policy != "allow":
+        (errors if policy == "fail" else warnings).append(message)
+
+
+def _golden_failures(before: dict[str, TaskOutcome], after: dict[str, TaskOutcome]) -> tuple[int, list[GoldenStatus]]:
+    golden = sorted({i for i, t in after.items() if t.golden} | {i for i, t in before.items() if t.golden})
+    failures: list[GoldenStatus] = []
+    for task_id in golden:
+        now, then = after.get(task_id), before.get(task_id)
+        if now is None:
+            name = then.display_name if then is not None and then.display_name else task_id
+            was = then.status if then is not None else ""
+            failures.append(GoldenStatus(test_id=task_id, display_name=name, baseline_status=was, current_status="n/a"))
+        elif now.status != "passed":
+            was = then.status if then is not None else ""
+            failures.append(
+                GoldenStatus(test_id=task_id, display_name=now.display_name, baseline_status=was, current_status=now.status)
+            )
+    return len(golden), failures
+
+
 def decide(
     baseline: Outcome, current: Outcome, options: GateOptions, *, baseline_file: str = "", current_file: str = ""
 ) -> GateReport:
     """The gate's report on ``current`` against ``baseline``; ``exit_code`` is the verdict's status."""
-    drop = (baseline.summary.success_rate - current.summary.success_rate) * 100
-    regression = drop if drop > 0 else 0.0
-    failures: list[GateIssue] = []
-    warnings: list[GateIssue] = []
-    if regression > options.max_regression_pct:
-        failures.append(
-            GateIssue(
-                kind="regression",
-                severity="error",
-                message=f"aggregate pass rate regressed by {regression:.2f} percentage points, "
-                f"exceeding {options.max_regression_pct:.2f}",
-            )
-        )
+    before_rate, after_rate = baseline.summary.success_rate, current.summary.success_rate
+    delta = after_rate - before_rate
+    regression = -delta * 100 if delta < 0 else 0.0
+    exceeds = regression > options.max_regression_pct
     before, after = _index(baseline), _index(current)
-    new: list[GateTask] = []
-    removed: list[GateTask] = []
-    golden: list[GateTask] = []
-
-    def apply(policy: Policy, kind: str, task: GateTask) -> None:
-        if policy != "allow":
-            (failures if policy == "fail" else warnings).append(_policy_issue(policy, kind, task))
-
-    for task_id in sorted(after):
-        outcome = after[task_id]
-        if task_id not in before:
-            new.append(_task(outcome))
-            apply(options.on_new_tasks, "new_task", new[-1])
-        if options.golden_must_pass and outcome.golden and outcome.status != "passed":
-            golden.append(_task(outcome))
-    for task_id in sorted(before):
-        if task_id not in after:
-            removed.append(_task(before[task_id]))
-            apply(options.on_removed_tasks, "removed_task", removed[-1])
-    for task in golden:
-        failures.append(
-            GateIssue(
-                kind="golden_failure",
-                severity="error",
-                message=f'golden task "{task.display_name}" ({task.task_id}) did not pass; status={task.status}',
-                task_id=task.task_id,
-                task_name=task.display_name,
-            )
-        )
-    exit_code = GOLDEN_FAILURE if golden else REGRESSION if failures else PASS
+    new = sorted(set(after) - set(before))
+    removed = sorted(set(before) - set(after))
+    golden_total, golden = _golden_failures(before, after)
+    warnings: list[str] = []
+    errors: list[str] = []
+    if new:
+        _policy(options.on_new_tasks, f"current adds {len(new)} task(s) not in baseline: {', '.join(new)}", warnings, errors)
+    if removed:
+        message = f"current is missing {len(removed)} task(s) present in baseline: {', '.join(removed)}"
+        _policy(options.on_removed_tasks, message, warnings, errors)
+    outcome: GateOutcome
+    if options.golden_must_pass and golden:
+        exit_code, outcome = GOLDEN_FAILURE, "golden_failure"
+    elif exceeds or errors:
+        exit_code, outcome = REGRESSION, "regression"
+    else:
+        exit_code, outcome = PASS, "pass"
     return GateReport(
-        passed=exit_code == PASS,
-        exit_code=exit_code,
-        verdict="golden-failure" if golden else "fail" if failures else "pass",
         baseline_file=baseline_file,
         current_file=current_file,
-        baseline_success_rate=baseline.summary.success_rate,
-        current_success_rate=current.summary.success_rate,
-        regression_pct=regression,
+        baseline_pass_rate=before_rate,
+        current_pass_rate=after_rate,
+        pass_rate_delta=delta,
         max_regression_pct=options.max_regression_pct,
-        golden_must_pass=options.golden_must_pass,
-        baseline_task_count=len(baseline.tasks),
-        current_task_count=len(current.tasks),
-        new_task_policy=options.on_new_tasks,
-        removed_task_policy=options.on_removed_tasks,
-        baseline_aggregate_score=baseline.summary.aggregate_score,
-        current_aggregate_score=current.summary.aggregate_score,
+        regression_pct=regression,
+        regression_exceeds_threshold=exceeds,
         golden_failures=golden,
+        golden_total=golden_total,
+        golden_must_pass=options.golden_must_pass,
         new_tasks=new,
         removed_tasks=removed,
+        on_new_tasks=options.on_new_tasks,
+        on_removed_tasks=options.on_removed_tasks,
         warnings=warnings,
-        failures=failures,
-        baseline_model=baseline.config.model_id,
-        current_model=current.config.model_id,
-        baseline_runs_per_test=baseline.config.runs_per_test,
-        current_runs_per_test=current.config.runs_per_test,
+        errors=errors,
+        exit_code=exit_code,
+        outcome=outcome,
     )

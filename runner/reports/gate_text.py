@@ -1,67 +1,75 @@
 """The gate's report in words: for a terminal, for Markdown (a PR comment, a step summary), for GitHub Actions.
 
-The wording follows the original waza's gate, line for line where a script
-might grep it ("Waza gate: PASS", "Regression: 1.50 percentage points").
+Each form says the outcome and its exit status in one place a script can find
+(``outcome: PASS (exit 0)``); the JSON form (``--format json``) is the one to
+parse.
 """
 
 from __future__ import annotations
 
-from waza.runner.analysis.gate import GateIssue, GateReport
-from waza.runner.wording import count
+from waza.runner.analysis.gate import PASS, GateReport
 
 __all__ = ["FORMATS", "human", "markdown", "workflow_commands"]
 
 FORMATS = ("human", "json", "markdown", "github-actions")
 
 
-def _or_na(value: str) -> str:
-    return value or "n/a"
+def _rates(report: GateReport) -> str:
+    return (
+        f"{report.baseline_pass_rate * 100:.1f}% -> {report.current_pass_rate * 100:.1f}% "
+        f"(delta {report.pass_rate_delta * 100:+.1f} points, at most {report.max_regression_pct:.1f} allowed)"
+    )
 
 
-def _issues(title: str, issues: list[GateIssue], heading: str) -> list[str]:
-    if not issues:
-        return []
-    return ["", f"{heading}{title}{':' if not heading else ''}", *([""] if heading else []), *(f"- {i.message}" for i in issues)]
+def _golden(report: GateReport) -> str:
+    failed = len(report.golden_failures)
+    tail = f"{failed} failed" if failed else "all passing"
+    blocking = "" if report.golden_must_pass or not failed else " (not blocking: --golden-must-pass=false)"
+    return f"{report.golden_total} total, {tail}{blocking}"
 
 
 def human(report: GateReport) -> str:
-    status = "PASS" if report.passed else report.verdict.upper()
     lines = [
-        f"Waza gate: {status}",
-        "",
-        f"Baseline: {report.baseline_success_rate * 100:.1f}% pass rate "
-        f"({count(report.baseline_task_count, 'task')}, model: {_or_na(report.baseline_model)})",
-        f"Current:  {report.current_success_rate * 100:.1f}% pass rate "
-        f"({count(report.current_task_count, 'task')}, model: {_or_na(report.current_model)})",
-        f"Regression: {report.regression_pct:.2f} percentage points (max allowed {report.max_regression_pct:.2f})",
+        f"Waza gate: {report.outcome.upper()}",
+        f"  baseline:  {report.baseline_file}",
+        f"  current:   {report.current_file}",
+        f"  pass rate: {_rates(report)}",
     ]
-    if report.golden_must_pass:
-        lines.append(f"Golden tasks: {len(report.golden_failures)} failure(s)")
-    lines.append(f"Task changes: {len(report.new_tasks)} new, {len(report.removed_tasks)} removed")
-    lines += _issues("Failures", report.failures, "")
-    lines += _issues("Warnings", report.warnings, "")
+    if report.regression_exceeds_threshold:
+        lines.append(f"  regression of {report.regression_pct:.2f} points exceeds {report.max_regression_pct:.2f}")
+    lines.append(f"  golden tasks: {_golden(report)}")
+    lines += [f"    {g.test_id} ({g.display_name}): {g.current_status}" for g in report.golden_failures]
+    if report.new_tasks:
+        lines.append(f"  new tasks ({report.on_new_tasks}): {', '.join(report.new_tasks)}")
+    if report.removed_tasks:
+        lines.append(f"  removed tasks ({report.on_removed_tasks}): {', '.join(report.removed_tasks)}")
+    lines += [f"  warning: {w}" for w in report.warnings]
+    lines += [f"  error: {e}" for e in report.errors]
+    lines.append(f"outcome: {report.outcome.upper()} (exit {report.exit_code})")
     return "\n".join(lines) + "\n"
 
 
 def markdown(report: GateReport) -> str:
-    status = "PASS" if report.passed else "FAIL"
+    mark = "✅" if report.exit_code == PASS else "❌"
     lines = [
-        f"## Waza gate: {status}",
+        f"## {mark} Waza gate: `{report.outcome.upper()}`",
         "",
-        "| Metric | Baseline | Current |",
-        "|---|---:|---:|",
-        f"| Pass rate | {report.baseline_success_rate * 100:.1f}% | {report.current_success_rate * 100:.1f}% |",
-        f"| Aggregate score | {report.baseline_aggregate_score:.4f} | {report.current_aggregate_score:.4f} |",
-        f"| Tasks | {report.baseline_task_count} | {report.current_task_count} |",
+        "| | Baseline | Current | Delta |",
+        "|---|---:|---:|---:|",
+        f"| Pass rate | {report.baseline_pass_rate * 100:.1f}% | {report.current_pass_rate * 100:.1f}% "
+        f"| {report.pass_rate_delta * 100:+.1f} points |",
         "",
-        f"- Regression: {report.regression_pct:.2f} percentage points (max allowed {report.max_regression_pct:.2f})",
-        f"- New tasks: {len(report.new_tasks)} (`{report.new_task_policy}`)",
-        f"- Removed tasks: {len(report.removed_tasks)} (`{report.removed_task_policy}`)",
+        f"- Regression: **{report.regression_pct:.2f}** points (at most {report.max_regression_pct:.1f} allowed)",
+        f"- Golden tasks: {_golden(report)}",
     ]
-    if report.golden_must_pass:
-        lines.append(f"- Golden failures: {len(report.golden_failures)}")
-    lines += _issues("Failures", report.failures, "### ")
-    lines += _issues("Warnings", report.warnings, "### ")
+    lines += [f"  - `{g.test_id}` {g.display_name}: `{g.current_status}`" for g in report.golden_failures]
+    if report.new_tasks:
+        lines.append(f"- New tasks (`{report.on_new_tasks}`): {', '.join(f'`{t}`' for t in report.new_tasks)}")
+    if report.removed_tasks:
+        lines.append(f"- Removed tasks (`{report.on_removed_tasks}`): {', '.join(f'`{t}`' for t in report.removed_tasks)}")
+    lines += [f"- Warning: {w}" for w in report.warnings]
+    lines += [f"- Error: {e}" for e in report.errors]
+    lines += ["", f"_outcome: {report.outcome.upper()} (exit {report.exit_code})_"]
     return "\n".join(lines) + "\n"
 
 
@@ -73,7 +81,13 @@ def _escape(text: str) -> str:
 
 
 def workflow_commands(report: GateReport) -> str:
-    """One ``::warning`` / ``::error`` workflow command per issue, warnings first."""
-    lines = [f"::warning title=Waza gate::{_escape(i.message)}" for i in report.warnings]
-    lines += [f"::error title=Waza gate::{_escape(i.message)}" for i in report.failures]
+    """Workflow commands: the pass rate (an error when it regressed too far, else a notice), one per golden
+    failure (an error, or a warning when golden tasks do not block), then the warnings and the errors."""
+    rates = _escape(_rates(report))
+    lines = [f"::{'error' if report.regression_exceeds_threshold else 'notice'} title=Waza gate pass rate::{rates}"]
+    level = "error" if report.golden_must_pass else "warning"
+    for g in report.golden_failures:
+        lines.append(f"::{level} title=Waza gate golden task::{_escape(f'{g.test_id} ({g.display_name}): {g.current_status}')}")
+    lines += [f"::warning title=Waza gate::{_escape(w)}" for w in report.warnings]
+    lines += [f"::error title=Waza gate::{_escape(e)}" for e in report.errors]
     return "".join(line + "\n" for line in lines)

@@ -15,13 +15,14 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 import typer
+from typer.core import TyperCommand
 
 from waza.protocol.errors import WazaError
-from waza.runner.analysis.gate import POLICIES, GateOptions, GateReport, Policy, decide
+from waza.runner.analysis.gate import PASS, POLICIES, GateOptions, GateReport, Policy, decide
 from waza.runner.analysis.outcome_inputs import load
 from waza.runner.cli.api_terms import in_cli_terms
 from waza.runner.cli.metavars import option
@@ -31,12 +32,14 @@ EXIT_CONFIG = 3
 
 HELP = """Gate a run's results against a baseline's, for CI: the original waza's `waza gate`.
 
-Fails when the suite's pass rate (tasks passed / tasks) dropped by more than
---max-regression-pct percentage points, when a task marked `golden: true` did
-not pass (--golden-must-pass), or when tasks were added or removed and the
---on-new-tasks / --on-removed-tasks policy is fail. Reads the original's
-results.json (and waza's `--reporter results:FILE`), waza's suite document
-(`--reporter json:FILE`) and CaptureResult / TrialResult lines, in any mix.
+Fails when a task marked `golden: true` (in either file) did not pass or is
+missing from the current run (unless --golden-must-pass=false), when the
+suite's pass rate (tasks passed / tasks) dropped by more than
+--max-regression-pct percentage points, or when tasks were added or removed
+and the --on-new-tasks / --on-removed-tasks policy is fail. Reads the
+original's results.json (and waza's `--reporter results:FILE`), waza's suite
+document (`--reporter json:FILE`) and CaptureResult / TrialResult lines, in
+any mix.
 
 Exit status: 0 pass, 1 regression, 2 golden failure, 3 configuration error
 (the original's codes; waza's other commands use 2 for a usage error).
@@ -45,12 +48,21 @@ Examples:
 
   waza gate --baseline main/results.json --current results.json --max-regression-pct 5
 
-  waza gate --baseline base.json --current new.json --golden-must-pass --on-new-tasks warn -f github-actions
+  waza gate --baseline base.json --current new.json --golden-must-pass=false --on-new-tasks warn -f github-actions
 """
 
 
+class _GoBooleanFlag(TyperCommand):
+    """``--golden-must-pass`` read as the original's Go flag package reads a boolean flag: alone it means
+    true, and ``--golden-must-pass=false`` gives it a value. The option takes a value, so the bare form
+    is given its ``=true`` before the arguments are parsed."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, [f"{a}=true" if a == "--golden-must-pass" else a for a in args])
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("gate", help=HELP)
+    @app.command("gate", help=HELP, cls=_GoBooleanFlag)
     def gate_cmd(
         baseline: Annotated[str, option("--baseline", help="The baseline's results file.", metavar="FILE")] = "",
         current: Annotated[str, option("--current", help="The current run's results file.", metavar="FILE")] = "",
@@ -63,8 +75,14 @@ def register(app: typer.Typer) -> None:
             ),
         ] = "0",
         golden_must_pass: Annotated[
-            bool, option("--golden-must-pass", help="Exit 2 when a golden task of the current run did not pass.")
-        ] = False,
+            str,
+            option(
+                "--golden-must-pass",
+                help="Exit 2 when a golden task did not pass in the current run or is missing from it (the default; "
+                "--golden-must-pass=false lists golden failures without failing on them).",
+                metavar="[=true|false]",
+            ),
+        ] = "true",
         on_new_tasks: Annotated[
             str, option("--on-new-tasks", help="Tasks only in the current run: allow, warn or fail.", metavar="allow|warn|fail")
         ] = "allow",
@@ -96,17 +114,33 @@ def _policy(name: str, value: str) -> Policy:
     return value
 
 
-def _options(max_regression_pct: str, golden: bool, on_new: str, on_removed: str) -> GateOptions:
+#: The values Go's flag package takes for a boolean flag, which the original's ``--golden-must-pass=false`` is.
+_BOOLEANS = {"1": True, "t": True, "true": True, "0": False, "f": False, "false": False}
+
+
+def _boolean(name: str, value: str) -> bool:
+    try:
+        return _BOOLEANS[value.strip().lower()]
+    except KeyError:
+        raise ValueError(f"{name}: {value!r} is not true or false") from None
+
+
+def _options(max_regression_pct: str, golden: str, on_new: str, on_removed: str) -> GateOptions:
     try:
         points = float(max_regression_pct)
     except ValueError:
         raise ValueError(f"--max-regression-pct: {max_regression_pct!r} is not a number") from None
     if not math.isfinite(points) or points < 0:
         raise ValueError("--max-regression-pct must be >= 0")
-    return GateOptions(points, golden, _policy("--on-new-tasks", on_new), _policy("--on-removed-tasks", on_removed))
+    return GateOptions(
+        points,
+        _boolean("--golden-must-pass", golden),
+        _policy("--on-new-tasks", on_new),
+        _policy("--on-removed-tasks", on_removed),
+    )
 
 
-def _gate(baseline: str, current: str, points: str, golden: bool, on_new: str, on_removed: str, fmt: str) -> int:
+def _gate(baseline: str, current: str, points: str, golden: str, on_new: str, on_removed: str, fmt: str) -> int:
     baseline, current, fmt = baseline.strip(), current.strip(), fmt.strip().lower()
     try:
         if not baseline:
@@ -128,15 +162,9 @@ def _gate(baseline: str, current: str, points: str, golden: bool, on_new: str, o
         _print(report, fmt)
     except OSError as exc:
         return _config_error(f"cannot write the report: {exc.strerror or exc}")
-    if not report.passed:
-        print(f"waza gate: {_failure_line(report)}", file=sys.stderr)
+    if report.exit_code != PASS:
+        print(f"waza gate: {report.outcome} (exit {report.exit_code})", file=sys.stderr)
     return report.exit_code
-
-
-def _failure_line(report: GateReport) -> str:
-    if report.verdict == "golden-failure":
-        return f"gate failed: {len(report.golden_failures)} golden task(s) failed"
-    return f"gate failed: {len(report.failures)} failure(s)"
 
 
 def _print(report: GateReport, fmt: str) -> None:
