@@ -17,6 +17,7 @@ agent could forge it: mocks make a run hermetic, they are not a sandbox.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import stat
@@ -27,13 +28,24 @@ from typing import Any
 
 import orjson
 
-from waza.adapters.mocks import command_shim, mcp_server
 from waza.protocol.records import CaptureResult, TrajectoryStep
 
 __all__ = ["LOG_LIMIT", "MockFolder", "TrialMocks"]
 
 #: Most bytes of a trial's calls log read back; the rest is dropped with an error on the record.
 LOG_LIMIT = 4 * 1024 * 1024
+
+
+def _program(name: str) -> Path:
+    """The file of a mock program in ``waza.adapters.mocks``, found without importing it: the MCP server
+    imports the mcp SDK, which a suite without MCP mocks (most of them) should not pay for at start-up."""
+    spec = importlib.util.find_spec(f"waza.adapters.mocks.{name}")
+    if spec is None or spec.origin is None:  # pragma: no cover - the package ships both programs
+        raise FileNotFoundError(f"waza.adapters.mocks.{name}")
+    return Path(spec.origin)
+
+
+_PROGRAMS = (_program("mcp_server"), _program("command_shim"))
 
 
 class MockFolder:
@@ -44,8 +56,8 @@ class MockFolder:
         self.root = Path(tempfile.mkdtemp(prefix="waza-mocks-")).resolve()
         self.logs = self.root / "logs"
         self.logs.mkdir()
-        for program in (mcp_server, command_shim):
-            shutil.copyfile(str(program.__file__), self.root / Path(str(program.__file__)).name)
+        for program in _PROGRAMS:
+            shutil.copyfile(program, self.root / program.name)
         #: The shims' interpreter (standard library only, run with -I); the MCP server runs on waza's own
         #: (a virtual environment's, with the mcp SDK).
         self.python = os.path.realpath(sys.executable)
@@ -72,7 +84,7 @@ class MockFolder:
         if commands:
             bin_dir = folder / "bin"
             bin_dir.mkdir()
-            shim = Path(str(command_shim.__file__)).read_text(encoding="utf-8")
+            shim = _program("command_shim").read_text(encoding="utf-8")
             for mock in commands:
                 target = bin_dir / mock["name"]
                 target.write_text(f"#!{self.python} -I\n{shim}", encoding="utf-8")
