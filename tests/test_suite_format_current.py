@@ -113,6 +113,8 @@ COMMAND_MOCK = "command_mocks:\n  - name: az\n    responses:\n      - args: [lis
         ("scenario with 1.4", BASE + "scenario: deploy\nschemaVersion: '1.4'\n", TASK, "schemaVersion", "'2.0' was expected"),
         ("2.0 without scenario", BASE + "schemaVersion: '2.0'\n", TASK, "eval.yaml:1", "'scenario' is a required"),
         ("bad version", BASE + "schemaVersion: '1'\n", TASK, "schemaVersion", "does not match"),
+        ("another major", BASE + "schemaVersion: '3.0'\n", TASK, "schemaVersion", "does not match"),
+        ("a negative minor", BASE + "schemaVersion: '1.-1'\n", TASK, "schemaVersion", "does not match"),
         (
             "command mocks before 1.3",
             BASE.replace("mock\n", "copilot-sdk\n", 1) + "schemaVersion: '1.2'\n" + COMMAND_MOCK,
