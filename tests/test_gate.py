@@ -222,6 +222,8 @@ def test_exit_3_without_baseline_or_current(tmp_path: Path) -> None:
         (b'{"summary": {"success_rate": 1},\n "tasks": [', "neither a results document nor JSON lines"),
         (b'{"summary": {"status": "passed"}, "tasks": 3}', "not a waza suite result"),
         (b'{"no": "results"}\n', "current.json"),
+        (b'{"schemaVersion": "2.0", "summary": {"success_rate": 1}, "tasks": []}', "schemaVersion '2.0'; waza reads 1.x"),
+        (b'{"schemaVersion": "broken", "summary": {"success_rate": 1}, "tasks": []}', "schemaVersion 'broken'"),
     ],
 )
 def test_exit_3_on_an_unreadable_or_malformed_results_file(tmp_path: Path, content: bytes | None, message: str) -> None:
@@ -305,6 +307,18 @@ def test_the_originals_own_compatibility_files_gate_as_there(tmp_path: Path) -> 
         assert done.returncode == code, done.stderr
         if code != 3:
             assert orjson.loads(done.stdout)["exit_code"] == code
+
+
+@pytest.mark.parametrize("version", [None, "1.0", "1.1", "1.4", "1.99"])
+def test_a_results_json_of_any_1x_version_with_fields_waza_does_not_know_is_read(tmp_path: Path, version: str | None) -> None:
+    """As the original's own corpus test has it: same major, unknown fields ignored."""
+    doc = orjson.loads(ORIGINAL_RESULTS)
+    doc.pop("schemaVersion")
+    if version is not None:
+        doc["schemaVersion"] = version
+    doc["future_field"] = True
+    outcome = load(str(write(tmp_path / "r.json", doc)))
+    assert decide(outcome, outcome, GateOptions()).exit_code == 0 and outcome.tasks[0].golden
 
 
 #: The original's ``internal/testdata/compatibility/v1/results-1.0.json`` (microsoft/waza), as it is there.

@@ -19,6 +19,7 @@ its metadata holds ``golden: true`` (lines).
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -154,8 +155,15 @@ def load(path: str) -> Outcome:
     return _from_lines(path)
 
 
+#: The results.json versions waza reads: the original's major 1, any minor (absent: 1.0), as the original does.
+_RESULTS_VERSION = re.compile(r"1\.(0|[1-9][0-9]*)")
+
+
 def _document(path: str, value: dict[str, Any]) -> Outcome:
     summary = value.get("summary")
+    version = value.get("schemaVersion", "1.0")
+    if not isinstance(version, str) or not _RESULTS_VERSION.fullmatch(version):
+        raise ConfigError(f"{path}: results.json of schemaVersion {version!r}; waza reads 1.x", field="schemaVersion")
     try:
         if isinstance(summary, dict) and "success_rate" in summary:
             return msgspec.convert(value, Outcome)
