@@ -276,8 +276,8 @@ def dumps(value: Record | dict[str, Any]) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE)
 
 
-class JsonlWriter:
-    """Writes one complete line per record and flushes it, so every line on disk is whole.
+class OutputFile:
+    """A file results are written to, or ``-`` for standard output (claimed while it is open, never closed).
 
     The file is opened at the first record, not before: a run that fails before
     it has a record (an agent that cannot start) leaves an existing file as it
@@ -285,26 +285,20 @@ class JsonlWriter:
     that finished with no record still says so with an empty file.
     """
 
+    #: ``open``'s buffering for the file (standard output keeps its own).
+    buffering = -1
+
     def __init__(self, path: str | Path, *, append: bool = False) -> None:
         self.path = str(path)
         self.append = append
         self._stdout = self.path == "-"
         self._stream: IO[bytes] | None = stdout.claim() if self._stdout else None
-        self.count = 0
 
     def _open(self) -> IO[bytes]:
         if self._stream is None:
-            self._stream = open(self.path, "ab" if self.append else "wb")  # noqa: SIM115 - closed in close()
+            mode = "ab" if self.append else "wb"
+            self._stream = open(self.path, mode, buffering=self.buffering)  # noqa: SIM115 - closed in close()
         return self._stream
-
-    def write(self, value: Record | dict[str, Any]) -> None:
-        self.write_bytes(dumps(value))
-
-    def write_bytes(self, line: bytes) -> None:
-        stream = self._open()
-        stream.write(line)
-        stream.flush()
-        self.count += 1
 
     def close(self, *, complete: bool = False) -> None:
         """Close the file; ``complete``: the run finished, so a file never opened is created (emptied) now."""
@@ -317,6 +311,23 @@ class JsonlWriter:
                 self._stream.flush()
         elif self._stream is not None:
             self._stream.close()
+
+
+class JsonlWriter(OutputFile):
+    """Writes one complete line per record and flushes it, so every line on disk is whole."""
+
+    def __init__(self, path: str | Path, *, append: bool = False) -> None:
+        super().__init__(path, append=append)
+        self.count = 0
+
+    def write(self, value: Record | dict[str, Any]) -> None:
+        self.write_bytes(dumps(value))
+
+    def write_bytes(self, line: bytes) -> None:
+        stream = self._open()
+        stream.write(line)
+        stream.flush()
+        self.count += 1
 
     def __enter__(self) -> JsonlWriter:
         return self

@@ -14,14 +14,12 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
 
 import msgspec
 
 from waza.protocol.errors import ConfigError
-from waza.protocol.io import stdout
 from waza.protocol.io.secrets import Redactor
-from waza.protocol.jsonl import DEFAULT_MAX_LINE, JsonlError, dumps, iter_existing, repair_torn_tail
+from waza.protocol.jsonl import DEFAULT_MAX_LINE, JsonlError, OutputFile, dumps, iter_existing, repair_torn_tail
 from waza.protocol.records import CaptureResult
 from waza.runner.analysis.error_digest import ErrorDigest
 from waza.runner.analysis.pass_rate import pass_rate
@@ -80,7 +78,7 @@ def missed_gates(gates: dict[str, float], actual: dict[str, float | None]) -> li
 BUFFER = 1 << 16
 
 
-class ResultWriter:
+class ResultWriter(OutputFile):
     """The single writer of a run's output (a file, or ``-`` for stdout).
 
     Each line is written whole as its result arrives and flushed before the
@@ -93,6 +91,8 @@ class ResultWriter:
     when a resumed run retries errors).
     """
 
+    buffering = BUFFER
+
     def __init__(
         self,
         path: str | Path,
@@ -103,12 +103,8 @@ class ResultWriter:
         errors: ErrorDigest | None = None,
         first: Callable[[], None] | None = None,
     ) -> None:
-        self.path = str(path)
-        self.append = append
+        super().__init__(path, append=append)
         self._first = first
-        # "-" is standard output, looked up when the writer is made; it is flushed, never closed, by close()
-        self._stdout = self.path == "-"
-        self._stream: IO[bytes] | None = stdout.claim() if self._stdout else None
         self._flush_pending = False
         self._failed: OSError | None = None
         self.redact = Redactor()
@@ -122,11 +118,6 @@ class ResultWriter:
     def write(self, result: CaptureResult) -> None:
         self.errors.add(result)
         self.write_line(dumps(result), result.status, result.score.score if result.score else None)
-
-    def _open(self) -> IO[bytes]:
-        if self._stream is None:
-            self._stream = open(self.path, "ab" if self.append else "wb", buffering=BUFFER)  # noqa: SIM115 - closed in close()
-        return self._stream
 
     def write_line(self, line: bytes, status: str, score: float | None) -> None:
         self._raise_failed()
@@ -161,20 +152,8 @@ class ResultWriter:
             raise failed
 
     def close(self, *, complete: bool = False) -> None:
-        """Flush and close; ``complete``: the run finished, so a file never written is created (emptied) now.
-
-        Without ``complete`` a file no result reached is never opened: a run that
-        stops before its first result (an agent that cannot start, a cluster that
-        cannot be joined) leaves an existing file as it was and creates none."""
-        if self._stream is None and complete:
-            self._open()
-        if self._stdout:
-            self._stdout = False
-            stdout.release()
-            if self._stream is not None:
-                self._stream.flush()
-        elif self._stream is not None:
-            self._stream.close()
+        """Flush and close (see :class:`OutputFile`); a write that failed since the last one is raised now."""
+        super().close(complete=complete)
         self._raise_failed()
 
 
