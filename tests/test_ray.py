@@ -118,6 +118,7 @@ def comparable(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
+@pytest.mark.slow  # the main suite compares an embedded instance's run with a local one in tests/test_ray_ops.py
 def test_embedded_ray_gives_the_local_records(tmp_path):
     rows = [prompt("a", answer="ok-answer"), prompt("b", answer="wrong"), prompt("c", answer="x", hint="x")]
     prompts = write_jsonl(tmp_path / "p.jsonl", rows)
