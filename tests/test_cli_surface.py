@@ -242,6 +242,8 @@ def test_an_unreachable_server_is_named_by_its_url(tmp_path: Path) -> None:
         port = sock.getsockname()[1]
     prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "input": "hello"}])
     url = f"http://127.0.0.1:{port}/v1"
-    done = run_waza("capture", prompts, "--adapter", "http", "--base-url", url, "--model", "m", "--timeout", "60")
+    # A refused connection is retried with growing waits (0.5 s, 1 s, 2 s, ...) while the prompt's --timeout leaves
+    # room for them: 3 s ends the retries after two, and the message names the server all the same.
+    done = run_waza("capture", prompts, "--adapter", "http", "--base-url", url, "--model", "m", "--timeout", "3")
     [row] = read_jsonl(done.stdout)
     assert row["errors"][0].startswith(f"turn 0: cannot reach the server at {url}/chat/completions: "), row["errors"]

@@ -114,9 +114,12 @@ def test_a_worker_breaking_one_worker_rule_is_caught(waza, grader, rule_id, reas
 
 
 def test_a_worker_ignoring_eof_and_sigterm_is_killed_and_the_check_returns(waza):
-    # --grader-timeout is every rule's budget, the healthy answers' too: enough for them on a busy machine (the wait
-    # for an exit after EOF is the shorter of it and the kit's own grace).
-    proc = waza("graders", "check", str(BROKEN / "ignores_eof_worker.py"), "--worker", "--json", "--grader-timeout", "30")
+    # --grader-timeout is every rule's budget, the healthy answers' too (one line from a Python worker: seconds to
+    # spare on a busy machine). It is also what the one-shot probes of a worker that never exits wait out, and the
+    # wait for an exit after EOF is the shorter of it and the kit's own grace: the kit's grace itself here.
+    proc = waza(
+        "graders", "check", str(BROKEN / "ignores_eof_worker.py"), "--worker", "--json", "--grader-timeout", f"{EXIT_WAIT:g}"
+    )
     assert proc.returncode == 1, proc.stderr.decode()
     report = orjson.loads(proc.stdout)
     verdict = rule(report, "worker-exits-on-eof")

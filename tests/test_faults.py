@@ -18,18 +18,21 @@ import pytest
 import waza
 from waza.protocol import schemas
 
-from .conftest import executable, read_jsonl, run_waza, write_jsonl
+from .conftest import executable
 
 AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "exec_agent.py")]
 PY = sys.executable
 MARK = f"31.{uuid.uuid4().int % 10**8}"  # a unique sleep argument to find leftover processes by
 
+#: The budget of the two graders that hang (what they wait out) and their names. Every other grader gets a generous
+#: one, so a busy machine still starts and reads the healthy-speed ones (100 MB of stdout among them) in time.
+HANG_BUDGET = 5
+HANGING = ("hangs", "answers-too-late")
 GRADER_FAULTS: dict[str, tuple[str, str]] = {
-    # name: (script body, expected words in the error). One --grader-timeout covers them all: 15 s, so a busy machine
-    # still starts and reads the healthy-speed ones in time; the two that hang wait that long
+    # name: (script body, expected words in the error).
     "exit-nonzero": ("#!/bin/sh\necho 'boom' >&2\nexit 4\n", "exited with code 4: boom"),
     "killed-by-signal": ("#!/bin/sh\nkill -9 $$\n", "killed by signal 9"),
-    "hangs": (f"#!/bin/sh\nsleep {MARK}\n", "timed out after 15s"),
+    "hangs": (f"#!/bin/sh\nsleep {MARK}\n", f"timed out after {HANG_BUDGET}s"),
     "answers-too-late": ('#!/bin/sh\nsleep 30\necho \'{"pass": true, "score": 1}\'\n', "timed out"),
     "prints-nothing": ("#!/bin/sh\ncat >/dev/null\n", "printed nothing"),
     "garbage": ("#!/bin/sh\necho 'PASS!!'\n", "not one JSON document"),
@@ -57,32 +60,20 @@ GRADER_FAULTS: dict[str, tuple[str, str]] = {
 
 @pytest.fixture(scope="module")
 def fault_run(tmp_path_factory):
+    """Both results graded by every faulty grader, through the API in-process (engine behaviour: what record comes
+    out); the grader processes are real. The hanging ones get a short budget of their own, the others a long one."""
     tmp = tmp_path_factory.mktemp("faults")
-    prompts = write_jsonl(tmp / "p.jsonl", [{"id": "a", "input": "emit events"}, {"id": "b", "input": "more events"}])
-    args: list[str | Path] = []
-    for name, (body, _) in GRADER_FAULTS.items():
-        args += ["--grader", f"{name}={executable(tmp / name, body)}"]
-    proc = run_waza(
-        "capture",
-        prompts,
-        "--adapter",
-        "exec",
-        "--events",
-        "--grader-timeout",
-        "15",
-        "-j",
-        "2",
-        *args,
-        "--",
-        *AGENT,
-        timeout=120,
-    )
-    return proc
+    prompts = [{"id": "a", "input": "emit events"}, {"id": "b", "input": "more events"}]
+    graders = [
+        waza.Executable(argv=(str(executable(tmp / name, body)),), name=name, timeout=HANG_BUDGET if name in HANGING else 60)
+        for name, (body, _) in GRADER_FAULTS.items()
+    ]
+    agent = waza.ExecAgent(command=tuple(AGENT), events=True)
+    return [r.to_dict() for r in waza.capture(prompts, agent, graders, concurrency=2)]
 
 
 def test_run_completes_with_every_result_written(fault_run):
-    assert fault_run.returncode == 1  # results errored
-    rows = read_jsonl(fault_run.stdout)
+    rows = fault_run
     assert sorted(r["id"] for r in rows) == ["a", "b"]
     for row in rows:
         assert schemas.errors("CaptureResult", row) == []
@@ -94,7 +85,7 @@ def test_run_completes_with_every_result_written(fault_run):
 @pytest.mark.parametrize("name", [n for n, (_, why) in GRADER_FAULTS.items() if why])
 def test_each_grader_fault_is_an_error_with_its_reason(fault_run, name):
     expected = GRADER_FAULTS[name][1]
-    for row in read_jsonl(fault_run.stdout):
+    for row in fault_run:
         grade = next(g for g in row["grades"] if g["name"] == name)
         assert grade["status"] == "error", grade
         assert grade["pass"] is None and grade["score"] is None
@@ -103,7 +94,7 @@ def test_each_grader_fault_is_an_error_with_its_reason(fault_run, name):
 
 def test_tolerated_quirks_still_give_a_verdict(fault_run):
     """Closing stdin unread and leaving a grandchild behind are not errors if the answer is valid."""
-    for row in read_jsonl(fault_run.stdout):
+    for row in fault_run:
         grades = {g["name"]: g for g in row["grades"]}
         assert grades["closes-stdin"]["status"] == "passed"
         assert grades["grandchild"]["status"] == "passed"
@@ -114,7 +105,7 @@ def test_no_grader_process_is_left_behind(fault_run):
 
 
 def test_stderr_tail_is_bounded(fault_run):
-    row = read_jsonl(fault_run.stdout)[0]
+    row = fault_run[0]
     grade = next(g for g in row["grades"] if g["name"] == "stderr-flood")
     assert 0 < len(grade["details"]["stderr"]) <= 8192
 

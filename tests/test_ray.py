@@ -38,6 +38,12 @@ ACP_AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "scripted_ac
 #: A record's account of a worker that died under it: which node (56 hex digits), its host, the worker.
 DIED_ON = r"last on node [0-9a-f]{56} \(\S+\)"
 TRIAL_AGENT = [sys.executable, str(Path(__file__).parent / "agents" / "trial_agent.py")]
+#: Plain tasks, then warm agents (--ray-warm-agents). The warm variant is in the slow tier: warm agents have tests
+#: of their own in the main suite (the cold records, a worker's death, an interrupt).
+TASKS_AND_WARM_AGENTS = [
+    pytest.param([], id="tasks"),
+    pytest.param(["--ray-warm-agents"], id="warm-agents", marks=pytest.mark.slow),
+]
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +118,7 @@ def comparable(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
+@pytest.mark.slow  # the main suite compares an embedded instance's run with a local one in tests/test_ray_ops.py
 def test_embedded_ray_gives_the_local_records(tmp_path):
     rows = [prompt("a", answer="ok-answer"), prompt("b", answer="wrong"), prompt("c", answer="x", hint="x")]
     prompts = write_jsonl(tmp_path / "p.jsonl", rows)
@@ -207,7 +214,7 @@ def test_interrupt_then_resume_on_ray_runs_exactly_the_missing_trials(tmp_path, 
     assert len(log.read_text().splitlines()[started:]) == len(everything - done)
 
 
-@pytest.mark.parametrize("warm", [[], ["--ray-warm-agents"]], ids=["tasks", "warm-agents"])
+@pytest.mark.parametrize("warm", TASKS_AND_WARM_AGENTS)
 def test_a_worker_that_dies_leaves_no_workspace_on_the_node(tmp_path, address, node_tmp, warm, orphans):
     kills = tmp_path / "kills.log"
     killer = f"cwd\norphan {orphans}\nkillparent {kills}"  # leaves a sleeper in a session of its own, then kills its worker
@@ -229,7 +236,7 @@ def test_a_worker_that_dies_leaves_no_workspace_on_the_node(tmp_path, address, n
     assert len(sleepers) == 4 and all(ends(pid) for pid in sleepers)
 
 
-@pytest.mark.parametrize("warm", [[], ["--ray-warm-agents"]], ids=["tasks", "warm-agents"])
+@pytest.mark.parametrize("warm", TASKS_AND_WARM_AGENTS)
 def test_trials_on_ray_give_the_local_pass_at_k(tmp_path, address, warm):
     rows = [
         {"id": "always", "input": orjson.dumps({"pass": [1, 2, 3]}).decode(), "hint": "ok-answer"},
@@ -274,7 +281,7 @@ def test_bad_ray_options_are_usage_errors(tmp_path, address):
     assert not out.exists() or out.read_bytes() == b""  # nothing was run or written
 
 
-@pytest.mark.parametrize("warm", [[], ["--ray-warm-agents"]], ids=["tasks", "warm-agents"])
+@pytest.mark.parametrize("warm", TASKS_AND_WARM_AGENTS)
 def test_a_suite_on_ray_gives_the_local_records(tmp_path, address, warm):
     # The tasks' fixtures are packed once per task on the driver and unpacked in each trial's workspace on the node.
     suite = ROOT / "examples" / "snippet-explainer" / "eval.yaml"

@@ -128,16 +128,23 @@ def test_the_embedded_instance_ends_with_its_driver_however_the_driver_ends(tmp_
     assert left == {}
 
 
-def test_ray_lines_stay_off_stderr_and_stdout_unless_verbose(tmp_path):
-    # A worker killed every time: Ray reports each death ("(raylet) A worker died ...") to the driver.
+def killed_and_fine(tmp_path: Path) -> list[str | Path]:
+    """A run whose worker is killed every time: Ray reports each death ("(raylet) A worker died ...") to the driver."""
     rows = [{"id": "killed", "input": orjson.dumps({"kill_always": True}).decode()}, {"id": "fine", "input": "{}"}]
     prompts = write_jsonl(tmp_path / "p.jsonl", rows)
-    args = ["capture", prompts, "--adapter", "exec", "-o", "-", "--executor", "ray", "--ray-max-retries", "1"]
-    quiet = run_waza(*args, "--", *RAY_AGENT)
+    return ["capture", prompts, "--adapter", "exec", "-o", "-", "--executor", "ray", "--ray-max-retries", "1", "--", *RAY_AGENT]
+
+
+def test_ray_lines_stay_off_stderr_and_stdout(tmp_path):
+    quiet = run_waza(*killed_and_fine(tmp_path))
     assert quiet.returncode == 1, quiet.stderr
     assert sorted(r["id"] for r in read_jsonl(quiet.stdout)) == ["fine", "killed"]  # stdout: the records, nothing else
     assert all(line.startswith(b"waza: ") for line in quiet.stderr.splitlines()), quiet.stderr  # stderr: waza's own lines
-    verbose = run_waza("-v", *args, "--", *RAY_AGENT)
+
+
+@pytest.mark.slow
+def test_ray_lines_go_to_stderr_with_verbose(tmp_path):
+    verbose = run_waza("-v", *killed_and_fine(tmp_path))
     assert verbose.returncode == 1, verbose.stderr
     assert b"Started a local Ray instance" in verbose.stderr  # Ray's logging, on stderr
     assert sorted(r["id"] for r in read_jsonl(verbose.stdout)) == ["fine", "killed"]  # still nothing else on stdout

@@ -157,7 +157,11 @@ def capture(
     return proc, read_jsonl(proc.stdout)
 
 
-@pytest.fixture(params=sorted(AGENTS))
+#: The agent the main suite drives (the quickest to start); the others do the same in the slow tier, which CI runs.
+MAIN_AGENT = "claude-code"
+
+
+@pytest.fixture(params=[pytest.param(name, marks=() if name == MAIN_AGENT else pytest.mark.slow) for name in sorted(AGENTS)])
 def agent(request: pytest.FixtureRequest, tmp_path: Path) -> Agent:
     chosen = AGENTS[request.param]
     chosen.require()

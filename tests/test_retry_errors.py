@@ -258,6 +258,7 @@ def test_the_option_on_the_command_line(tmp_path):
     assert sorted(lines(out)) == ["a", "b"] and all(status(line) == "passed" for line in lines(out).values())
 
 
+@pytest.mark.slow  # --retry-errors runs locally in the main suite, as does --resume on Ray (tests/test_ray.py)
 def test_errors_run_again_on_ray(tmp_path):
     pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]' in the checkout)")
     marker = tmp_path / "broken"

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = next((p for name in ("chromium", "chromium-browser") if (p := shutil.which(name))), None)
 
 
+@pytest.mark.slow  # a maintainer's script; the pages it pictures are driven in a browser by tests/test_view.py
 def test_the_screenshot_script_makes_the_three_pictures(tmp_path: Path) -> None:
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (apt-get install chromium; .ci/run installs it)")

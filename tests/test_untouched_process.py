@@ -215,6 +215,7 @@ def test_a_notebook_like_run_leaves_stdout_to_the_caller_and_its_other_output(tm
     assert report["ticks_on_stdout"] > 0 and report["ticks_on_stderr"] == 0, report
 
 
+@pytest.mark.slow  # an embedded Ray instance; the local path's twin above is in the main suite
 def test_the_ray_path_gives_back_the_environment_and_rays_logger_level(tmp_path: Path) -> None:
     pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'waza[ray]')")
     agent = tmp_path / "agent.py"
