@@ -27,15 +27,17 @@ import os
 import shlex
 import shutil
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import msgspec
 import orjson
 
 from waza.protocol.io import model_cache
 from waza.protocol.io.chat_http import RETRYABLE_STATUS, ChatFailed, RetryPolicy, Transient, pooled_client, with_retries
 from waza.protocol.io.process import run_once
+
+if TYPE_CHECKING:  # only its types: chat_http imports httpx at the first request
+    import httpx
 
 
 class JudgeError(RuntimeError):

@@ -16,11 +16,13 @@ import math
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
-import httpx
 import msgspec
+
+if TYPE_CHECKING:  # httpx is imported by the first call: a run that makes none (most) starts without it
+    import httpx
 
 __all__ = [
     "RETRYABLE_STATUS",
@@ -84,6 +86,8 @@ def check_status(response: httpx.Response) -> None:
 
 def pooled_client() -> httpx.AsyncClient:
     """The client shared by every call on the running event loop (closed with the loop's objects)."""
+    import httpx
+
     loop = asyncio.get_running_loop()  # waza runs on anyio's asyncio backend
     client = _clients.get(loop)
     if client is None or client.is_closed:
@@ -96,6 +100,8 @@ async def with_retries(
     attempt: Callable[[float], Awaitable[T]], policy: RetryPolicy, *, deadline: float = math.inf, what: str = "the server"
 ) -> tuple[T, int]:
     """Run ``attempt(timeout)`` under the policy; (its value, attempts made) or :class:`ChatFailed`."""
+    import httpx
+
     problem, retry_after = "", None
     for number in range(1, policy.attempts + 1):
         if number > 1:
