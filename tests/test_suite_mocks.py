@@ -4,6 +4,7 @@ that is a real MCP client, and command shims run by an exec agent (a shell), on 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -158,7 +159,7 @@ def test_an_adapter_that_cannot_take_the_mocks_is_a_config_error(tmp_path: Path)
         .splitlines()[-1]
         .endswith(
             "mcp_mocks: the exec adapter cannot hand MCP servers to its agent;"
-            " run the suite with an acp agent or a headless schema with mcpConfig (claude-code)"
+            " run the suite with an acp agent or a headless schema with mcpConfig (claude-code, codex, gemini-cli, opencode)"
         )
     )
 
@@ -249,13 +250,13 @@ command_mocks:
 """
 
 
-def test_claude_code_calls_an_mcp_mock_handed_over_with_mcp_config_and_a_command_mock(tmp_path: Path) -> None:
-    """The pinned Claude Code CLI, its model served by `waza serve-model`: scripted tool calls to the MCP mock
-    and, through its Bash tool, to a command mock on its PATH."""
+def served_suite_run(schema: str, tmp_path: Path, replies: str, extra_yaml: str = "") -> dict[str, Any]:
+    """`waza run` of the mocks-mcp suite with CLAUDE_TASK as its one task (``extra_yaml`` added to eval.yaml), by
+    the pinned CLI of ``schema`` in a fresh home, its model `waza serve-model` with ``replies``; the record."""
     from tests.test_real_agents import AGENTS as REAL_AGENTS
 
-    claude = REAL_AGENTS["claude-code"]
-    claude.require()
+    agent = REAL_AGENTS[schema]
+    agent.require()
     pytest.importorskip("uvicorn", reason="waza serve-model needs the serve extra: pip install '.[serve]'")
     suite = tmp_path / "suite"
     shutil.copytree(SUITES / "mocks-mcp", suite)
@@ -263,8 +264,8 @@ def test_claude_code_calls_an_mcp_mock_handed_over_with_mcp_config_and_a_command
     (suite / "tasks").mkdir()
     (suite / "tasks" / "ask.yaml").write_text(CLAUDE_TASK)
     eval_yaml = suite / "eval.yaml"
-    eval_yaml.write_text(eval_yaml.read_text().replace('schemaVersion: "1.1"', 'schemaVersion: "1.3"') + CLAUDE_COMMANDS)
-    (tmp_path / "replies.yaml").write_text(CLAUDE_REPLIES)
+    eval_yaml.write_text(eval_yaml.read_text().replace('schemaVersion: "1.1"', 'schemaVersion: "1.3"') + extra_yaml)
+    (tmp_path / "replies.yaml").write_text(replies)
     (tmp_path / "home").mkdir()
     server = subprocess.Popen(
         [sys.executable, "-m", "waza", "serve-model", str(tmp_path / "replies.yaml")],
@@ -272,35 +273,39 @@ def test_claude_code_calls_an_mcp_mock_handed_over_with_mcp_config_and_a_command
     )  # fmt: skip
     try:
         assert server.stdout is not None
-        served = {}
-        for line in [server.stdout.readline() for _ in range(3)][1:]:  # the URL, then ANTHROPIC_BASE_URL and _API_KEY
-            name, _, value = line.strip().partition("=")
-            served[name] = value
+        server.stdout.readline()  # the URL; then NAME=VALUE lines (values quoted for a shell) up to a blank line
+        served = dict(shlex.split(line)[0].partition("=")[::2] for line in iter(server.stdout.readline, "\n"))
         env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")},
+            **{
+                k: v
+                for k, v in os.environ.items()
+                if not k.startswith(("ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "CODEX_", "OPENCODE_"))
+            },
             **served,
-            **claude.env,
-            "PATH": f"{claude.bin_dir}{os.pathsep}{os.environ['PATH']}",
+            **agent.env,
+            "PATH": f"{agent.bin_dir}{os.pathsep}{os.environ['PATH']}",
             "HOME": str(tmp_path / "home"),
         }
         out = tmp_path / "out.jsonl"
-        done = run_waza(
-            "run", suite, "--adapter", "headless", "--schema", "claude-code", "-o", out, cwd=tmp_path, env=env, timeout=300
-        )
+        done = run_waza("run", suite, "--adapter", "headless", "--schema", schema, "-o", out, cwd=tmp_path, env=env, timeout=300)
     finally:
         server.terminate()
         server.wait(timeout=30)
     assert done.returncode == 0, done.stderr.decode()
     [record] = read_jsonl(out)
-    assert record["mcp_mock_calls"] == [
-        {
-            "mock": "tracker",
-            "tool": "list_issues",
-            "arguments": {"owner": "microsoft", "repo": "waza"},
-            "response": 0,
-            "error": False,
-        }
-    ]
+    assert record["status"] == "passed", (record["errors"], record.get("stderr"))
+    return record
+
+
+#: The one call the tests below script, as the mock logs it.
+LISTED = {"mock": "tracker", "tool": "list_issues", "arguments": {"owner": "microsoft", "repo": "waza"}, "response": 0}
+
+
+def test_claude_code_calls_an_mcp_mock_handed_over_with_mcp_config_and_a_command_mock(tmp_path: Path) -> None:
+    """The pinned Claude Code CLI, its model served by `waza serve-model`: scripted tool calls to the MCP mock
+    and, through its Bash tool, to a command mock on its PATH."""
+    record = served_suite_run("claude-code", tmp_path, CLAUDE_REPLIES, CLAUDE_COMMANDS)
+    assert record["mcp_mock_calls"] == [{**LISTED, "error": False}]
     mcp, bash, command = [s for s in record["trajectory"] if s["type"] == "tool_call"]
     assert mcp["name"] == "mcp__tracker__list_issues" and mcp["status"] == "completed"
     assert "Hermetic tools" in str(mcp["output"])  # the mock's answer, through the real MCP protocol
@@ -309,6 +314,25 @@ def test_claude_code_calls_an_mcp_mock_handed_over_with_mcp_config_and_a_command
     assert record["command_invocations"] == [
         {"command": "az", "args": ["account", "show", "--output", "json"], "exit_code": 0, "response": 0}
     ]
+
+
+MCP_REPLIES = """\
+- tool_calls:
+    - name: mcp__tracker__list_issues
+      input: {owner: microsoft, repo: waza}
+- text: The tracker lists issue 41.
+"""
+
+
+def test_codex_calls_an_mcp_mock_handed_over_with_c_options(tmp_path: Path) -> None:
+    """The pinned Codex CLI gets the mock as `-c mcp_servers.tracker={...}` (required: it waits for the handshake
+    and fails the run if there is none) and calls it as the tool list_issues of its namespace mcp__tracker,
+    which the scripted name mcp__tracker__list_issues stands for."""
+    record = served_suite_run("codex", tmp_path, MCP_REPLIES)
+    assert record["mcp_mock_calls"] == [{**LISTED, "error": False}]
+    [call] = [s for s in record["trajectory"] if s["type"] == "tool_call" and s.get("title") == "tracker"]
+    assert call["name"] == "list_issues" and call["status"] == "completed"
+    assert "Hermetic tools" in str(call["output"])
 
 
 def test_lines_the_agent_writes_into_the_calls_log_that_no_mock_writes_are_not_counted(tmp_path: Path) -> None:
