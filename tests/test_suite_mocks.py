@@ -22,6 +22,7 @@ from waza.runner.suites.loader import load_suite
 
 SUITES = Path(__file__).parent / "fixtures" / "suites"
 AGENTS = Path(__file__).parent / "agents"
+REAL_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 SHELL = waza.ExecAgent(command=("sh", "-c", "{prompt}"))
 NO_BWRAP = pytest.mark.skipif(
     _probe() is not None, reason=f"no bubblewrap sandbox here ({_probe()}); .ci/run installs bubblewrap"
@@ -86,15 +87,14 @@ def test_command_mocks_answer_an_exec_agent_first_on_its_path(tmp_path: Path) ->
 
 @NO_BWRAP
 def test_command_mocks_answer_an_exec_agent_inside_the_bwrap_sandbox(tmp_path: Path) -> None:
-    out, temporary = tmp_path / "out.jsonl", tmp_path / "tmp"
-    temporary.mkdir()
+    out, cache = tmp_path / "out.jsonl", tmp_path / "cache"
     done = run_waza(
         "run", SUITES / "mocks-commands", "--adapter", "exec", "--sandbox", "bwrap", "-o", out,
-        cwd=tmp_path, env={"TMPDIR": str(temporary)},
+        cwd=tmp_path, env={"WAZA_CACHE_DIR": str(cache)},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr.decode()
     check_commands({r["id"]: r for r in read_jsonl(out)})
-    assert list(temporary.iterdir()) == []  # the run's mocks folder is gone
+    assert list((cache / "mocks").iterdir()) == []  # the run's mocks folder is gone
 
 
 def test_a_command_called_another_number_of_times_than_expect_calls_is_the_tasks_error(tmp_path: Path) -> None:
@@ -285,6 +285,10 @@ def served_suite_run(schema: str, tmp_path: Path, replies: str, extra_yaml: str 
             **agent.env,
             "PATH": f"{agent.bin_dir}{os.pathsep}{os.environ['PATH']}",
             "HOME": str(tmp_path / "home"),
+            # the run's mocks folder, and serve-model's configs, where no folder above is writable by others
+            # (Gemini CLI and Codex refuse their files below /tmp)
+            "XDG_CACHE_HOME": str(REAL_CACHE),
+            "WAZA_CACHE_DIR": str(REAL_CACHE / "waza"),
         }
         out = tmp_path / "out.jsonl"
         done = run_waza("run", suite, "--adapter", "headless", "--schema", schema, "-o", out, cwd=tmp_path, env=env, timeout=300)
@@ -332,6 +336,31 @@ def test_codex_calls_an_mcp_mock_handed_over_with_c_options(tmp_path: Path) -> N
     assert record["mcp_mock_calls"] == [{**LISTED, "error": False}]
     [call] = [s for s in record["trajectory"] if s["type"] == "tool_call" and s.get("title") == "tracker"]
     assert call["name"] == "list_issues" and call["status"] == "completed"
+    assert "Hermetic tools" in str(call["output"])
+
+
+def gemini_and_opencode_replies(tool: str) -> str:
+    return MCP_REPLIES.replace("mcp__tracker__list_issues", tool)
+
+
+@pytest.mark.slow
+def test_gemini_cli_calls_an_mcp_mock_handed_over_in_a_system_defaults_file(tmp_path: Path) -> None:
+    """The pinned Gemini CLI reads the mock from the settings file GEMINI_CLI_SYSTEM_DEFAULTS_PATH names (its
+    mcpServers merged with the user's) and offers it as mcp_tracker_list_issues."""
+    record = served_suite_run("gemini-cli", tmp_path, gemini_and_opencode_replies("mcp_tracker_list_issues"))
+    assert record["mcp_mock_calls"] == [{**LISTED, "error": False}]
+    [call] = [s for s in record["trajectory"] if s["type"] == "tool_call"]
+    assert call["name"] == "mcp_tracker_list_issues" and call["status"] == "completed"
+
+
+@pytest.mark.slow
+def test_opencode_calls_an_mcp_mock_handed_over_in_the_config_file_opencode_config_names(tmp_path: Path) -> None:
+    """The pinned OpenCode reads the mock from the file OPENCODE_CONFIG names (merged with serve-model's
+    OPENCODE_CONFIG_CONTENT) and offers it as tracker_list_issues."""
+    record = served_suite_run("opencode", tmp_path, gemini_and_opencode_replies("tracker_list_issues"))
+    assert record["mcp_mock_calls"] == [{**LISTED, "error": False}]
+    [call] = [s for s in record["trajectory"] if s["type"] == "tool_call"]
+    assert call["name"] == "tracker_list_issues" and call["status"] == "completed"
     assert "Hermetic tools" in str(call["output"])
 
 

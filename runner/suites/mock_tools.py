@@ -1,7 +1,8 @@
 """An eval suite's mocks made real for each trial: MCP mock servers to hand the agent and shims first on its PATH.
 
-One folder per run (:class:`MockFolder`, under the system's temporary folder)
-holds the two mock programs (``mcp_server.py``, ``command_shim.py``), one
+One folder per run (:class:`MockFolder`, under waza's cache folder's ``mocks``,
+not the system's temporary folder: Gemini CLI reads a settings file only where
+no folder above it is writable by others, as /tmp is) holds the two mock programs (``mcp_server.py``, ``command_shim.py``), one
 sub-folder per trial and a ``logs`` folder; a sandboxed agent sees the run's
 folder read-only and ``logs`` writable, so its mock servers and shims run and
 record their calls there too. Per trial (:class:`TrialMocks`): ``bin/NAME`` for
@@ -28,6 +29,7 @@ from typing import Any
 import orjson
 
 from waza.adapters.mocks import command_shim, mcp_server
+from waza.protocol.io.model_cache import cache_dir
 from waza.protocol.records import CaptureResult, TrajectoryStep
 
 __all__ = ["LOG_LIMIT", "MockFolder", "TrialMocks"]
@@ -41,7 +43,9 @@ class MockFolder:
 
     def __init__(self, mcp: list[dict[str, Any]]) -> None:
         self.mcp = mcp
-        self.root = Path(tempfile.mkdtemp(prefix="waza-mocks-")).resolve()
+        runs = cache_dir() / "mocks"
+        runs.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.root = Path(tempfile.mkdtemp(prefix="run-", dir=runs)).resolve()
         self.logs = self.root / "logs"
         self.logs.mkdir()
         for program in (mcp_server, command_shim):
