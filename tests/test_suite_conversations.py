@@ -145,7 +145,7 @@ def test_a_responder_without_a_model_is_a_one_line_config_error(tmp_path: Path) 
 
 def test_a_checkpoint_after_a_turn_the_task_never_has_is_refused_at_its_line(tmp_path: Path) -> None:
     (tmp_path / "tasks").mkdir()
-    (tmp_path / "eval.yaml").write_text("name: x\ntasks: ['tasks/*.yaml']\n")
+    (tmp_path / "eval.yaml").write_text("name: x\nschemaVersion: '1.1'\ntasks: ['tasks/*.yaml']\n")
     (tmp_path / "tasks" / "t.yaml").write_text(
         "id: t\ninputs:\n  prompt: hi\n  follow_up_prompts: [more]\ncheckpoints:\n  - after_turn: 3\n"
         "    graders: [{type: text, config: {contains: [hi]}}]\n"
@@ -154,6 +154,29 @@ def test_a_checkpoint_after_a_turn_the_task_never_has_is_refused_at_its_line(tmp
     err = done.stderr.decode()
     assert done.returncode == 2, err
     assert "t.yaml:6" in err and "checkpoints[0].after_turn" in err and "no turn 3" in err, err
+
+
+@pytest.mark.parametrize(("version", "given"), [(None, "no schemaVersion"), ("'1.0'", "schemaVersion 1.0")])
+def test_checkpoints_in_a_task_file_need_its_suites_schema_version_1_1(tmp_path: Path, version, given) -> None:
+    """The original accepts task checkpoints only in suites of schemaVersion 1.1 or later; a task file is
+    checked against its suite's eval.yaml (1.1 and later pass: the conversations suite is 1.1)."""
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "eval.yaml").write_text(f"name: x\n{f'schemaVersion: {version}' if version else ''}\ntasks: ['tasks/*.yaml']\n")
+    task = (
+        "id: t\ninputs:\n  prompt: hi\n  follow_up_prompts: [more]\ncheckpoints:\n  - after_turn: 2\n"
+        "    graders: [{type: text, config: {contains: [hi]}}]\n"
+    )
+    (tmp_path / "tasks" / "t.yaml").write_text(task)
+    done = run_waza("check", ".", cwd=tmp_path)
+    err = done.stderr.decode()
+    assert done.returncode == 2, err
+    assert err.strip() == (
+        f"waza: tasks/t.yaml:5: field 'checkpoints': checkpoints need schemaVersion 1.1 or later in eval.yaml, which has {given}"
+    )
+    (tmp_path / "eval.yaml").write_text("name: x\nschemaVersion: '1.10'\ntasks: ['tasks/*.yaml']\n")
+    (tmp_path / "tasks" / "t.yaml").write_text(task + "graders: [{type: text, config: {contains: [hi]}}]\n")
+    done = run_waza("check", ".", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr.decode()
 
 
 def test_workdir_is_where_the_acp_agent_starts_and_a_missing_one_is_the_trials_error() -> None:

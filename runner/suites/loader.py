@@ -83,6 +83,7 @@ def load_suite(path: Path, *, context_dir: Path | None = None) -> Suite:
         skill=raw.get("skill"),
         scenario=raw.get("scenario"),
         version=None if raw.get("version") is None else str(raw["version"]),
+        schema_version=raw.get("schemaVersion"),
         metrics=_metrics(doc, raw.get("metrics", [])),
         notices=notices,
         mcp_mocks=mocks.mcp_mocks(doc, here),
@@ -267,6 +268,9 @@ def _task(path: Path, fixtures_root: Path, suite: Suite, instructions: str = "")
     clash = next((t.file for t in suite.tasks if t.id == raw["id"]), None)
     if clash:
         raise doc.error(("id",), f"task id {raw['id']!r} is also used by {clash}")
+    if "checkpoints" in raw and _version(suite.schema_version) < (1, 1):  # the original's rule, on eval.yaml's key
+        given = f"schemaVersion {suite.schema_version}" if suite.schema_version else "no schemaVersion"
+        raise doc.error(("checkpoints",), f"checkpoints need schemaVersion 1.1 or later in {suite.file.name}, which has {given}")
     here = path.resolve().parent
     root = _context_dir(here, raw["context_dir"]) if "context_dir" in raw else fixtures_root
     if "context_dir" in raw and not root.is_dir():
@@ -310,6 +314,12 @@ def _task(path: Path, fixtures_root: Path, suite: Suite, instructions: str = "")
     task.graders = [*suite.graders, *(spec for _, spec in expected), *own]
     _unique_names(doc, ("graders",), own, [*suite.graders, *(spec for _, spec in expected)])
     return task
+
+
+def _version(text: str | None) -> tuple[int, int]:
+    """A ``schemaVersion`` (``MAJOR.MINOR``, as the suite schema checked it) to compare; none given is (0, 0)."""
+    major, _, minor = (text or "0.0").partition(".")
+    return int(major), int(minor)
 
 
 def _task_command_mocks(doc: Located, suite: Suite, task: Task) -> None:

@@ -155,6 +155,8 @@ class Suite(msgspec.Struct):
     #: A 2.0 suite's workflow (the original's ``scenario``), recorded in each case's metadata.
     scenario: str | None = None
     version: str | None = None
+    #: The original's format version (``schemaVersion``, None when not given): its task files' keys need it too.
+    schema_version: str | None = None
     graders: list[GraderSpec] = msgspec.field(default_factory=list)
     metrics: list[Metric] = msgspec.field(default_factory=list)
     tasks: list[Task] = msgspec.field(default_factory=list)
