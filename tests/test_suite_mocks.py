@@ -381,3 +381,17 @@ def test_lines_the_agent_writes_into_the_calls_log_that_no_mock_writes_are_not_c
     own = records["own"]
     assert own["status"] == "passed", (own["errors"], own["output"], own["stderr"])
     assert own["command_invocations"] == [{"command": "gh", "args": ["pr", "list"], "exit_code": 0, "response": 0}]
+
+
+def test_a_mocks_folder_that_cannot_be_made_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """The run's mocks folder goes in waza's cache folder; where that cannot hold one, the run stops before
+    any agent starts, saying where and what to set."""
+    (tmp_path / "cache").write_text("a file, not a folder")
+    done = run_waza(
+        "run", SUITES / "mocks-commands", "--adapter", "exec", "--", "true", cwd=tmp_path,
+        env={"WAZA_CACHE_DIR": str(tmp_path / "cache")},
+    )  # fmt: skip
+    err = done.stderr.decode()
+    assert done.returncode == 2, err
+    assert f"cannot make the run's mocks folder in {tmp_path / 'cache' / 'mocks'}" in err, err
+    assert "set WAZA_CACHE_DIR to a writable folder" in err and "Traceback" not in err, err
