@@ -158,8 +158,8 @@ def test_a_checkpoint_after_a_turn_the_task_never_has_is_refused_at_its_line(tmp
 
 @pytest.mark.parametrize(("version", "given"), [(None, "no schemaVersion"), ("'1.0'", "schemaVersion 1.0")])
 def test_checkpoints_in_a_task_file_need_its_suites_schema_version_1_1(tmp_path: Path, version, given) -> None:
-    """The original accepts task checkpoints only in suites of schemaVersion 1.1 or later; a task file is
-    checked against its suite's eval.yaml (1.1 and later pass: the conversations suite is 1.1)."""
+    """The original accepts task checkpoints only in suites of schemaVersion 1.1 or later (a task's own
+    command_mocks: 1.3); a task file is checked against its suite's eval.yaml."""
     (tmp_path / "tasks").mkdir()
     (tmp_path / "eval.yaml").write_text(f"name: x\n{f'schemaVersion: {version}' if version else ''}\ntasks: ['tasks/*.yaml']\n")
     task = (
@@ -173,6 +173,12 @@ def test_checkpoints_in_a_task_file_need_its_suites_schema_version_1_1(tmp_path:
     assert err.strip() == (
         f"waza: tasks/t.yaml:5: field 'checkpoints': checkpoints need schemaVersion 1.1 or later in eval.yaml, which has {given}"
     )
+    (tmp_path / "tasks" / "t.yaml").write_text("id: t\ninputs: {prompt: hi}\ncommand_mocks: []\n")
+    done = run_waza("check", ".", cwd=tmp_path)
+    assert done.stderr.decode().strip() == (
+        "waza: tasks/t.yaml:3: field 'command_mocks': command_mocks need schemaVersion 1.3 or later in eval.yaml,"
+        f" which has {given}"
+    )  # the same rule for a task's own command mocks
     (tmp_path / "eval.yaml").write_text("name: x\nschemaVersion: '1.10'\ntasks: ['tasks/*.yaml']\n")
     (tmp_path / "tasks" / "t.yaml").write_text(task + "graders: [{type: text, config: {contains: [hi]}}]\n")
     done = run_waza("check", ".", cwd=tmp_path)

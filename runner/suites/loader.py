@@ -268,9 +268,12 @@ def _task(path: Path, fixtures_root: Path, suite: Suite, instructions: str = "")
     clash = next((t.file for t in suite.tasks if t.id == raw["id"]), None)
     if clash:
         raise doc.error(("id",), f"task id {raw['id']!r} is also used by {clash}")
-    if "checkpoints" in raw and _version(suite.schema_version) < (1, 1):  # the original's rule, on eval.yaml's key
-        given = f"schemaVersion {suite.schema_version}" if suite.schema_version else "no schemaVersion"
-        raise doc.error(("checkpoints",), f"checkpoints need schemaVersion 1.1 or later in {suite.file.name}, which has {given}")
+    for key, least in (("checkpoints", (1, 1)), ("command_mocks", (1, 3))):  # the original's rules, on eval.yaml's key
+        if key in raw and _version(suite.schema_version) < least:
+            given = f"schemaVersion {suite.schema_version}" if suite.schema_version else "no schemaVersion"
+            raise doc.error(
+                (key,), f"{key} need schemaVersion {least[0]}.{least[1]} or later in {suite.file.name}, which has {given}"
+            )
     here = path.resolve().parent
     root = _context_dir(here, raw["context_dir"]) if "context_dir" in raw else fixtures_root
     if "context_dir" in raw and not root.is_dir():
