@@ -53,6 +53,9 @@ class AgentTask(msgspec.Struct):
     mcp_servers: list[dict[str, Any]] = msgspec.field(default_factory=list)
     #: Folders put first on the agent's ``PATH`` for this task: a suite's ``command_mocks``.
     path: list[str] = msgspec.field(default_factory=list)
+    #: Where an adapter writes files its agent reads for this task (a CLI's MCP config file): the trial's
+    #: mocks folder, which a sandbox shows; None: a temporary folder of the adapter's.
+    files: Path | None = None
     #: Decides each turn after the first; without one, the turns are the case's own, in order.
     conversation: Conversation | None = None
     #: Where in the workspace the agent starts (a suite task's ``inputs.workdir``); None: its root.

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import math
 import os
+import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
@@ -65,14 +67,15 @@ def build_argv(
     mcp_servers: list[dict[str, Any]] | None = None,
 ) -> list[str]:
     """One turn's command line; ``command`` is the schema's command as resolved before the run; ``mcp_servers``
-    (ACP's stdio form) are handed over as the schema's ``mcpConfig`` says."""
+    (ACP's stdio form) are handed over as the schema's ``mcpConfig`` says (when it names a flag)."""
     argv = list(command)
     if schema.output_flag:
         argv.append(schema.output_flag)
         if schema.output_value:
             argv.append(schema.output_value)
     argv += schema.auto_approve
-    argv += schema.mcp_args(mcp_servers or [])
+    if schema.mcp_config is not None:
+        argv += schema.mcp_config.args(mcp_servers or [])
     if schema.cwd_flag:
         argv += [schema.cwd_flag, str(workspace)]
     if session_id is not None and schema.resume_flag:
@@ -145,28 +148,43 @@ class HeadlessAdapter(Adapter[HeadlessAgent]):
         session_id: str | None = None
         turn = 0
         text: str | None = task.case.turns[0]
-        while text is not None:
-            task.recorder.start_turn(text, turn)
-            if turn and schema.session_mode == "stream" and session_id is None:
-                why = (
-                    "the schema has no resume"
-                    if schema.resume_flag is None
-                    else "no session id was found at resume.sessionIdPath"
-                )
-                run.errors.append(f"cannot send turn {turn} in the same session: {why}")
-                break
-            prompt = render_prompt(schema, history, text) if schema.session_mode == "iterative" else text
-            argv = build_argv(schema, self.program, prompt, session_id if turn else None, task.cwd, task.mcp_servers)
-            outcome = await self._turn(task, argv, prompt, turn, deadline - time.monotonic(), mapper, stderr, limit)
-            session_id = session_id or outcome.session_id
-            run.exit = outcome.exit
-            run.errors.extend(outcome.errors)
-            if outcome.errors:
-                break
-            history.append((text, task.recorder.finish().output))
-            turn, text = turn + 1, await task.next_turn(turn)
+        with self._mcp_file(task) as mcp_env:
+            while text is not None:
+                task.recorder.start_turn(text, turn)
+                if turn and schema.session_mode == "stream" and session_id is None:
+                    why = (
+                        "the schema has no resume"
+                        if schema.resume_flag is None
+                        else "no session id was found at resume.sessionIdPath"
+                    )
+                    run.errors.append(f"cannot send turn {turn} in the same session: {why}")
+                    break
+                prompt = render_prompt(schema, history, text) if schema.session_mode == "iterative" else text
+                argv = build_argv(schema, self.program, prompt, session_id if turn else None, task.cwd, task.mcp_servers)
+                outcome = await self._turn(task, argv, prompt, turn, deadline - time.monotonic(), mapper, stderr, limit, mcp_env)
+                session_id = session_id or outcome.session_id
+                run.exit = outcome.exit
+                run.errors.extend(outcome.errors)
+                if outcome.errors:
+                    break
+                history.append((text, task.recorder.finish().output))
+                turn, text = turn + 1, await task.next_turn(turn)
         run.stderr = stderr.text() or None
         return run
+
+    @contextmanager
+    def _mcp_file(self, task: AgentTask) -> Iterator[dict[str, str]]:
+        """The variable that names the file handing the task's MCP servers over (a schema whose ``mcpConfig``
+        has ``env``), the file written into ``task.files`` (or a temporary folder, removed after the run);
+        none when the servers go on the command line."""
+        hand = self.schema.mcp_config
+        if hand is None or hand.env is None or not task.mcp_servers:
+            yield {}
+            return
+        with tempfile.TemporaryDirectory(prefix="waza-mcp-") if task.files is None else nullcontext(task.files) as folder:
+            path = Path(folder) / f"{self.schema.name}-mcp.json"
+            path.write_bytes(hand.value(task.mcp_servers))
+            yield {hand.env: str(path)}
 
     async def _turn(
         self,
@@ -178,6 +196,7 @@ class HeadlessAdapter(Adapter[HeadlessAgent]):
         mapper: LineMapper,
         stderr: Tail,
         limit: float | None,
+        mcp_env: dict[str, str],
     ) -> _TurnOutcome:
         out = _TurnOutcome()
         if remaining <= 0:
@@ -187,8 +206,10 @@ class HeadlessAdapter(Adapter[HeadlessAgent]):
         tag = new_tag()  # finds what the CLI started in a session of its own (Gemini CLI's shell commands)
         run_argv: Sequence[str] = argv
         env: Mapping[str, str] | Mapping[bytes, bytes]
-        if self.confined or self.spec.env or task.path or holds_waza_keys(os.environ):
-            run_argv, env = self.sandboxed(argv, task.workspace, self.with_path(self.environ(**{TAG_VAR: tag.value}), task))
+        if self.confined or self.spec.env or task.path or mcp_env or holds_waza_keys(os.environ):
+            run_argv, env = self.sandboxed(
+                argv, task.workspace, self.with_path(self.environ(**{TAG_VAR: tag.value, **mcp_env}), task)
+            )
         else:  # as bytes: not decoded here and encoded again by the spawn, variable by variable
             env = {**os.environb, TAG_VAR.encode(): tag.value.encode()}
         try:

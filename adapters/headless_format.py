@@ -8,10 +8,10 @@ against a JSON Schema at run time would load a validator library on every captur
 ``schemas/adapter-headless.json`` is generated from these classes and their
 docstrings (``python -m waza.adapters.headless_format > schemas/adapter-headless.json``)
 for editors and other tools; a test regenerates it to prove it never drifts from
-the code, and that it gives the same verdict as the decode. The one rule a
-field's type cannot say (a prompt goes after a flag or to stdin, not both) is a
-check in ``Prompt.__post_init__``, written into the published schema by
-:func:`published` as a ``not`` clause.
+the code, and that it gives the same verdict as the decode. The rules a
+field's type cannot say (a prompt goes after a flag or to stdin, not both; MCP
+servers go after a flag or into a file named by a variable) are checks in
+``__post_init__``, written into the published schema by :func:`published`.
 """
 
 from __future__ import annotations
@@ -258,13 +258,45 @@ class HistoryTemplate(Record, kw_only=True):
 
 
 class McpConfig(Record, kw_only=True):
-    """How the CLI is handed MCP servers on its command line (a suite's ``mcp_mocks``)."""
+    """How the CLI is handed MCP servers (a suite's ``mcp_mocks``): on its command line after ``flag``, or in a
+    file whose path goes in the variable ``env`` (one of the two)."""
 
-    flag: Annotated[str, Meta(min_length=1, description="The flag before each value, e.g. --mcp-config or -c.")]
+    flag: Annotated[str, Meta(min_length=1, description="The flag before each value, e.g. --mcp-config or -c.")] | UnsetType = (
+        UNSET
+    )
+    env: (
+        Annotated[
+            str,
+            Meta(
+                min_length=1,
+                description="A variable given the path of a file holding the value, for a CLI that reads MCP servers "
+                "only from a config file, e.g. GEMINI_CLI_SYSTEM_DEFAULTS_PATH or OPENCODE_CONFIG.",
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
     style: Annotated[
-        Literal["json"],
-        Meta(description='json: one value, {"mcpServers": {NAME: {"command", "args", "env"}}} as JSON text (Claude Code).'),
+        Literal["json", "toml", "opencode"],
+        Meta(
+            description='json: one value, {"mcpServers": {NAME: {"command", "args", "env"}}} as JSON (Claude Code, '
+            "Gemini CLI). toml: one value per server after flag, mcp_servers.NAME={command, args, env} as a TOML "
+            'inline table (Codex\'s -c). opencode: one value, {"mcp": {NAME: {"type": "local", "command": [...], '
+            '"environment"}}} as JSON (OpenCode).'
+        ),
     ]
+    server_fields: Annotated[
+        dict[str, Any],
+        Meta(
+            description="Fields added as they are to every server's entry, e.g. Codex's "
+            '{"required": true} (a server that fails to start fails the run instead of being dropped).'
+        ),
+    ] = msgspec.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if (self.flag is UNSET) == (self.env is UNSET):
+            raise ValueError("mcpConfig takes flag or env, one of the two")
+        if self.style == "toml" and self.flag is UNSET:
+            raise ValueError("mcpConfig style toml is one value per server after flag; it takes flag, not env")
 
 
 class AdapterSchema(Record, kw_only=True):
@@ -372,6 +404,10 @@ def published() -> dict[str, Any]:
         "required": ["flag", "stdin"],
         "properties": {"flag": {"minLength": 1}, "stdin": {"const": True}},
     }
+    # McpConfig.__post_init__'s rules: flag or env, one of the two; style toml takes flag.
+    schema["$defs"]["McpConfig"]["oneOf"] = [{"required": ["flag"]}, {"required": ["env"]}]
+    schema["$defs"]["McpConfig"]["if"] = {"properties": {"style": {"const": "toml"}}}
+    schema["$defs"]["McpConfig"]["then"] = {"required": ["flag"]}
     return schema
 
 

@@ -24,6 +24,7 @@ from waza.protocol.codec import RecordError
 from waza.protocol.errors import ConfigError
 
 from . import headless_format as fmt
+from .headless_mcp import McpHandOver
 from .jsonpath import Selector, compile_selector
 
 SHIPPED_DIR = "headless_schemas"
@@ -166,19 +167,8 @@ class HeadlessSchema(msgspec.Struct, frozen=True):
     passthrough: Passthrough | None = None
     #: (package, version) of the CLI release the schema was written against.
     tested_with: tuple[str, str] | None = None
-    #: How the CLI takes MCP servers on its command line (``mcpConfig``): (flag, style), None when it cannot.
-    mcp_config: tuple[str, str] | None = None
-
-    def mcp_args(self, servers: list[dict[str, Any]]) -> list[str]:
-        """The arguments that hand ``servers`` (ACP's stdio form) to the CLI; empty for none."""
-        if not servers or self.mcp_config is None:
-            return []
-        flag, _style = self.mcp_config  # "json", the one style so far
-        as_map = {
-            s["name"]: {"command": s["command"], "args": s["args"], "env": {e["name"]: e["value"] for e in s["env"]}}
-            for s in servers
-        }
-        return [flag, orjson.dumps({"mcpServers": as_map}).decode()]
+    #: How the CLI takes MCP servers (``mcpConfig``), None when it cannot.
+    mcp_config: McpHandOver | None = None
 
 
 def shipped() -> dict[str, Any]:
@@ -253,6 +243,10 @@ def _is_error(raw: fmt.IsError | msgspec.UnsetType, selector: Compile) -> Condit
     return Condition(selector(raw.path, "result.isError.path"), True if raw.value is UNSET else raw.value)
 
 
+def _or_none(value: str | msgspec.UnsetType) -> str | None:
+    return None if value is UNSET else value
+
+
 def _optional(value: str | msgspec.UnsetType, where: str, selector: Compile) -> Selector | None:
     return None if value is UNSET else selector(value, where)
 
@@ -323,7 +317,9 @@ def compile_schema(value: fmt.AdapterSchema, source: str) -> HeadlessSchema:
         timeout_ms=None if value.timeout is UNSET else value.timeout,
         passthrough=passthrough,
         tested_with=None if value.tested_with is UNSET else (value.tested_with.package, value.tested_with.version),
-        mcp_config=None if value.mcp_config is UNSET else (value.mcp_config.flag, value.mcp_config.style),
+        mcp_config=None
+        if (mcp := value.mcp_config) is UNSET
+        else McpHandOver(mcp.style, _or_none(mcp.flag), _or_none(mcp.env), dict(mcp.server_fields)),
     )
 
 

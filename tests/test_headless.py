@@ -5,6 +5,7 @@ each CLI's documented format, with a grader attached: the records through the AP
 from __future__ import annotations
 
 import os
+import tomllib
 from pathlib import Path
 
 import orjson
@@ -27,11 +28,11 @@ HINT = [waza.Builtin(grader="hint")]
 
 @pytest.fixture
 def fake_clis(tmp_path: Path, monkeypatch) -> Path:
-    """Fake `claude`, `gemini` and `codex` executables first on PATH (for this process and its children);
+    """Fake `claude`, `gemini`, `codex` and `opencode` executables first on PATH (for this process and its children);
     returns the file where they log their calls."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name in ("claude", "gemini", "codex"):
+    for name in ("claude", "gemini", "codex", "opencode"):
         executable(bin_dir / name, f'#!/bin/sh\nexec "{os.sys.executable}" "{FIXTURES / "fake_cli.py"}" "$@"\n')
     log = tmp_path / "calls.jsonl"
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
@@ -598,3 +599,38 @@ def test_adapters_list_shows_each_shipped_schema_with_its_tested_cli_version():
         assert f"{package} {version}" in row
     rows = read_jsonl(run_waza("adapters", "list", "--json").stdout)
     assert {r["schema"]: r["version"] for r in rows}["codex"] == "0.169.0"
+
+
+MOCKS_MCP = Path(__file__).parent / "fixtures" / "suites" / "mocks-mcp"
+
+
+@pytest.mark.parametrize("schema", ["codex", "gemini-cli", "opencode"])
+def test_a_suites_mcp_mocks_reach_the_cli_as_its_schema_says(fake_clis, tmp_path, monkeypatch, schema):
+    """Codex: one `-c mcp_servers.NAME={...}` TOML value per mock (required, its tools approved); Gemini CLI
+    and OpenCode: a config file their variable names, in the shape each reads. Each entry starts the mock
+    server on waza's interpreter."""
+    monkeypatch.setenv("FAKE_CLI_FIXTURE", fixture_env("gemini-cli.jsonl" if schema == "gemini-cli" else "codex.jsonl"))
+    monkeypatch.setenv("FAKE_CLI_READS", "GEMINI_CLI_SYSTEM_DEFAULTS_PATH,OPENCODE_CONFIG")
+    waza.run_suite(MOCKS_MCP, waza.HeadlessAgent(schema=schema), output=waza.Output(str(tmp_path / "out.jsonl")))
+    [call] = calls_in(fake_clis)
+    if schema == "codex":
+        values = [call["argv"][i + 1] for i, a in enumerate(call["argv"]) if a == "-c"]
+        servers = {k: v for value in values for k, v in tomllib.loads(value)["mcp_servers"].items()}
+        assert {k: v.pop("required") for k, v in servers.items()} == {"tracker": True, "github": True}
+        assert {k: v.pop("default_tools_approval_mode") for k, v in servers.items()} == {
+            "tracker": "approve",
+            "github": "approve",
+        }
+        assert call["files"] == {}
+    elif schema == "gemini-cli":
+        servers = orjson.loads(call["files"]["GEMINI_CLI_SYSTEM_DEFAULTS_PATH"])["mcpServers"]
+        assert {k: v.pop("trust") for k, v in servers.items()} == {"tracker": True, "github": True}
+    else:
+        entries = orjson.loads(call["files"]["OPENCODE_CONFIG"])["mcp"]
+        assert {v["type"] for v in entries.values()} == {"local"}
+        servers = {k: {"command": v["command"][0], "args": v["command"][1:], "env": v["environment"]} for k, v in entries.items()}
+    assert sorted(servers) == ["github", "tracker"]
+    for server in servers.values():
+        assert server["command"] == os.sys.executable and server["env"] == {}
+        script, config, log = server["args"]
+        assert Path(script).name == "mcp_server.py" and Path(config).suffix == ".json" and log.endswith(".jsonl")

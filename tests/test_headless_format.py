@@ -147,6 +147,10 @@ def test_the_published_schema_and_the_typed_decode_give_the_same_verdicts() -> N
         (lambda d: d["outputEvents"][0].update(match=[]), "outputEvents.0.match", "must be an array of length at least 1"),
         (lambda d: d.update(timeout=0), "timeout", "must be a number greater than 0"),
         (lambda d: d.update(prompt={"flag": "-p", "stdin": True}), "prompt", "the prompt goes after the flag or to stdin"),
+        (lambda d: d["mcpConfig"].update(env="X"), "mcpConfig", "mcpConfig takes flag or env, one of the two"),
+        (lambda d: d.update(mcpConfig={"style": "json"}), "mcpConfig", "mcpConfig takes flag or env, one of the two"),
+        (lambda d: d.update(mcpConfig={"env": "X", "style": "toml"}), "mcpConfig", "style toml is one value per server"),
+        (lambda d: d["mcpConfig"].update(style="yaml"), "mcpConfig.style", "(json, opencode, toml)"),
         (
             lambda d: d["result"].update(stopReasonPath="$.s", stopReasons={"stop_sequence": "done"}),
             "result.stopReasons",

@@ -163,6 +163,30 @@ def test_openai_responses_streamed_and_not(server):
     assert reply["status"] == "completed" and reply["output"][0]["content"][0]["text"] == "Done."
 
 
+def test_a_responses_namespace_tool_is_called_by_its_flat_name_and_answered_in_its_namespace(tmp_path):
+    """Codex offers each MCP server's tools inside a namespace (mcp__SERVER); a script calls one by the flat
+    name Claude Code knows it by, mcp__SERVER__TOOL, and the call goes back as the namespace's tool. A request
+    that offers no such namespace gets the name as it is."""
+    script = tmp_path / "replies.yaml"
+    script.write_text("- match: list\n  tool_calls: [{name: mcp__tracker__list_issues, input: {owner: microsoft}}]\n")
+    namespace = {
+        "type": "namespace",
+        "name": "mcp__tracker",
+        "description": "Tools in the mcp__tracker namespace.",
+        "tools": [{"type": "function", "name": "list_issues", "parameters": {"type": "object"}}],
+    }
+    ask = {"model": "gpt-x", "input": "list the issues"}
+    with serving(script) as (base, _):
+        offered = httpx.post(f"{base}/v1/responses", json={**ask, "tools": [namespace]}, timeout=30).json()
+        plain = httpx.post(f"{base}/v1/responses", json=ask, timeout=30).json()
+    [call] = offered["output"]
+    assert (call["namespace"], call["name"], orjson.loads(call["arguments"])) == (
+        "mcp__tracker", "list_issues", {"owner": "microsoft"},
+    )  # fmt: skip
+    [call] = plain["output"]
+    assert call["name"] == "mcp__tracker__list_issues" and "namespace" not in call
+
+
 def test_gemini_generate_content_streamed_and_not(server):
     base, _ = server
     ask = {"contents": [{"role": "user", "parts": [{"text": "Write out.txt"}]}]}

@@ -145,7 +145,7 @@ def test_a_responder_without_a_model_is_a_one_line_config_error(tmp_path: Path) 
 
 def test_a_checkpoint_after_a_turn_the_task_never_has_is_refused_at_its_line(tmp_path: Path) -> None:
     (tmp_path / "tasks").mkdir()
-    (tmp_path / "eval.yaml").write_text("name: x\ntasks: ['tasks/*.yaml']\n")
+    (tmp_path / "eval.yaml").write_text("name: x\nschemaVersion: '1.1'\ntasks: ['tasks/*.yaml']\n")
     (tmp_path / "tasks" / "t.yaml").write_text(
         "id: t\ninputs:\n  prompt: hi\n  follow_up_prompts: [more]\ncheckpoints:\n  - after_turn: 3\n"
         "    graders: [{type: text, config: {contains: [hi]}}]\n"
@@ -154,6 +154,22 @@ def test_a_checkpoint_after_a_turn_the_task_never_has_is_refused_at_its_line(tmp
     err = done.stderr.decode()
     assert done.returncode == 2, err
     assert "t.yaml:6" in err and "checkpoints[0].after_turn" in err and "no turn 3" in err, err
+
+
+@pytest.mark.parametrize("version", [None, "'1.0'"])
+def test_a_task_file_has_no_version_of_its_own_to_negotiate(tmp_path: Path, version: str | None) -> None:
+    """The original's own compatibility suite is schemaVersion 1.0 and its task has checkpoints and a
+    follow-up, and it runs: a task file's keys are not tied to its suite's schemaVersion (a task's own
+    command_mocks neither)."""
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "eval.yaml").write_text(f"name: x\n{f'schemaVersion: {version}' if version else ''}\ntasks: ['tasks/*.yaml']\n")
+    (tmp_path / "tasks" / "t.yaml").write_text(
+        "id: t\ninputs:\n  prompt: hi\n  follow_up_prompts: [more]\ncheckpoints:\n  - after_turn: 2\n"
+        "    graders: [{type: text, config: {contains: [hi]}}]\ncommand_mocks: []\n"
+        "graders: [{type: text, config: {contains: [hi]}}]\n"
+    )
+    done = run_waza("check", ".", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr.decode()
 
 
 def test_workdir_is_where_the_acp_agent_starts_and_a_missing_one_is_the_trials_error() -> None:

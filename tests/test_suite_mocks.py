@@ -4,6 +4,7 @@ that is a real MCP client, and command shims run by an exec agent (a shell), on 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from waza.runner.suites.loader import load_suite
 
 SUITES = Path(__file__).parent / "fixtures" / "suites"
 AGENTS = Path(__file__).parent / "agents"
+REAL_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 SHELL = waza.ExecAgent(command=("sh", "-c", "{prompt}"))
 NO_BWRAP = pytest.mark.skipif(
     _probe() is not None, reason=f"no bubblewrap sandbox here ({_probe()}); .ci/run installs bubblewrap"
@@ -85,15 +87,14 @@ def test_command_mocks_answer_an_exec_agent_first_on_its_path(tmp_path: Path) ->
 
 @NO_BWRAP
 def test_command_mocks_answer_an_exec_agent_inside_the_bwrap_sandbox(tmp_path: Path) -> None:
-    out, temporary = tmp_path / "out.jsonl", tmp_path / "tmp"
-    temporary.mkdir()
+    out, cache = tmp_path / "out.jsonl", tmp_path / "cache"
     done = run_waza(
         "run", SUITES / "mocks-commands", "--adapter", "exec", "--sandbox", "bwrap", "-o", out,
-        cwd=tmp_path, env={"TMPDIR": str(temporary)},
+        cwd=tmp_path, env={"WAZA_CACHE_DIR": str(cache)},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr.decode()
     check_commands({r["id"]: r for r in read_jsonl(out)})
-    assert list(temporary.iterdir()) == []  # the run's mocks folder is gone
+    assert list((cache / "mocks").iterdir()) == []  # the run's mocks folder is gone
 
 
 def test_a_command_called_another_number_of_times_than_expect_calls_is_the_tasks_error(tmp_path: Path) -> None:
@@ -158,7 +159,7 @@ def test_an_adapter_that_cannot_take_the_mocks_is_a_config_error(tmp_path: Path)
         .splitlines()[-1]
         .endswith(
             "mcp_mocks: the exec adapter cannot hand MCP servers to its agent;"
-            " run the suite with an acp agent or a headless schema with mcpConfig (claude-code)"
+            " run the suite with an acp agent or a headless schema with mcpConfig (claude-code, codex, gemini-cli, opencode)"
         )
     )
 
@@ -249,13 +250,13 @@ command_mocks:
 """
 
 
-def test_claude_code_calls_an_mcp_mock_handed_over_with_mcp_config_and_a_command_mock(tmp_path: Path) -> None:
-    """The pinned Claude Code CLI, its model served by `waza serve-model`: scripted tool calls to the MCP mock
-    and, through its Bash tool, to a command mock on its PATH."""
+def served_suite_run(schema: str, tmp_path: Path, replies: str, extra_yaml: str = "") -> dict[str, Any]:
+    """`waza run` of the mocks-mcp suite with CLAUDE_TASK as its one task (``extra_yaml`` added to eval.yaml), by
+    the pinned CLI of ``schema`` in a fresh home, its model `waza serve-model` with ``replies``; the record."""
     from tests.test_real_agents import AGENTS as REAL_AGENTS
 
-    claude = REAL_AGENTS["claude-code"]
-    claude.require()
+    agent = REAL_AGENTS[schema]
+    agent.require()
     pytest.importorskip("uvicorn", reason="waza serve-model needs the serve extra: pip install '.[serve]'")
     suite = tmp_path / "suite"
     shutil.copytree(SUITES / "mocks-mcp", suite)
@@ -263,8 +264,8 @@ def test_claude_code_calls_an_mcp_mock_handed_over_with_mcp_config_and_a_command
     (suite / "tasks").mkdir()
     (suite / "tasks" / "ask.yaml").write_text(CLAUDE_TASK)
     eval_yaml = suite / "eval.yaml"
-    eval_yaml.write_text(eval_yaml.read_text().replace('schemaVersion: "1.1"', 'schemaVersion: "1.3"') + CLAUDE_COMMANDS)
-    (tmp_path / "replies.yaml").write_text(CLAUDE_REPLIES)
+    eval_yaml.write_text(eval_yaml.read_text().replace('schemaVersion: "1.1"', 'schemaVersion: "1.3"') + extra_yaml)
+    (tmp_path / "replies.yaml").write_text(replies)
     (tmp_path / "home").mkdir()
     server = subprocess.Popen(
         [sys.executable, "-m", "waza", "serve-model", str(tmp_path / "replies.yaml")],
@@ -272,35 +273,43 @@ def test_claude_code_calls_an_mcp_mock_handed_over_with_mcp_config_and_a_command
     )  # fmt: skip
     try:
         assert server.stdout is not None
-        served = {}
-        for line in [server.stdout.readline() for _ in range(3)][1:]:  # the URL, then ANTHROPIC_BASE_URL and _API_KEY
-            name, _, value = line.strip().partition("=")
-            served[name] = value
+        server.stdout.readline()  # the URL; then NAME=VALUE lines (values quoted for a shell) up to a blank line
+        served = dict(shlex.split(line)[0].partition("=")[::2] for line in iter(server.stdout.readline, "\n"))
         env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")},
+            **{
+                k: v
+                for k, v in os.environ.items()
+                if not k.startswith(("ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "CODEX_", "OPENCODE_"))
+            },
             **served,
-            **claude.env,
-            "PATH": f"{claude.bin_dir}{os.pathsep}{os.environ['PATH']}",
+            **agent.env,
+            "PATH": f"{agent.bin_dir}{os.pathsep}{os.environ['PATH']}",
             "HOME": str(tmp_path / "home"),
+            # the run's mocks folder, and serve-model's configs, where no folder above is writable by others
+            # (Gemini CLI and Codex refuse their files below /tmp)
+            "XDG_CACHE_HOME": str(REAL_CACHE),
+            "WAZA_CACHE_DIR": str(REAL_CACHE / "waza"),
         }
         out = tmp_path / "out.jsonl"
-        done = run_waza(
-            "run", suite, "--adapter", "headless", "--schema", "claude-code", "-o", out, cwd=tmp_path, env=env, timeout=300
-        )
+        done = run_waza("run", suite, "--adapter", "headless", "--schema", schema, "-o", out, cwd=tmp_path, env=env, timeout=300)
     finally:
         server.terminate()
         server.wait(timeout=30)
     assert done.returncode == 0, done.stderr.decode()
     [record] = read_jsonl(out)
-    assert record["mcp_mock_calls"] == [
-        {
-            "mock": "tracker",
-            "tool": "list_issues",
-            "arguments": {"owner": "microsoft", "repo": "waza"},
-            "response": 0,
-            "error": False,
-        }
-    ]
+    assert record["status"] == "passed", (record["errors"], record.get("stderr"))
+    return record
+
+
+#: The one call the tests below script, as the mock logs it.
+LISTED = {"mock": "tracker", "tool": "list_issues", "arguments": {"owner": "microsoft", "repo": "waza"}, "response": 0}
+
+
+def test_claude_code_calls_an_mcp_mock_handed_over_with_mcp_config_and_a_command_mock(tmp_path: Path) -> None:
+    """The pinned Claude Code CLI, its model served by `waza serve-model`: scripted tool calls to the MCP mock
+    and, through its Bash tool, to a command mock on its PATH."""
+    record = served_suite_run("claude-code", tmp_path, CLAUDE_REPLIES, CLAUDE_COMMANDS)
+    assert record["mcp_mock_calls"] == [{**LISTED, "error": False}]
     mcp, bash, command = [s for s in record["trajectory"] if s["type"] == "tool_call"]
     assert mcp["name"] == "mcp__tracker__list_issues" and mcp["status"] == "completed"
     assert "Hermetic tools" in str(mcp["output"])  # the mock's answer, through the real MCP protocol
@@ -309,6 +318,50 @@ def test_claude_code_calls_an_mcp_mock_handed_over_with_mcp_config_and_a_command
     assert record["command_invocations"] == [
         {"command": "az", "args": ["account", "show", "--output", "json"], "exit_code": 0, "response": 0}
     ]
+
+
+MCP_REPLIES = """\
+- tool_calls:
+    - name: mcp__tracker__list_issues
+      input: {owner: microsoft, repo: waza}
+- text: The tracker lists issue 41.
+"""
+
+
+def test_codex_calls_an_mcp_mock_handed_over_with_c_options(tmp_path: Path) -> None:
+    """The pinned Codex CLI gets the mock as `-c mcp_servers.tracker={...}` (required: it waits for the handshake
+    and fails the run if there is none) and calls it as the tool list_issues of its namespace mcp__tracker,
+    which the scripted name mcp__tracker__list_issues stands for."""
+    record = served_suite_run("codex", tmp_path, MCP_REPLIES)
+    assert record["mcp_mock_calls"] == [{**LISTED, "error": False}]
+    [call] = [s for s in record["trajectory"] if s["type"] == "tool_call" and s.get("title") == "tracker"]
+    assert call["name"] == "list_issues" and call["status"] == "completed"
+    assert "Hermetic tools" in str(call["output"])
+
+
+def gemini_and_opencode_replies(tool: str) -> str:
+    return MCP_REPLIES.replace("mcp__tracker__list_issues", tool)
+
+
+@pytest.mark.slow
+def test_gemini_cli_calls_an_mcp_mock_handed_over_in_a_system_defaults_file(tmp_path: Path) -> None:
+    """The pinned Gemini CLI reads the mock from the settings file GEMINI_CLI_SYSTEM_DEFAULTS_PATH names (its
+    mcpServers merged with the user's) and offers it as mcp_tracker_list_issues."""
+    record = served_suite_run("gemini-cli", tmp_path, gemini_and_opencode_replies("mcp_tracker_list_issues"))
+    assert record["mcp_mock_calls"] == [{**LISTED, "error": False}]
+    [call] = [s for s in record["trajectory"] if s["type"] == "tool_call"]
+    assert call["name"] == "mcp_tracker_list_issues" and call["status"] == "completed"
+
+
+@pytest.mark.slow
+def test_opencode_calls_an_mcp_mock_handed_over_in_the_config_file_opencode_config_names(tmp_path: Path) -> None:
+    """The pinned OpenCode reads the mock from the file OPENCODE_CONFIG names (merged with serve-model's
+    OPENCODE_CONFIG_CONTENT) and offers it as tracker_list_issues."""
+    record = served_suite_run("opencode", tmp_path, gemini_and_opencode_replies("tracker_list_issues"))
+    assert record["mcp_mock_calls"] == [{**LISTED, "error": False}]
+    [call] = [s for s in record["trajectory"] if s["type"] == "tool_call"]
+    assert call["name"] == "tracker_list_issues" and call["status"] == "completed"
+    assert "Hermetic tools" in str(call["output"])
 
 
 def test_lines_the_agent_writes_into_the_calls_log_that_no_mock_writes_are_not_counted(tmp_path: Path) -> None:
@@ -328,3 +381,17 @@ def test_lines_the_agent_writes_into_the_calls_log_that_no_mock_writes_are_not_c
     own = records["own"]
     assert own["status"] == "passed", (own["errors"], own["output"], own["stderr"])
     assert own["command_invocations"] == [{"command": "gh", "args": ["pr", "list"], "exit_code": 0, "response": 0}]
+
+
+def test_a_mocks_folder_that_cannot_be_made_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """The run's mocks folder goes in waza's cache folder; where that cannot hold one, the run stops before
+    any agent starts, saying where and what to set."""
+    (tmp_path / "cache").write_text("a file, not a folder")
+    done = run_waza(
+        "run", SUITES / "mocks-commands", "--adapter", "exec", "--", "true", cwd=tmp_path,
+        env={"WAZA_CACHE_DIR": str(tmp_path / "cache")},
+    )  # fmt: skip
+    err = done.stderr.decode()
+    assert done.returncode == 2, err
+    assert f"cannot make the run's mocks folder in {tmp_path / 'cache' / 'mocks'}" in err, err
+    assert "set WAZA_CACHE_DIR to a writable folder" in err and "Traceback" not in err, err

@@ -54,6 +54,8 @@ class TrialTools(Protocol):
 
     mcp_servers: list[dict[str, Any]]
     path: list[str]
+    #: The trial's folder, readable by the agent (in a sandbox too): where an adapter writes its config files.
+    folder: Path
 
     def finish(self, result: CaptureResult) -> None:
         """Record what the tools saw in ``result`` (calls, errors) and remove what was made for the trial."""
@@ -286,7 +288,7 @@ async def capture_one(
     except OSError as exc:  # this record's error, not the run's end
         return failed_result(case, item.trial, adapter.name, f"cannot make the task's mocks: {exc}")
     if tools is not None:
-        task.mcp_servers, task.path = tools.mcp_servers, tools.path
+        task.mcp_servers, task.path, task.files = tools.mcp_servers, tools.path, tools.folder
     limit = math.inf if timeout is None else timeout + ADAPTER_GRACE
     run: AgentRun | None = None
     crash: str | None = None

@@ -5,6 +5,12 @@ speaks Responses. Streamed replies follow the documented chunk and event
 sequences (chat: role, content and tool-call deltas, the finish reason, usage,
 ``[DONE]``; responses: response.created, each output item added, its deltas
 and done, response.completed with the usage).
+
+The Responses API can offer tools inside a ``namespace`` (Codex lists each MCP
+server's tools under ``mcp__SERVER``). They are listed here by the flat name
+``NAMESPACE__TOOL`` (as Claude Code names MCP tools), so a reply script or the
+local model calls ``mcp__tracker__list_issues`` for either agent; the call goes
+back as that namespace's tool.
 """
 
 from __future__ import annotations
@@ -67,7 +73,7 @@ def read_responses(body: dict[str, Any]) -> Request:
             call = {
                 "id": item.get("call_id"),
                 "type": "function",
-                "function": {"name": item.get("name"), "arguments": item.get("arguments", "")},
+                "function": {"name": _flat(item), "arguments": item.get("arguments", "")},
             }
             messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
         elif kind == "function_call_output":
@@ -79,14 +85,31 @@ def read_responses(body: dict[str, Any]) -> Request:
                     "content": output if isinstance(output, str) else _text(output),
                 }
             )
-    tools = [
-        {"name": t.get("name"), "description": t.get("description", ""), "parameters": t.get("parameters") or {}}
-        for t in body.get("tools") or []
-        if isinstance(t, dict) and t.get("type") == "function"
-    ]
-    return Request(
-        "openai-responses", str(body.get("model", "")), bool(body.get("stream")), messages, tools, body.get("max_output_tokens")
-    )
+    tools: list[dict[str, Any]] = []
+    namespaced: dict[str, tuple[str, str]] = {}
+    for tool in body.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        if tool.get("type") == "function":
+            tools.append(_function(tool, str(tool.get("name"))))
+        elif tool.get("type") == "namespace":  # listed flat, as NAMESPACE__TOOL (Claude Code's MCP tool names)
+            space = str(tool.get("name"))
+            for inner in tool.get("tools") or []:
+                if isinstance(inner, dict) and inner.get("type") == "function":
+                    flat = f"{space}__{inner.get('name')}"
+                    namespaced[flat] = (space, str(inner.get("name")))
+                    tools.append(_function(inner, flat))
+    model, stream = str(body.get("model", "")), bool(body.get("stream"))
+    return Request("openai-responses", model, stream, messages, tools, body.get("max_output_tokens"), namespaced)
+
+
+def _flat(item: dict[str, Any]) -> Any:
+    """A called tool's name as listed here: NAMESPACE__TOOL for a namespace's tool."""
+    return f"{item['namespace']}__{item.get('name')}" if item.get("namespace") else item.get("name")
+
+
+def _function(tool: dict[str, Any], name: str) -> dict[str, Any]:
+    return {"name": name, "description": tool.get("description", ""), "parameters": tool.get("parameters") or {}}
 
 
 def _usage(reply: Reply) -> dict[str, int]:
@@ -135,22 +158,16 @@ def render_chat_stream(request: Request, reply: Reply) -> Iterator[bytes]:
     yield b"data: [DONE]\n\n"
 
 
-def _items(reply: Reply) -> list[dict[str, Any]]:
+def _items(request: Request, reply: Reply) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     if reply.text:
         content = [{"type": "output_text", "text": reply.text, "annotations": []}]
         items.append({"type": "message", "id": new_id("msg_"), "status": "completed", "role": "assistant", "content": content})
     for call in reply.tool_calls:
-        items.append(
-            {
-                "type": "function_call",
-                "id": new_id("fc_"),
-                "call_id": call.id,
-                "name": call.name,
-                "arguments": orjson.dumps(call.input).decode(),
-                "status": "completed",
-            }
-        )
+        item = {"type": "function_call", "id": new_id("fc_"), "call_id": call.id, "name": call.name}
+        if call.name in request.namespaced:  # a namespace's tool: called by its own name within the namespace
+            item["namespace"], item["name"] = request.namespaced[call.name]
+        items.append({**item, "arguments": orjson.dumps(call.input).decode(), "status": "completed"})
     return items
 
 
@@ -164,7 +181,7 @@ def render_responses(request: Request, reply: Reply) -> dict[str, Any]:
         "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
         "error": None,
         "model": request.model,
-        "output": _items(reply),
+        "output": _items(request, reply),
         "usage": {
             "input_tokens": reply.input_tokens,
             "input_tokens_details": {"cached_tokens": 0},

@@ -82,7 +82,9 @@ class Request(msgspec.Struct):
 
     ``messages`` are OpenAI chat messages (role, content text, tool_calls,
     tool_call_id), the form the local model is asked in; ``tools`` are
-    ``{"name", "description", "parameters"}``.
+    ``{"name", "description", "parameters"}``. ``namespaced`` maps a tool offered inside a namespace (the
+    Responses API's ``namespace`` tools: Codex's MCP servers, ``mcp__SERVER``) by its flat name
+    ``NAMESPACE__TOOL``, the name it is listed and called by here, to (namespace, tool).
     """
 
     api: str
@@ -91,6 +93,7 @@ class Request(msgspec.Struct):
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]] = msgspec.field(default_factory=list)
     max_tokens: int | None = None
+    namespaced: dict[str, tuple[str, str]] = msgspec.field(default_factory=dict)
 
     @property
     def last_user(self) -> str:

@@ -1,8 +1,9 @@
 """An eval suite's mocks made real for each trial: MCP mock servers to hand the agent and shims first on its PATH.
 
-One folder per run (:class:`MockFolder`, under the system's temporary folder)
-holds the two mock programs (``mcp_server.py``, ``command_shim.py``), one
-sub-folder per trial and a ``logs`` folder; a sandboxed agent sees the run's
+One folder per run (:class:`MockFolder`, in ``mocks`` of waza's cache folder,
+not the system's temporary folder: Gemini CLI reads a settings file only where
+no folder above it is writable by others, as /tmp is) holds the two mock
+programs (``mcp_server.py``, ``command_shim.py``), one sub-folder per trial and a ``logs`` folder; a sandboxed agent sees the run's
 folder read-only and ``logs`` writable, so its mock servers and shims run and
 record their calls there too. Per trial (:class:`TrialMocks`): ``bin/NAME`` for
 each mocked command (the shim behind a ``#!PYTHON -I`` line), ``commands.json``,
@@ -28,6 +29,8 @@ from typing import Any
 
 import orjson
 
+from waza.protocol.errors import ConfigError
+from waza.protocol.io.model_cache import cache_dir
 from waza.protocol.records import CaptureResult, TrajectoryStep
 
 __all__ = ["LOG_LIMIT", "MockFolder", "TrialMocks"]
@@ -53,7 +56,14 @@ class MockFolder:
 
     def __init__(self, mcp: list[dict[str, Any]]) -> None:
         self.mcp = mcp
-        self.root = Path(tempfile.mkdtemp(prefix="waza-mocks-")).resolve()
+        runs = cache_dir() / "mocks"
+        try:
+            runs.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self.root = Path(tempfile.mkdtemp(prefix="run-", dir=runs)).resolve()
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot make the run's mocks folder in {runs}: {exc.strerror or exc}; set WAZA_CACHE_DIR to a writable folder"
+            ) from None
         self.logs = self.root / "logs"
         self.logs.mkdir()
         for program in _PROGRAMS:

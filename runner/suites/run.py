@@ -246,7 +246,7 @@ def check_mocks(suite: Suite, chosen: Sequence[Task], adapter: type[Adapter[Any]
     if suite.mcp_mocks and not adapter.accepts_mcp_servers(agent):
         raise ConfigError(
             f"mcp_mocks: the {adapter.name} adapter cannot hand MCP servers to its agent; run the suite with an acp agent"
-            " or a headless schema with mcpConfig (claude-code)",
+            " or a headless schema with mcpConfig (claude-code, codex, gemini-cli, opencode)",
             source=str(suite.file),
         )
     if commands and not adapter.takes_path:
