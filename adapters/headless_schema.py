@@ -168,6 +168,10 @@ class HeadlessSchema(msgspec.Struct, frozen=True):
     tested_with: tuple[str, str] | None = None
     #: How the CLI takes MCP servers on its command line (``mcpConfig``): (flag, style), None when it cannot.
     mcp_config: tuple[str, str] | None = None
+    #: What replaces ``auto_approve`` when waza confines the CLI (``confinedAutoApprove``); None: the same.
+    confined_auto_approve: tuple[str, ...] | None = None
+    #: The variable naming the CLI's config and state folder (``stateDirEnv``), None when it has none.
+    state_dir_env: str | None = None
 
     def mcp_args(self, servers: list[dict[str, Any]]) -> list[str]:
         """The arguments that hand ``servers`` (ACP's stdio form) to the CLI; empty for none."""
@@ -324,6 +328,8 @@ def compile_schema(value: fmt.AdapterSchema, source: str) -> HeadlessSchema:
         passthrough=passthrough,
         tested_with=None if value.tested_with is UNSET else (value.tested_with.package, value.tested_with.version),
         mcp_config=None if value.mcp_config is UNSET else (value.mcp_config.flag, value.mcp_config.style),
+        confined_auto_approve=None if value.confined_auto_approve is UNSET else tuple(value.confined_auto_approve),
+        state_dir_env=None if value.state_dir_env is UNSET else value.state_dir_env,
     )
 
 
