@@ -66,7 +66,7 @@ from waza.runner.benchmarks.environment import (
     Phase,
     register,
 )
-from waza.runner.benchmarks.prepared import MOUNT, has_pip, has_uv, pip_env, prepared_dir, uv_env
+from waza.runner.benchmarks.prepared import MOUNT, offline_env, prepared_dir, provides
 
 __all__ = ["DockerEnvironment", "engine"]
 
@@ -257,23 +257,18 @@ class DockerEnvironment(Environment):
         uvx, its programs at the end of the image's ``PATH``) at it, offline; none when nothing was."""
         if not (prepared_dir() / "pip").is_dir():
             return []
-        env = pip_env()
-        said = ["pip packages", "(PIP_FIND_LINKS, PIP_NO_INDEX)"]
-        if has_uv():
-            assert self.image is not None
-            code, out = await self._engine("image", "inspect", "--format", "{{json .Config.Env}}", self.image)
-            image_env = dict(e.partition("=")[::2] for e in orjson.loads(out)) if code == 0 and out.strip() != "null" else {}
-            path = image_env.get("PATH") or "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-            env |= {**uv_env(), "PATH": f"{path}:{MOUNT}/uv/bin"}
-            said = ["pip packages and uv", "(PIP_FIND_LINKS, PIP_NO_INDEX, UV_OFFLINE, UV_FIND_LINKS, PATH)"]
-        self._facts["prepared"] = f"{said[0]} from {prepared_dir()} at {MOUNT} {said[1]}"
+        assert self.image is not None
+        code, out = await self._engine("image", "inspect", "--format", "{{json .Config.Env}}", self.image)
+        image_env = dict(e.partition("=")[::2] for e in orjson.loads(out)) if code == 0 and out.strip() != "null" else {}
+        prepared = offline_env(image_env.get("PATH") or "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+        if prepared is None:
+            return []
+        env, self._facts["prepared"] = prepared
         return ["-v", f"{prepared_dir()}:{MOUNT}:ro", *(a for k, v in env.items() for a in ("-e", f"{k}={v}"))]
 
     def _prepared(self, manager: str, name: str) -> bool:
         """Whether ``waza prepare`` fetched it and it is shown in this container (pip packages and uv)."""
-        if "prepared" not in self._facts:
-            return False
-        return has_pip(name) if manager == "pip" else manager == "uv" and has_uv()
+        return "prepared" in self._facts and provides(manager, name)
 
     async def _has(self, manager: str, name: str) -> bool:
         """Whether the image has what a verifier installs at test time (offline it must already be there);

@@ -7,8 +7,10 @@ for the commands that may see them; each command gets its own process and IPC
 namespaces, a private ``/tmp`` and home, and no network unless the spec allows
 it. The Dockerfile is read, not run (see :mod:`.dockerfile`): its ``WORKDIR``,
 ``ENV`` and ``COPY`` of the build context into the workspace are honoured, the
-packages it and the verifier install are checked on the host (a missing one
-makes :meth:`HostEnvironment.start` raise :class:`EnvironmentUnsatisfied`), and
+packages it and the verifier install are checked on the host, or among those
+``waza prepare`` fetched (shown read-only at :data:`~.prepared.MOUNT` with the
+variables that point pip and uvx there, as under ``--env docker``); a missing one
+makes :meth:`HostEnvironment.start` raise :class:`EnvironmentUnsatisfied`, and
 what cannot be honoured (the base image, other ``RUN`` steps) is listed in
 :meth:`HostEnvironment.facts`. This is as isolated as the bubblewrap sandbox
 (see :mod:`waza.adapters.sandbox.bwrap`) and no more: same kernel, the host's
@@ -38,6 +40,7 @@ from waza.runner.benchmarks.environment import (
     Phase,
     register,
 )
+from waza.runner.benchmarks.prepared import MOUNT, offline_env, prepared_dir, provides
 
 __all__ = ["HostEnvironment", "installed"]
 
@@ -69,6 +72,8 @@ class HostEnvironment(Environment):
         self._relay: Path | None = None
         self._facts: dict[str, str] = {"kind": self.kind, "workdir": spec.workdir}
         self._env: dict[str, str] = {}
+        #: The variables that point pip and uvx at what ``waza prepare`` fetched (shown at MOUNT); empty: nothing
+        self._prepared: dict[str, str] = {}
         self.policy = Sandbox(
             network=spec.network,
             ports=spec.ports if spec.network == "loopback" else (),
@@ -118,8 +123,11 @@ class HostEnvironment(Environment):
         if not_run:
             self._facts["dockerfile_not_run"] = "RUN at line " + ", ".join(not_run) + " (not run on the host)"
         if self.spec.network != "host":
+            prepared = offline_env(os.environ.get("PATH") or os.defpath)
+            if prepared is not None:
+                self._prepared, self._facts["prepared"] = prepared
             for manager, name in self.spec.verifier_needs:
-                if manager == "uv" or not installed(manager, name):
+                if (manager == "uv" or not installed(manager, name)) and not (prepared and provides(manager, name)):
                     what = "uvx (fetches its tools at test time)" if manager == "uv" else f"{manager} package {name!r}"
                     missing.append(f"tests: {what}, and the network is {self.spec.network}")
         self._env.update(self.spec.env)
@@ -160,9 +168,14 @@ class HostEnvironment(Environment):
         if phase == "verifier":
             binds.append((self.logs / "verifier", "/logs/verifier", True))
         binds += [(source, place, True) for place, source in (mounts or {}).items()]
+        if self._prepared:
+            binds.append((prepared_dir(), MOUNT, False))
         wrapped = wrap_command(argv, self.policy, self.workspace, self._relay, mounts=binds, chdir=self.spec.workdir)
         # secret-like variables are dropped from what the caller passes too (an adapter passes os.environ)
         merged = {**sandbox_env(self.policy, os.environ), **self._env, **sandbox_env(self.policy, env)}
+        if self._prepared:  # every phase, as a container's variables are; uv's programs after the caller's PATH
+            path = merged.get("PATH") or os.defpath
+            merged |= {**self._prepared, "PATH": f"{path}:{MOUNT}/uv/bin" if "PATH" in self._prepared else path}
         return wrapped, merged
 
     async def exec(

@@ -4,14 +4,14 @@ Many tasks' ``test.sh`` runs ``pip install pytest`` (or ``uvx --with X``) when
 it starts: online, a failed download silently scores 0; offline, it cannot
 work at all. ``waza prepare`` fetches each such pip package (and what it
 depends on) from the package index once, into ``pip/`` of this folder; under
-``--env docker`` the folder is shown read-only in the container at
-:data:`MOUNT` and, with no network, the verifier's pip is pointed at it
+``--env docker`` and ``--env host`` the folder is shown read-only in the
+environment at :data:`MOUNT` and, with no network, the verifier's pip is pointed at it
 (``PIP_FIND_LINKS``, ``PIP_NO_INDEX``), so the same ``pip install`` works
 offline. ``uvx`` is prepared too: the ``uv`` and ``uvx`` programs (from the
 ``uv`` wheel on the package index, static binaries) go to ``uv/bin/``, which
-offline containers get at the end of their ``PATH`` (an image's own uv wins),
+offline environments get at the end of their ``PATH`` (an image's or the host's own uv wins),
 with uv told to work offline from the same ``pip/`` folder (``UV_OFFLINE``,
-``UV_FIND_LINKS``) on the image's own Python (``UV_PYTHON_DOWNLOADS=never``).
+``UV_FIND_LINKS``) on the image's (or the host's) own Python (``UV_PYTHON_DOWNLOADS=never``).
 apt and npm packages are not fetched: they must be in the image (a missing one
 is named, and the trial is ``environment-unsatisfied``); fetching them soundly
 would mean running the image's own package manager against a registry, which
@@ -32,10 +32,23 @@ from pathlib import Path
 from waza.protocol.io.model_cache import cache_dir
 from waza.protocol.io.process import run_once
 
-__all__ = ["MOUNT", "UV_PROGRAMS", "fetch_pip", "fetch_uv", "has_pip", "has_uv", "pip_env", "prepared_dir", "uv_env"]
+__all__ = [
+    "MOUNT",
+    "UV_PROGRAMS",
+    "fetch_pip",
+    "fetch_uv",
+    "has_pip",
+    "has_uv",
+    "offline_env",
+    "pip_env",
+    "prepared_dir",
+    "provides",
+    "uv_env",
+]
 
-#: Where the prepared folder appears inside a container.
-MOUNT = "/opt/waza-prepared"
+#: Where the prepared folder appears inside an environment (a container, or bubblewrap's ``/run``, the one
+#: system-level place there that is not the host's own read-only folder).
+MOUNT = "/run/waza-prepared"
 #: The programs of the ``uv`` wheel that ``waza prepare`` keeps.
 UV_PROGRAMS = ("uv", "uvx")
 #: The largest program taken out of the ``uv`` wheel.
@@ -115,3 +128,21 @@ def uv_env() -> dict[str, str]:
     """The verifier's environment that makes ``uvx --with X`` take the prepared packages, offline, on the
     image's own Python (the container's ``PATH`` gets ``MOUNT/uv/bin`` at its end, see the docker environment)."""
     return {"UV_OFFLINE": "1", "UV_FIND_LINKS": f"{MOUNT}/pip", "UV_PYTHON_DOWNLOADS": "never"}
+
+
+def offline_env(path: str) -> tuple[dict[str, str], str] | None:
+    """What an offline environment whose ``PATH`` is ``path`` gets when the prepared folder is shown at
+    :data:`MOUNT`: the variables (pip's, and uv's with its programs at the end of ``PATH`` when it was
+    fetched) and the line a result records; None when ``waza prepare`` fetched nothing."""
+    if not (prepared_dir() / "pip").is_dir():
+        return None
+    env, what = pip_env(), "pip packages"
+    if has_uv():
+        env |= {**uv_env(), "PATH": f"{path}:{MOUNT}/uv/bin"}
+        what = "pip packages and uv"
+    return env, f"{what} from {prepared_dir()} at {MOUNT} ({', '.join(env)})"
+
+
+def provides(manager: str, name: str) -> bool:
+    """Whether ``waza prepare`` fetched what a verifier installs at test time (pip packages, and uv)."""
+    return has_pip(name) if manager == "pip" else manager == "uv" and has_uv()
