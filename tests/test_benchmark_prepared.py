@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from waza.adapters.sandbox.bwrap import _probe
+from waza.runner.benchmarks.dockerfile import installs
 
 from .conftest import read_jsonl, run_waza
 
@@ -80,3 +81,50 @@ def test_prepare_for_the_host_refuses_a_base_image_map_and_an_unknown_environmen
     unknown = run_waza("prepare", task_dir.parent, "--env", "cloud")
     assert unknown.returncode == 2
     assert b"unknown environment 'cloud'" in unknown.stderr
+
+
+@pytest.mark.slow  # about 60 s on a busy machine: two npm fetches, three runs of npm offline
+@needs_bwrap
+@pytest.mark.skipif(shutil.which("npm") is None, reason="no npm on PATH: waza prepare fetches npm packages with it")
+def test_npx_and_npm_install_g_are_unsatisfied_on_the_host_until_prepared_then_pass_offline(tmp_path: Path) -> None:
+    """A verifier that runs `npx PKG` and installs another with `npm install -g`: prepare fetches both (and their
+    dependencies) with the host's npm; offline, each trial gets its own copy of that npm cache."""
+    task_dir = _task(
+        tmp_path,
+        "needs-npm",
+        "set -e\nnpx -y cowsay@1.6.0 moo | grep -q moo\nnpm install -g is-number@7.0.0\n"
+        'test -f "$(npm root -g)/is-number/index.js"\n'
+        "[ \"$(cat /app/hello.txt)\" = 'hello, world' ] && echo 1 > /logs/verifier/reward.txt\n",
+    )
+    code, result = _oracle(task_dir)
+    assert code == 1
+    assert result["error_kind"] == "environment-unsatisfied"
+    assert result["missing"] == [
+        "tests: npm package 'is-number@7.0.0', and the network is none",
+        "tests: npm package 'cowsay@1.6.0', and the network is none",
+    ]
+
+    prepared = run_waza("prepare", task_dir.parent, "--env", "host", timeout=600)
+    assert prepared.returncode == 0, prepared.stderr
+    (line,) = read_jsonl(prepared.stdout)
+    assert line["packages"] == {"npm:is-number@7.0.0": "fetched", "npm:cowsay@1.6.0": "fetched"}
+
+    for trial in (1, 2):  # the second trial gets a fresh copy: nothing the first installed is left
+        code, result = _oracle(task_dir)
+        assert code == 0, result
+        assert (result["status"], result["score"]) == ("passed", 1.0), trial
+        assert "a copy per trial at /run/waza-npm (npm_config_cache" in result["environment"]["prepared"]
+    again = run_waza("prepare", task_dir.parent, "--env", "host")
+    (line,) = read_jsonl(again.stdout)
+    assert set(line["packages"].values()) == {"prepared before"}
+
+
+def test_what_npx_and_npm_install_g_fetch_is_read_from_the_script() -> None:
+    assert installs("npx -y cowsay@1.6.0 moo && npm install -g is-number@7.0.0 left-pad") == [
+        ("npm", "is-number@7.0.0"),
+        ("npm", "left-pad"),
+        ("npm", "cowsay@1.6.0"),
+    ]
+    assert installs("npx --yes -p @scope/tool@^2 run-it --flag") == [("npm", "@scope/tool@^2")]
+    assert installs("npx --package=a --package b cmd") == [("npm", "a"), ("npm", "b")]
+    assert installs("npx $TOOL x") == []  # a variable: nothing known to fetch

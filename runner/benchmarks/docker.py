@@ -260,15 +260,20 @@ class DockerEnvironment(Environment):
         assert self.image is not None
         code, out = await self._engine("image", "inspect", "--format", "{{json .Config.Env}}", self.image)
         image_env = dict(e.partition("=")[::2] for e in orjson.loads(out)) if code == 0 and out.strip() != "null" else {}
-        prepared = offline_env(image_env.get("PATH") or "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+        prepared = offline_env()
         if prepared is None:
             return []
-        env, self._facts["prepared"] = prepared
+        env, tail, self._facts["prepared"] = prepared
+        if tail:
+            env["PATH"] = ":".join(
+                [image_env.get("PATH") or "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", *tail]
+            )
         return ["-v", f"{prepared_dir()}:{MOUNT}:ro", *(a for k, v in env.items() for a in ("-e", f"{k}={v}"))]
 
     def _prepared(self, manager: str, name: str) -> bool:
-        """Whether ``waza prepare`` fetched it and it is shown in this container (pip packages and uv)."""
-        return "prepared" in self._facts and provides(manager, name)
+        """Whether ``waza prepare`` fetched it and it is shown in this container (pip packages and uv; npm
+        packages are not: they must be in the image)."""
+        return "prepared" in self._facts and manager != "npm" and provides(manager, name)
 
     async def _has(self, manager: str, name: str) -> bool:
         """Whether the image has what a verifier installs at test time (offline it must already be there);

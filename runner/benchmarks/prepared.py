@@ -12,12 +12,17 @@ offline. ``uvx`` is prepared too: the ``uv`` and ``uvx`` programs (from the
 offline environments get at the end of their ``PATH`` (an image's or the host's own uv wins),
 with uv told to work offline from the same ``pip/`` folder (``UV_OFFLINE``,
 ``UV_FIND_LINKS``) on the image's (or the host's) own Python (``UV_PYTHON_DOWNLOADS=never``).
-apt and npm packages are not fetched: they must be in the image (a missing one
-is named, and the trial is ``environment-unsatisfied``); fetching them soundly
-would mean running the image's own package manager against a registry, which
-is a build step, not a cache. Wheels are fetched for the host's Python and
-platform: pure-Python packages (most test tools) fit any image; a compiled one
-fits only an image with the same Python.
+npm packages (``npm install -g X``, ``npx X``) are fetched with the host's
+``npm`` into ``npm/``, an npm cache holding each package, its dependencies and
+the metadata ``npx`` asks for; an offline trial under ``--env host`` gets a
+copy of that cache of its own (npm writes into its cache, ``npx`` installs
+there), with npm told to use it offline (:func:`npm_env`). apt packages are
+not fetched: they must be in the image (a missing one is named, and the trial
+is ``environment-unsatisfied``); fetching them soundly would mean running the
+image's own package manager against a registry, which is a build step, not a
+cache. Wheels are fetched for the host's Python and platform: pure-Python
+packages (most test tools) fit any image; a compiled one fits only an image
+with the same Python.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import re
 import shutil
 import sys
 import tempfile
+import urllib.parse
 import zipfile
 from pathlib import Path
 
@@ -34,11 +40,15 @@ from waza.protocol.io.process import run_once
 
 __all__ = [
     "MOUNT",
+    "NPM_MOUNT",
     "UV_PROGRAMS",
+    "fetch_npm",
     "fetch_pip",
     "fetch_uv",
+    "has_npm",
     "has_pip",
     "has_uv",
+    "npm_env",
     "offline_env",
     "pip_env",
     "prepared_dir",
@@ -49,6 +59,10 @@ __all__ = [
 #: Where the prepared folder appears inside an environment (a container, or bubblewrap's ``/run``, the one
 #: system-level place there that is not the host's own read-only folder).
 MOUNT = "/run/waza-prepared"
+#: Where a trial's own copy of the prepared npm cache (``cache/``) and its global prefix (``global/``) appear.
+NPM_MOUNT = "/run/waza-npm"
+#: An npm package spec ``waza prepare`` fetches: a registry name (scoped or not), maybe ``@`` a version or range.
+NPM_SPEC = re.compile(r"^(@[a-z0-9][\w.-]*/)?[a-z0-9][\w.-]*(@[\w.^~<>=*| -]+)?$", re.IGNORECASE)
 #: The programs of the ``uv`` wheel that ``waza prepare`` keeps.
 UV_PROGRAMS = ("uv", "uvx")
 #: The largest program taken out of the ``uv`` wheel.
@@ -130,19 +144,69 @@ def uv_env() -> dict[str, str]:
     return {"UV_OFFLINE": "1", "UV_FIND_LINKS": f"{MOUNT}/pip", "UV_PYTHON_DOWNLOADS": "never"}
 
 
-def offline_env(path: str) -> tuple[dict[str, str], str] | None:
-    """What an offline environment whose ``PATH`` is ``path`` gets when the prepared folder is shown at
-    :data:`MOUNT`: the variables (pip's, and uv's with its programs at the end of ``PATH`` when it was
-    fetched) and the line a result records; None when ``waza prepare`` fetched nothing."""
+def offline_env() -> tuple[dict[str, str], list[str], str] | None:
+    """What an offline environment gets when the prepared folder is shown at :data:`MOUNT`: the variables
+    (pip's, and uv's when it was fetched), the folders to put at the end of its ``PATH`` (uv's programs) and
+    the line a result records; None when ``waza prepare`` fetched no pip package."""
     if not (prepared_dir() / "pip").is_dir():
         return None
-    env, what = pip_env(), "pip packages"
+    env, tail, what = pip_env(), [], "pip packages"
     if has_uv():
-        env |= {**uv_env(), "PATH": f"{path}:{MOUNT}/uv/bin"}
-        what = "pip packages and uv"
-    return env, f"{what} from {prepared_dir()} at {MOUNT} ({', '.join(env)})"
+        env, tail, what = env | uv_env(), [f"{MOUNT}/uv/bin"], "pip packages and uv"
+    return env, tail, f"{what} from {prepared_dir()} at {MOUNT} ({', '.join([*env, *(['PATH'] if tail else [])])})"
 
 
 def provides(manager: str, name: str) -> bool:
-    """Whether ``waza prepare`` fetched what a verifier installs at test time (pip packages, and uv)."""
+    """Whether ``waza prepare`` fetched what a verifier installs at test time (pip and npm packages, uv)."""
+    if manager == "npm":
+        return has_npm(name)
     return has_pip(name) if manager == "pip" else manager == "uv" and has_uv()
+
+
+def _npm_marker(spec: str, root: Path | None) -> Path:
+    return (root or prepared_dir()) / "npm-specs" / urllib.parse.quote(spec, safe="")
+
+
+def has_npm(spec: str, root: Path | None = None) -> bool:
+    """Whether ``waza prepare`` fetched the npm package ``spec`` (as the script wrote it) into ``root``'s ``npm/``."""
+    return _npm_marker(spec, root).is_file()
+
+
+async def fetch_npm(spec: str, root: Path | None = None) -> str | None:
+    """Fetch the npm package ``spec``, its dependencies and its full metadata (what ``npx`` reads) into
+    ``root``'s ``npm/`` cache with the host's npm (no install script runs); why it failed, or None."""
+    npm = shutil.which("npm")
+    if npm is None:
+        return "no npm on PATH (the host's npm fetches npm packages)"
+    if not NPM_SPEC.match(spec):
+        return "not a package of the registry (a name, maybe @ a version)"
+    cache = (root or prepared_dir()) / "npm"
+    quiet = ["--cache", str(cache), "--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error"]
+    with tempfile.TemporaryDirectory(prefix="waza-npm-") as scratch:
+        for argv in (
+            [npm, "install", "--prefix", scratch, "--ignore-scripts", "--no-save", *quiet, spec],
+            [npm, "cache", "add", *quiet, spec],
+        ):
+            done = await run_once(argv, cwd=Path(scratch), timeout=FETCH_TIMEOUT)
+            if done.code != 0:
+                return "timed out" if done.timed_out else done.stderr_tail.strip()[-500:] or f"npm exited {done.code}"
+    marker = _npm_marker(spec, root)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(spec + "\n")
+    return None
+
+
+def npm_env(*, prefix: bool) -> tuple[dict[str, str], list[str]]:
+    """The variables that make npm and npx take a trial's copy of the prepared cache (at :data:`NPM_MOUNT`),
+    offline, and the folders to put at the end of ``PATH``; ``prefix``: ``npm install -g`` goes to
+    ``NPM_MOUNT/global`` (for a host, whose system is read-only), its programs on ``PATH``."""
+    env = {
+        "npm_config_cache": f"{NPM_MOUNT}/cache",
+        "npm_config_offline": "true",
+        "npm_config_update_notifier": "false",
+        "npm_config_audit": "false",
+        "npm_config_fund": "false",
+    }
+    if not prefix:
+        return env, []
+    return env | {"npm_config_prefix": f"{NPM_MOUNT}/global"}, [f"{NPM_MOUNT}/global/bin"]
