@@ -1,7 +1,8 @@
-"""A real agent CLI inside a benchmark task's environment: Claude Code (the pinned release the compatibility
-suite uses) on a Harbor task, against `waza serve-model` with a reply script, offline, in ``--env host``
-(bubblewrap) and ``--env docker`` (a Debian 12 image; the CLI's installation shown read-only from the host,
-the model server reached through waza's loopback relay on the container's own 127.0.0.1).
+"""Real agent CLIs inside a benchmark task's environment: Claude Code and Codex CLI (the pinned releases the
+compatibility suite uses) on a Harbor task, against `waza serve-model` with a reply script, offline, in
+``--env host`` (bubblewrap) and ``--env docker`` (a Debian 12 image; the CLI's installation shown read-only
+from the host, the model server reached through waza's loopback relay on the container's own 127.0.0.1);
+Gemini CLI and OpenCode in ``--env host`` (slow tests).
 
 Skips, saying why, without the CLI (.ci/run installs it), bubblewrap, a container engine or the Debian image.
 """
@@ -65,7 +66,11 @@ def _run(tmp_path: Path, bin_dir: Path, *args: str, schema: str = "claude-code",
     script.write_text(yaml.safe_dump(replies))
     out = tmp_path / "results.jsonl"
     env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_"))},
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "GEMINI_", "GOOGLE_", "OPENCODE_"))
+        },
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
         "IS_SANDBOX": "1",  # Claude Code refuses --dangerously-skip-permissions as root without it
     }
@@ -148,3 +153,30 @@ def test_codex_solves_a_harbor_task_in_docker_with_the_hosts_node(tmp_path: Path
     result = _run(tmp_path, codex, *args, schema="codex", replies=CODEX_REPLIES)
     _check_codex(result)
     assert not (Path(result["trial_dir"]) / "workspace" / "hello.txt").exists()  # written in the container
+
+
+#: Gemini CLI's and OpenCode's own tool that writes a file, as the reply script calls it.
+NODE_AGENTS = {
+    "gemini-cli": {"name": "write_file", "input": {"file_path": "/app/hello.txt", "content": "hello, world\n"}},
+    "opencode": {"name": "write", "input": {"filePath": "/app/hello.txt", "content": "hello, world\n"}},
+}
+
+
+@pytest.mark.slow  # 13-25 s a trial here, more on a busy machine: the CLIs start slowly
+@pytest.mark.parametrize("schema", sorted(NODE_AGENTS))
+def test_node_cli_agents_solve_a_harbor_task_on_the_host_against_serve_model(tmp_path: Path, schema: str) -> None:
+    """Gemini CLI and OpenCode (Node.js CLIs, the pinned releases) inside --env host, offline, the model server
+    relayed in; Gemini CLI's settings file is serve-model's, shown read-only, and each keeps its state in the
+    environment's private home."""
+    agent = AGENTS[schema]
+    agent.require()
+    _need_bwrap()
+    call = NODE_AGENTS[schema]
+    replies = [{"text": "Writing the file.", "tool_calls": [call]}, {"text": "Done: hello.txt holds hello, world."}]
+    result = _run(tmp_path, agent.bin_dir, "--env", "host", schema=schema, replies=replies)
+    assert schemas.errors("BenchmarkResult", result) == []
+    assert (result["status"], result["score"], result["environment"]["kind"]) == ("passed", 1.0, "host"), result
+    (step,) = result["steps"]
+    assert "agent_errors" not in step and step["output"] == "Done: hello.txt holds hello, world."
+    calls = [s for s in step["trajectory"] if s["type"] == "tool_call"]
+    assert [(c["name"], c["status"]) for c in calls] == [(call["name"], "completed")]
