@@ -40,7 +40,7 @@ from waza.runner.benchmarks.environment import (
     Phase,
     register,
 )
-from waza.runner.benchmarks.prepared import MOUNT, NPM_MOUNT, has_npm, npm_env, offline_env, prepared_dir, provides
+from waza.runner.benchmarks.prepared import MOUNT, NPM_MOUNT, has_npm, npm_copy, offline_env, prepared_dir, provides
 
 __all__ = ["HostEnvironment", "installed"]
 
@@ -143,13 +143,9 @@ class HostEnvironment(Environment):
     def _npm_copy(self) -> None:
         """The trial's own copy of the prepared npm cache (npm writes into its cache; npx installs there), and
         a global prefix for ``npm install -g``: shown read-write at NPM_MOUNT, npm pointed at them."""
-        own = self.trial_dir / "npm"
-        shutil.copytree(prepared_dir() / "npm", own / "cache", symlinks=True)
-        (own / "global").mkdir()
-        env, tail = npm_env(prefix=True)
+        _, env, tail, said = npm_copy(self.trial_dir, prefix=True)
         self._prepared |= env
         self._path_tail += tail
-        said = f"npm packages from {prepared_dir()}, a copy per trial at {NPM_MOUNT} ({', '.join([*env, 'PATH'])})"
         self._facts["prepared"] = "; ".join(filter(None, [self._facts.get("prepared"), said]))
 
     def _copy(self, step: dockerfile.Instruction) -> str | None:

@@ -14,7 +14,7 @@ with uv told to work offline from the same ``pip/`` folder (``UV_OFFLINE``,
 ``UV_FIND_LINKS``) on the image's (or the host's) own Python (``UV_PYTHON_DOWNLOADS=never``).
 npm packages (``npm install -g X``, ``npx X``) are fetched with the host's
 ``npm`` into ``npm/``, an npm cache holding each package, its dependencies and
-the metadata ``npx`` asks for; an offline trial under ``--env host`` gets a
+the metadata ``npx`` asks for; an offline trial (host or container) gets a
 copy of that cache of its own (npm writes into its cache, ``npx`` installs
 there), with npm told to use it offline (:func:`npm_env`). apt packages are
 not fetched: they must be in the image (a missing one is named, and the trial
@@ -35,6 +35,8 @@ import urllib.parse
 import zipfile
 from pathlib import Path
 
+import msgspec
+
 from waza.protocol.io.model_cache import cache_dir
 from waza.protocol.io.process import run_once
 
@@ -48,6 +50,7 @@ __all__ = [
     "has_npm",
     "has_pip",
     "has_uv",
+    "npm_copy",
     "npm_env",
     "offline_env",
     "pip_env",
@@ -63,6 +66,8 @@ MOUNT = "/run/waza-prepared"
 NPM_MOUNT = "/run/waza-npm"
 #: An npm package spec ``waza prepare`` fetches: a registry name (scoped or not), maybe ``@`` a version or range.
 NPM_SPEC = re.compile(r"^(@[a-z0-9][\w.-]*/)?[a-z0-9][\w.-]*(@[\w.^~<>=*| -]+)?$", re.IGNORECASE)
+#: The largest npm lockfile read (the packages one npm package brought in).
+NPM_LOCK_LIMIT = 64 * 1024 * 1024
 #: The programs of the ``uv`` wheel that ``waza prepare`` keeps.
 UV_PROGRAMS = ("uv", "uvx")
 #: The largest program taken out of the ``uv`` wheel.
@@ -183,17 +188,37 @@ async def fetch_npm(spec: str, root: Path | None = None) -> str | None:
     cache = (root or prepared_dir()) / "npm"
     quiet = ["--cache", str(cache), "--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error"]
     with tempfile.TemporaryDirectory(prefix="waza-npm-") as scratch:
-        for argv in (
-            [npm, "install", "--prefix", scratch, "--ignore-scripts", "--no-save", *quiet, spec],
-            [npm, "cache", "add", *quiet, spec],
-        ):
+        argv = [npm, "install", "--prefix", scratch, "--ignore-scripts", "--no-save", *quiet, spec]
+        for step in range(2):
             done = await run_once(argv, cwd=Path(scratch), timeout=FETCH_TIMEOUT)
             if done.code != 0:
                 return "timed out" if done.timed_out else done.stderr_tail.strip()[-500:] or f"npm exited {done.code}"
+            if step == 0:  # the full metadata of the package and of each dependency: what npx (older npm) reads
+                argv = [npm, "cache", "add", *quiet, spec, *_installed_specs(Path(scratch))]
     marker = _npm_marker(spec, root)
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(spec + "\n")
     return None
+
+
+def _installed_specs(prefix: Path) -> list[str]:
+    """``name@version`` of each package npm installed under ``prefix`` (from its hidden lockfile)."""
+    lock = prefix / "node_modules" / ".package-lock.json"
+    if not lock.is_file() or lock.stat().st_size > NPM_LOCK_LIMIT:
+        return []
+    try:
+        packages = msgspec.json.decode(lock.read_bytes(), type=_Lock).packages
+    except msgspec.DecodeError:  # another npm's format: the package's own metadata is fetched all the same
+        return []
+    return sorted({f"{key.rsplit('node_modules/', 1)[-1]}@{entry.version}" for key, entry in packages.items() if entry.version})
+
+
+class _LockEntry(msgspec.Struct):
+    version: str = ""
+
+
+class _Lock(msgspec.Struct):
+    packages: dict[str, _LockEntry] = {}
 
 
 def npm_env(*, prefix: bool) -> tuple[dict[str, str], list[str]]:
@@ -210,3 +235,15 @@ def npm_env(*, prefix: bool) -> tuple[dict[str, str], list[str]]:
     if not prefix:
         return env, []
     return env | {"npm_config_prefix": f"{NPM_MOUNT}/global"}, [f"{NPM_MOUNT}/global/bin"]
+
+
+def npm_copy(trial_dir: Path, *, prefix: bool) -> tuple[Path, dict[str, str], list[str], str]:
+    """A trial's own copy of the prepared npm cache (npm writes into its cache, and ``npx`` installs there)
+    and an empty global prefix, in ``trial_dir/npm``: that folder, to show read-write at :data:`NPM_MOUNT`,
+    the variables and ``PATH`` folders of :func:`npm_env`, and the line a result records."""
+    own = trial_dir / "npm"
+    shutil.copytree(prepared_dir() / "npm", own / "cache", symlinks=True)
+    (own / "global").mkdir()
+    env, tail = npm_env(prefix=prefix)
+    named = ", ".join([*env, *(["PATH"] if tail else [])])
+    return own, env, tail, f"npm packages from {prepared_dir()}, a copy per trial at {NPM_MOUNT} ({named})"

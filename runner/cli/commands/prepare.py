@@ -30,14 +30,14 @@ packages its verifier installs at test time (`pip install X`, `uvx --with X
 TOOL` in test.sh), and uv itself for uvx, into waza's cache folder, which
 offline trials (--env docker and --env host) show read-only to pip and uvx;
 and, with the host's npm, the npm packages it runs or installs (`npx X`, `npm
-install -g X`), which offline --env host trials get a copy of as npm's cache.
+install -g X`), which offline trials get a copy of as npm's cache.
 Prints one JSON line per task: its image, built now or found built, and each
 package, or what is missing (a base image not in the engine: give
 --base-image). Exit 0 when every task is ready, 1 when one is not, 2 for bad
 usage.
 
 apt packages are not fetched: offline they must be in the image, or the trial
-is environment-unsatisfied, naming them; so must npm packages under --env docker.
+is environment-unsatisfied, naming them (so must npm itself under --env docker).
 
 Examples:
 
