@@ -127,6 +127,12 @@ class Adapter(abc.ABC, Generic[A]):
         """The command line the agent is started with: what its sandbox's view is planned from."""
         return list(spec.command)
 
+    @classmethod
+    def state_dir_env(cls, spec: A) -> str | None:
+        """The variable naming the folder the agent writes its state to and reads its config from (Codex's
+        ``CODEX_HOME``), for a runner that must give it a writable one; None when the agent has none."""
+        return None
+
     def environ(self, **extra: str) -> dict[str, str]:
         """The environment the agent starts with: waza's, then the spec's ``env``, then ``extra``."""
         env = self.spec.env if isinstance(self.spec, ProcessAgent) else {}

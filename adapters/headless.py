@@ -65,15 +65,18 @@ def build_argv(
     session_id: str | None,
     workspace: Path,
     mcp_servers: list[dict[str, Any]] | None = None,
+    *,
+    confined: bool = False,
 ) -> list[str]:
     """One turn's command line; ``command`` is the schema's command as resolved before the run; ``mcp_servers``
-    (ACP's stdio form) are handed over as the schema's ``mcpConfig`` says (when it names a flag)."""
+    (ACP's stdio form) are handed over as the schema's ``mcpConfig`` says (when it names a flag); ``confined``:
+    waza's sandbox or a task's environment holds the CLI, so its own sandbox is off where the schema says how."""
     argv = list(command)
     if schema.output_flag:
         argv.append(schema.output_flag)
         if schema.output_value:
             argv.append(schema.output_value)
-    argv += schema.auto_approve
+    argv += schema.confined_auto_approve if confined and schema.confined_auto_approve is not None else schema.auto_approve
     if schema.mcp_config is not None:
         argv += schema.mcp_config.args(mcp_servers or [])
     if schema.cwd_flag:
@@ -107,6 +110,11 @@ class HeadlessAdapter(Adapter[HeadlessAgent]):
     def agent_command(cls, spec: HeadlessAgent) -> list[str]:
         assert spec.schema is not None, "check() runs first"
         return resolve_agent_command(list(load_schema(spec.schema).command))
+
+    @classmethod
+    def state_dir_env(cls, spec: HeadlessAgent) -> str | None:
+        assert spec.schema is not None, "check() runs first"
+        return load_schema(spec.schema).state_dir_env
 
     @classmethod
     def check(cls, spec: HeadlessAgent) -> None:
@@ -160,7 +168,15 @@ class HeadlessAdapter(Adapter[HeadlessAgent]):
                     run.errors.append(f"cannot send turn {turn} in the same session: {why}")
                     break
                 prompt = render_prompt(schema, history, text) if schema.session_mode == "iterative" else text
-                argv = build_argv(schema, self.program, prompt, session_id if turn else None, task.cwd, task.mcp_servers)
+                argv = build_argv(
+                    schema,
+                    self.program,
+                    prompt,
+                    session_id if turn else None,
+                    task.cwd,
+                    task.mcp_servers,
+                    confined=self.confined,
+                )
                 outcome = await self._turn(task, argv, prompt, turn, deadline - time.monotonic(), mapper, stderr, limit, mcp_env)
                 session_id = session_id or outcome.session_id
                 run.exit = outcome.exit

@@ -332,6 +332,17 @@ class AdapterSchema(Record, kw_only=True):
     auto_approve: Annotated[list[str], Meta(description="Arguments that make the CLI run without asking for permission.")] = (
         msgspec.field(default_factory=list)
     )
+    confined_auto_approve: (
+        Annotated[
+            list[str],
+            Meta(
+                description="Arguments used instead of autoApprove when waza confines the CLI (--sandbox, a benchmark "
+                "task's environment): a CLI's own sandbox cannot nest in waza's, so these turn it off, waza's being "
+                "the one that holds."
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
     cwd_flag: (
         Annotated[
             str,
@@ -344,6 +355,18 @@ class AdapterSchema(Record, kw_only=True):
     ) = UNSET
     resume: Resume | UnsetType = UNSET
     mcp_config: McpConfig | UnsetType = UNSET
+    state_dir_env: (
+        Annotated[
+            str,
+            Meta(
+                pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+                description="The environment variable naming the folder the CLI reads its config from and writes its "
+                "state to (sessions, logs), e.g. CODEX_HOME. Inside a benchmark task's environment waza points it at a "
+                "writable folder of the trial, seeded with the files of the folder it named.",
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
     output_events: Annotated[list[OutputEvent], Meta(description="Required unless outputMode is passthrough.")] = msgspec.field(
         default_factory=list
     )

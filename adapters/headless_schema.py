@@ -169,6 +169,10 @@ class HeadlessSchema(msgspec.Struct, frozen=True):
     tested_with: tuple[str, str] | None = None
     #: How the CLI takes MCP servers (``mcpConfig``), None when it cannot.
     mcp_config: McpHandOver | None = None
+    #: What replaces ``auto_approve`` when waza confines the CLI (``confinedAutoApprove``); None: the same.
+    confined_auto_approve: tuple[str, ...] | None = None
+    #: The variable naming the CLI's config and state folder (``stateDirEnv``), None when it has none.
+    state_dir_env: str | None = None
 
 
 def shipped() -> dict[str, Any]:
@@ -320,6 +324,8 @@ def compile_schema(value: fmt.AdapterSchema, source: str) -> HeadlessSchema:
         mcp_config=None
         if (mcp := value.mcp_config) is UNSET
         else McpHandOver(mcp.style, _or_none(mcp.flag), _or_none(mcp.env), dict(mcp.server_fields)),
+        confined_auto_approve=None if value.confined_auto_approve is UNSET else tuple(value.confined_auto_approve),
+        state_dir_env=None if value.state_dir_env is UNSET else value.state_dir_env,
     )
 
 

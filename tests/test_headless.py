@@ -5,6 +5,8 @@ each CLI's documented format, with a grader attached: the records through the AP
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 import tomllib
 from pathlib import Path
 
@@ -256,6 +258,18 @@ def test_stream_mode_resumes_the_captured_session_on_later_turns(cli):
     assert calls[1]["argv"][-4:] == ["--resume", "8d1c6a2e-3f4b-4c1d-9a7e-2b5f0e9c1a11", "-p", "Is b.txt empty?"]
     assert result["output"] == "b.txt is empty." and result["status"] == "passed"
     assert [s["turn"] for s in steps(result, "message") if s["role"] == "user"] == [0, 1]
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="no bubblewrap (bwrap) on PATH: --sandbox needs it")
+def test_a_confined_cli_gets_the_confined_auto_approve_arguments(tmp_path, fake_clis, monkeypatch):
+    """Codex's own sandbox (bubblewrap) cannot nest in waza's: confined, it runs with its sandbox off."""
+    monkeypatch.setenv("FAKE_CLI_FIXTURE", fixture_env("codex.jsonl"))
+    shown = (FIXTURES, Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parent)
+    agent = waza.HeadlessAgent(schema="codex", sandbox=waza.Sandbox(read_only=shown, keep_env=("FAKE_CLI_LOG",)))
+    [record] = waza.capture(ONE, agent, [], workspace=waza.Workspace(cwd=tmp_path))
+    assert record.errors == []
+    [call] = calls_in(fake_clis)
+    assert call["argv"][:4] == ["exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check"]
 
 
 def test_codex_resume_is_a_subcommand_with_the_thread_id(cli):

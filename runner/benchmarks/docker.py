@@ -66,7 +66,7 @@ from waza.runner.benchmarks.environment import (
     Phase,
     register,
 )
-from waza.runner.benchmarks.prepared import MOUNT, has_pip, has_uv, pip_env, prepared_dir, uv_env
+from waza.runner.benchmarks.prepared import MOUNT, NPM_MOUNT, has_npm, npm_copy, offline_env, prepared_dir, provides
 
 __all__ = ["DockerEnvironment", "engine"]
 
@@ -178,6 +178,8 @@ class DockerEnvironment(Environment):
         self._relay: Path | None = None
         self._policy = Sandbox(network=spec.network, ports=spec.ports if spec.network == "loopback" else (), planned=True)
         self._facts: dict[str, str] = {"kind": self.kind, "engine": self._version, "workdir": spec.workdir}
+        #: Whether this container shows the prepared pip packages (and uv), and a copy of the npm cache.
+        self._pip_shown = self._npm_shown = False
 
     @classmethod
     def available(cls) -> str | None:
@@ -211,6 +213,11 @@ class DockerEnvironment(Environment):
         create += ["-v", f"{self.logs / 'agent'}:/logs/agent", "-v", f"{self.logs / 'verifier'}:/logs/verifier"]
         if self.spec.network != "host":
             create += await self._prepared_mount()
+            if any(m == "npm" and has_npm(n) for m, n in self.spec.verifier_needs):
+                own, env, _, said = npm_copy(self.trial_dir, prefix=False)  # root in the container: its own prefix
+                self._facts["prepared"] = "; ".join(filter(None, [self._facts.get("prepared"), said]))
+                self._npm_shown = True
+                create += ["-v", f"{own}:{NPM_MOUNT}", *(a for k, v in env.items() for a in ("-e", f"{k}={v}"))]
         for path in self.spec.read_only:
             create += ["-v", f"{path}:{path}:ro"]
         if self.spec.network == "loopback" and self.spec.ports:
@@ -229,7 +236,7 @@ class DockerEnvironment(Environment):
             missing += [
                 f"tests: {m} package {n!r} (not in the image, and the network is {self.spec.network})"
                 for m, n in self.spec.verifier_needs
-                if not await self._has(m, n) and not self._prepared(m, n)
+                if not await self._has(m, n) and not await self._prepared(m, n)
             ]
         if missing:
             raise EnvironmentUnsatisfied(missing)
@@ -257,23 +264,26 @@ class DockerEnvironment(Environment):
         uvx, its programs at the end of the image's ``PATH``) at it, offline; none when nothing was."""
         if not (prepared_dir() / "pip").is_dir():
             return []
-        env = pip_env()
-        said = ["pip packages", "(PIP_FIND_LINKS, PIP_NO_INDEX)"]
-        if has_uv():
-            assert self.image is not None
-            code, out = await self._engine("image", "inspect", "--format", "{{json .Config.Env}}", self.image)
-            image_env = dict(e.partition("=")[::2] for e in orjson.loads(out)) if code == 0 and out.strip() != "null" else {}
-            path = image_env.get("PATH") or "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-            env |= {**uv_env(), "PATH": f"{path}:{MOUNT}/uv/bin"}
-            said = ["pip packages and uv", "(PIP_FIND_LINKS, PIP_NO_INDEX, UV_OFFLINE, UV_FIND_LINKS, PATH)"]
-        self._facts["prepared"] = f"{said[0]} from {prepared_dir()} at {MOUNT} {said[1]}"
+        assert self.image is not None
+        code, out = await self._engine("image", "inspect", "--format", "{{json .Config.Env}}", self.image)
+        image_env = dict(e.partition("=")[::2] for e in orjson.loads(out)) if code == 0 and out.strip() != "null" else {}
+        prepared = offline_env()
+        if prepared is None:
+            return []
+        env, tail, self._facts["prepared"] = prepared
+        self._pip_shown = True
+        if tail:
+            env["PATH"] = ":".join(
+                [image_env.get("PATH") or "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", *tail]
+            )
         return ["-v", f"{prepared_dir()}:{MOUNT}:ro", *(a for k, v in env.items() for a in ("-e", f"{k}={v}"))]
 
-    def _prepared(self, manager: str, name: str) -> bool:
-        """Whether ``waza prepare`` fetched it and it is shown in this container (pip packages and uv)."""
-        if "prepared" not in self._facts:
-            return False
-        return has_pip(name) if manager == "pip" else manager == "uv" and has_uv()
+    async def _prepared(self, manager: str, name: str) -> bool:
+        """Whether ``waza prepare`` fetched it and it is shown in this container (an npm package only where
+        the image has npm to install it)."""
+        if manager == "npm":
+            return self._npm_shown and has_npm(name) and await self._has("program", "npm")
+        return self._pip_shown and provides(manager, name)
 
     async def _has(self, manager: str, name: str) -> bool:
         """Whether the image has what a verifier installs at test time (offline it must already be there);
@@ -283,8 +293,9 @@ class DockerEnvironment(Environment):
             probe = ["dpkg-query", "-W", name]
         elif manager == "pip":
             probe = ["python3", "-c", "import importlib.metadata as m, sys; m.version(sys.argv[1])", name]
-        else:  # npm, uv and program: a program of that name
-            probe = ["sh", "-c", 'command -v "$1"', "sh", name]
+        else:  # npm, uv and program: a program of that name (an npm package's without its scope and version)
+            program = dockerfile.npm_name(name).rsplit("/", 1)[-1] if manager == "npm" else name
+            probe = ["sh", "-c", 'command -v "$1"', "sh", program]
         return (await self._engine("exec", self._container, *probe))[0] == 0
 
     async def build(self) -> str:

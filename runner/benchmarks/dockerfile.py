@@ -93,6 +93,9 @@ def parse(text: str, default_workdir: str = "/app") -> Dockerfile:
 _APT = re.compile(r"\bapt(?:-get)?\s+(?:-\S+\s+)*install\b(?P<rest>[^;&|\n]*)")
 _PIP = re.compile(r"\b(?:pip3?|python3?\s+-m\s+pip|uv\s+pip)\s+install\b(?P<rest>[^;&|\n]*)")
 _NPM = re.compile(r"\bnpm\s+(?:install|i)\s+(?:-g\s+|--global\s+)(?P<rest>[^;&|\n]*)")
+_NPX = re.compile(r"\bnpx\s+(?P<rest>[^;&|\n]*)")
+#: npx options that name a package (``-p X``, ``--package X``, ``--package=X``).
+_NPX_PACKAGE = ("-p", "--package")
 _UVX = re.compile(r"\buvx\s+(?P<rest>[^;&|\n]*)")
 #: uvx options that take a value (the word after them is not the tool).
 _UVX_VALUED = ("--with", "-w", "--from", "-p", "--python", "--with-requirements", "--index-url", "--index")
@@ -106,9 +109,30 @@ def _names(rest: str) -> list[str]:
     return [w for w in words if w and not w.startswith(("-", "$")) and w != "install"]
 
 
+def _npx_packages(rest: str) -> list[str]:
+    """What an ``npx`` command line fetches: its ``--package`` values, else the command's own package."""
+    try:
+        words = shlex.split(rest)
+    except ValueError:
+        words = rest.split()
+    named = [w.split("=", 1)[1] for w in words if w.startswith("--package=")]
+    named += [words[i + 1] for i, w in enumerate(words[:-1]) if w in _NPX_PACKAGE]
+    if named:
+        return named
+    first = next((w for w in words if not w.startswith("-")), None)  # npx's other options take no value
+    return [first] if first and not first.startswith("$") else []
+
+
+def npm_name(spec: str) -> str:
+    """The package name of an npm spec (``@scope/pkg@^1.2`` -> ``@scope/pkg``)."""
+    at = spec.find("@", 1)
+    return spec if at < 0 else spec[:at]
+
+
 def installs(script: str) -> list[tuple[str, str]]:
     """The packages a shell script (a RUN line, a test.sh) installs, as ``(manager, name)``: ``apt``, ``pip``,
-    ``npm``, and ``uv`` for ``uvx`` (its tool's package and its ``--with`` ones are ``pip`` packages)."""
+    ``npm`` (``npm install -g``, and what ``npx`` fetches, as written: ``pkg@1.2``), and ``uv`` for ``uvx``
+    (its tool's package and its ``--with`` ones are ``pip`` packages)."""
     found: list[tuple[str, str]] = []
     for match in _APT.finditer(script):
         found += [("apt", n.split("=")[0]) for n in _names(match["rest"])]
@@ -116,6 +140,8 @@ def installs(script: str) -> list[tuple[str, str]]:
         found += [("pip", re.split(r"[<>=!~\[; ]", n)[0]) for n in _names(match["rest"]) if not n.endswith((".txt", "."))]
     for match in _NPM.finditer(script):
         found += [("npm", n) for n in _names(match["rest"])]
+    for match in _NPX.finditer(script):
+        found += [("npm", n) for n in _npx_packages(match["rest"])]
     for match in _UVX.finditer(script):
         words = shlex.split(match["rest"]) if match["rest"].count('"') % 2 == 0 else match["rest"].split()
         found.append(("uv", "uv"))

@@ -7,8 +7,10 @@ for the commands that may see them; each command gets its own process and IPC
 namespaces, a private ``/tmp`` and home, and no network unless the spec allows
 it. The Dockerfile is read, not run (see :mod:`.dockerfile`): its ``WORKDIR``,
 ``ENV`` and ``COPY`` of the build context into the workspace are honoured, the
-packages it and the verifier install are checked on the host (a missing one
-makes :meth:`HostEnvironment.start` raise :class:`EnvironmentUnsatisfied`), and
+packages it and the verifier install are checked on the host, or among those
+``waza prepare`` fetched (shown read-only at :data:`~.prepared.MOUNT` with the
+variables that point pip and uvx there, as under ``--env docker``); a missing one
+makes :meth:`HostEnvironment.start` raise :class:`EnvironmentUnsatisfied`, and
 what cannot be honoured (the base image, other ``RUN`` steps) is listed in
 :meth:`HostEnvironment.facts`. This is as isolated as the bubblewrap sandbox
 (see :mod:`waza.adapters.sandbox.bwrap`) and no more: same kernel, the host's
@@ -38,6 +40,7 @@ from waza.runner.benchmarks.environment import (
     Phase,
     register,
 )
+from waza.runner.benchmarks.prepared import MOUNT, NPM_MOUNT, has_npm, npm_copy, offline_env, prepared_dir, provides
 
 __all__ = ["HostEnvironment", "installed"]
 
@@ -48,7 +51,7 @@ OUTPUT_LIMIT = 10 * 1024 * 1024
 @functools.cache
 def installed(manager: str, name: str) -> bool:
     """Whether the host has package ``name`` of ``manager`` (apt: dpkg's status; pip: the host's python3;
-    npm and uv: a program of that name on PATH)."""
+    npm and uv: a program of that name on PATH, an npm package's without its scope and version)."""
     if manager == "apt":
         query = ["dpkg-query", "-W", "-f=${Status}", name]
         done = subprocess.run(query, capture_output=True, text=True, check=False) if shutil.which("dpkg-query") else None
@@ -57,7 +60,7 @@ def installed(manager: str, name: str) -> bool:
         python = shutil.which("python3")
         code = "import importlib.metadata as m, sys; m.version(sys.argv[1])"
         return python is not None and subprocess.run([python, "-c", code, name], capture_output=True, check=False).returncode == 0
-    return shutil.which(name) is not None
+    return shutil.which(dockerfile.npm_name(name).rsplit("/", 1)[-1] if manager == "npm" else name) is not None
 
 
 class HostEnvironment(Environment):
@@ -69,6 +72,10 @@ class HostEnvironment(Environment):
         self._relay: Path | None = None
         self._facts: dict[str, str] = {"kind": self.kind, "workdir": spec.workdir}
         self._env: dict[str, str] = {}
+        #: The variables that point pip, uvx and npm at what ``waza prepare`` fetched (shown at MOUNT, and a
+        #: copy of npm's cache at NPM_MOUNT), and the folders put at the end of PATH; empty: nothing was
+        self._prepared: dict[str, str] = {}
+        self._path_tail: list[str] = []
         self.policy = Sandbox(
             network=spec.network,
             ports=spec.ports if spec.network == "loopback" else (),
@@ -118,14 +125,28 @@ class HostEnvironment(Environment):
         if not_run:
             self._facts["dockerfile_not_run"] = "RUN at line " + ", ".join(not_run) + " (not run on the host)"
         if self.spec.network != "host":
+            prepared = offline_env()
+            if prepared is not None:
+                self._prepared, self._path_tail, self._facts["prepared"] = prepared
+            if any(m == "npm" and not installed(m, n) and has_npm(n) for m, n in self.spec.verifier_needs):
+                self._npm_copy()
             for manager, name in self.spec.verifier_needs:
-                if manager == "uv" or not installed(manager, name):
+                shown = (prepared is not None or manager == "npm") and provides(manager, name)
+                if (manager == "uv" or not installed(manager, name)) and not shown:
                     what = "uvx (fetches its tools at test time)" if manager == "uv" else f"{manager} package {name!r}"
                     missing.append(f"tests: {what}, and the network is {self.spec.network}")
         self._env.update(self.spec.env)
         if missing:
             raise EnvironmentUnsatisfied(missing)
         self._relay = await self._stack.enter_async_context(relayed(self.policy))
+
+    def _npm_copy(self) -> None:
+        """The trial's own copy of the prepared npm cache (npm writes into its cache; npx installs there), and
+        a global prefix for ``npm install -g``: shown read-write at NPM_MOUNT, npm pointed at them."""
+        _, env, tail, said = npm_copy(self.trial_dir, prefix=True)
+        self._prepared |= env
+        self._path_tail += tail
+        self._facts["prepared"] = "; ".join(filter(None, [self._facts.get("prepared"), said]))
 
     def _copy(self, step: dockerfile.Instruction) -> str | None:
         """Copy a COPY/ADD of the build context into the workspace; what stops it, or None."""
@@ -160,9 +181,15 @@ class HostEnvironment(Environment):
         if phase == "verifier":
             binds.append((self.logs / "verifier", "/logs/verifier", True))
         binds += [(source, place, True) for place, source in (mounts or {}).items()]
+        if "PIP_FIND_LINKS" in self._prepared:
+            binds.append((prepared_dir(), MOUNT, False))
+        if "npm_config_cache" in self._prepared:
+            binds.append((self.trial_dir / "npm", NPM_MOUNT, True))
         wrapped = wrap_command(argv, self.policy, self.workspace, self._relay, mounts=binds, chdir=self.spec.workdir)
         # secret-like variables are dropped from what the caller passes too (an adapter passes os.environ)
         merged = {**sandbox_env(self.policy, os.environ), **self._env, **sandbox_env(self.policy, env)}
+        if self._prepared:  # every phase, as a container's variables are; prepared programs after the caller's PATH
+            merged |= {**self._prepared, "PATH": ":".join([merged.get("PATH") or os.defpath, *self._path_tail])}
         return wrapped, merged
 
     async def exec(

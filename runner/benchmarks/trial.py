@@ -17,6 +17,8 @@ agent the environment confines (exec, headless CLIs, ACP).
 from __future__ import annotations
 
 import math
+import os
+import posixpath
 import shutil
 import time
 from collections.abc import Mapping
@@ -31,7 +33,7 @@ import waza.runner.benchmarks.host  # noqa: F401 - importing it registers --env 
 from waza.adapters import adapter_class
 from waza.adapters.base import AgentTask
 from waza.adapters.sandbox.bwrap import Sandbox, plan, program_as_shown
-from waza.adapters.specs import AgentSpec
+from waza.adapters.specs import AgentSpec, ProcessAgent
 from waza.protocol.benchmark_records import BenchmarkErrorKind, BenchmarkResult, BenchmarkStep
 from waza.protocol.records import PromptCase
 from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_MB, TrajectoryBuilder
@@ -51,6 +53,10 @@ COMPOSE_UNSUPPORTED = (
 )
 #: The last bytes of the verifier's output kept in a result (all of it stays in the trial folder).
 EVIDENCE_LIMIT = 16 * 1024
+#: Where an agent that keeps config and state in a folder of its own (``stateDirEnv``) gets a writable one.
+STATE_DIR = "/logs/agent/state"
+#: The largest file copied from the agent's own state folder into the trial's (config files, not sessions).
+STATE_SEED_LIMIT = 1024 * 1024
 
 
 class AgentChoice(msgspec.Struct, frozen=True):
@@ -156,8 +162,11 @@ async def _agent(
         return env.command(argv, phase="agent", env=environ)
 
     assert agent.agent is not None, "an adapter's choice carries its spec"
+    cls = adapter_class(agent.name)
     spec = msgspec.structs.replace(agent.agent, command=tuple(program_as_shown(list(agent.agent.command))))
-    adapter = adapter_class(agent.name)(spec, confine=confine)
+    if isinstance(spec, ProcessAgent):
+        spec = msgspec.structs.replace(spec, env={**spec.env, **_state_dir(env, cls.state_dir_env(spec), spec.env)})
+    adapter = cls(spec, confine=confine)
     recorder = TrajectoryBuilder(max_steps=agent.max_steps, max_bytes=agent.max_trajectory_mb << 20)
     async with adapter:
         case = PromptCase(id=task.id if step.name is None else f"{task.id}/{step.name}", input=step.instruction)
@@ -166,6 +175,23 @@ async def _agent(
     out.agent_stderr = run.stderr[-EVIDENCE_LIMIT:] if run.stderr else None
     reduced = recorder.finish()
     out.trajectory, out.output, out.usage, out.dropped_events = reduced.steps, reduced.output, reduced.usage, reduced.dropped
+
+
+def _state_dir(env: Environment, name: str | None, spec_env: Mapping[str, str]) -> dict[str, str]:
+    """The agent's state folder variable (``CODEX_HOME``) pointed at :data:`STATE_DIR`, a writable folder of
+    the trial, seeded with the regular files at the top of the folder it named (the config ``serve-model``
+    wrote, or the user's): the folder itself is shown read-only, or not at all, inside the environment."""
+    if name is None:
+        return {}
+    host = env.logs / "agent" / posixpath.basename(STATE_DIR)
+    host.mkdir(parents=True, exist_ok=True)
+    seed = spec_env.get(name, os.environ.get(name))
+    if seed and os.path.isdir(seed):
+        with os.scandir(seed) as entries:
+            for entry in entries:
+                if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_size <= STATE_SEED_LIMIT:
+                    shutil.copyfile(entry.path, host / entry.name, follow_symlinks=False)
+    return {name: STATE_DIR}
 
 
 async def _verify(env: Environment, task: BenchTask, step: TaskStep, tests: Path, out: BenchmarkStep) -> Reward:
