@@ -460,14 +460,15 @@ class Child(anyio.abc.ByteReceiveStream):
         """
         make = functools.partial(cls, argv, **options)
         try:
-            loop = asyncio.get_running_loop()
+            started: asyncio.Future[Child] | None = asyncio.get_running_loop().create_future()
         except RuntimeError:  # another backend (trio): anyio's worker threads
-            with anyio.CancelScope(shield=True):
-                return await anyio.to_thread.run_sync(make)
-        started: asyncio.Future[Child] = loop.create_future()
-        _starter().submit(_start_into, started, make)
+            started = None
         with anyio.CancelScope(shield=True):
-            return await started
+            if started is None:
+                return await anyio.to_thread.run_sync(make)
+            _starter().submit(_start_into, started, make)
+            child = await started
+        return child
 
     def send(self, data: bytes) -> None:
         """Write ``data`` to stdin (``keep_stdin``) as far as the pipe takes it now, the rest while
