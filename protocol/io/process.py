@@ -701,28 +701,26 @@ def _starter() -> ThreadPoolExecutor:
 
 def _start_into(started: asyncio.Future[Child], make: Callable[[], Child]) -> None:
     """In a start thread: start a child and hand it, or what stopped it, to the loop that waits for it."""
+    outcome: Child | BaseException
     try:
-        child = make()
+        outcome = make()
     except BaseException as exc:  # handed on whole: the waiting task raises it
-        started.get_loop().call_soon_threadsafe(_settle, started, None, exc)
-    else:
-        started.get_loop().call_soon_threadsafe(_settle, started, child, None)
+        outcome = exc
+    started.get_loop().call_soon_threadsafe(_settle, started, outcome)
 
 
-def _settle(started: asyncio.Future[Child], child: Child | None, exc: BaseException | None) -> None:
+def _settle(started: asyncio.Future[Child], outcome: Child | BaseException) -> None:
     """On the loop: the started child to its task; killed when the task is gone (cancelled by asyncio
     itself, past anyio's shield), since nothing else would ever close it."""
-    if child is not None:
-        child._loop = started.get_loop()  # made in the start thread, where no loop runs
-    if started.cancelled():
-        if child is not None:
-            child.kill()
-            child._close()
-    elif child is None:
-        assert exc is not None
-        started.set_exception(exc)
-    else:
-        started.set_result(child)
+    if isinstance(outcome, Child):
+        outcome._loop = started.get_loop()  # made in the start thread, where no loop runs
+        if started.cancelled():
+            outcome.kill()
+            outcome._close()
+        else:
+            started.set_result(outcome)
+    elif not started.cancelled():
+        started.set_exception(outcome)
 
 
 def _pidfd(pid: int) -> int | None:
