@@ -11,6 +11,7 @@ hand, so what the next Python removes fails here first.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib.util
 import json
@@ -26,7 +27,7 @@ from typing import TypeVar
 import anyio
 import pytest
 
-from waza.protocol.io.process import Child, LineReader, Tail, run_once
+from waza.protocol.io.process import TAG_VAR, Child, LineReader, Tail, kill_tagged, new_tag, run_once
 
 T = TypeVar("T")
 HAS_TRIO = importlib.util.find_spec("trio") is not None
@@ -267,6 +268,42 @@ def test_no_zombie_and_no_child_is_left_after_exits_timeouts_caps_and_cancels(ba
         [0, None, False, False],
     ]
     assert left is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_start_cancelled_under_anyio_still_hands_over_the_child_to_close(backend: str, tmp_path: Path) -> None:
+    """An interrupt while a child is being started: the start is finished and the caller closes the child."""
+    pidfile = tmp_path / "child.pid"
+
+    async def main() -> int:
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            child = await Child.start(["sh", "-c", f"echo $$ > {pidfile}; exec sleep 1000"])
+        try:
+            assert scope.cancel_called
+        finally:
+            await child.aclose()
+        assert child.returncode is not None
+        return child.pid
+
+    assert gone(on(backend, main))
+
+
+def test_a_start_whose_task_asyncio_cancels_leaves_no_child_behind() -> None:
+    """asyncio's own cancel (a task cancelled by code that is not anyio's) gets past the start's shield: the
+    child started meanwhile is killed when its start comes back, since no one is left to close it."""
+    tag = new_tag()
+
+    async def main() -> None:
+        started = asyncio.ensure_future(Child.start(["sleep", "1000"], env={**os.environ, TAG_VAR: tag.value}))
+        await asyncio.sleep(0)  # the start is in a start thread now
+        started.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await started
+        await asyncio.sleep(2)  # generous: the thread's start comes back, and a killed process dies
+
+    asyncio.run(main())
+    assert kill_tagged(tag) == 0  # nothing carrying the tag was left running
 
 
 PROBE = """

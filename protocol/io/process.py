@@ -27,14 +27,17 @@ import signal
 import subprocess
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TypedDict, Unpack
+from typing import IO, TYPE_CHECKING, TypedDict, Unpack
 
 import anyio
 import anyio.abc
 import anyio.to_thread
 import msgspec
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 STDOUT_LIMIT = 10 * 1024 * 1024
 STDERR_TAIL = 8 * 1024
@@ -172,15 +175,17 @@ def _carries(pid: int, needle: bytes) -> bool:
     except OSError:
         return False
     try:
+        # bytes.find, not ``in``: ``in`` first tries the needle as an integer and builds a TypeError to
+        # drop, which cost more than the search (every live process started during a turn is read here)
         environ = b"\0"
         while len(environ) <= _ENVIRON_LIMIT:
             chunk = os.read(fd, _ENVIRON_CHUNK)
             if not chunk:
                 break
             environ += chunk
-            if needle in environ:
+            if environ.find(needle) >= 0:
                 return True
-        return needle in environ + b"\0"
+        return (environ + b"\0").find(needle) >= 0
     except OSError:
         return False
     finally:
@@ -440,22 +445,29 @@ class Child(anyio.abc.ByteReceiveStream):
 
     @classmethod
     async def start(cls, argv: Sequence[str], **options: Unpack[ChildOptions]) -> Child:
-        """Start a child as the constructor does, from a worker thread, so the event loop runs meanwhile.
+        """Start a child as the constructor does, from a start thread, so the event loop runs meanwhile.
 
         Starting a program blocks the caller until the kernel has loaded it, and on a
         busy machine that wait (for a CPU to run the new process on) is longer than
         the program's own start: the loop would be stalled for every prompt's agent
         and every one-shot grade. The start is shielded: once the thread has started
         the child, the caller gets it (and closes it) even when it was cancelled meanwhile.
+
+        On asyncio the start goes to this process's start threads (:func:`_starter`) and
+        comes back as one callback on the loop: anyio's worker threads cost more than twice
+        the instructions per start (two loop rounds of checkpoints, a capacity limiter, a
+        cancel scope and a chained future around the same hand-over; ``bench/instructions.py``).
         """
+        make = functools.partial(cls, argv, **options)
         try:
-            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:  # another backend (trio)
-            loop = None
-        spawn = functools.partial(cls, argv, **options)
+            started: asyncio.Future[Child] | None = asyncio.get_running_loop().create_future()
+        except RuntimeError:  # another backend (trio): anyio's worker threads
+            started = None
         with anyio.CancelScope(shield=True):
-            child = await anyio.to_thread.run_sync(spawn)
-        child._loop = loop
+            if started is None:
+                return await anyio.to_thread.run_sync(make)
+            _starter().submit(_start_into, started, make)
+            child = await started
         return child
 
     def send(self, data: bytes) -> None:
@@ -668,6 +680,47 @@ class Child(anyio.abc.ByteReceiveStream):
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
+
+
+#: This process's start threads and its id (see :func:`_starter`).
+_starters: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _starter() -> ThreadPoolExecutor:
+    """The threads that start children for :meth:`Child.start`, made at the first start; a forked child
+    makes its own (its parent's threads are not in it). Up to 32 starts wait on the kernel at once (a
+    thread is added only when none is idle); the threads end when the interpreter does."""
+    global _starters
+    pid = os.getpid()
+    if _starters is None or _starters[0] != pid:
+        from concurrent.futures import ThreadPoolExecutor  # its module is loaded by the first start only
+
+        _starters = (pid, ThreadPoolExecutor(32, thread_name_prefix="waza-start"))
+    return _starters[1]
+
+
+def _start_into(started: asyncio.Future[Child], make: Callable[[], Child]) -> None:
+    """In a start thread: start a child and hand it, or what stopped it, to the loop that waits for it."""
+    outcome: Child | BaseException
+    try:
+        outcome = make()
+    except BaseException as exc:  # handed on whole: the waiting task raises it
+        outcome = exc
+    started.get_loop().call_soon_threadsafe(_settle, started, outcome)
+
+
+def _settle(started: asyncio.Future[Child], outcome: Child | BaseException) -> None:
+    """On the loop: the started child to its task; killed when the task is gone (cancelled by asyncio
+    itself, past anyio's shield), since nothing else would ever close it."""
+    if isinstance(outcome, Child):
+        outcome._loop = started.get_loop()  # made in the start thread, where no loop runs
+        if started.cancelled():
+            outcome.kill()
+            outcome._close()
+        else:
+            started.set_result(outcome)
+    elif not started.cancelled():
+        started.set_exception(outcome)
 
 
 def _pidfd(pid: int) -> int | None:

@@ -401,8 +401,11 @@ async def run_item(adapter: Adapter[Any], item: WorkItem, settings: Settings) ->
 async def release(workspace: Path, remove: bool) -> None:
     """A trial's workspace after its graders: an overlay taken down (a kept one becomes a plain folder), the
     folder removed unless kept; shielded, so an interrupt leaves no mount or folder behind."""
+    overlaid = mounted(workspace)
+    if not (overlaid or remove):  # a shared or kept folder: nothing to do, and no cancel scope to pay for
+        return
     with anyio.CancelScope(shield=True):
-        if mounted(workspace):  # graders have read the merged view
+        if overlaid:  # graders have read the merged view
             await anyio.to_thread.run_sync(functools.partial(take_down, workspace, keep=not remove))
         if remove:
             await anyio.to_thread.run_sync(remove_workspace, workspace)
