@@ -89,7 +89,7 @@ class HostEnvironment(Environment):
         return dict(self._facts)
 
     async def start(self) -> None:
-        for folder in (self.workspace, self.logs / "agent", self.logs / "verifier"):
+        for folder in (self.workspace, self.logs / "agent", self.logs / "verifier", self.logs / "artifacts"):
             folder.mkdir(parents=True, exist_ok=True)
         missing: list[str] = []
         not_run: list[str] = []
@@ -153,17 +153,22 @@ class HostEnvironment(Environment):
     def command(
         self, argv: Sequence[str], *, phase: Phase, env: Mapping[str, str], mounts: Mapping[str, Path] | None = None
     ) -> tuple[list[str], dict[str, str]]:
+        # secret-like variables are dropped from what the caller passes too (an adapter passes os.environ)
+        return self._wrapped(argv, phase, sandbox_env(self.policy, env), mounts)
+
+    def _wrapped(
+        self, argv: Sequence[str], phase: Phase, env: Mapping[str, str], mounts: Mapping[str, Path] | None
+    ) -> tuple[list[str], dict[str, str]]:
         binds: list[tuple[Path, str, bool]] = [
             (self.workspace, self.spec.workdir, True),
             (self.logs / "agent", "/logs/agent", True),
+            (self.logs / "artifacts", "/logs/artifacts", True),
         ]
         if phase == "verifier":
             binds.append((self.logs / "verifier", "/logs/verifier", True))
         binds += [(source, place, True) for place, source in (mounts or {}).items()]
         wrapped = wrap_command(argv, self.policy, self.workspace, self._relay, mounts=binds, chdir=self.spec.workdir)
-        # secret-like variables are dropped from what the caller passes too (an adapter passes os.environ)
-        merged = {**sandbox_env(self.policy, os.environ), **self._env, **sandbox_env(self.policy, env)}
-        return wrapped, merged
+        return wrapped, {**sandbox_env(self.policy, os.environ), **self._env, **env}
 
     async def exec(
         self,
@@ -177,7 +182,8 @@ class HostEnvironment(Environment):
         if phase == "verifier":
             shutil.rmtree(self.logs / "verifier", ignore_errors=True)
             (self.logs / "verifier").mkdir(parents=True)
-        wrapped, merged = self.command(argv, phase=phase, env=env, mounts=mounts)
+        # ``env`` is the task's own (its [verifier.env], [solution.env]): kept whole, a judge's key included
+        wrapped, merged = self._wrapped(argv, phase, env, mounts)
         done = await run_once(wrapped, cwd=self.workspace, env=merged, timeout=timeout, stdout_limit=OUTPUT_LIMIT)
         output = done.stdout.decode("utf-8", "replace") + done.stderr_tail
         return Completed(exit_code=done.code, timed_out=done.timed_out, output=output, seconds=round(done.duration_ms / 1000, 3))

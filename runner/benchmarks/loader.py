@@ -9,6 +9,7 @@ ConfigError naming the file and the key; :func:`check_folder` collects them all
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 import tomllib
@@ -22,6 +23,7 @@ import yaml
 from waza.protocol.errors import ConfigError
 from waza.runner.benchmarks import dockerfile, task_files
 from waza.runner.benchmarks.formats import Artifact, HarborConfig, HarborStep, TerminalBenchConfig, known_keys
+from waza.runner.benchmarks.host_vars import task_templates
 from waza.runner.benchmarks.tasks import BenchTask, TaskStep
 
 __all__ = ["HARBOR_FILE", "TB1_FILE", "check_folder", "is_benchmark", "load_folder", "load_task"]
@@ -283,6 +285,12 @@ def check_folder(path: Path) -> tuple[list[BenchTask], list[ConfigError], list[s
         tasks.append(task)
         source = folder / (HARBOR_FILE if task.format == "harbor" else TB1_FILE)
         notices += [f"{source}: field {key!r}: unknown key (ignored, as Harbor does)" for key in task.unknown_keys]
+        notices += [
+            f"{source}: field '{t.table}.{t.key}': takes the variable {t.variable} from waza's environment"
+            + (f" (default {t.default!r})" if t.default is not None else " (no default: a trial is unsatisfied without it)")
+            + ("" if t.variable in os.environ else "; unset now")
+            for t in task_templates(task)
+        ]
         if task.compose_file is not None:
             runs = "only the Dockerfile's container runs" if task.dockerfile else "its trials are environment-unsatisfied"
             notices.append(f"{folder / task.compose_file}: compose is not run ({runs})")

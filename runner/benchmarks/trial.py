@@ -17,6 +17,7 @@ agent the environment confines (exec, headless CLIs, ACP).
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import time
 from collections.abc import Mapping
@@ -38,6 +39,7 @@ from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_M
 from waza.runner.benchmarks import dockerfile, task_files
 from waza.runner.benchmarks.environment import ENVIRONMENTS, Environment, EnvironmentSpec, EnvironmentUnsatisfied, Network
 from waza.runner.benchmarks.formats import Healthcheck
+from waza.runner.benchmarks.host_vars import resolve_task
 from waza.runner.benchmarks.rewards import Reward, RewardError, pytest_reward, read_reward
 from waza.runner.benchmarks.tasks import BenchTask, TaskStep
 
@@ -271,6 +273,7 @@ async def run_trial(
     ``keep_env`` secret-like variables it keeps, ``base_images`` a map of ``FROM`` images to local ones
     for engines that build (``--base-image``); ``offline``: no network at all, and the result says so."""
     clock = time.perf_counter()
+    task, host_variables, unset = resolve_task(task, os.environ)
     read_only = shown_of_host(agent, read_only, ports)
     spec, offline_changes = spec_for(
         task,
@@ -298,6 +301,8 @@ async def run_trial(
     )
     rewards: list[Reward] = []
     try:
+        if unset:
+            raise _Failed("environment-unsatisfied", "the task's env names variables waza's environment does not set", unset)
         if task.compose_file is not None:
             if task.dockerfile is None:
                 raise _Failed("environment-unsatisfied", COMPOSE_UNSUPPORTED, [f"{task.compose_file}: {COMPOSE_UNSUPPORTED}"])
@@ -331,6 +336,8 @@ async def run_trial(
     finally:
         await env.stop()
         result.environment = env.facts()
+        if host_variables:  # the names only: the values may be keys
+            result.environment["host_variables"] = ", ".join(host_variables)
         result.seconds = round(time.perf_counter() - clock, 3)
     if result.error_kind is None:
         if task.reward_strategy == "final" or len(rewards) == 1:
