@@ -134,3 +134,132 @@ def test_an_unset_variable_without_default_is_unsatisfied_naming_it_and_check_li
         in notices
     )
     assert any("WAZA_TEST_MODE from waza's environment (default 'strict')" in n for n in notices)
+
+
+# --- keys waza honours, refuses or names ----------------------------------------------------------------------------
+
+NAMED = """
+[agent]
+user = 1000
+network_mode = "no-network"
+[verifier]
+user = "2000"
+[[verifier.collect]]
+command = "echo snapped > /app/snapshot"
+[[verifier.collect]]
+command = "true"
+service = "db"
+[environment]
+network_mode = "allowlist"
+allowed_hosts = ["pypi.org"]
+skills_dir = "/skills"
+memory = "2G"
+mcp_servers = [{name = "search", transport = "sse", url = "http://localhost:1/sse"}]
+"""
+SNAPSHOT_TEST = '#!/bin/bash\n[ "$(cat /app/snapshot)" = snapped ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n'
+
+
+@needs_bwrap
+def test_keys_the_host_cannot_apply_are_named_in_check_and_in_each_result_and_collect_hooks_run(tmp_path: Path) -> None:
+    task = write_task(tmp_path / "named", NAMED, **{"tests/test.sh": SNAPSHOT_TEST, "solution/solve.sh": "true\n"})
+    loaded = load_task(task)
+    assert loaded.memory_mb == 2048  # Harbor's deprecated memory = "2G", converted as Harbor does
+    not_applied = [
+        "[environment].mcp_servers (search): not configured for the agent",
+        "[environment].skills_dir: not copied into the agent's configuration",
+        "[environment].allowed_hosts: no allowlist is enforced; the network is none, or with --sandbox-net host all of it",
+        "[agent].network_mode: every phase gets the environment's network",
+        "[verifier].collect[1]: service 'db' (compose services are not run)",
+    ]
+    assert loaded.not_applied == tuple(not_applied)
+    _, problems, notices = check_folder(task)
+    assert problems == [] and [n for n in notices if "not applied" in n] == [
+        f"{task}/task.toml: not applied: {w}" for w in not_applied
+    ]
+    result = trial(task, "oracle", tmp_path)
+    assert (result.status, result.score) == ("passed", 1.0), result  # the main container's collect hook ran
+    assert result.environment["not_applied"] == "; ".join(not_applied)
+    assert result.environment["user_not_applied"] == "oracle as '1000'; verifier as '2000'"
+
+
+@needs_bwrap
+def test_a_task_asking_for_a_gpu_is_environment_unsatisfied_and_validate_tasks_says_so(tmp_path: Path) -> None:
+    task = write_task(
+        tmp_path / "gpu",
+        "[environment]\ngpus = 1\ngpu_types = ['H100']\n",
+        **{"tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n", "solution/solve.sh": "true\n"},
+    )
+    result = trial(task, "nop", tmp_path)
+    assert (result.status, result.error_kind) == ("error", "environment-unsatisfied")
+    assert result.missing == ["[environment].gpus = 1: waza gives no GPU to a task's environment"]
+    verdict = anyio.run(lambda: validate_task(load_task(task), env_kind="host", work_dir=tmp_path / "validate"))
+    assert (verdict.verdict, verdict.missing) == ("environment-unsatisfied", result.missing)
+
+
+@pytest.mark.parametrize(
+    ("toml", "field", "message"),
+    [
+        ("[environment]\nmemory = '2G'\nmemory_mb = 1000\n", "environment.memory", "'2G' (2048 MB) contradicts"),
+        ("[environment]\nstorage = 'lots'\n", "environment.storage", "is not a size"),
+        ("[verifier]\nenvironment_mode = 'elsewhere'\n", "verifier.environment_mode", "Invalid enum value"),
+        ("[verifier]\nenvironment_mode = 'shared'\n[verifier.environment]\ncpus = 1\n", "verifier.environment", "shared"),
+    ],
+)
+def test_contradictory_or_malformed_keys_are_located_errors(tmp_path: Path, toml: str, field: str, message: str) -> None:
+    task = write_task(tmp_path / "bad", toml, **{"tests/test.sh": "true\n"})
+    with pytest.raises(ConfigError) as caught:
+        load_task(task)
+    assert caught.value.field == field and message in caught.value.message, caught.value
+
+
+# --- a verifier in an environment of its own ------------------------------------------------------------------------
+
+SEPARATE = """
+artifacts = ["out/result.txt"]
+[verifier]
+environment_mode = "separate"
+timeout_sec = 60.0
+[environment]
+network_mode = "no-network"
+"""
+# The agent's answer reaches the verifier through /logs/artifacts and the declared artifact; nothing else of the
+# agent's workspace does (the verifier's is fresh, from the environment's own files).
+SEPARATE_SOLVE = "echo 42 > /logs/artifacts/answer.txt\nmkdir -p out && echo yes > out/result.txt\necho junk > /app/scratch\n"
+SEPARATE_TEST = """#!/bin/bash
+if [ "$(cat /logs/artifacts/answer.txt)" = 42 ] && [ "$(cat /app/out/result.txt)" = yes ] && [ ! -e /app/scratch ] && [ -e /app/seed.txt ]; then
+  echo 1 > /logs/verifier/reward.txt
+else
+  ls -la /app /logs/artifacts; echo 0 > /logs/verifier/reward.txt
+fi
+"""
+
+
+@needs_bwrap
+def test_a_separate_verifier_under_host_gets_a_fresh_workspace_and_the_agent_s_artifacts(tmp_path: Path) -> None:
+    task = write_task(
+        tmp_path / "apart",
+        SEPARATE,
+        dockerfile="FROM debian:12-slim\nWORKDIR /app\nCOPY seed.txt /app/\n",
+        **{"environment/seed.txt": "seed\n", "tests/test.sh": SEPARATE_TEST, "solution/solve.sh": SEPARATE_SOLVE},
+    )
+    assert load_task(task).steps[0].verifier_environment is not None
+    result = trial(task, "oracle", tmp_path)
+    assert (result.status, result.score) == ("passed", 1.0), result.steps[0].verifier_output
+    assert result.environment["verifier"] == "separate environment (a fresh copy of the task's environment)"
+    assert result.environment["verifier kind"] == "host" and result.steps[0].artifacts == ["artifacts/out/result.txt"]
+    verdict = anyio.run(lambda: validate_task(load_task(task), env_kind="host", work_dir=tmp_path / "validate"))
+    assert (verdict.verdict, verdict.nop) == ("ok", {"status": "failed", "score": 0.0})
+
+
+@needs_bwrap
+def test_a_verifier_image_with_its_tests_inside_is_unsatisfied_under_host_before_the_agent_runs(tmp_path: Path) -> None:
+    task = write_task(
+        tmp_path / "bundled",
+        "[verifier]\nenvironment_mode = 'separate'\n",
+        **{"tests/test.sh": SEPARATE_TEST, "tests/Dockerfile": "FROM debian:12-slim\nCOPY test.sh /tests/\n"},
+    )
+    result = trial(task, "nop", tmp_path)
+    assert (result.error_kind, result.steps) == ("environment-unsatisfied", [])
+    assert result.missing == [
+        "a verifier image with its tests inside (tests/Dockerfile): --env host runs no image (--env docker does)"
+    ]

@@ -93,6 +93,8 @@ class HostEnvironment(Environment):
             folder.mkdir(parents=True, exist_ok=True)
         missing: list[str] = []
         not_run: list[str] = []
+        if self.spec.dockerfile is None and self.spec.image is not None:
+            self._facts["base_image"] = f"{self.spec.image} (replaced by the host's system)"
         if self.spec.dockerfile is not None:
             parsed = dockerfile.parse(self.spec.dockerfile, self.spec.workdir)
             self._env.update(parsed.env)
@@ -151,10 +153,26 @@ class HostEnvironment(Environment):
         return None
 
     def command(
-        self, argv: Sequence[str], *, phase: Phase, env: Mapping[str, str], mounts: Mapping[str, Path] | None = None
+        self,
+        argv: Sequence[str],
+        *,
+        phase: Phase,
+        env: Mapping[str, str],
+        mounts: Mapping[str, Path] | None = None,
+        user: str | None = None,
     ) -> tuple[list[str], dict[str, str]]:
+        self._as(phase, user)
         # secret-like variables are dropped from what the caller passes too (an adapter passes os.environ)
         return self._wrapped(argv, phase, sandbox_env(self.policy, env), mounts)
+
+    def _as(self, phase: Phase, user: str | None) -> None:
+        """Name a user the task asks for: bubblewrap over the host's system runs every command as waza's
+        own user (the task's users are made by its Dockerfile, which is not run here)."""
+        if user is not None:
+            said = self._facts.get("user_not_applied", "")
+            entry = f"{phase} as {user!r}"
+            if entry not in said.split("; "):
+                self._facts["user_not_applied"] = f"{said}; {entry}" if said else entry
 
     def _wrapped(
         self, argv: Sequence[str], phase: Phase, env: Mapping[str, str], mounts: Mapping[str, Path] | None
@@ -178,7 +196,9 @@ class HostEnvironment(Environment):
         env: Mapping[str, str],
         timeout: float | None,
         mounts: Mapping[str, Path] | None = None,
+        user: str | None = None,
     ) -> Completed:
+        self._as(phase, user)
         if phase == "verifier":
             shutil.rmtree(self.logs / "verifier", ignore_errors=True)
             (self.logs / "verifier").mkdir(parents=True)

@@ -81,6 +81,12 @@ def resolve_task(task: BenchTask, environ: Mapping[str, str]) -> tuple[BenchTask
         msgspec.structs.replace(
             step,
             verifier_env=_resolve(step.verifier_env, _verifier_table(step.name), environ, used, missing),
+            verifier_environment=None
+            if step.verifier_environment is None
+            else msgspec.structs.replace(
+                step.verifier_environment,
+                env=_resolve(step.verifier_environment.env, "verifier.environment.env", environ, used, missing),
+            ),
         )
         for step in task.steps
     )
@@ -93,4 +99,6 @@ def task_templates(task: BenchTask) -> list[Template]:
     found = templates(task.environment_env, "environment.env") + templates(task.solution_env, "solution.env")
     for step in task.steps:
         found += templates(step.verifier_env, _verifier_table(step.name))
+        if step.verifier_environment is not None:
+            found += templates(step.verifier_environment.env, "verifier.environment.env")
     return list(dict.fromkeys(found))
