@@ -263,3 +263,63 @@ def test_a_verifier_image_with_its_tests_inside_is_unsatisfied_under_host_before
     assert result.missing == [
         "a verifier image with its tests inside (tests/Dockerfile): --env host runs no image (--env docker does)"
     ]
+
+
+HIDDEN_TEST = """#!/bin/bash
+# Runs in the verifier's own image: the expected answer is baked there, never shown to the agent.
+if [ "$(cat /logs/artifacts/answer.txt)" = "$(cat /opt/hidden/expected)" ] && [ "$(cat /logs/artifacts/leak)" = none ] \\
+   && [ "$(cat /logs/artifacts/uid)" = 1000 ] && [ "$(id -u)" = 2000 ] && [ ! -e /app/scratch ]; then
+  echo 1 > /logs/verifier/reward.txt
+else
+  echo "answer=$(cat /logs/artifacts/answer.txt) leak=$(cat /logs/artifacts/leak) uid=$(cat /logs/artifacts/uid) me=$(id -u)"
+  echo 0 > /logs/verifier/reward.txt
+fi
+"""
+HIDDEN_SOLVE = """echo 42 > /logs/artifacts/answer.txt
+cat /opt/hidden/expected > /logs/artifacts/leak 2>/dev/null || echo none > /logs/artifacts/leak
+id -u > /logs/artifacts/uid
+echo junk > /tmp/scratch
+"""
+
+
+def test_a_separate_verifier_under_docker_runs_in_the_image_built_from_tests_as_the_task_s_users(
+    tmp_path: Path, base_image: str
+) -> None:
+    """tests/Dockerfile bakes a hidden answer and the tests; the agent (as uid 1000) only leaves an artifact;
+    the verifier (as uid 2000) sees it in its own container. validate-tasks classifies the task ok."""
+    task = write_task(
+        tmp_path / "hidden",
+        "[agent]\nuser = 1000\n[verifier]\nuser = 2000\nenvironment_mode = 'separate'\n",
+        dockerfile="FROM ubuntu:24.04\nWORKDIR /app\n",
+        **{
+            "tests/test.sh": HIDDEN_TEST,
+            "tests/Dockerfile": "FROM ubuntu:24.04\nRUN mkdir -p /opt/hidden /app && echo 42 > /opt/hidden/expected\n"
+            "COPY test.sh /tests/test.sh\nWORKDIR /app\n",
+            "solution/solve.sh": HIDDEN_SOLVE,
+        },
+    )
+    images = {"ubuntu:24.04": base_image}
+    verdict = anyio.run(lambda: validate_task(load_task(task), env_kind="docker", work_dir=tmp_path / "v", base_images=images))
+    assert (verdict.verdict, verdict.oracle, verdict.nop) == (
+        "ok",
+        {"status": "passed", "score": 1.0},
+        {"status": "failed", "score": 0.0},
+    ), verdict
+    oracle = tmp_path / "v" / "oracle"
+    assert (oracle / "logs" / "artifacts" / "answer.txt").read_text() == "42\n"  # kept as evidence
+    assert (oracle / "verifier-env" / "logs" / "verifier" / "reward.txt").read_text() == "1\n"
+
+
+@needs_bwrap
+def test_an_artifact_s_exclude_patterns_leave_entries_out(tmp_path: Path) -> None:
+    task = write_task(
+        tmp_path / "exclude",
+        'artifacts = [{source = "out", exclude = ["*.tmp", "cache"]}]\n',
+        **{
+            "tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
+            "solution/solve.sh": "mkdir -p out/cache out/keep && touch out/a.txt out/b.tmp out/cache/x out/keep/c.tmp\n",
+        },
+    )
+    result = trial(task, "oracle", tmp_path)
+    kept = tmp_path / "oracle-host" / "artifacts" / "out"
+    assert result.status == "passed" and sorted(p.relative_to(kept).as_posix() for p in kept.rglob("*")) == ["a.txt", "keep"]

@@ -94,11 +94,14 @@ class Healthcheck(msgspec.Struct, frozen=True, omit_defaults=True):
 
 class Artifact(msgspec.Struct, frozen=True, omit_defaults=True):
     """A file or folder of the environment kept after verification: ``source`` is its path inside,
-    ``destination`` where it goes under the trial's artifacts folder (default: ``source`` made relative)."""
+    ``destination`` where it goes under the trial's artifacts folder (default: ``source`` made relative);
+    ``exclude``: glob patterns of a folder's entries left out (as tar's ``--exclude``: a pattern matches an
+    entry's name or its path inside the folder)."""
 
     source: str
     destination: str | None = None
     service: str | None = None
+    exclude: tuple[str, ...] = ()
 
 
 class HarborSolution(msgspec.Struct, omit_defaults=True):

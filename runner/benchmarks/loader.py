@@ -199,7 +199,7 @@ def _artifacts(path: Path, listed: list[str | Artifact], field: str) -> tuple[Ar
             raise ConfigError(
                 f"service {one.service!r}: compose environments are not supported", source=str(path / HARBOR_FILE), field=where
             )
-        out.append(Artifact(source=one.source, destination=destination))
+        out.append(Artifact(source=one.source, destination=destination, exclude=one.exclude))
     return tuple(out)
 
 

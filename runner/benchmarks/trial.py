@@ -16,6 +16,7 @@ agent the environment confines (exec, headless CLIs, ACP).
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import os
 import posixpath
@@ -312,10 +313,27 @@ async def _collect(env: Environment, step: TaskStep, out: BenchmarkStep) -> list
         rel = base / (artifact.destination or artifact.source.lstrip("/"))
         problem = await env.collect(artifact.source, env.trial_dir / rel)
         if problem is None:
+            _exclude(env.trial_dir / rel, artifact.exclude)
             out.artifacts.append(rel.as_posix())
         else:
             warnings.append(f"artifact {artifact.source!r} not collected: {problem}")
     return warnings
+
+
+def _exclude(folder: Path, patterns: tuple[str, ...]) -> None:
+    """Remove a collected folder's entries that an artifact's ``exclude`` names (by name or by path inside)."""
+    if not patterns or folder.is_symlink() or not folder.is_dir():
+        return
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        for name in [*dirs, *files]:
+            path = Path(root, name)
+            rel = path.relative_to(folder).as_posix()
+            if any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(rel, p) for p in patterns):
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                    dirs.remove(name)
+                else:
+                    path.unlink()
 
 
 def _below_min_reward(step: TaskStep, reward: Reward) -> str | None:
