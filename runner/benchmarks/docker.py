@@ -168,6 +168,7 @@ def base_images_of(text: str) -> list[str]:
 
 class DockerEnvironment(Environment):
     kind = "docker"
+    runs_images = True
 
     def __init__(self, spec: EnvironmentSpec, trial_dir: Path) -> None:
         super().__init__(spec, trial_dir)
@@ -198,8 +199,10 @@ class DockerEnvironment(Environment):
         if self._program is None:
             raise EnvironmentUnsatisfied([f"a container engine ({self._version})"])
         # the workspace is the container's WORKDIR; the host folder is only where the engine's client runs
-        for folder in (self.logs / "agent", self.logs / "verifier", self.workspace):
+        for folder in (self.logs / "agent", self.logs / "verifier", self.logs / "artifacts", self.workspace):
             folder.mkdir(parents=True, exist_ok=True)
+        for name in ("agent", "verifier", "artifacts"):  # writable by the task's [agent].user and [verifier].user
+            (self.logs / name).chmod(0o777)
         self.image = await self.build()
         self._facts["network"] = self.spec.network
         create = ["run", "-d", "--name", f"waza-{uuid.uuid4().hex[:16]}", "--label", "waza.trial=1"]
@@ -211,6 +214,7 @@ class DockerEnvironment(Environment):
             create += ["--memory", f"{self.spec.memory_mb}m"]
             self._facts["memory_mb"] = str(self.spec.memory_mb)
         create += ["-v", f"{self.logs / 'agent'}:/logs/agent", "-v", f"{self.logs / 'verifier'}:/logs/verifier"]
+        create += ["-v", f"{self.logs / 'artifacts'}:/logs/artifacts"]
         if self.spec.network != "host":
             create += await self._prepared_mount()
             if any(m == "npm" and has_npm(n) for m, n in self.spec.verifier_needs):
@@ -304,7 +308,12 @@ class DockerEnvironment(Environment):
         if self._program is None:
             raise EnvironmentUnsatisfied([f"a container engine ({self._version})"])
         context = self.spec.environment_dir
-        if context is None or not (context / "Dockerfile").is_file():
+        has_dockerfile = context is not None and (context / "Dockerfile").is_file()
+        if self.spec.image is not None:
+            prebuilt = await self._prebuilt(self.spec.image, fallback=has_dockerfile)
+            if prebuilt is not None:
+                return prebuilt
+        if context is None or not has_dockerfile:
             found = "a compose file" if context and any(context.glob("*compose*.y*ml")) else "no Dockerfile"
             raise EnvironmentUnsatisfied([f"a Dockerfile in the task's environment ({found})"])
         text, replaced = rewrite_from((context / "Dockerfile").read_text(encoding="utf-8"), self.spec.base_images)
@@ -336,24 +345,51 @@ class DockerEnvironment(Environment):
         self._facts.update(image=tag, image_built="yes")
         return tag
 
-    def _exec_argv(self, argv: Sequence[str], env: Mapping[str, str], phase: Phase) -> list[str]:
+    async def _prebuilt(self, image: str, *, fallback: bool) -> str | None:
+        """The task's ``docker_image`` (mapped by ``--base-image`` when it is), as Harbor prefers it to
+        building: found in the engine, or pulled when the network is allowed; None when it cannot be had and
+        the Dockerfile is built instead (``fallback``, said in the facts), else unsatisfied, naming it."""
+        local = self.spec.base_images.get(image, image)
+        found = (await self._engine("image", "inspect", "--format", "{{.Id}}", local))[0] == 0
+        if not found and self.spec.network == "host":
+            found = (await self._engine("pull", local, timeout=self.spec.build_timeout_sec))[0] == 0
+        if found:
+            self._facts.update(image=local, image_built="no (the task's docker_image)")
+            if local != image:
+                self._facts[f"base_image {image}"] = f"replaced by {local} (--base-image)"
+            return local
+        why = f"{local!r} is not in the engine and none is pulled offline"
+        if fallback:
+            self._facts["docker_image"] = f"{why}: environment/Dockerfile built instead"
+            return None
+        raise EnvironmentUnsatisfied([f"the image {why} ([environment].docker_image; map it: --base-image {image}=LOCAL)"])
+
+    def _exec_argv(self, argv: Sequence[str], env: Mapping[str, str], phase: Phase, user: str | None) -> list[str]:
         assert self._program is not None and self._container is not None  # start() ran: the interface's order
         names = [arg for key in env for arg in ("-e", key)]  # values pass through the client's environment
         if phase == "agent" and self._relay is not None:  # the agent's loopback gets the host's ports, relayed
             ports = ",".join(str(p) for p in self.spec.ports)
             argv = ["python3", "-I", "-S", RELAY_SCRIPT, RELAY_MOUNT, ports, "--", *argv]
-        return [self._program, "exec", "-i", "-w", self.spec.workdir, *names, self._container, *argv]
+        as_user = ["--user", user] if user is not None else []
+        return [self._program, "exec", "-i", *as_user, "-w", self.spec.workdir, *names, self._container, *argv]
 
     def _copy_argvs(self, mounts: Mapping[str, Path]) -> list[list[str]]:
         assert self._program is not None and self._container is not None
         out: list[list[str]] = []
         for place, source in mounts.items():
-            out.append([self._program, "exec", self._container, "rm", "-rf", place])
+            clear = 'rm -rf -- "$1" && mkdir -p -- "${1%/*}/"'  # the place's folder made (an artifact's, say)
+            out.append([self._program, "exec", self._container, "sh", "-c", clear, "sh", place])
             out.append([self._program, "cp", f"{source}/." if source.is_dir() else str(source), f"{self._container}:{place}"])
         return out
 
     def command(
-        self, argv: Sequence[str], *, phase: Phase, env: Mapping[str, str], mounts: Mapping[str, Path] | None = None
+        self,
+        argv: Sequence[str],
+        *,
+        phase: Phase,
+        env: Mapping[str, str],
+        mounts: Mapping[str, Path] | None = None,
+        user: str | None = None,
     ) -> tuple[list[str], dict[str, str]]:
         for copy in self._copy_argvs(mounts or {}):
             done = subprocess.run(copy, capture_output=True, timeout=ENGINE_TIMEOUT, check=False)
@@ -363,7 +399,7 @@ class DockerEnvironment(Environment):
         # host's own environment (its PATH, HOME, secrets): an adapter hands over os.environ plus its own.
         kept = set(self.spec.keep_env)
         inside = {**self.spec.env, **{k: v for k, v in env.items() if k in kept or os.environ.get(k) != v}}
-        return self._exec_argv(self._shown_program(argv), inside, phase), {**os.environ, **inside}
+        return self._exec_argv(self._shown_program(argv), inside, phase, user), {**os.environ, **inside}
 
     def _shown_program(self, argv: Sequence[str]) -> list[str]:
         """``argv`` with a bare program name that the host finds in an installation shown read-only (an
@@ -388,6 +424,7 @@ class DockerEnvironment(Environment):
         env: Mapping[str, str],
         timeout: float | None,
         mounts: Mapping[str, Path] | None = None,
+        user: str | None = None,
     ) -> Completed:
         await self._sweep()
         if phase == "verifier":
@@ -398,7 +435,7 @@ class DockerEnvironment(Environment):
                 raise OSError(f"{copy[-1]} could not be copied into the container: {output.strip()[-300:]}")
         merged = {**self.spec.env, **env}
         done = await run_once(
-            self._exec_argv(argv, merged, phase), env={**os.environ, **merged}, timeout=timeout, stdout_limit=OUTPUT_LIMIT
+            self._exec_argv(argv, merged, phase, user), env={**os.environ, **merged}, timeout=timeout, stdout_limit=OUTPUT_LIMIT
         )
         await self._sweep()
         for place in mounts or {}:

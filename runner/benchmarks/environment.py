@@ -93,7 +93,9 @@ class EnvironmentSpec(msgspec.Struct, frozen=True):
     ``verifier_needs`` the packages the verifier's scripts install at test time,
     as ``(manager, name)`` (``apt``, ``pip``, ``npm``, ``uv``): offline, each
     must already be there. ``base_images`` maps a ``FROM`` image to a local one
-    that replaces it, for engines that build (``--base-image``).
+    that replaces it, for engines that build (``--base-image``). ``image`` is
+    a ready image the task names (``docker_image``), used instead of building
+    where the engine has it.
     """
 
     task_dir: Path
@@ -111,6 +113,7 @@ class EnvironmentSpec(msgspec.Struct, frozen=True):
     keep_env: tuple[str, ...] = ()
     verifier_needs: tuple[tuple[str, str], ...] = ()
     base_images: Mapping[str, str] = msgspec.field(default_factory=dict)
+    image: str | None = None
 
 
 class Completed(msgspec.Struct, frozen=True):
@@ -133,6 +136,8 @@ class Environment(abc.ABC):
     """
 
     kind: ClassVar[str]
+    #: Whether it runs a task's image (it can run a verifier whose tests are inside its image).
+    runs_images: ClassVar[bool] = False
 
     def __init__(self, spec: EnvironmentSpec, trial_dir: Path) -> None:
         self.spec = spec
@@ -156,10 +161,17 @@ class Environment(abc.ABC):
 
     @abc.abstractmethod
     def command(
-        self, argv: Sequence[str], *, phase: Phase, env: Mapping[str, str], mounts: Mapping[str, Path] | None = None
+        self,
+        argv: Sequence[str],
+        *,
+        phase: Phase,
+        env: Mapping[str, str],
+        mounts: Mapping[str, Path] | None = None,
+        user: str | None = None,
     ) -> tuple[list[str], dict[str, str]]:
         """The host command line and environment that run ``argv`` inside, in ``WORKDIR``, with the phase's
-        mounts: for an adapter that starts (and talks to) its agent itself."""
+        mounts: for an adapter that starts (and talks to) its agent itself. ``user`` (a name or a uid) is
+        whom it runs as (``[agent].user``); a kind that cannot switch users says so in :meth:`facts`."""
 
     @abc.abstractmethod
     async def exec(
@@ -170,12 +182,13 @@ class Environment(abc.ABC):
         env: Mapping[str, str],
         timeout: float | None,
         mounts: Mapping[str, Path] | None = None,
+        user: str | None = None,
     ) -> Completed:
         """Run ``argv`` inside to the end of its whole process tree, or kill it all at ``timeout`` seconds.
 
         ``mounts`` shows host folders (staged copies waza made) at absolute places
         for this command only: ``/tests`` for the verifier, ``/solution`` for the
-        oracle. Before a ``verifier`` phase, ``logs/verifier`` is emptied."""
+        oracle. Before a ``verifier`` phase, ``logs/verifier`` is emptied. ``user``: as for :meth:`command`."""
 
     @abc.abstractmethod
     async def collect(self, source: str, dest: Path) -> str | None:

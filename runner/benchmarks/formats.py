@@ -15,6 +15,7 @@ import msgspec
 
 __all__ = [
     "Artifact",
+    "CollectHook",
     "HarborAgent",
     "HarborConfig",
     "HarborEnvironment",
@@ -36,15 +37,25 @@ class HarborAgent(msgspec.Struct, omit_defaults=True):
     allowed_hosts: list[str] | None = None
 
 
+class CollectHook(msgspec.Struct, frozen=True, omit_defaults=True):
+    """``[[verifier.collect]]``: a shell line run after the agent, before artifacts are collected (to
+    snapshot state into files); best effort, as Harbor runs it."""
+
+    command: str
+    service: str = "main"
+    timeout_sec: float = 60.0
+    user: str | int | None = None
+
+
 class HarborVerifier(msgspec.Struct, omit_defaults=True):
     timeout_sec: float = 600.0
     env: dict[str, str] = msgspec.field(default_factory=dict)
     user: str | int | None = None
     network_mode: NetworkMode | None = None
     allowed_hosts: list[str] | None = None
-    environment_mode: str | None = None
-    environment: dict[str, Any] | None = None
-    collect: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    environment_mode: Literal["shared", "separate"] | None = None
+    environment: HarborEnvironment | None = None
+    collect: list[CollectHook] = msgspec.field(default_factory=list)
 
 
 class HarborEnvironment(msgspec.Struct, omit_defaults=True):
@@ -83,11 +94,14 @@ class Healthcheck(msgspec.Struct, frozen=True, omit_defaults=True):
 
 class Artifact(msgspec.Struct, frozen=True, omit_defaults=True):
     """A file or folder of the environment kept after verification: ``source`` is its path inside,
-    ``destination`` where it goes under the trial's artifacts folder (default: ``source`` made relative)."""
+    ``destination`` where it goes under the trial's artifacts folder (default: ``source`` made relative);
+    ``exclude``: glob patterns of a folder's entries left out (as tar's ``--exclude``: a pattern matches an
+    entry's name or its path inside the folder)."""
 
     source: str
     destination: str | None = None
     service: str | None = None
+    exclude: tuple[str, ...] = ()
 
 
 class HarborSolution(msgspec.Struct, omit_defaults=True):
@@ -140,7 +154,7 @@ class TerminalBenchConfig(msgspec.Struct, omit_defaults=True):
 
 
 #: Sections whose keys are free-form (they are the task's own data).
-_FREE = {"metadata", "task", "env", "tpu", "environment", "collect", "mcp_servers"}
+_FREE = {"metadata", "task", "env", "tpu", "mcp_servers"}
 
 
 def known_keys(raw: Any, model: type[msgspec.Struct], where: str = "") -> list[str]:

@@ -96,10 +96,12 @@ class HostEnvironment(Environment):
         return dict(self._facts)
 
     async def start(self) -> None:
-        for folder in (self.workspace, self.logs / "agent", self.logs / "verifier"):
+        for folder in (self.workspace, self.logs / "agent", self.logs / "verifier", self.logs / "artifacts"):
             folder.mkdir(parents=True, exist_ok=True)
         missing: list[str] = []
         not_run: list[str] = []
+        if self.spec.dockerfile is None and self.spec.image is not None:
+            self._facts["base_image"] = f"{self.spec.image} (replaced by the host's system)"
         if self.spec.dockerfile is not None:
             parsed = dockerfile.parse(self.spec.dockerfile, self.spec.workdir)
             self._env.update(parsed.env)
@@ -172,11 +174,34 @@ class HostEnvironment(Environment):
         return None
 
     def command(
-        self, argv: Sequence[str], *, phase: Phase, env: Mapping[str, str], mounts: Mapping[str, Path] | None = None
+        self,
+        argv: Sequence[str],
+        *,
+        phase: Phase,
+        env: Mapping[str, str],
+        mounts: Mapping[str, Path] | None = None,
+        user: str | None = None,
+    ) -> tuple[list[str], dict[str, str]]:
+        self._as(phase, user)
+        # secret-like variables are dropped from what the caller passes too (an adapter passes os.environ)
+        return self._wrapped(argv, phase, sandbox_env(self.policy, env), mounts)
+
+    def _as(self, phase: Phase, user: str | None) -> None:
+        """Name a user the task asks for: bubblewrap over the host's system runs every command as waza's
+        own user (the task's users are made by its Dockerfile, which is not run here)."""
+        if user is not None:
+            said = self._facts.get("user_not_applied", "")
+            entry = f"{phase} as {user!r}"
+            if entry not in said.split("; "):
+                self._facts["user_not_applied"] = f"{said}; {entry}" if said else entry
+
+    def _wrapped(
+        self, argv: Sequence[str], phase: Phase, env: Mapping[str, str], mounts: Mapping[str, Path] | None
     ) -> tuple[list[str], dict[str, str]]:
         binds: list[tuple[Path, str, bool]] = [
             (self.workspace, self.spec.workdir, True),
             (self.logs / "agent", "/logs/agent", True),
+            (self.logs / "artifacts", "/logs/artifacts", True),
         ]
         if phase == "verifier":
             binds.append((self.logs / "verifier", "/logs/verifier", True))
@@ -186,8 +211,7 @@ class HostEnvironment(Environment):
         if "npm_config_cache" in self._prepared:
             binds.append((self.trial_dir / "npm", NPM_MOUNT, True))
         wrapped = wrap_command(argv, self.policy, self.workspace, self._relay, mounts=binds, chdir=self.spec.workdir)
-        # secret-like variables are dropped from what the caller passes too (an adapter passes os.environ)
-        merged = {**sandbox_env(self.policy, os.environ), **self._env, **sandbox_env(self.policy, env)}
+        merged = {**sandbox_env(self.policy, os.environ), **self._env, **env}
         if self._prepared:  # every phase, as a container's variables are; prepared programs after the caller's PATH
             merged |= {**self._prepared, "PATH": ":".join([merged.get("PATH") or os.defpath, *self._path_tail])}
         return wrapped, merged
@@ -200,11 +224,14 @@ class HostEnvironment(Environment):
         env: Mapping[str, str],
         timeout: float | None,
         mounts: Mapping[str, Path] | None = None,
+        user: str | None = None,
     ) -> Completed:
+        self._as(phase, user)
         if phase == "verifier":
             shutil.rmtree(self.logs / "verifier", ignore_errors=True)
             (self.logs / "verifier").mkdir(parents=True)
-        wrapped, merged = self.command(argv, phase=phase, env=env, mounts=mounts)
+        # ``env`` is the task's own (its [verifier.env], [solution.env]): kept whole, a judge's key included
+        wrapped, merged = self._wrapped(argv, phase, env, mounts)
         done = await run_once(wrapped, cwd=self.workspace, env=merged, timeout=timeout, stdout_limit=OUTPUT_LIMIT)
         output = done.stdout.decode("utf-8", "replace") + done.stderr_tail
         return Completed(exit_code=done.code, timed_out=done.timed_out, output=output, seconds=round(done.duration_ms / 1000, 3))

@@ -9,6 +9,7 @@ ConfigError naming the file and the key; :func:`check_folder` collects them all
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 import tomllib
@@ -21,8 +22,18 @@ import yaml
 
 from waza.protocol.errors import ConfigError
 from waza.runner.benchmarks import dockerfile, task_files
-from waza.runner.benchmarks.formats import Artifact, HarborConfig, HarborStep, TerminalBenchConfig, known_keys
-from waza.runner.benchmarks.tasks import BenchTask, TaskStep
+from waza.runner.benchmarks.formats import (
+    Artifact,
+    CollectHook,
+    HarborAgent,
+    HarborConfig,
+    HarborStep,
+    HarborVerifier,
+    TerminalBenchConfig,
+    known_keys,
+)
+from waza.runner.benchmarks.host_vars import task_templates
+from waza.runner.benchmarks.tasks import BenchTask, TaskStep, VerifierEnvironment
 
 __all__ = ["HARBOR_FILE", "TB1_FILE", "check_folder", "is_benchmark", "load_folder", "load_task"]
 
@@ -87,6 +98,7 @@ def _harbor(path: Path) -> BenchTask:
     elif not env.docker_image:
         raise ConfigError("is missing (and task.toml names no [environment].docker_image)", source=str(path / "environment"))
     workdir = env.workdir or (dockerfile.parse(text).workdir if text is not None else DEFAULT_WORKDIR)
+    refused, not_applied = _not_given(config)
     steps = _harbor_steps(path, config)
     tags = config.metadata.get("tags", [])
     return BenchTask(
@@ -104,8 +116,8 @@ def _harbor(path: Path) -> BenchTask:
         metadata=config.metadata,
         docker_image=env.docker_image,
         cpus=env.cpus,
-        memory_mb=env.memory_mb,
-        storage_mb=env.storage_mb,
+        memory_mb=_megabytes(env.memory_mb, env.memory, source, "environment.memory"),
+        storage_mb=_megabytes(env.storage_mb, env.storage, source, "environment.storage"),
         build_timeout_sec=env.build_timeout_sec,
         environment_env=env.env,
         solution_env=config.solution.env,
@@ -113,7 +125,63 @@ def _harbor(path: Path) -> BenchTask:
         healthcheck=env.healthcheck,
         compose_file=compose,
         unknown_keys=tuple(known_keys(raw, HarborConfig)),
+        refused=refused,
+        not_applied=not_applied,
     )
+
+
+def _megabytes(mb: int | None, legacy: str | None, source: Path, field: str) -> int | None:
+    """``memory_mb`` (``storage_mb``), or Harbor's deprecated ``memory = "2G"`` (``storage``) converted as Harbor
+    does (G, M, K suffixes); both given and different is an error, as in Harbor."""
+    if legacy is None:
+        return mb
+    text = legacy.strip().upper()
+    scale = {"G": 1024.0, "M": 1.0, "K": 1 / 1024}.get(text[-1:])
+    try:
+        value = int(float(text[:-1]) * scale) if scale is not None else None
+    except ValueError:
+        value = None
+    if value is None:
+        raise ConfigError(f"{legacy!r} is not a size like '2G' or '512M'", source=str(source), field=field)
+    if mb is not None and mb != value:
+        raise ConfigError(f"{legacy!r} ({value} MB) contradicts {field}_mb = {mb}", source=str(source), field=field)
+    return value
+
+
+def _not_given(config: HarborConfig) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What the task asks that waza never gives (its trials are environment-unsatisfied), and the keys waza
+    reads but does not apply (each named in ``waza check`` and in every result): never silently dropped."""
+    refused: list[str] = []
+    not_applied: list[str] = []
+    environments = [("environment", config.environment)]
+    verifiers = [("verifier", config.verifier)] + [(f"steps[{i}].verifier", s.verifier) for i, s in enumerate(config.steps or [])]
+    environments += [(f"{where}.environment", v.environment) for where, v in verifiers if v.environment is not None]
+    for where, env in environments:
+        if env.gpus:
+            refused.append(f"[{where}].gpus = {env.gpus}: waza gives no GPU to a task's environment")
+        elif env.gpu_types:
+            not_applied.append(f"[{where}].gpu_types: no GPU is asked (gpus is 0 or unset), so no type is chosen")
+        if env.tpu is not None:
+            refused.append(f"[{where}].tpu: waza gives no TPU to a task's environment")
+        if env.mcp_servers:
+            names = ", ".join(str(s.get("name", "?")) for s in env.mcp_servers)
+            not_applied.append(f"[{where}].mcp_servers ({names}): not configured for the agent")
+        if env.skills_dir is not None:
+            not_applied.append(f"[{where}].skills_dir: not copied into the agent's configuration")
+        if env.network_mode == "allowlist" or env.allowed_hosts:
+            not_applied.append(
+                f"[{where}].allowed_hosts: no allowlist is enforced; the network is none, or with --sandbox-net host all of it"
+            )
+    phases: list[tuple[str, HarborAgent | HarborVerifier]] = [("agent", config.agent), *verifiers]
+    phases += [(f"steps[{i}].agent", s.agent) for i, s in enumerate(config.steps or [])]
+    for where, phase in phases:
+        if phase.network_mode is not None or phase.allowed_hosts:
+            not_applied.append(f"[{where}].network_mode: every phase gets the environment's network")
+    for where, verifier in verifiers:
+        for index, hook in enumerate(verifier.collect):
+            if hook.service != "main":
+                not_applied.append(f"[{where}].collect[{index}]: service {hook.service!r} (compose services are not run)")
+    return tuple(refused), tuple(dict.fromkeys(not_applied))
 
 
 def _artifacts(path: Path, listed: list[str | Artifact], field: str) -> tuple[Artifact, ...]:
@@ -131,7 +199,7 @@ def _artifacts(path: Path, listed: list[str | Artifact], field: str) -> tuple[Ar
             raise ConfigError(
                 f"service {one.service!r}: compose environments are not supported", source=str(path / HARBOR_FILE), field=where
             )
-        out.append(Artifact(source=one.source, destination=destination))
+        out.append(Artifact(source=one.source, destination=destination, exclude=one.exclude))
     return tuple(out)
 
 
@@ -160,6 +228,10 @@ def _harbor_steps(path: Path, config: HarborConfig) -> tuple[TaskStep, ...]:
                 verifier_timeout=config.verifier.timeout_sec,
                 verifier_env=config.verifier.env,
                 artifacts=_artifacts(path, config.artifacts, "artifacts"),
+                agent_user=_user(config.agent.user),
+                verifier_user=_user(config.verifier.user),
+                collect=_main_hooks(config.verifier.collect),
+                verifier_environment=_verifier_environment(path, config, None, 0),
             ),
         )
     seen: set[str] = set()
@@ -195,7 +267,89 @@ def _harbor_step(path: Path, config: HarborConfig, step: HarborStep, index: int,
         min_reward={"reward": float(step.min_reward)} if isinstance(step.min_reward, int | float) else step.min_reward,
         healthcheck=step.healthcheck,
         artifacts=_artifacts(path, config.artifacts, "artifacts") + _artifacts(path, step.artifacts, f"steps[{index}].artifacts"),
+        agent_user=_user(step.agent.user if step.agent.user is not None else config.agent.user),
+        verifier_user=_user(step.verifier.user if step.verifier.user is not None else config.verifier.user),
+        collect=_main_hooks(config.verifier.collect) + _main_hooks(step.verifier.collect),
+        verifier_environment=_verifier_environment(path, config, step, index),
     )
+
+
+def _mode(verifier: HarborVerifier) -> str | None:
+    """A verifier table's own mode: explicit, else ``separate`` when it has an environment, else unsaid."""
+    if verifier.environment_mode is not None:
+        return verifier.environment_mode
+    return "separate" if verifier.environment is not None else None
+
+
+def _verifier_environment(path: Path, config: HarborConfig, step: HarborStep | None, index: int) -> VerifierEnvironment | None:
+    """Where the verifier runs, as Harbor resolves it: the step's mode, else the task's, else ``shared``
+    (None). Separate: the step's, then the task's ``[verifier.environment].docker_image`` or ``tests/``
+    Dockerfile (the tests inside the image), else a fresh copy of the task's own environment; its settings
+    are ``[verifier.environment]``'s (the step's, then the task's), else ``[environment]``'s."""
+    source = path / HARBOR_FILE
+    tables = [("verifier", config.verifier)] + ([(f"steps[{index}].verifier", step.verifier)] if step else [])
+    for where, verifier in tables:
+        if verifier.environment_mode == "shared" and verifier.environment is not None:
+            raise ConfigError(
+                "environment_mode = 'shared' contradicts this table (say 'separate', or drop it)",
+                source=str(source),
+                field=f"{where}.environment",
+            )
+    if ((_mode(step.verifier) if step else None) or _mode(config.verifier) or "shared") == "shared":
+        return None
+    own = step.verifier.environment if step and step.verifier.environment else config.verifier.environment
+    settings = own or config.environment
+    candidates = [(step.verifier.environment, f"steps/{step.name}/tests", tables[-1][0])] if step else []
+    candidates.append((config.verifier.environment, "tests", "verifier"))
+    folder: Path | None = None
+    text: str | None = None
+    image: str | None = None
+    origin = ""
+    for environment, tests, where in candidates:
+        if environment is not None and environment.docker_image:
+            image, origin = environment.docker_image, f"[{where}.environment].docker_image"
+            break
+        if task_files.exists(path, f"{tests}/Dockerfile"):
+            folder, text, origin = path / tests, task_files.read_text(path, f"{tests}/Dockerfile"), f"{tests}/Dockerfile"
+            break
+        if any(task_files.exists(path, f"{tests}/{name}") for name in COMPOSE_FILES):
+            raise ConfigError("a compose verifier environment is not supported (give a Dockerfile)", source=str(path / tests))
+    bundled = bool(origin)
+    if not bundled:
+        if task_files.is_dir(path, "environment"):
+            folder = path / "environment"
+            text = (
+                task_files.read_text(path, "environment/Dockerfile")
+                if task_files.exists(path, "environment/Dockerfile")
+                else None
+            )
+        image, origin = config.environment.docker_image, "a fresh copy of the task's environment"
+    network = settings.network_mode
+    if network == "public" and settings.allow_internet is False:
+        network = "no-network"
+    return VerifierEnvironment(
+        environment_dir=folder,
+        dockerfile=text,
+        image=image,
+        bundled_tests=bundled,
+        workdir=settings.workdir or (dockerfile.parse(text).workdir if text is not None else DEFAULT_WORKDIR),
+        network=network,
+        cpus=settings.cpus,
+        memory_mb=_megabytes(settings.memory_mb, settings.memory, source, "verifier.environment.memory"),
+        storage_mb=_megabytes(settings.storage_mb, settings.storage, source, "verifier.environment.storage"),
+        build_timeout_sec=settings.build_timeout_sec,
+        env=settings.env,
+        origin=origin,
+    )
+
+
+def _user(user: str | int | None) -> str | None:
+    return None if user is None else str(user)
+
+
+def _main_hooks(hooks: list[CollectHook]) -> tuple[CollectHook, ...]:
+    """The collect hooks of the main container (the others name compose services: see _not_given)."""
+    return tuple(h for h in hooks if h.service == "main")
 
 
 def _tb1(path: Path) -> BenchTask:
@@ -283,6 +437,14 @@ def check_folder(path: Path) -> tuple[list[BenchTask], list[ConfigError], list[s
         tasks.append(task)
         source = folder / (HARBOR_FILE if task.format == "harbor" else TB1_FILE)
         notices += [f"{source}: field {key!r}: unknown key (ignored, as Harbor does)" for key in task.unknown_keys]
+        notices += [f"{source}: {why}; its trials are environment-unsatisfied" for why in task.refused]
+        notices += [f"{source}: not applied: {why}" for why in task.not_applied]
+        notices += [
+            f"{source}: field '{t.table}.{t.key}': takes the variable {t.variable} from waza's environment"
+            + (f" (default {t.default!r})" if t.default is not None else " (no default: a trial is unsatisfied without it)")
+            + ("" if t.variable in os.environ else "; unset now")
+            for t in task_templates(task)
+        ]
         if task.compose_file is not None:
             runs = "only the Dockerfile's container runs" if task.dockerfile else "its trials are environment-unsatisfied"
             notices.append(f"{folder / task.compose_file}: compose is not run ({runs})")

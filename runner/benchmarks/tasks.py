@@ -7,13 +7,35 @@ from typing import Any, Literal
 
 import msgspec
 
-from waza.runner.benchmarks.formats import Artifact, Healthcheck
+from waza.runner.benchmarks.formats import Artifact, CollectHook, Healthcheck
 
-__all__ = ["BenchTask", "Grading", "TaskStep"]
+__all__ = ["BenchTask", "Grading", "TaskStep", "VerifierEnvironment"]
 
 #: ``reward``: Harbor's verifier writes /logs/verifier/reward.txt or reward.json;
 #: ``pytest``: Terminal-Bench 1.x, pass when pytest's summary shows every test passed.
 Grading = Literal["reward", "pytest"]
+
+
+class VerifierEnvironment(msgspec.Struct, frozen=True):
+    """Where a step's verifier runs when it does not share the agent's environment (Harbor's
+    ``environment_mode = "separate"``): a fresh environment built from ``environment_dir`` (``tests/`` with a
+    Dockerfile, or the task's own ``environment/``), or the ready ``image``; with ``bundled_tests`` the
+    image holds ``/tests`` itself and nothing is copied in. The rest is ``[verifier.environment]`` (else the
+    task's ``[environment]``)."""
+
+    environment_dir: Path | None
+    dockerfile: str | None
+    image: str | None
+    bundled_tests: bool
+    workdir: str
+    network: Literal["no-network", "public", "allowlist"]
+    cpus: float | None = None
+    memory_mb: int | None = None
+    storage_mb: int | None = None
+    build_timeout_sec: float = 600.0
+    env: dict[str, str] = msgspec.field(default_factory=dict)
+    #: Where its definition comes from, for results and messages (``tests/Dockerfile``, ...).
+    origin: str = ""
 
 
 class TaskStep(msgspec.Struct, frozen=True):
@@ -40,6 +62,14 @@ class TaskStep(msgspec.Struct, frozen=True):
     healthcheck: Healthcheck | None = None
     #: Kept after this step's verifier (the task's own artifacts, then the step's).
     artifacts: tuple[Artifact, ...] = ()
+    #: Whom the agent (and the oracle) and the verifier run as (``[agent].user``, ``[verifier].user``; None:
+    #: the image's user).
+    agent_user: str | None = None
+    verifier_user: str | None = None
+    #: ``[[verifier.collect]]`` of the main container: run after the agent, before the verifier.
+    collect: tuple[CollectHook, ...] = ()
+    #: None: the verifier runs in the agent's environment (``shared``); else in a fresh one of its own.
+    verifier_environment: VerifierEnvironment | None = None
 
 
 class BenchTask(msgspec.Struct, frozen=True):
@@ -71,3 +101,7 @@ class BenchTask(msgspec.Struct, frozen=True):
     compose_file: str | None = None
     #: task.toml / task.yaml keys waza does not know (Harbor ignores them too): reported by ``waza check``.
     unknown_keys: tuple[str, ...] = ()
+    #: What the task asks that waza never gives (a GPU, a TPU): each trial is ``environment-unsatisfied``.
+    refused: tuple[str, ...] = ()
+    #: Keys read but not applied, each with why: named by ``waza check`` and in every result.
+    not_applied: tuple[str, ...] = ()

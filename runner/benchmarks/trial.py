@@ -16,10 +16,12 @@ agent the environment confines (exec, headless CLIs, ACP).
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import os
 import posixpath
 import shutil
+import stat
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -40,6 +42,7 @@ from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_M
 from waza.runner.benchmarks import dockerfile, task_files
 from waza.runner.benchmarks.environment import ENVIRONMENTS, Environment, EnvironmentSpec, EnvironmentUnsatisfied, Network
 from waza.runner.benchmarks.formats import Healthcheck
+from waza.runner.benchmarks.host_vars import resolve_task
 from waza.runner.benchmarks.rewards import Reward, RewardError, pytest_reward, read_reward
 from waza.runner.benchmarks.tasks import BenchTask, TaskStep
 
@@ -114,6 +117,7 @@ def spec_for(
         dockerfile=task.dockerfile,
         verifier_needs=tuple(dict.fromkeys(needs)),
         base_images=dict(base_images or {}),
+        image=task.docker_image,
     )
     return spec, changed
 
@@ -153,13 +157,14 @@ async def _agent(
             env=task.solution_env,
             timeout=step.agent_timeout,
             mounts={"/solution": solution},
+            user=step.agent_user,
         )
         out.agent_exit, out.agent_timed_out = done.exit_code, done.timed_out
         (env.logs / "agent" / "oracle.txt").write_text(done.output)
         return
 
     def confine(argv: Any, environ: Any) -> tuple[list[str], dict[str, str]]:
-        return env.command(argv, phase="agent", env=environ)
+        return env.command(argv, phase="agent", env=environ, user=step.agent_user)
 
     assert agent.agent is not None, "an adapter's choice carries its spec"
     cls = adapter_class(agent.name)
@@ -194,13 +199,15 @@ def _state_dir(env: Environment, name: str | None, spec_env: Mapping[str, str]) 
     return {name: STATE_DIR}
 
 
-async def _verify(env: Environment, task: BenchTask, step: TaskStep, tests: Path, out: BenchmarkStep) -> Reward:
+async def _verify(env: Environment, task: BenchTask, step: TaskStep, mounts: dict[str, Path], out: BenchmarkStep) -> Reward:
+    """The verifier in ``env`` with ``mounts`` shown (``/tests``, unless its image holds them), its reward read."""
     done = await env.exec(
         ["bash", f"/tests/{step.test_script}"],
         phase="verifier",
         env=step.verifier_env,
         timeout=step.verifier_timeout,
-        mounts={"/tests": tests},
+        mounts=mounts,
+        user=step.verifier_user,
     )
     (env.logs / "verifier-output.txt").write_text(done.output)
     out.verifier_exit, out.verifier_seconds = done.exit_code, done.seconds
@@ -211,6 +218,78 @@ async def _verify(env: Environment, task: BenchTask, step: TaskStep, tests: Path
         return pytest_reward(done.output) if task.grading == "pytest" else read_reward(env.logs / "verifier")
     except RewardError as exc:
         raise _Failed("reward-missing", str(exc)) from None
+
+
+async def _verify_apart(
+    agent_env: Environment, task: BenchTask, step: TaskStep, tests: Path, out: BenchmarkStep, notes: dict[str, str]
+) -> Reward:
+    """Harbor's separate verifier: a fresh environment of the same kind (its image from ``tests/``, a
+    ``docker_image``, or the task's own environment anew), the agent's ``/logs/artifacts`` and collected
+    artifacts copied in, then the verifier there; what it ran on goes to ``notes``."""
+    where = step.verifier_environment
+    assert where is not None, "only a step with a verifier environment is verified apart"
+    network: Network = "host" if where.network != "no-network" and agent_env.spec.network == "host" else "none"
+    spec = msgspec.structs.replace(
+        agent_env.spec,
+        environment_dir=where.environment_dir,
+        dockerfile=where.dockerfile,
+        image=where.image,
+        workdir=where.workdir,
+        network=network,
+        ports=(),
+        read_only=(),
+        cpus=where.cpus,
+        memory_mb=where.memory_mb,
+        storage_mb=where.storage_mb,
+        build_timeout_sec=where.build_timeout_sec,
+        env=where.env,
+    )
+    label = "verifier" if step.name is None else f"verifier of step {step.name}"
+    apart = type(agent_env)(spec, agent_env.trial_dir / ("verifier-env" if step.name is None else f"verifier-env-{step.name}"))
+    try:
+        try:
+            await apart.start()
+        except EnvironmentUnsatisfied as exc:
+            raise _Failed("environment-unsatisfied", f"the {label}'s environment ({where.origin}): {exc}", exc.missing) from None
+        skipped = copy_tree(agent_env.logs / "artifacts", apart.logs / "artifacts")
+        mounts = {} if where.bundled_tests else {"/tests": tests}
+        base = Path("artifacts") if step.name is None else Path("steps", step.name, "artifacts")
+        for artifact in step.artifacts:  # each at its own place, as the agent left it
+            place = posixpath.normpath(posixpath.join(agent_env.spec.workdir, artifact.source))
+            kept = agent_env.trial_dir / base / (artifact.destination or artifact.source.lstrip("/"))
+            if place.startswith("/logs/") or not kept.exists() or kept.is_symlink():
+                continue  # /logs/artifacts is copied whole; a link is not followed on this side
+            mounts[place] = kept
+        reward = await _verify(apart, task, step, mounts, out)
+        if skipped:
+            said = f"{skipped} entries of /logs/artifacts not copied to the {label} (not files, folders or links)"
+            return msgspec.structs.replace(reward, warnings=(*reward.warnings, said))
+        return reward
+    finally:
+        await apart.stop()
+        notes[label] = f"separate environment ({where.origin})"
+        notes |= {f"{label} {key}": value for key, value in apart.facts().items()}
+
+
+def copy_tree(source: Path, dest: Path) -> int:
+    """Copy what an agent left in ``source`` to ``dest``: folders, regular files, and links as links (never
+    followed on this side); anything else (a FIFO, a device) is skipped and counted."""
+    skipped = 0
+    dest.mkdir(parents=True, exist_ok=True)
+    for root, dirs, files in os.walk(source, followlinks=False):
+        into = dest / Path(root).relative_to(source)
+        for name in [*dirs, *files]:
+            origin, target = Path(root, name), into / name
+            mode = origin.lstat().st_mode
+            if stat.S_ISLNK(mode):
+                target.symlink_to(os.readlink(origin))
+            elif stat.S_ISDIR(mode):
+                target.mkdir(exist_ok=True)
+            elif stat.S_ISREG(mode):
+                shutil.copyfile(origin, target, follow_symlinks=False)
+            else:
+                skipped += 1
+    return skipped
 
 
 async def _healthcheck(env: Environment, check: Healthcheck, whose: str) -> None:
@@ -235,6 +314,20 @@ async def _healthcheck(env: Environment, check: Healthcheck, whose: str) -> None
         await anyio.sleep(check.interval_sec)
 
 
+async def _collect_hooks(env: Environment, step: TaskStep) -> list[str]:
+    """``[[verifier.collect]]`` of the main container, after the agent: best effort, as Harbor runs them (a
+    hook that fails or times out is a warning, never the trial's verdict)."""
+    warnings: list[str] = []
+    for hook in step.collect:
+        user = None if hook.user is None else str(hook.user)
+        done = await env.exec(["sh", "-c", hook.command], phase="agent", env={}, timeout=hook.timeout_sec, user=user)
+        if done.exit_code != 0:
+            how = f"timed out after {hook.timeout_sec:g} s" if done.timed_out else f"exited {done.exit_code}"
+            tail = done.output.strip()[-300:]
+            warnings.append(f"collect hook {hook.command!r} {how}" + (f": {tail}" if tail else ""))
+    return warnings
+
+
 async def _collect(env: Environment, step: TaskStep, out: BenchmarkStep) -> list[str]:
     """The step's artifacts copied into the trial folder (``artifacts/``, or ``steps/NAME/artifacts/``);
     one warning per artifact that could not be."""
@@ -244,10 +337,27 @@ async def _collect(env: Environment, step: TaskStep, out: BenchmarkStep) -> list
         rel = base / (artifact.destination or artifact.source.lstrip("/"))
         problem = await env.collect(artifact.source, env.trial_dir / rel)
         if problem is None:
+            _exclude(env.trial_dir / rel, artifact.exclude)
             out.artifacts.append(rel.as_posix())
         else:
             warnings.append(f"artifact {artifact.source!r} not collected: {problem}")
     return warnings
+
+
+def _exclude(folder: Path, patterns: tuple[str, ...]) -> None:
+    """Remove a collected folder's entries that an artifact's ``exclude`` names (by name or by path inside)."""
+    if not patterns or folder.is_symlink() or not folder.is_dir():
+        return
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        for name in [*dirs, *files]:
+            path = Path(root, name)
+            rel = path.relative_to(folder).as_posix()
+            if any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(rel, p) for p in patterns):
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                    dirs.remove(name)
+                else:
+                    path.unlink()
 
 
 def _below_min_reward(step: TaskStep, reward: Reward) -> str | None:
@@ -297,6 +407,7 @@ async def run_trial(
     ``keep_env`` secret-like variables it keeps, ``base_images`` a map of ``FROM`` images to local ones
     for engines that build (``--base-image``); ``offline``: no network at all, and the result says so."""
     clock = time.perf_counter()
+    task, host_variables, unset = resolve_task(task, os.environ)
     read_only = shown_of_host(agent, read_only, ports)
     spec, offline_changes = spec_for(
         task,
@@ -323,7 +434,18 @@ async def run_trial(
         trial_dir=str(trial_dir),
     )
     rewards: list[Reward] = []
+    notes: dict[str, str] = {}
     try:
+        if unset:
+            raise _Failed("environment-unsatisfied", "the task's env names variables waza's environment does not set", unset)
+        if task.refused:
+            raise _Failed("environment-unsatisfied", "the task asks for hardware waza does not give", list(task.refused))
+        images = [
+            s.verifier_environment.origin for s in task.steps if s.verifier_environment and s.verifier_environment.bundled_tests
+        ]
+        if images and not env.runs_images:
+            why = f"a verifier image with its tests inside ({images[0]}): --env {env.kind} runs no image (--env docker does)"
+            raise _Failed("environment-unsatisfied", why, [why])
         if task.compose_file is not None:
             if task.dockerfile is None:
                 raise _Failed("environment-unsatisfied", COMPOSE_UNSUPPORTED, [f"{task.compose_file}: {COMPOSE_UNSUPPORTED}"])
@@ -341,11 +463,18 @@ async def run_trial(
                 await _healthcheck(env, step.healthcheck, f"step {step.name!r}'s")
             tests, solution = _stage(task, step, trial_dir / "stage")
             await _agent(env, task, step, agent, solution, out)
-            reward = await _verify(env, task, step, tests, out)
+            result.warnings += await _collect_hooks(env, step)
+            if step.verifier_environment is None:
+                reward = await _verify(env, task, step, {"/tests": tests}, out)
+                result.warnings += await _collect(env, step, out)
+            else:  # artifacts first: the verifier sees them; after the last step the agent's environment is done
+                result.warnings += await _collect(env, step, out)
+                if number == len(task.steps):
+                    await env.stop()
+                reward = await _verify_apart(env, task, step, tests, out, notes)
             out.score, out.subscores, out.reward_source = reward.score, reward.subscores, reward.source
             result.warnings += reward.warnings
             rewards.append(reward)
-            result.warnings += await _collect(env, step, out)
             below = _below_min_reward(step, reward)
             if below is not None and number < len(task.steps):
                 result.stopped = f"step {step.name!r}: {below}; the {len(task.steps) - number} later step(s) did not run"
@@ -356,7 +485,11 @@ async def run_trial(
         result.error_kind, result.error = "environment-failed", f"the environment failed: {exc}"
     finally:
         await env.stop()
-        result.environment = env.facts()
+        result.environment = {**env.facts(), **notes}
+        if task.not_applied:
+            result.environment["not_applied"] = "; ".join(task.not_applied)
+        if host_variables:  # the names only: the values may be keys
+            result.environment["host_variables"] = ", ".join(host_variables)
         result.seconds = round(time.perf_counter() - clock, 3)
     if result.error_kind is None:
         if task.reward_strategy == "final" or len(rewards) == 1:
