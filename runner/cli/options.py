@@ -370,14 +370,15 @@ class GraderOptions(msgspec.Struct):
         """Every ``--grader`` parsed into an API spec, judge options merged in (unless ``judge`` is false):
         the one way commands name graders."""
         from waza.runner.cli.grader_flags import build_specs
-        from waza.runner.engine.specs import from_internal
+        from waza.runner.engine.specs import Builtin
         from waza.runner.grading.judge_setup import apply as apply_judge
 
-        parsed = build_specs(self.grader or [], self.grader_config, self.grader_weight)
+        parsed: list[GraderSpecT] = [
+            msgspec.structs.replace(s, isolate=self.isolate) if isinstance(s, Builtin) else s
+            for s in build_specs(self.grader or [], self.grader_config, self.grader_weight)
+        ]
         chosen = self.judge_spec() if judge else None
-        if chosen is not None:
-            apply_judge(parsed, chosen.judge_config())
-        return [from_internal(s, isolate=self.isolate) for s in parsed]
+        return parsed if chosen is None else apply_judge(parsed, chosen.judge_config())
 
     def runners(self) -> "list[GraderRunner]":
         """The graders of :meth:`specs`, checked and ready to enter."""
