@@ -24,7 +24,7 @@ from waza.protocol.grader_protocol import grade_from_result, parse_result_bytes
 from waza.protocol.records import Grade, GraderRequest
 from waza.protocol.schemas import errors
 from waza.runner.grading.build import make_runner
-from waza.runner.grading.grader_specs import GraderSpec
+from waza.runner.grading.grader_specs import Builtin
 
 
 def step(name: str, n: int = 1, **fields: Any) -> dict[str, Any]:
@@ -37,7 +37,7 @@ def tools(*names: str) -> list[dict[str, Any]]:
 
 
 def in_process(name: str, config: dict[str, Any], request: GraderRequest) -> Grade:
-    runner = make_runner(GraderSpec(name=name, kind="builtin", target=name, config=config))
+    runner = make_runner(Builtin(name=name, grader=name, config=config))
     return anyio.run(runner.grade, request)
 
 

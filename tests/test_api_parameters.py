@@ -28,6 +28,7 @@ ENTRY_POINTS: list[tuple[type, Callable[..., Any], set[str], list[Callable[..., 
         [waza.run_suite, waza.arun_suite],
     ),
     (waza.CalibrateOptions, waza.CalibrationRun.prepare, set(), [waza.calibrate, waza.acalibrate]),
+    (waza.BenchmarkOptions, waza.arun_benchmark, set(), [waza.run_benchmark]),
 ]
 
 

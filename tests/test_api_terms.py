@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import ast
 import re
+import typing
 from pathlib import Path
 
+import msgspec
 import pytest
 
 import waza
+from waza.adapters.specs import AGENTS
 from waza.runner.cli.api_terms import FLAGS, cli_message, in_cli_terms
+from waza.runner.cli.options import AgentOptions, declared_names
 
 from .conftest import ROOT, run_waza, write_jsonl
 
@@ -74,6 +78,21 @@ def test_the_cli_table_maps_api_names_to_options_it_has() -> None:
     )
     for option in options:
         assert option.split()[0] in help_text, option
+
+
+def test_every_agent_spec_field_with_a_flag_is_in_the_table() -> None:
+    """An agent option is three places (the spec field, the adapter's use, the flag named as the field): the
+    table errors are said in follows from the flag's declaration, for every spec that has the field."""
+    hints = typing.get_type_hints(AgentOptions, include_extras=True)
+    for spec in AGENTS.values():
+        assert FLAGS[f"{spec.__name__}.command"].startswith("the agent command")
+        for field in msgspec.structs.fields(spec):
+            if field.name in hints:
+                assert FLAGS[f"{spec.__name__}.{field.name}"] in declared_names(hints[field.name]), (spec.__name__, field.name)
+    # the fields set from a flag of another name, their value converted first
+    assert FLAGS["AcpAgent.mcp_servers"] == "--mcp-server"
+    assert {FLAGS[f"{s}.env"] for s in ("ExecAgent", "AcpAgent", "HeadlessAgent")} == {"--serve-model"}
+    assert in_cli_terms("HeadlessAgent.raw_log and AcpAgent.raw_log") == "--raw-log and --raw-log"
 
 
 def test_a_python_caller_reads_spec_names_and_a_cli_user_reads_options(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from waza.protocol import schemas
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import GraderRequest
 from waza.runner.grading.build import make_runner
-from waza.runner.grading.grader_specs import GraderSpec
+from waza.runner.grading.grader_specs import Builtin
 
 from .conftest import compat_path, run_waza, write_jsonl
 from .graders_support import grade_both, one_shot, write_files
@@ -135,7 +135,7 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
 @pytest.mark.parametrize("name,config,message", BAD)
 def test_config_errors_are_found_before_anything_runs(name, config, message):
     with pytest.raises(ConfigError) as info:
-        make_runner(GraderSpec(name=name, kind="builtin", target=name, config=config))
+        make_runner(Builtin(name=name, grader=name, config=config))
     assert message in str(info.value) and "\n" not in str(info.value)
 
 
@@ -175,7 +175,10 @@ def test_every_non_llm_grader_config_in_the_compat_suites_parses():
     assert {t for _, t, _ in entries} >= {"code", "text", "file", "behavior", "action_sequence", "skill_invocation"}
     for where, kind, config in entries:
         if kind in CATALOGUE or canonical(kind) in CATALOGUE:
-            make_runner(GraderSpec(name=where, kind="builtin", target=canonical(kind), config=config))
+            try:
+                make_runner(Builtin(grader=canonical(kind), config=config))
+            except ConfigError as exc:  # a suite's grader name is not a plain one: say it here
+                raise AssertionError(f"{where}: {exc}") from None
 
 
 def test_graders_list_and_show():

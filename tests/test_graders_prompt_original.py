@@ -17,7 +17,7 @@ import pytest
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import GraderRequest
 from waza.runner.grading.build import make_runner
-from waza.runner.grading.grader_specs import GraderSpec
+from waza.runner.grading.grader_specs import Builtin
 
 from .conftest import read_jsonl, run_waza
 from .graders_support import in_process
@@ -63,7 +63,7 @@ def test_the_judges_calls_decide(calls, passed, score):
 )
 def test_prompt_and_rubric_forms_do_not_mix(config, message):
     with pytest.raises(ConfigError) as info:
-        make_runner(GraderSpec(name="prompt", kind="builtin", target="prompt", config=config))
+        make_runner(Builtin(name="prompt", grader="prompt", config=config))
     assert message in str(info.value)
 
 

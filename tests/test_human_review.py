@@ -15,7 +15,7 @@ from waza.graders import load
 from waza.protocol.records import GraderRequest
 from waza.protocol.schemas import errors
 from waza.runner.grading.build import make_runner
-from waza.runner.grading.grader_specs import GraderSpec
+from waza.runner.grading.grader_specs import Builtin
 
 from .conftest import read_jsonl, run_waza, write_jsonl
 
@@ -137,7 +137,7 @@ def test_worked_example_gives_its_documented_result_in_process_and_standalone(tm
     """The examples `waza graders show` prints (the LLM ones judged by a command) do what they say."""
     monkeypatch.chdir(tmp_path)
     example = load(name).EXAMPLE
-    runner = make_runner(GraderSpec(name=name, kind="builtin", target=name, config=example.config))
+    runner = make_runner(Builtin(name=name, grader=name, config=example.config))
     inside = anyio.run(runner.grade, GraderRequest(**example.request))
     proc = subprocess.run(
         [sys.executable, "-m", f"waza.graders.{name}"],

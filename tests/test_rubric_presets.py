@@ -13,7 +13,7 @@ from tests.conftest import read_jsonl, run_waza
 from waza.graders._rubric_presets import PRESETS
 from waza.protocol.errors import ConfigError
 from waza.runner.grading.build import make_runner
-from waza.runner.grading.grader_specs import GraderSpec
+from waza.runner.grading.grader_specs import Builtin
 
 NAMES = ["groundedness", "helpfulness", "instruction-following", "refusal-correctness", "tool-use-appropriateness"]
 
@@ -25,7 +25,7 @@ def test_the_original_s_five_presets_exist() -> None:
 @pytest.mark.parametrize("name", ["groundednes", "instruction-follow", "tool-use"])
 def test_an_unknown_preset_name_is_refused(name: str) -> None:
     with pytest.raises(ConfigError) as caught:
-        make_runner(GraderSpec(name="p", kind="builtin", target="prompt", config={"rubric": name}))
+        make_runner(Builtin(name="p", grader="prompt", config={"rubric": name}))
     assert f"unknown rubric {name!r}" in str(caught.value) and "groundedness" in str(caught.value)
 
 

@@ -20,7 +20,7 @@ SECTIONS: list[tuple[str, list[str]]] = [
     ("Graders", ["Graders", "GraderSpecT", "GraderBase", "Builtin", "Executable", "Worker", "PythonGrader", "Judge"]),
     ("Settings", ["Timeouts", "Limits", "Workspace", "Output"]),
     ("Options of each run", ["CaptureOptions", "RunOneOptions", "TrialsOptions", "GradeOptions", "SuiteOptions",
-                             "CalibrateOptions"]),
+                             "CalibrateOptions", "BenchmarkOptions"]),
     ("Records", ["PromptCase", "CaptureResult", "Grade", "GraderRequest", "TrialResult", "TrialsSummary",
                  "CalibrationReport", "BenchmarkResult"]),
     ("Run objects", ["CaptureRun", "GradeRun", "TrialsRun", "SuiteRun", "CalibrationRun"]),
@@ -28,36 +28,30 @@ SECTIONS: list[tuple[str, list[str]]] = [
     ("Version", ["__version__"]),
 ]  # fmt: skip
 
+_BENCHMARK: dict[str, str] = {
+    "path": "A Harbor task folder, a dataset folder of them, or Terminal-Bench 1.x task folders.",
+    "agent": 'The agent under test: one agent spec, or `"oracle"` (the task\'s solution) / `"nop"` (does nothing).',
+    "env": 'Where trials run: `"host"` (bubblewrap over this system) or `"docker"`; None: the best one here.',
+    "trials": "Trials per task.",
+    "concurrency": "How many trials run at once.",
+    "output": "Also write each result to this JSONL file as it finishes; an existing file is refused unless `resume`.",
+    "resume": "Skip the trials whose results are already in `output`.",
+    "work_dir": "Keep each trial's folder (workspace, logs, artifacts) here; None: a temporary folder removed at the end.",
+    "ports": "Ports of the host's loopback the agent may reach through the relay (a `waza serve-model` port).",
+    "read_only": "Host paths shown read-only to the agent (an agent's installation outside the planned view).",
+    "keep_env": "Secret-like environment variables passed to the agent (all others of that kind are withheld).",
+    "allow_network": "Give the network to a task that asks for it; False: no network.",
+    "offline": "Refuse any network use; each result says the run was offline.",
+    "base_images": "`FROM` image -> local image to build on instead (docker; recorded in each result).",
+}
+
 MEANINGS: dict[str, str] = {
-    # benchmarks (waza run DIR)
-    "run_benchmark.path": "A Harbor task folder, a dataset folder of them, or Terminal-Bench 1.x task folders.",
-    "run_benchmark.agent": 'The agent under test: one agent spec, or `"oracle"` (the task\'s solution) / `"nop"` (does nothing).',
-    "run_benchmark.env": 'Where trials run: `"host"` (bubblewrap over this system) or `"docker"`; None: the best one here.',
-    "run_benchmark.trials": "Trials per task.",
-    "run_benchmark.concurrency": "How many trials run at once.",
-    "run_benchmark.output": "Also write each result to this JSONL file as it finishes; an existing file is refused unless `resume`.",
-    "run_benchmark.resume": "Skip the trials whose results are already in `output`.",
-    "run_benchmark.work_dir": "Keep each trial's folder (workspace, logs, artifacts) here; None: a temporary folder removed at the end.",
-    "run_benchmark.ports": "Ports of the host's loopback the agent may reach through the relay (a `waza serve-model` port).",
-    "run_benchmark.read_only": "Host paths shown read-only to the agent (an agent's installation outside the planned view).",
-    "run_benchmark.keep_env": "Secret-like environment variables passed to the agent (all others of that kind are withheld).",
-    "run_benchmark.allow_network": "Give the network to a task that asks for it; False: no network.",
-    "run_benchmark.offline": "Refuse any network use; each result says the run was offline.",
-    "run_benchmark.base_images": "`FROM` image -> local image to build on instead (docker; recorded in each result).",
-    "arun_benchmark.path": "A Harbor task folder, a dataset folder of them, or Terminal-Bench 1.x task folders.",
-    "arun_benchmark.agent": 'The agent under test: one agent spec, or `"oracle"` (the task\'s solution) / `"nop"` (does nothing).',
-    "arun_benchmark.env": 'Where trials run: `"host"` (bubblewrap over this system) or `"docker"`; None: the best one here.',
-    "arun_benchmark.trials": "Trials per task.",
-    "arun_benchmark.concurrency": "How many trials run at once.",
-    "arun_benchmark.output": "Also write each result to this JSONL file as it finishes; an existing file is refused unless `resume`.",
-    "arun_benchmark.resume": "Skip the trials whose results are already in `output`.",
-    "arun_benchmark.work_dir": "Keep each trial's folder (workspace, logs, artifacts) here; None: a temporary folder removed at the end.",
-    "arun_benchmark.ports": "Ports of the host's loopback the agent may reach through the relay (a `waza serve-model` port).",
-    "arun_benchmark.read_only": "Host paths shown read-only to the agent (an agent's installation outside the planned view).",
-    "arun_benchmark.keep_env": "Secret-like environment variables passed to the agent (all others of that kind are withheld).",
-    "arun_benchmark.allow_network": "Give the network to a task that asks for it; False: no network.",
-    "arun_benchmark.offline": "Refuse any network use; each result says the run was offline.",
-    "arun_benchmark.base_images": "`FROM` image -> local image to build on instead (docker; recorded in each result).",
+    # benchmarks (waza run DIR): one meaning for each of the three owners of these parameters
+    **{
+        f"{owner}.{name}": meaning
+        for owner in ("run_benchmark", "arun_benchmark", "BenchmarkOptions")
+        for name, meaning in _BENCHMARK.items()
+    },
     # type aliases
     "AgentSpec": "Any one agent spec: what `agent=` takes.",
     "Graders": "What `graders=` takes: one grader or a sequence of them, each a spec, a `--grader` string "

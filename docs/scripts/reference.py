@@ -290,7 +290,7 @@ def _parameter_table(owner: str, params: list[tuple[str, str, str]], record: dic
 
 def _methods(name: str, cls: type) -> Iterator[str]:
     for attr, raw in vars(cls).items():
-        if attr.startswith("_") or not callable(getattr(cls, attr)) or attr in ("internal",):
+        if attr.startswith("_") or not callable(getattr(cls, attr)):
             continue
         if isinstance(raw, property):
             continue

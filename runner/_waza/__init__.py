@@ -26,7 +26,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["agrade", "grade", "GradeOptions", "GradeRun"], "waza.runner.engine.grade"),
     **dict.fromkeys(["atrials", "trials", "summarize_trials", "TrialsOptions", "TrialsRun"], "waza.runner.engine.trials"),
     **dict.fromkeys(["arun_suite", "run_suite", "SuiteOptions", "SuiteRun"], "waza.runner.suites.run"),
-    **dict.fromkeys(["arun_benchmark", "run_benchmark"], "waza.runner.benchmarks.api"),
+    **dict.fromkeys(["arun_benchmark", "run_benchmark", "BenchmarkOptions"], "waza.runner.benchmarks.api"),
     "BenchmarkResult": "waza.protocol.benchmark_records",
     **dict.fromkeys(["acalibrate", "calibrate", "compare", "CalibrateOptions", "CalibrationRun"], "waza.runner.engine.calibration"),
     **dict.fromkeys(
@@ -47,6 +47,7 @@ __all__ = [
     "AcpAgent",
     "AgentError",
     "AgentSpec",
+    "BenchmarkOptions",
     "BenchmarkResult",
     "Builtin",
     "CalibrateOptions",
@@ -128,7 +129,7 @@ if TYPE_CHECKING:
         TrialsSummary,
     )
     from waza.runner.analysis.passk import pass_at_k, pass_hat_k
-    from waza.runner.benchmarks.api import arun_benchmark, run_benchmark
+    from waza.runner.benchmarks.api import BenchmarkOptions, arun_benchmark, run_benchmark
     from waza.runner.engine.calibration import CalibrateOptions, CalibrationRun, acalibrate, calibrate, compare
     from waza.runner.engine.capture import CaptureOptions, CaptureRun, RunOneOptions, acapture, arun_one, capture, run_one
     from waza.runner.engine.grade import GradeOptions, GradeRun, agrade, grade

@@ -16,7 +16,7 @@ import os
 import tempfile
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Literal, TypedDict, Unpack
 
 from waza.protocol.benchmark_records import BenchmarkResult
 from waza.protocol.errors import ConfigError
@@ -27,9 +27,29 @@ from waza.runner.benchmarks.trial import CONTROL_AGENTS, AgentChoice
 from waza.runner.engine.run_setup import collect, resolve_agent
 from waza.runner.engine.specs import AgentSpec
 
-__all__ = ["agent_choice_of", "arun_benchmark", "environment_kind", "run_benchmark"]
+__all__ = ["BenchmarkOptions", "agent_choice_of", "arun_benchmark", "environment_kind", "run_benchmark"]
 
 ControlAgent = Literal["oracle", "nop"]
+
+
+class BenchmarkOptions(TypedDict, total=False):
+    """The keyword options of :func:`run_benchmark`: those of :func:`arun_benchmark` (which gives their
+    defaults), spelled once."""
+
+    env: str | None
+    tasks: Sequence[str]
+    tags: Sequence[str]
+    trials: int
+    concurrency: int
+    output: str | os.PathLike[str] | None
+    resume: bool
+    work_dir: str | os.PathLike[str] | None
+    ports: Sequence[int]
+    read_only: Sequence[str | os.PathLike[str]]
+    keep_env: Sequence[str]
+    allow_network: bool
+    offline: bool
+    base_images: Mapping[str, str] | None
 
 
 def environment_kind(name: str | None, *, option: str = "env") -> str:
@@ -147,42 +167,7 @@ async def arun_benchmark(
 def run_benchmark(
     path: str | os.PathLike[str],
     agent: AgentSpec | ControlAgent,
-    *,
-    env: str | None = None,
-    tasks: Sequence[str] = (),
-    tags: Sequence[str] = (),
-    trials: int = 1,
-    concurrency: int = 1,
-    output: str | os.PathLike[str] | None = None,
-    resume: bool = False,
-    work_dir: str | os.PathLike[str] | None = None,
-    ports: Sequence[int] = (),
-    read_only: Sequence[str | os.PathLike[str]] = (),
-    keep_env: Sequence[str] = (),
-    allow_network: bool = False,
-    offline: bool = False,
-    base_images: Mapping[str, str] | None = None,
+    **options: Unpack[BenchmarkOptions],
 ) -> list[BenchmarkResult]:
     """Blocking :func:`arun_benchmark`: every result, in the order the trials ended."""
-    return collect(
-        functools.partial(
-            arun_benchmark,
-            path,
-            agent,
-            env=env,
-            tasks=tasks,
-            tags=tags,
-            trials=trials,
-            concurrency=concurrency,
-            output=output,
-            resume=resume,
-            work_dir=work_dir,
-            ports=ports,
-            read_only=read_only,
-            keep_env=keep_env,
-            allow_network=allow_network,
-            offline=offline,
-            base_images=base_images,
-        ),
-        "run_benchmark",
-    )
+    return collect(functools.partial(arun_benchmark, path, agent, **options), "run_benchmark")

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import re
 
+import msgspec
+
+from waza.adapters.specs import AGENTS
 from waza.protocol.errors import ConfigError
+from waza.runner.cli.options import agent_flags
 
 _AGENT_COMMAND = "the agent command (after the prompts, or after --)"
 _GRADER_NAME = "the grader's NAME (--grader NAME=SPEC)"
@@ -43,26 +47,11 @@ FLAGS: dict[str, str] = {
     "Sandbox.limits.disk_mb": "--sandbox-disk",
     "Sandbox": "--sandbox bwrap",
     # agents: a spec is an adapter, its fields are that adapter's options
-    **{f"{spec}.command": _AGENT_COMMAND for spec in ("ExecAgent", "AcpAgent", "HeadlessAgent", "HttpAgent", "ReplayAgent", "MockAgent")},
-    **{spec: f"--adapter {name}" for spec, name in (
-        ("ExecAgent", "exec"), ("AcpAgent", "acp"), ("HeadlessAgent", "headless"), ("HttpAgent", "http"),
-        ("ReplayAgent", "replay"), ("MockAgent", "mock"),
-    )},
-    "HeadlessAgent.schema": "--schema",
-    "HeadlessAgent.raw_log": "--raw-log",
-    "AcpAgent.raw_log": "--raw-log",
-    "AcpAgent.permission_rules": "--permission-rules",
-    "AcpAgent.permission": "--permission",
-    "AcpAgent.mcp_servers": "--mcp-server",
-    "AcpAgent.mcp_config": "--mcp-config",
-    "AcpAgent.auth_method": "--auth-method",
-    "HttpAgent.base_url": "--base-url",
-    "HttpAgent.model": "--model",
-    "HttpAgent.api_key_env": "--api-key-env",
-    "HttpAgent.max_tokens": "--max-tokens",
-    "HttpAgent.temperature": "--temperature",
-    "HttpAgent.local_model": "--local-model",
-    "HttpAgent.system_prompt": "--system-prompt",
+    **{f"{spec.__name__}.command": _AGENT_COMMAND for spec in AGENTS.values()},
+    **{spec.__name__: f"--adapter {name}" for name, spec in AGENTS.items()},
+    # each agent spec field -> the flag that sets it, read from the CLI's declarations (``AgentOptions``)
+    **{f"{spec.__name__}.{f.name}": agent_flags()[f.name]
+       for spec in AGENTS.values() for f in msgspec.structs.fields(spec) if f.name in agent_flags()},
     # an LLM grader's judge (``Judge(...)``; on the command line, the --judge options)
     "Judge.local": "--judge local",
     "Judge.base_url": "--judge-base-url",
@@ -71,12 +60,6 @@ FLAGS: dict[str, str] = {
     "Judge.api_key_env": "--judge-api-key-env",
     "Judge.command": "--judge-command",
     "Judge.cache": "--no-cache",
-    "HttpAgent.stream": "--stream",
-    "HttpAgent.cache": "--cache",
-    "ExecAgent.events": "--events",
-    **{f"{spec}.sandbox": "--sandbox" for spec in ("ExecAgent", "AcpAgent", "HeadlessAgent")},
-    **{f"{spec}.env": "--serve-model" for spec in ("ExecAgent", "AcpAgent", "HeadlessAgent")},
-    "ReplayAgent.replay_from": "--from",
     # graders
     **{f"{spec}.name": _GRADER_NAME for spec in ("GraderBase", "Builtin", "Executable", "Worker", "PythonGrader", "Judge")},
     **{f"{spec}.weight": "--grader-weight" for spec in ("GraderBase", "Builtin", "Executable", "Worker", "PythonGrader", "Judge")},
@@ -136,9 +119,4 @@ def in_cli_terms(text: str) -> str:
     return _NAMES.sub(option, text)
 
 
-def agent_flag(field: str) -> str:
-    """The option that sets an agent spec's field, whichever spec has it (``mcp_servers``: ``--mcp-server``)."""
-    return next(flag for name, flag in FLAGS.items() if name.endswith("Agent." + field))
-
-
-__all__ = ["FLAGS", "agent_flag", "cli_message", "in_cli_terms"]
+__all__ = ["FLAGS", "cli_message", "in_cli_terms"]

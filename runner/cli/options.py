@@ -286,7 +286,6 @@ class AgentOptions(msgspec.Struct):
         usage error."""
         from waza.adapters import adapter_class
         from waza.adapters.specs import AGENTS
-        from waza.runner.cli.api_terms import agent_flag
 
         cls = AGENTS.get(self.adapter)
         if cls is None:
@@ -302,7 +301,7 @@ class AgentOptions(msgspec.Struct):
             give_to_agents(name)
         ignored = [n for n in given if n not in {f.name for f in msgspec.structs.fields(cls)}]
         if ignored:
-            flags = ", ".join(agent_flag(n) for n in ignored)
+            flags = ", ".join(agent_flags()[n] for n in ignored)
             raise ConfigError(f"{flags} does nothing with --adapter {self.adapter}; remove it or choose another adapter")
         return cls(command=tuple(command), **given)
 
@@ -316,6 +315,38 @@ class AgentOptions(msgspec.Struct):
         from waza.runner.engine.specs import Timeouts
 
         return Timeouts(prompt=self.timeout, grader=grader, prompt_unit=self.timeout_unit())
+
+
+#: The agent spec fields set from a flag of another name, their value converted first (:meth:`AgentOptions.spec`).
+_CONVERTED_FLAGS = {"mcp_servers": "--mcp-server", "env": "--serve-model"}
+
+
+@functools.cache
+def agent_flags() -> dict[str, str]:
+    """Each agent spec field the command line sets -> its flag (``raw_log``: ``--raw-log``).
+
+    Read from the declarations of :class:`AgentOptions`, whose fields are named as the spec fields they set,
+    so adding an agent option is the spec field, the adapter's use of it and the flag (the error table,
+    ``api_terms.FLAGS``, follows); only the fields whose value is converted first are listed by hand."""
+    from waza.adapters.specs import AGENTS
+
+    hints = get_type_hints(AgentOptions, include_extras=True)
+    fields = {f.name for spec in AGENTS.values() for f in msgspec.structs.fields(spec)}
+    declared = {name: _long_flag(hints[name]) for name in sorted(fields & hints.keys())}
+    return {**declared, **_CONVERTED_FLAGS}
+
+
+def declared_names(hint: Any) -> list[str]:
+    """The names an option field's typer declaration gives it (``Annotated[T, typer.Option("-j", "--concurrency")]``:
+    typer keeps the first name where a default would be, the others in ``param_decls``)."""
+    from typer.models import OptionInfo
+
+    (info,) = (m for m in hint.__metadata__ if isinstance(m, OptionInfo))
+    return [str(info.default), *(info.param_decls or ())]
+
+
+def _long_flag(hint: Any) -> str:
+    return next(name for name in declared_names(hint) if name.startswith("--"))
 
 
 class GraderOptions(msgspec.Struct):
@@ -370,14 +401,15 @@ class GraderOptions(msgspec.Struct):
         """Every ``--grader`` parsed into an API spec, judge options merged in (unless ``judge`` is false):
         the one way commands name graders."""
         from waza.runner.cli.grader_flags import build_specs
-        from waza.runner.engine.specs import from_internal
+        from waza.runner.engine.specs import Builtin
         from waza.runner.grading.judge_setup import apply as apply_judge
 
-        parsed = build_specs(self.grader or [], self.grader_config, self.grader_weight)
+        parsed: list[GraderSpecT] = [
+            msgspec.structs.replace(s, isolate=self.isolate) if isinstance(s, Builtin) else s
+            for s in build_specs(self.grader or [], self.grader_config, self.grader_weight)
+        ]
         chosen = self.judge_spec() if judge else None
-        if chosen is not None:
-            apply_judge(parsed, chosen.judge_config())
-        return [from_internal(s, isolate=self.isolate) for s in parsed]
+        return parsed if chosen is None else apply_judge(parsed, chosen.judge_config())
 
     def runners(self) -> "list[GraderRunner]":
         """The graders of :meth:`specs`, checked and ready to enter."""

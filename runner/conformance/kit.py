@@ -39,7 +39,8 @@ from waza.protocol.io.process import Child, ProcessOutcome, exit_parts, run_once
 from waza.protocol.io.secrets import scrubbed_env
 from waza.protocol.records import PROTOCOL_VERSION, GraderResult, TrajectoryStep
 from waza.runner.grading.build import builtin_argv
-from waza.runner.grading.grader_specs import parse_grader
+from waza.runner.grading.grader_specs import Builtin, PythonGrader, parse_grader
+from waza.runner.grading.grader_specs import Worker as WorkerGrader
 from waza.runner.grading.worker_pool import Worker, WorkerFault, decode_answer
 
 PREVIEW = 240
@@ -71,25 +72,26 @@ class Target(msgspec.Struct):
 
 def resolve(text: str, config: dict[str, Any] | None, worker: bool) -> Target:
     """Turn the CLI argument into a command; ConfigError when it names nothing runnable."""
-    spec = parse_grader(text)
+    spec = parse_grader(text, plain=False)
     flag = ["--worker"] if worker else []
-    if spec.kind == "builtin":
-        module = load_builtin(spec.target)
-        argv = [*builtin_argv(spec.target), *flag]
+    if isinstance(spec, Builtin):
+        module = load_builtin(spec.grader)
+        argv = [*builtin_argv(spec.grader), *flag]
         example = getattr(module, "EXAMPLE", None)
         if config is None and example is not None:  # checked on its own worked example
             request = {k: v for k, v in example.request.items() if k != "config"}
             files, committed, context = dict(example.files), dict(example.committed), dict(example.context)
             return Target(text, argv, worker, dict(example.config), request, files, committed, context)
-        builtin_config.check(module, spec.target, config or {})
+        builtin_config.check(module, spec.grader, config or {})
         return Target(text, argv, worker, config or {})
-    if spec.kind == "python":
+    if isinstance(spec, PythonGrader):
         # Absolute, because the grader runs in the kit's scratch directory.
-        target = str(Path(spec.target).resolve()) if spec.target.endswith(".py") else spec.target
+        target, _, func = str(spec.fn).rpartition(":")
+        target = str(Path(target).resolve()) if target.endswith(".py") else target
         return Target(
-            text, [sys.executable, "-m", "waza.runner.grading.python_host", f"{target}:{spec.func}", *flag], worker, config or {}
+            text, [sys.executable, "-m", "waza.runner.grading.python_host", f"{target}:{func}", *flag], worker, config or {}
         )
-    return Target(text, spec.argv, worker or spec.kind == "worker", config or {})
+    return Target(text, list(spec.argv), worker or isinstance(spec, WorkerGrader), config or {})
 
 
 def prepare_workspace(target: Target, cwd: Path) -> None:

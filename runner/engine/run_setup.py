@@ -46,8 +46,9 @@ from waza.runner.engine.pipeline import (
 from waza.runner.engine.progress import Progress, wanted
 from waza.runner.engine.rerun import ErrorRecords
 from waza.runner.engine.specs import AgentSpec, Graders, Limits, Output, Timeouts, Workspace, grader_specs
-from waza.runner.grading.build import make_runner
+from waza.runner.grading.build import make_runner, resolve
 from waza.runner.grading.grader_runners import GraderRunner
+from waza.runner.grading.grader_specs import grader_files
 from waza.runner.grading.judge_setup import finish as finish_judge
 
 R = TypeVar("R")
@@ -95,18 +96,13 @@ def say_limits() -> None:
 
 def build_graders(graders: Graders, timeouts: Timeouts) -> list[GraderRunner]:
     """One checked runner per grader spec (ConfigError on the first problem, or on two graders of one name)."""
-    specs = grader_specs(graders)
-    internal = [g.internal() for g in specs]
-    seen: set[str] = set()
-    for spec in internal:
+    resolved = [resolve(g, timeout=timeouts.grader) for g in grader_specs(graders)]
+    seen: set[str | None] = set()
+    for spec in resolved:
         if spec.name in seen:
             raise ConfigError(f"two graders are named {spec.name!r}; give one another GraderBase.name")
         seen.add(spec.name)
-        if spec.timeout is None:
-            spec.timeout = timeouts.grader
-    return [
-        finish_judge(make_runner(spec, isolate=getattr(g, "isolate", False))) for g, spec in zip(specs, internal, strict=True)
-    ]
+    return [finish_judge(make_runner(spec)) for spec in resolved]
 
 
 def workspaces_of(workspace: Workspace, *, fresh: bool = False, agent: AgentSpec | None = None) -> Workspaces:
@@ -139,7 +135,7 @@ def check_sandbox_workspaces(settings: Settings, files: Mapping[str, str | Path 
     places = [("Workspace.root", settings.workspaces.root)] if settings.workspaces.root is not None else []
     if not places and not settings.workspaces.fresh:
         places = [("Workspace.cwd", settings.workspaces.cwd)]
-    graders = [p for g in settings.graders for p in (g.spec.target, *g.spec.argv) if os.path.isfile(p)]
+    graders = [p for g in settings.graders for p in grader_files(g.spec) if os.path.isfile(p)]
     named = [(what, f) for what, f in files.items() if f and str(f) != "-"] + [("grader", g) for g in graders]
     for field, place in places:
         real = os.path.realpath(place)

@@ -13,17 +13,14 @@ exactly the options that adapter honours, so an option an adapter would ignore
 cannot be written. Grader specs: ``Builtin`` (by name, with its config), ``Executable``
 (one process per result), ``Worker`` (a persistent worker process),
 ``PythonGrader`` (``file.py:fn``, ``package.module:fn`` or a callable) and
-``Judge`` (an LLM grader pointed at a judge).
+``Judge`` (an LLM grader pointed at a judge), defined beside the grader runners
+that take them (:mod:`waza.runner.grading.grader_specs`) and re-exported here.
 """
 
 from __future__ import annotations
 
-import math
 import os
-import re
-from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
 
 import msgspec
 import msgspec.structs
@@ -38,13 +35,24 @@ from waza.adapters.specs import (
     HttpAgent,
     MockAgent,
     ReplayAgent,
-    command_argv,
 )
 from waza.protocol.errors import ConfigError
 from waza.protocol.jsonl import DEFAULT_MAX_LINE_MB
 from waza.protocol.trajectory import DEFAULT_MAX_STEPS, DEFAULT_MAX_TRAJECTORY_MB
 from waza.runner.engine.inputs import TimeoutUnit
-from waza.runner.grading.grader_specs import GraderSpec, check_python_target, parse_grader, resolve_argv
+from waza.runner.grading.grader_specs import (
+    Builtin,
+    Executable,
+    GraderBase,
+    GraderLike,
+    Graders,
+    GraderSpecT,
+    Judge,
+    PythonGrader,
+    Worker,
+    grader_specs,
+    positive_number,
+)
 
 
 class Timeouts(msgspec.Struct, frozen=True):
@@ -60,16 +68,10 @@ class Timeouts(msgspec.Struct, frozen=True):
 
     def __post_init__(self) -> None:
         if self.prompt is not None:
-            _positive(self.prompt, "Timeouts.prompt", "seconds, or None for no limit")
-        _positive(self.grader, "Timeouts.grader", "seconds")
+            positive_number(self.prompt, "Timeouts.prompt", "seconds, or None for no limit")
+        positive_number(self.grader, "Timeouts.grader", "seconds")
         if self.prompt_unit not in ("s", "ms", "auto"):
             raise ConfigError(f"Timeouts.prompt_unit takes 's', 'ms' or 'auto', got {self.prompt_unit!r}")
-
-
-def _positive(value: object, name: str, unit: str) -> None:
-    """Refuse a limit that is not a finite number above zero (a bool is not a number here)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{name} must be a positive number of {unit}, got {value!r}")
 
 
 class Limits(msgspec.Struct, frozen=True):
@@ -159,201 +161,6 @@ class Output(msgspec.Struct, frozen=True):
         raise ConfigError(f"Output.path {self.path!r}: {problem}")
 
 
-# --- graders --------------------------------------------------------------------------------------
-
-_NAME = re.compile(r"^[A-Za-z_][\w.-]*$")
-
-
-class GraderBase(msgspec.Struct, frozen=True, kw_only=True):
-    """Base of the grader specs (a list of several kinds is a ``list[GraderBase]``): ``name`` labels its grades (default: from the grader), ``weight`` its share of the score."""
-
-    name: str | None = None
-    config: Mapping[str, Any] = msgspec.field(default_factory=dict)
-    weight: float = 1.0
-    #: Seconds per result; ``None``: the run's ``Timeouts.grader``.
-    timeout: float | None = None
-
-    def __post_init__(self) -> None:
-        kind = type(self).__name__
-        if self.name is not None and not _NAME.match(self.name):
-            raise ConfigError(f"{kind}.name {self.name!r} must be letters, digits, _ . -")
-        if isinstance(self.weight, bool) or not isinstance(self.weight, (int, float)) or not math.isfinite(self.weight):
-            raise ConfigError(f"{kind}.weight must be a number, got {self.weight!r}")
-        if self.weight < 0:
-            raise ConfigError(f"{kind}.weight must not be negative, got {self.weight}")
-        if self.timeout is not None:
-            _positive(self.timeout, f"{kind}.timeout", "seconds, or None for the run's Timeouts.grader")
-
-    def _spec(self, name: str, kind: Literal["builtin", "python", "exec", "worker"], target: str, **kw: Any) -> GraderSpec:
-        return GraderSpec(
-            name=self.name or name,
-            kind=kind,
-            target=target,
-            config=dict(self.config),
-            weight=self.weight,
-            timeout=self.timeout,
-            **kw,
-        )
-
-    def internal(self) -> GraderSpec:
-        """The engine's mutable spec for this grader, checked (ConfigError when it names nothing runnable)."""
-        raise NotImplementedError
-
-
-class Builtin(GraderBase, frozen=True, kw_only=True):
-    """A built-in grader by name (``waza graders list``); ``isolate`` runs it as a worker process."""
-
-    grader: str
-    isolate: bool = False
-
-    def internal(self) -> GraderSpec:
-        from waza.graders import canonical, load
-
-        load(self.grader)
-        target = canonical(self.grader)
-        return self._spec(target, "builtin", target)
-
-
-class Executable(GraderBase, frozen=True, kw_only=True):
-    """An executable run once per result: a GraderRequest on stdin, a result on stdout."""
-
-    #: The program and its arguments: a sequence, or a string split as a POSIX shell would.
-    argv: str | Sequence[str]
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        force_setattr(self, "argv", command_argv(self.argv, "Executable.argv"))
-
-    def internal(self) -> GraderSpec:
-        argv = resolve_argv([str(a) for a in self.argv])
-        return self._spec(Path(argv[0]).name, "exec", argv[0], argv=argv)
-
-
-class Worker(GraderBase, frozen=True, kw_only=True):
-    """An executable in persistent worker mode: one process per concurrency slot, JSONL in and out."""
-
-    #: The program and its arguments: a sequence, or a string split as a POSIX shell would.
-    argv: str | Sequence[str]
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        force_setattr(self, "argv", command_argv(self.argv, "Worker.argv"))
-
-    def internal(self) -> GraderSpec:
-        argv = resolve_argv([str(a) for a in self.argv])
-        return self._spec(Path(argv[0]).name, "worker", argv[0], argv=argv)
-
-
-class PythonGrader(GraderBase, frozen=True, kw_only=True):
-    """A Python function called in-process with the request as a dict; returns a result dict.
-
-    ``fn`` is a reference (``file.py:fn`` or ``package.module:fn``), which any
-    machine with the same files can import, or the callable itself (pickled by
-    reference, so a module-level function of an importable module travels too).
-    """
-
-    fn: str | Callable[[dict[str, Any]], Any]
-
-    def internal(self) -> GraderSpec:
-        if isinstance(self.fn, str):
-            target, func = check_python_target(self.fn)
-            return self._spec(func, "python", target, func=func)
-        if not callable(self.fn):
-            raise ConfigError(f"PythonGrader needs a callable or 'file.py:fn', got {self.fn!r}", field="fn")
-        name = getattr(self.fn, "__name__", "grader")
-        module = getattr(self.fn, "__module__", None) or "__main__"
-        return self._spec(name, "python", module, func=getattr(self.fn, "__qualname__", name), fn=self.fn)
-
-
-class Judge(GraderBase, frozen=True, kw_only=True):
-    """An LLM grader (``llm``, ``llm_comparison`` or ``prompt``) and where its judge is.
-
-    ``base_url`` (+ ``model``, ``api_key_env``): an OpenAI-compatible endpoint;
-    ``command``: a judge program (prompt on stdin, reply on stdout); ``local``:
-    a local model server started for the run (``model_path``: its GGUF file).
-    """
-
-    grader: Literal["llm", "llm_comparison", "prompt"] = "llm"
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    command: str | None = None
-    local: bool = False
-    model_path: Path | None = None
-    isolate: bool = False
-    #: False: the judge is asked every time and nothing is kept in the model cache (--no-cache).
-    cache: bool = True
-
-    def judge_config(self) -> dict[str, Any]:
-        """The grader-config keys saying where this judge is (``local``: ``judge: local``), only those set;
-        ConfigError when they contradict each other."""
-        if self.local and (self.base_url or self.command):
-            raise ConfigError("Judge.local starts its own server; drop Judge.base_url / Judge.command")
-        if self.base_url and self.command:
-            raise ConfigError("give Judge.base_url or Judge.command, not both")
-        if self.model_path and not self.local:
-            raise ConfigError("Judge.model_path is for Judge.local", field="Judge.model_path")
-        values = {
-            "judge": "local" if self.local else None,
-            "base_url": self.base_url,
-            "model": self.model,
-            "api_key_env": self.api_key_env,
-            "command": self.command,
-            "model_path": str(self.model_path) if self.model_path else None,
-            "cache": None if self.cache else False,
-        }
-        return {k: v for k, v in values.items() if v is not None}
-
-    def internal(self) -> GraderSpec:
-        from waza.runner.grading.judge_setup import apply
-
-        spec = Builtin(
-            grader=self.grader, name=self.name, config=self.config, weight=self.weight, timeout=self.timeout
-        ).internal()
-        apply([spec], self.judge_config())
-        return spec
-
-
-GraderSpecT: TypeAlias = Builtin | Executable | Worker | PythonGrader | Judge
-#: One grader as ``graders=`` takes it: a spec; a string, read as ``waza capture --grader SPEC`` reads it
-#: (``builtin:NAME``, ``FILE.py:FUNC``, ``worker:PROGRAM``, a program); or a function (a ``PythonGrader``).
-GraderLike: TypeAlias = GraderBase | str | Callable[[dict[str, Any]], Any]
-#: What ``graders=`` takes: one grader, or a sequence of them.
-Graders: TypeAlias = GraderLike | Sequence[GraderLike]
-
-
-def grader_specs(graders: Graders) -> list[GraderSpecT]:
-    """The grader specs ``graders=`` names, in order; ConfigError for anything that names no grader."""
-    items: Sequence[object] = [graders] if isinstance(graders, (GraderBase, str)) or callable(graders) else graders
-    if not isinstance(items, Sequence):
-        raise ConfigError(f"graders takes a grader spec, a string, a function or a list of them, got {graders!r}")
-    specs: list[GraderSpecT] = []
-    for i, item in enumerate(items):
-        if isinstance(item, (Builtin, Executable, Worker, PythonGrader, Judge)):
-            specs.append(item)
-        elif isinstance(item, GraderBase):
-            raise ConfigError(f"graders[{i}] is a GraderBase, not one of its kinds (Builtin, Executable, ...): {item!r}")
-        elif isinstance(item, str):
-            specs.append(from_internal(parse_grader(item)))
-        elif callable(item):
-            specs.append(PythonGrader(fn=item))
-        else:
-            raise ConfigError(f"graders[{i}] is not a grader spec, a string or a function: {item!r}")
-    return specs
-
-
-def from_internal(spec: GraderSpec, *, isolate: bool = False) -> GraderSpecT:
-    """The API spec of a parsed ``--grader`` (its judge options already merged into its config)."""
-    common: dict[str, Any] = {"name": spec.name, "config": spec.config, "weight": spec.weight, "timeout": spec.timeout}
-    if spec.kind == "builtin":
-        return Builtin(grader=spec.target, isolate=isolate, **common)
-    if spec.kind == "python":
-        return PythonGrader(fn=f"{spec.target}:{spec.func}", **common)
-    if spec.kind == "worker":
-        return Worker(argv=tuple(spec.argv), **common)
-    return Executable(argv=tuple(spec.argv), **common)
-
-
 __all__ = [
     "AGENTS",
     "AcpAgent",
@@ -376,6 +183,5 @@ __all__ = [
     "Timeouts",
     "Worker",
     "Workspace",
-    "from_internal",
     "grader_specs",
 ]

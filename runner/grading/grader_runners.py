@@ -33,7 +33,7 @@ from waza.protocol.io.process import run_once
 from waza.protocol.io.secrets import scrubbed_env_bytes
 from waza.protocol.io.stdout import claimed as results_on_stdout
 from waza.protocol.records import CaptureResult, Grade, GraderRequest
-from waza.runner.grading.grader_specs import GraderSpec
+from waza.runner.grading.grader_specs import Builtin, Executable, PythonGrader, Worker
 from waza.runner.wording import failure
 
 DEFAULT_TIMEOUT = 60.0
@@ -42,10 +42,13 @@ DEFAULT_TIMEOUT = 60.0
 class GraderRunner:
     """Base: holds the spec; subclasses implement ``_grade``. Use as an async context manager."""
 
-    def __init__(self, spec: GraderSpec) -> None:
+    def __init__(self, spec: Builtin | Executable | Worker | PythonGrader) -> None:
+        #: The resolved spec (``build.resolve``): named, its paths absolute; what a Ray job carries.
         self.spec = spec
-        self.name = spec.name
+        self.name = spec.name or ""
         self.timeout = spec.timeout if spec.timeout is not None else DEFAULT_TIMEOUT
+        #: The config each request carries: the spec's, until a local judge's server gives it its address.
+        self.config: dict[str, Any] = dict(spec.config)
 
     async def __aenter__(self) -> GraderRunner:
         return self
@@ -58,13 +61,13 @@ class GraderRunner:
 
         The copy is skipped when the config already matches (the usual case: a
         grader with no config), as it is a fifth of the per-result cost of an in-process grader."""
-        if request.config == self.spec.config:
+        if request.config == self.config:
             return request
-        return msgspec.structs.replace(request, config=self.spec.config)
+        return msgspec.structs.replace(request, config=self.config)
 
     async def grade_alone(self, result: CaptureResult) -> Grade:
         """Grade a result this grader is the only one for: the request is built with its own config."""
-        return await self.grade(request_for(result, self.spec.config))
+        return await self.grade(request_for(result, self.config))
 
     async def grade(self, request: GraderRequest) -> Grade:
         started = time.perf_counter()
@@ -129,7 +132,7 @@ class InProcessRunner(GraderRunner):
     so mutating it cannot change the record written; what it prints goes to stderr.
     """
 
-    def __init__(self, spec: GraderSpec, fn: Callable[[Any], Any], *, wants_record: bool) -> None:
+    def __init__(self, spec: Builtin | PythonGrader, fn: Callable[[Any], Any], *, wants_record: bool) -> None:
         super().__init__(spec)
         self.fn = fn
         self.wants_record = wants_record
@@ -140,7 +143,7 @@ class InProcessRunner(GraderRunner):
             return await super().grade_alone(result)
         # A user's function takes the request as JSON, built from the result directly and its own to change.
         started = time.perf_counter()
-        return await self._call(request_json(result, self.spec.config), started)
+        return await self._call(request_json(result, self.config), started)
 
     async def _grade(self, request: GraderRequest, started: float) -> Grade:
         # Built-ins (waza's own code) read the record; a user's function gets a copy of its own.
@@ -171,7 +174,7 @@ class InProcessRunner(GraderRunner):
 class ProcessRunner(GraderRunner):
     """One process per result: request on stdin, result on stdout, process group killed on timeout."""
 
-    def __init__(self, spec: GraderSpec, argv: list[str]) -> None:
+    def __init__(self, spec: Executable, argv: list[str]) -> None:
         super().__init__(spec)
         self.argv = argv
         self.keep_env: list[str] = []  # secret-like variables given back to it (judges.pass_api_key)
@@ -179,7 +182,7 @@ class ProcessRunner(GraderRunner):
     async def grade_alone(self, result: CaptureResult) -> Grade:
         # The request's JSON built straight from the result, no GraderRequest between.
         started = time.perf_counter()
-        return await self._run(orjson.dumps(request_json(result, self.spec.config)), result.cwd, started)
+        return await self._run(orjson.dumps(request_json(result, self.config)), result.cwd, started)
 
     async def _grade(self, request: GraderRequest, started: float) -> Grade:
         return await self._run(request.to_json(), request.cwd, started)

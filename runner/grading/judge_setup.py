@@ -14,14 +14,16 @@ run.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import Grade, GraderRequest
 from waza.runner.grading.grader_runners import GraderRunner
-from waza.runner.grading.grader_specs import GraderSpec
+from waza.runner.grading.grader_specs import Builtin, GraderSpecT
 
 LLM_GRADERS = frozenset({"llm", "llm_comparison", "prompt"})
 #: Config keys that say where the judge is; choosing one on the command line drops all of them.
@@ -30,29 +32,37 @@ DESTINATION_KEYS = frozenset({"judge", "base_url", "command", "model_path"})
 LOCAL_REASONING_CHARS = 400
 
 
-def is_llm(spec: GraderSpec) -> bool:
-    return spec.kind == "builtin" and spec.target in LLM_GRADERS
+def is_llm(spec: GraderSpecT) -> bool:
+    """A built-in LLM grader (named canonically, as parsed and resolved specs are; a ``Judge`` is one once resolved)."""
+    return isinstance(spec, Builtin) and spec.grader in LLM_GRADERS
 
 
-def apply(specs: list[GraderSpec], given: Mapping[str, Any], *, others: bool = False) -> None:
-    """Merge a ``Judge``'s choice (its grader-config keys, ``Judge.judge_config``) into the LLM graders' configs
-    (before they are checked): the run-time choice overrides what a grader's config says; ``others``: something
-    besides graders uses the judge (a suite's responder), so none is needed."""
-    if not given:
-        return
-    llm_specs = [s for s in specs if is_llm(s)]
-    if not llm_specs and not others:
+def merged_config(config: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """An LLM grader's config with a judge's choice merged in: the run-time choice overrides what the config says,
+    and a judge chosen replaces the one the config chose, not just some of its keys."""
+    replaced = DESTINATION_KEYS if DESTINATION_KEYS & set(given) else frozenset()
+    return {**{k: v for k, v in config.items() if k not in replaced}, **given}
+
+
+def check_used(specs: Sequence[GraderSpecT], given: Mapping[str, Any], *, others: bool = False) -> None:
+    """Refuse a judge's choice that no LLM grader of ``specs`` would use (``others``: something besides
+    graders uses the judge, a suite's responder)."""
+    if given and not others and not any(is_llm(s) for s in specs):
         fields = ", ".join("Judge." + ("local" if k == "judge" else k) for k in given)
         raise ConfigError(f"{fields} does nothing without an LLM grader (builtin:llm, builtin:llm_comparison, builtin:prompt)")
-    # A judge chosen on the command line replaces the one a config chose, not just some of its keys.
-    replaced = DESTINATION_KEYS if DESTINATION_KEYS & set(given) else frozenset()
-    for spec in llm_specs:
-        spec.config = {**{k: v for k, v in spec.config.items() if k not in replaced}, **given}
+
+
+def apply(specs: list[GraderSpecT], given: Mapping[str, Any], *, others: bool = False) -> list[GraderSpecT]:
+    """``specs`` with a ``Judge``'s choice (its grader-config keys, ``Judge.judge_config``) merged into the LLM
+    graders' configs (before they are checked); ``others``: something besides graders uses the judge (a
+    suite's responder), so none is needed."""
+    check_used(specs, given, others=others)
+    return [msgspec.structs.replace(s, config=merged_config(s.config, given)) if is_llm(s) else s for s in specs]
 
 
 def pass_api_key(runner: GraderRunner) -> None:
     """Isolated graders run with secrets scrubbed from their env; give back the one key the judge needs."""
-    name = runner.spec.config.get("api_key_env")
+    name = runner.config.get("api_key_env")
     keep = getattr(runner, "keep_env", None)
     if not name or keep is None:
         return
@@ -75,10 +85,15 @@ class LocalJudgeRunner(GraderRunner):
 
         self._use = self.server.use()
         url = await self._use.__aenter__()
-        config = {k: v for k, v in self.spec.config.items() if k not in ("judge", "model_path")}
+        config = {k: v for k, v in self.inner.config.items() if k not in ("judge", "model_path")}
         config.setdefault("reasoning_max_chars", LOCAL_REASONING_CHARS)
         # The server's port is new each run; the cache knows the judge by the model it serves.
-        self.spec.config = {**config, "base_url": url, "model": MODEL_NAME, "cache_as": identity(self.server.model)}
+        self.config = self.inner.config = {
+            **config,
+            "base_url": url,
+            "model": MODEL_NAME,
+            "cache_as": identity(self.server.model),
+        }
         try:
             await self.inner.__aenter__()
         except BaseException as exc:
@@ -103,9 +118,9 @@ def finish(runner: GraderRunner) -> GraderRunner:
     the model file is checked here, before anything runs.
     """
     pass_api_key(runner)
-    if not (is_llm(runner.spec) and runner.spec.config.get("judge") == "local"):
+    if not (is_llm(runner.spec) and runner.config.get("judge") == "local"):
         return runner
     from waza.runner.local_model.server import resolve_model, shared
 
-    path = runner.spec.config.get("model_path")
+    path = runner.config.get("model_path")
     return LocalJudgeRunner(runner, shared(resolve_model(Path(path) if path else None)))

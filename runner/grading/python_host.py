@@ -23,7 +23,7 @@ from waza.protocol.codec import Record
 from waza.protocol.errors import ConfigError
 from waza.protocol.grader_protocol import echo_request_id
 from waza.runner.grading.build import import_callable
-from waza.runner.grading.grader_specs import parse_grader
+from waza.runner.grading.grader_specs import PythonGrader, parse_grader
 from waza.runner.wording import failure
 
 
@@ -59,9 +59,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         spec = parse_grader(args.target)
-        if spec.kind != "python":
+        if not isinstance(spec, PythonGrader) or not isinstance(spec.fn, str):
             raise ConfigError(f"{args.target!r} is not FILE.py:FUNC or package.module:FUNC")
-        fn = import_callable(spec)
+        fn = import_callable(spec.fn)
     except ConfigError as exc:
         print(f"python_host: {exc}", file=sys.stderr)
         sys.exit(2)

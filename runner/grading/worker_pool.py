@@ -37,7 +37,8 @@ from waza.protocol.io.process import STDOUT_LIMIT, Child
 from waza.protocol.io.secrets import scrubbed_env_bytes
 from waza.protocol.records import PROTOCOL_VERSION, CaptureResult, Grade, GraderRequest
 from waza.runner.grading.grader_runners import GraderRunner
-from waza.runner.grading.grader_specs import GraderSpec
+from waza.runner.grading.grader_specs import Builtin
+from waza.runner.grading.grader_specs import Worker as WorkerSpec
 
 #: Seconds a worker gets to exit by itself after its stdin closes, before its group is killed.
 EXIT_GRACE = 5.0
@@ -117,7 +118,7 @@ def decode_answer(raw: bytes, request_id: str, exchange_id: str) -> dict[str, An
 class WorkerRunner(GraderRunner):
     """A grader in worker mode. Enter it (``async with``) before grading: leaving stops its workers."""
 
-    def __init__(self, spec: GraderSpec, argv: list[str]) -> None:
+    def __init__(self, spec: Builtin | WorkerSpec, argv: list[str]) -> None:
         super().__init__(spec)
         self.argv = argv
         self.keep_env: list[str] = []  # secret-like variables given back to it (judges.pass_api_key)
@@ -179,7 +180,7 @@ class WorkerRunner(GraderRunner):
     async def grade_alone(self, result: CaptureResult) -> Grade:
         # The request's JSON built straight from the result, no GraderRequest between.
         started = time.perf_counter()
-        return await self._exchange(request_json(result, self.spec.config), result.id, started)
+        return await self._exchange(request_json(result, self.config), result.id, started)
 
     async def _grade(self, request: GraderRequest, started: float) -> Grade:
         return await self._exchange(request.to_dict(), request.id, started)

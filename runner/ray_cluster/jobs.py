@@ -34,18 +34,8 @@ from waza.protocol.io.secrets import mark_secret_env
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.runner.engine.capture import run_one
 from waza.runner.engine.pipeline import Settings, failed_result
-from waza.runner.engine.specs import (
-    AgentSpec,
-    Executable,
-    GraderSpecT,
-    PythonGrader,
-    Timeouts,
-    Worker,
-    Workspace,
-    from_internal,
-)
+from waza.runner.engine.specs import AgentSpec, GraderSpecT, Timeouts, Workspace
 from waza.runner.grading.grader_runners import GraderRunner
-from waza.runner.grading.grader_specs import resolve_argv
 from waza.runner.ray_cluster.collect import driver_paths
 
 #: Agent options that name files the agent writes: always made absolute (the others only when they exist).
@@ -88,15 +78,9 @@ def agent_of(settings: Settings) -> AgentSpec:
 
 
 def graders_of(runners: Sequence[GraderRunner]) -> tuple[GraderSpecT, ...]:
-    """The API specs of live grader runners (their timeouts and judge settings already merged in)."""
-    from waza.runner.grading.worker_pool import WorkerRunner
-
-    specs = []
-    for runner in runners:
-        inner = getattr(runner, "inner", runner)  # a local judge wraps the LLM grader's runner
-        isolate = isinstance(inner, WorkerRunner) and inner.spec.kind == "builtin"
-        specs.append(_portable_grader(from_internal(runner.spec, isolate=isolate)))
-    return tuple(specs)
+    """The specs a run's grader runners were built from, as the engine resolved them (named, paths
+    absolute, timeout and judge merged in); a review queue's path made absolute on the driver."""
+    return tuple(driver_paths(runner.spec) for runner in runners)
 
 
 def workspace_of(settings: Settings) -> Workspace:
@@ -108,17 +92,6 @@ def workspace_of(settings: Settings) -> Workspace:
 
 def _absolute(path: Path) -> Path:
     return Path(path).expanduser().absolute()
-
-
-def _portable_grader(grader: GraderSpecT) -> GraderSpecT:
-    grader = driver_paths(grader)  # a review queue goes where a local run would write it
-    if isinstance(grader, (Executable, Worker)):
-        return msgspec.structs.replace(grader, argv=tuple(resolve_argv(list(grader.argv))))
-    if isinstance(grader, PythonGrader) and isinstance(grader.fn, str):
-        target, sep, func = grader.fn.rpartition(":")
-        if target.endswith(".py"):
-            return msgspec.structs.replace(grader, fn=f"{_absolute(Path(target))}{sep}{func}")
-    return grader
 
 
 def pack(prepare: Callable[[Path], None]) -> bytes:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +24,10 @@ import orjson
 from waza.protocol.errors import ConfigError
 from waza.protocol.records import CaptureResult, PromptCase
 from waza.runner.engine.pipeline import Executor, Settings, Sink, WorkItem, entered, run_items
-from waza.runner.grading.build import make_runner
+from waza.runner.grading.build import make_runner, resolve
 from waza.runner.grading.grader_runners import GraderRunner
-from waza.runner.grading.grader_specs import GraderSpec
+from waza.runner.grading.grader_specs import Builtin, GraderSpecT
+from waza.runner.grading.judge_setup import apply as apply_judge
 from waza.runner.grading.judge_setup import finish as finish_judge
 from waza.runner.suites import resources
 from waza.runner.suites import triggers as trigger_tests
@@ -50,8 +51,13 @@ class Plan(msgspec.Struct):
     #: Runs of each trigger prompt (``--trigger-trials``); the tasks' own trials are ``trials``.
     trigger_trials: int = 1
     model: str | None = None
-    extra_graders: list[GraderSpec] = msgspec.field(default_factory=list)
+    extra_graders: Sequence[GraderSpecT] = msgspec.field(default_factory=list)
+    #: Run the built-in graders as worker processes.
     isolate: bool = False
+    #: Seconds a grader with no timeout of its own may take per result.
+    grader_timeout: float = 60.0
+    #: The run's judge (``Judge.judge_config``), merged into every LLM grader's config.
+    judge: dict[str, Any] = msgspec.field(default_factory=dict)
     filtered: list[str] = msgspec.field(default_factory=list)
     #: Where the trials run: this process (``run_items``) or Ray tasks (``runner.ray_cluster``).
     executor: Executor = run_items
@@ -83,7 +89,7 @@ def select(suite: Suite, task_globs: list[str], tag_globs: list[str]) -> tuple[l
     return chosen, [t.id for t in left_out]
 
 
-def require_graders(tasks: list[Task], extra: list[GraderSpec]) -> None:
+def require_graders(tasks: list[Task], extra: Sequence[GraderSpecT]) -> None:
     """A task nothing judges could never pass or fail: refuse to run it."""
     if extra:
         return
@@ -122,20 +128,24 @@ def fixture_of(task: Task) -> tuple[Path, str] | None:
 class _Runners:
     """One runner per distinct grader, shared by every task that declares the same one."""
 
-    def __init__(self, isolate: bool) -> None:
-        self.isolate = isolate
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
         self.by_key: dict[bytes, GraderRunner] = {}
 
-    def get(self, spec: GraderSpec) -> GraderRunner:
-        key = orjson.dumps([spec.name, spec.kind, spec.target, spec.argv, spec.func, spec.config, spec.weight, spec.timeout])
+    def get(self, spec: GraderSpecT) -> GraderRunner:
+        """The runner of ``spec`` as this run has it: its timeout, the run's judge and ``isolate`` applied."""
+        (spec,) = apply_judge([resolve(spec, timeout=self.plan.grader_timeout)], self.plan.judge, others=True)
+        if self.plan.isolate and isinstance(spec, Builtin):
+            spec = msgspec.structs.replace(spec, isolate=True)
+        key = orjson.dumps([type(spec).__name__, msgspec.structs.asdict(spec)], default=repr)
         if key not in self.by_key:
-            self.by_key[key] = finish_judge(make_runner(spec, isolate=self.isolate))
+            self.by_key[key] = finish_judge(make_runner(spec))
         return self.by_key[key]
 
 
 async def execute(plan: Plan, out: Sink[CaptureResult], record: RunRecord) -> None:
     """Run the plan, handing each result to ``out`` and gathering it into ``record``."""
-    runners = _Runners(plan.isolate)
+    runners = _Runners(plan)
     graders = {t.id: [runners.get(s) for s in [*t.graders, *plan.extra_graders]] for t in plan.tasks}
     checkpoints = {t.id: [(c, [runners.get(s) for s in c.graders]) for c in t.checkpoints] for t in plan.tasks}
     trigger_items = (

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from waza.runner.grading.grader_specs import GraderSpec
+from waza.runner.grading.grader_specs import Builtin
 
 #: expected.behavior key -> behavior grader config key.
 BEHAVIOR_KEYS = {
@@ -33,9 +33,9 @@ BEHAVIOR_KEYS = {
 TASK_COMPLETED = ["len(agent_errors) == 0", "len(output.strip()) > 0"]
 
 
-def expected_graders(expected: dict[str, Any]) -> list[tuple[str, GraderSpec]]:
+def expected_graders(expected: dict[str, Any]) -> list[tuple[str, Builtin]]:
     """(the expected key it came from, the grader) for each key present, in a fixed order."""
-    out: list[tuple[str, GraderSpec]] = []
+    out: list[tuple[str, Builtin]] = []
     if "output_contains" in expected:
         out.append(("output_contains", _spec("output_contains", "text", {"contains": list(expected["output_contains"])})))
     if "output_not_contains" in expected:
@@ -56,5 +56,5 @@ def expected_graders(expected: dict[str, Any]) -> list[tuple[str, GraderSpec]]:
     return out
 
 
-def _spec(key: str, kind: str, config: dict[str, Any]) -> GraderSpec:
-    return GraderSpec(name=f"expected_{key}", kind="builtin", target=kind, config=config)
+def _spec(key: str, kind: str, config: dict[str, Any]) -> Builtin:
+    return Builtin(name=f"expected_{key}", grader=kind, config=config)

@@ -51,7 +51,7 @@ def check(root: Path, item: FixtureFile, where: str) -> None:
 
 def preparer(task: Task) -> Callable[[Path], None]:
     """The WorkItem ``prepare`` hook for one trial of ``task``."""
-    git = any(spec.kind == "builtin" and spec.target == "git" for spec in task.graders)
+    git = any(spec.grader == "git" for spec in task.graders)
 
     def prepare(workspace: Path) -> None:
         for item in task.files:

@@ -24,8 +24,8 @@ from waza.graders import load as load_builtin
 from waza.protocol import schemas
 from waza.protocol.errors import ConfigError
 from waza.runner.grading.build import make_runner
-from waza.runner.grading.grader_specs import GraderSpec
 from waza.runner.suites.located import Located, PathKey
+from waza.runner.suites.models import SuiteGrader
 from waza.runner.suites.unsupported import config_notice, grader_notice
 from waza.runner.suites.validate import first_problem
 
@@ -46,8 +46,8 @@ class Roots(msgspec.Struct, frozen=True):
     fixtures: Path
 
 
-def build(doc: Located, where: PathKey, raw: dict[str, Any], roots: Roots, notices: list[str] | None = None) -> GraderSpec:
-    """One declaration as a GraderSpec, or a ConfigError at the line of what is wrong.
+def build(doc: Located, where: PathKey, raw: dict[str, Any], roots: Roots, notices: list[str] | None = None) -> SuiteGrader:
+    """One declaration as a grader spec, or a ConfigError at the line of what is wrong.
 
     A top-level ``model`` or ``script`` on a grader that has no such key (the
     original's schema allows both on every grader) is added to ``notices``.
@@ -82,10 +82,9 @@ def build(doc: Located, where: PathKey, raw: dict[str, Any], roots: Roots, notic
     problem = first_problem(doc, builtin_config.schema_name(name), config, place, prefix=f"grader {kind!r} config")
     if problem is not None:
         raise problem
-    spec = GraderSpec(
+    spec = SuiteGrader(
         name=raw.get("name", kind),
-        kind="builtin",
-        target=name,
+        grader=name,
         config=_absolute_paths(name, config, roots),
         weight=float(raw.get("weight", 1.0)),
         timeout=raw.get("timeout_seconds"),

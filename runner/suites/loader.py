@@ -14,15 +14,18 @@ import difflib
 import glob
 import os
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from waza.adapters import adapter_class
 from waza.adapters.mock import ScriptError, parse_script
 from waza.graders._paths import check_relative
 from waza.protocol.errors import ConfigError
 from waza.runner.grading.build import make_runner
-from waza.runner.grading.grader_specs import GraderSpec
+from waza.runner.grading.grader_specs import Builtin
 from waza.runner.suites import csv_tasks, fixtures, mocks, resources, unsupported, validate
 from waza.runner.suites.expected import expected_graders
 from waza.runner.suites.graders import JUDGES, Roots, build
@@ -330,7 +333,7 @@ def _context_dir(here: Path, value: str) -> Path:
     return beside
 
 
-def _unique_names(doc: Located, where: PathKey, specs: list[GraderSpec], earlier: list[GraderSpec]) -> None:
+def _unique_names(doc: Located, where: PathKey, specs: Sequence[Builtin], earlier: Sequence[Builtin]) -> None:
     taken = {s.name for s in earlier}
     for i, spec in enumerate(specs):
         if spec.name in taken:
@@ -392,6 +395,11 @@ def _judge_model(suite: Suite) -> None:
     """config.judge_model: the model of every LLM grader that names none (the original's judge override)."""
     if suite.config.judge_model is None:
         return
-    for spec in [*suite.graders, *(s for t in suite.tasks for s in t.graders)]:
-        if spec.kind == "builtin" and spec.target in JUDGES and "model" not in spec.config:
-            spec.config["model"] = suite.config.judge_model
+    model = suite.config.judge_model
+    for graders in [suite.graders, *(t.graders for t in suite.tasks)]:
+        graders[:] = [
+            msgspec.structs.replace(s, config={**s.config, "model": model})
+            if s.grader in JUDGES and "model" not in s.config
+            else s
+            for s in graders
+        ]

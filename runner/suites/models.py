@@ -7,12 +7,13 @@ trust them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
-from waza.runner.grading.grader_specs import GraderSpec
+from waza.runner.grading.grader_specs import Builtin
 
 Confidence = Literal["high", "medium"]
 
@@ -75,11 +76,20 @@ class Responder(msgspec.Struct):
     judge: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class SuiteGrader(Builtin, frozen=True, kw_only=True):
+    """A suite's built-in grader: a ``Builtin`` whose name may be any string, as the original's format allows
+    (the API's names are plain ones)."""
+
+    @staticmethod
+    def plain_name(name: str) -> bool:
+        return bool(name)
+
+
 class Checkpoint(msgspec.Struct):
     """One entry of a task's ``checkpoints``: graders run after user turn ``after_turn`` (from 1)."""
 
     after_turn: int
-    graders: list[GraderSpec]
+    graders: Sequence[Builtin]
     #: on_failure: stop: a failed checkpoint sends no later turn.
     stop: bool = False
 
@@ -100,7 +110,7 @@ class Task(msgspec.Struct):
     golden: bool = False
     files: list[FixtureFile] = msgspec.field(default_factory=list)
     context: dict[str, Any] | None = None
-    graders: list[GraderSpec] = msgspec.field(default_factory=list)
+    graders: list[Builtin] = msgspec.field(default_factory=list)
     mock: list[Any] | None = None
     #: ``inputs.context.fixture``: a file or folder under ``fixture_root`` copied to the workspace root.
     fixture: str | None = None
@@ -118,7 +128,7 @@ class Task(msgspec.Struct):
         """The built-in type of this task's grader ``name`` (None for a command-line grader)."""
         for spec in self.graders:
             if spec.name == name:
-                return spec.target if spec.kind == "builtin" else None
+                return spec.grader
         return None
 
 
@@ -155,7 +165,7 @@ class Suite(msgspec.Struct):
     #: A 2.0 suite's workflow (the original's ``scenario``), recorded in each case's metadata.
     scenario: str | None = None
     version: str | None = None
-    graders: list[GraderSpec] = msgspec.field(default_factory=list)
+    graders: list[Builtin] = msgspec.field(default_factory=list)
     metrics: list[Metric] = msgspec.field(default_factory=list)
     tasks: list[Task] = msgspec.field(default_factory=list)
     triggers: TriggerTests | None = None

@@ -31,6 +31,8 @@ from waza.runner.engine.pipeline import Executor, Settings, Sink, Workspaces, ru
 from waza.runner.engine.progress import Progress, wanted
 from waza.runner.engine.run_setup import as_stream, resolve_agent
 from waza.runner.engine.specs import AGENTS, AgentSpec, Graders, HttpAgent, Judge, Output, Timeouts, grader_specs
+from waza.runner.grading.build import resolve
+from waza.runner.grading.judge_setup import check_used as check_judge_used
 from waza.runner.suites import document
 from waza.runner.suites.execute import Plan, commands_of, execute, require_graders, select
 from waza.runner.suites.loader import load_suite
@@ -122,7 +124,7 @@ class SuiteRun(msgspec.Struct):
         config = loaded.config
         adapter, resolved = resolve_agent(suite_agent(loaded, agent))
         chosen, filtered = select(loaded, list(tasks), list(tags))
-        extra = [g.internal() for g in graders]
+        extra = [resolve(g) for g in graders]
         require_graders(chosen, extra)
         for spec in extra:
             if any(spec.name == s.name for t in chosen for s in t.graders):
@@ -130,15 +132,10 @@ class SuiteRun(msgspec.Struct):
                     f"grader {spec.name!r} of graders= has the name of a suite grader; give it another GraderBase.name"
                 )
         specs = [*extra, *(s for t in chosen for s in t.graders), *(s for t in chosen for c in t.checkpoints for s in c.graders)]
-        for spec in specs:
-            if spec.timeout is None:
-                spec.timeout = timeouts.grader
         responders = [t.responder for t in chosen if t.responder is not None]
-        if judge is not None:
-            from waza.runner.grading.judge_setup import apply
-
-            apply(specs, judge.judge_config(), others=bool(responders))
-        place(responders, None if judge is None else judge.judge_config())
+        judged = {} if judge is None else judge.judge_config()
+        check_judge_used(specs, judged, others=bool(responders))
+        place(responders, None if judge is None else judged)
         if concurrency is None:
             concurrency = config.max_workers if config.parallel else 1
         if workspace_root is not None:
@@ -165,6 +162,8 @@ class SuiteRun(msgspec.Struct):
             model=config.model,
             extra_graders=extra,
             isolate=isolate or any(getattr(g, "isolate", False) for g in graders),
+            grader_timeout=timeouts.grader,
+            judge=judged,
             filtered=filtered,
             executor=executor,
             mocked=mocked,
