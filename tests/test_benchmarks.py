@@ -342,9 +342,14 @@ def test_run_writes_a_result_per_trial_and_resume_skips_them(tmp_path: Path) -> 
         ("py-sum", 2),
     ]
     assert all(r["timeouts"]["verifier"] == 60.0 and r["environment"]["kind"] == "host" for r in rows)
-    again = _waza("run", FIXTURES / "harbor", "--adapter", "oracle", "--tags", "python", "--trials", "3", "-o", out, "--resume")
+    keep = tmp_path / "kept" / "trials"  # a folder that does not exist yet is made
+    again = _waza(
+        "run", FIXTURES / "harbor", "--adapter", "oracle", "--tags", "python", "--trials", "3", "-o", out, "--resume",
+        "--workspace-dir", keep,
+    )  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert len(out.read_text().splitlines()) == 6  # only the third trials ran
+    assert [p.name.startswith("run-") for p in keep.iterdir()] == [True]
 
 
 def test_run_refuses_options_a_benchmark_does_not_use(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from waza.runner.cli.options import AgentOptions
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from waza.runner.wording import count
 
-__all__ = ["Reach", "agent_choice", "check_benchmark", "env_kind", "is_benchmark", "run_benchmarks"]
+__all__ = ["Reach", "agent_choice", "check_benchmark", "env_kind", "folder_for", "is_benchmark", "run_benchmarks"]
 
 
 def env_kind(name: str | None) -> str:
@@ -159,12 +159,12 @@ async def run_benchmarks(
     skip = done_keys(Path(output)) if resume else set()
     results: list[BenchmarkResult] = []
     with ExitStack() as stack:
+        work = agent.workspace_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="waza-bench-")))
+        work = Path(tempfile.mkdtemp(prefix="run-", dir=folder_for(work)))
         try:
             out = sys.stdout.buffer if output == "-" else stack.enter_context(Path(output).open("ab" if resume else "xb"))
         except FileExistsError:
             raise ConfigError(f"{output} exists: give --resume to go on with it, or another -o FILE") from None
-        work = agent.workspace_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="waza-bench-")))
-        work = Path(tempfile.mkdtemp(prefix="run-", dir=work))
         async for result in run_benchmark(
             tasks,
             choice,
@@ -197,3 +197,12 @@ async def run_benchmarks(
         file=sys.stderr,
     )
     return EXIT_OK if results and summary["passed"] == summary["trials"] else EXIT_FAILED
+
+
+def folder_for(path: Path) -> Path:
+    """A folder the user named to keep trials in (``--workspace-dir``, ``--keep``), made when it is missing."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot make {path}: {exc.strerror or exc}") from None
+    return path

@@ -13,7 +13,7 @@ import typer
 from waza.runner.benchmarks.loader import load_folder
 from waza.runner.benchmarks.run import select
 from waza.runner.benchmarks.validate import validate_task
-from waza.runner.cli.commands.benchmarks import base_images_for, env_kind
+from waza.runner.cli.commands.benchmarks import base_images_for, env_kind, folder_for
 from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.runtime import EXIT_FAILED, EXIT_OK, run
 
@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
             images = base_images_for(kind, base_image)
             all_ok = True
             with tempfile.TemporaryDirectory(prefix="waza-validate-") as scratch:
-                root = Path(tempfile.mkdtemp(prefix="run-", dir=keep_dir)) if keep_dir else Path(scratch)
+                root = Path(tempfile.mkdtemp(prefix="run-", dir=folder_for(keep_dir))) if keep_dir else Path(scratch)
                 for one in tasks:
                     verdict = await validate_task(one, env_kind=kind, work_dir=root / one.id, base_images=images)
                     all_ok = all_ok and verdict.verdict == "ok"
