@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from waza.protocol.errors import ConfigError
-from waza.runner.cli.commands.benchmarks import check_benchmark, is_benchmark
+from waza.runner.benchmarks.loader import is_benchmark
 from waza.runner.cli.metavars import argument, option
 from waza.runner.cli.runtime import EXIT_OK, fail
 from waza.runner.suites.execute import require_graders
@@ -45,6 +45,8 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         if is_benchmark(suite):  # Harbor / Terminal-Bench 1.x task folders
+            from waza.runner.cli.commands.benchmarks import check_benchmark  # only for them: a suite starts without it
+
             try:
                 raise typer.Exit(check_benchmark(suite))
             except ConfigError as exc:

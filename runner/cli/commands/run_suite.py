@@ -12,7 +12,7 @@ import typer
 
 from waza.adapters.specs import AcpAgent, ExecAgent, HeadlessAgent
 from waza.protocol.errors import ConfigError
-from waza.runner.cli.commands.benchmarks import is_benchmark, run_benchmarks
+from waza.runner.benchmarks.loader import is_benchmark
 from waza.runner.cli.executor_options import ExecutorOptions
 from waza.runner.cli.metavars import argument
 from waza.runner.cli.options import OUTPUT, AgentOptions, GraderOptions, note_records_on_terminal, opt, with_groups
@@ -191,6 +191,8 @@ def register(app: typer.Typer) -> None:
             workers_given=_given(ctx, "concurrency"),
         )
         if is_benchmark(suite):  # Harbor / Terminal-Bench 1.x task folders: the one dispatch point
+            from waza.runner.cli.commands.benchmarks import run_benchmarks  # only for them: a suite starts without it
+
             ignored = [name for name in ctx.params if _given(ctx, name) and name not in BENCHMARK_OPTIONS]
             if ignored:
                 flags = ", ".join("--" + name.replace("_", "-") for name in ignored)
