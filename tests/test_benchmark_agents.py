@@ -143,6 +143,7 @@ def test_codex_solves_a_harbor_task_on_the_host_with_a_writable_state_folder(tmp
     _check_codex(_run(tmp_path, codex, "--env", "host", schema="codex", replies=CODEX_REPLIES))
 
 
+@pytest.mark.slow  # Codex under host and Claude Code in docker stay in main
 def test_codex_solves_a_harbor_task_in_docker_with_the_hosts_node(tmp_path: Path, codex: Path) -> None:
     """Codex's launcher is a Node.js script: the host's node is shown read-only in the container."""
     _need_debian_image()

@@ -144,6 +144,7 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path):
     assert b"Example" in run_waza("compare", "--help").stdout
 
 
+@pytest.mark.slow  # a CPU-bound reference computation; the exact-test cases stay in main
 def test_mcnemar_sums_the_same_tail_as_the_binomial_coefficients():
     """The tail is summed term by term (each from the last); it is the exact sum of C(n, i), large n included."""
     import math

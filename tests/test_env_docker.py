@@ -218,8 +218,8 @@ FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
     ("name", "oracle", "nop"),
     [
         ("harbor/hello-sh", "passed 1.0", "failed 0.0"),
-        ("broken/wrong-solution", "failed 0.0", "failed 0.0"),
-        ("broken/no-reward", "error reward-missing", "error reward-missing"),
+        pytest.param("broken/wrong-solution", "failed 0.0", "failed 0.0", marks=pytest.mark.slow),  # engine logic, host-tested
+        pytest.param("broken/no-reward", "error reward-missing", "error reward-missing", marks=pytest.mark.slow),
         ("broken/needs-package", "error environment-unsatisfied", "error environment-unsatisfied"),
     ],
 )
@@ -350,6 +350,7 @@ def test_a_real_agent_runs_inside_the_container(tmp_path: Path, base_image: str)
     assert "HOST_ONLY_SECRET" not in seen
 
 
+@pytest.mark.slow  # test_benchmarks classifies them on the host; the control-agents test covers docker's outcomes
 def test_validate_tasks_in_docker_classifies_each_broken_task(base_image: str) -> None:
     mapped = ("--env", "docker", "--base-image", f"debian:12-slim={base_image}")
     proc = run_waza("validate-tasks", FIXTURES / "broken", *mapped)
@@ -409,6 +410,7 @@ def test_offline_refuses_the_network_option(tmp_path: Path) -> None:
     assert not (tmp_path / "r.jsonl").exists()
 
 
+@pytest.mark.slow  # the pip prepare test covers offline prepare in docker; the host uvx test stays in main
 def test_a_test_time_uvx_works_offline_once_prepared(tmp_path: Path, base_image: str) -> None:
     """Harbor's usual verifier, `uvx --with X pytest ...`: prepare fetches uv and the packages; the offline
     container gets uv at the end of its PATH, told to take the prepared packages, on the image's Python."""

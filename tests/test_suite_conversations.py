@@ -188,6 +188,7 @@ def test_workdir_is_the_exec_agents_working_directory() -> None:
     assert result.output.strip().endswith("/app/src")
 
 
+@pytest.mark.slow  # the scripted headless-resume test covers the responder in main
 def test_claude_code_answers_the_responder_in_its_resumed_session(tmp_path: Path) -> None:
     """The real Claude Code CLI (pinned, as tests/test_real_agents.py installs it) under the headless adapter: one
     `waza serve-model` script is both its model (Anthropic API) and the responder's (OpenAI API); the responder's

@@ -328,6 +328,7 @@ MCP_REPLIES = """\
 """
 
 
+@pytest.mark.slow  # Claude Code's MCP-mock test stays in main; the fake-CLI test checks Codex's hand-over
 def test_codex_calls_an_mcp_mock_handed_over_with_c_options(tmp_path: Path) -> None:
     """The pinned Codex CLI gets the mock as `-c mcp_servers.tracker={...}` (required: it waits for the handshake
     and fails the run if there is none) and calls it as the tool list_issues of its namespace mcp__tracker,
