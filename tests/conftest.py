@@ -175,3 +175,26 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return module_if_shared(nodeid)
 
     return SharedFixtureScheduling(config, log)
+
+
+@pytest.fixture(scope="module")
+def base_image() -> str:
+    """The benchmark tests' offline base image, built once per module by ``tests/images/busybox-image.sh``;
+    the test skips, saying why, where no container engine answers or the image cannot be built."""
+    from waza.runner.benchmarks.docker import engine
+
+    from .benchmark_support import BASE, IMAGES
+
+    program, why = engine()
+    if program is None:
+        pytest.skip(f"no container engine answers here: {why}")
+    done = subprocess.run(
+        ["sh", str(IMAGES / "busybox-image.sh"), BASE],
+        capture_output=True,
+        timeout=300,
+        check=False,
+        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "ENGINE": Path(program).name},
+    )
+    if done.returncode != 0:
+        pytest.skip(f"the offline base image {BASE} cannot be built here: {done.stderr.decode(errors='replace')[-300:]}")
+    return BASE

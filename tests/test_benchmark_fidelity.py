@@ -10,47 +10,20 @@ and skip, saying why, without them.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import anyio
 import msgspec
 import pytest
 
-from waza.adapters.sandbox.bwrap import _probe
 from waza.protocol import schemas
 from waza.protocol.benchmark_records import BenchmarkResult
 from waza.protocol.errors import ConfigError
-from waza.runner.benchmarks.docker import engine
 from waza.runner.benchmarks.loader import check_folder, load_task
 from waza.runner.benchmarks.trial import AgentChoice, run_trial
 from waza.runner.benchmarks.validate import validate_task
 
-BASE = "waza-test/busybox:1"
-IMAGES = Path(__file__).parent / "images"
-
-needs_bwrap = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or _probe() is not None,
-    reason=f"no bubblewrap sandbox here ({_probe() if sys.platform.startswith('linux') else 'not Linux'}); .ci/run installs bubblewrap",
-)
-
-
-@pytest.fixture(scope="module")
-def base_image() -> str:
-    program, why = engine()
-    if program is None:
-        pytest.skip(f"no container engine answers here: {why}")
-    done = subprocess.run(
-        ["sh", str(IMAGES / "busybox-image.sh"), BASE],
-        capture_output=True,
-        timeout=300,
-        check=False,
-        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "ENGINE": Path(program).name},
-    )
-    if done.returncode != 0:
-        pytest.skip(f"the offline base image {BASE} cannot be built here: {done.stderr.decode(errors='replace')[-300:]}")
-    return BASE
+from .benchmark_support import needs_bwrap
 
 
 def write_task(root: Path, toml: str, *, dockerfile: str = "FROM debian:12-slim\nWORKDIR /app\n", **files: str) -> Path:

@@ -10,23 +10,17 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from waza.adapters.sandbox.bwrap import _probe
 from waza.runner.benchmarks.docker import engine
 from waza.runner.benchmarks.dockerfile import installs
 
+from .benchmark_support import needs_bwrap
 from .conftest import read_jsonl, run_waza
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
-
-needs_bwrap = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or _probe() is not None,
-    reason=f"no bubblewrap sandbox here ({_probe() if sys.platform.startswith('linux') else 'not Linux'}); .ci/run installs bubblewrap",
-)
 
 
 def _task(tmp_path: Path, name: str, test_sh: str, files: dict[str, str] | None = None) -> Path:

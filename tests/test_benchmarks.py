@@ -21,7 +21,6 @@ import anyio
 import msgspec
 import pytest
 
-from waza.adapters.sandbox.bwrap import _probe
 from waza.adapters.specs import AcpAgent, ExecAgent
 from waza.protocol import schemas
 from waza.protocol.benchmark_records import BenchmarkResult
@@ -32,14 +31,11 @@ from waza.runner.benchmarks.rewards import RewardError, pytest_reward, read_rewa
 from waza.runner.benchmarks.trial import AgentChoice, run_trial
 from waza.runner.benchmarks.validate import validate_task
 
+from .benchmark_support import needs_bwrap
+
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
 AGENT = FIXTURES / "agents" / "shell_agent.sh"
 ACP_AGENT = Path(__file__).parent / "agents" / "scripted_acp_agent.py"
-
-needs_bwrap = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or _probe() is not None,
-    reason=f"no bubblewrap sandbox here ({_probe() if sys.platform.startswith('linux') else 'not Linux'}); .ci/run installs bubblewrap",
-)
 
 
 def _host_pytest() -> bool:

@@ -24,35 +24,17 @@ import pytest
 
 from waza.adapters.specs import AcpAgent
 from waza.protocol.errors import ConfigError
-from waza.runner.benchmarks.docker import DockerEnvironment, engine
+from waza.runner.benchmarks.docker import DockerEnvironment
 from waza.runner.benchmarks.environment import ENVIRONMENTS, EnvironmentSpec, EnvironmentUnsatisfied, best_available
 from waza.runner.benchmarks.loader import load_task
 from waza.runner.benchmarks.trial import AgentChoice, run_trial
 from waza.runner.cli.commands.benchmarks import parse_base_images
 
+from .benchmark_support import BASE
 from .conftest import executable, read_jsonl, run_waza
 
-BASE = "waza-test/busybox:1"
-IMAGES = Path(__file__).parent / "images"
 ACP_AGENT = Path(__file__).parent / "agents" / "scripted_acp_agent.py"
 T = TypeVar("T")
-
-
-@pytest.fixture(scope="module")
-def base_image() -> str:
-    program, why = engine()
-    if program is None:
-        pytest.skip(f"no container engine answers here: {why}")
-    done = subprocess.run(
-        ["sh", str(IMAGES / "busybox-image.sh"), BASE],
-        capture_output=True,
-        timeout=300,
-        check=False,
-        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "ENGINE": Path(program).name},
-    )
-    if done.returncode != 0:
-        pytest.skip(f"the offline base image {BASE} cannot be built here: {done.stderr.decode(errors='replace')[-300:]}")
-    return BASE
 
 
 def task(tmp: Path, dockerfile: str, **files: str) -> Path:
